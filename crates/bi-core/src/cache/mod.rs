@@ -1,0 +1,1 @@
+//! Real cache instructions.

@@ -1,0 +1,4 @@
+//! The hardware view.
+/// The real memory.
+#[derive(Clone, Debug)]
+pub struct Hardware;

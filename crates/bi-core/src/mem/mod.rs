@@ -1,0 +1,154 @@
+//! Memory views: one node's window onto shared memory.
+//!
+//! # Why views
+//!
+//! Code for non-coherent memory is only as good as its tests, and an ordinary laptop is
+//! coherent: every bug in which a node reads a line it forgot to invalidate is invisible
+//! there. So the runtime and the data structures never touch shared memory directly; they
+//! go through a [`MemView`], and there are two of them:
+//!
+//! - [`Hardware`]: the real memory and the real cache instructions. Loads and stores are
+//!   plain (word-sized, naturally ordered) accesses; `writeback` and `invalidate` issue
+//!   `clwb` / `clflushopt` (or their aarch64 equivalents).
+//! - [`EmulatedNode`]: one node of an [`Emulator`], a software model of several
+//!   non-coherent caches over one backing memory. A load can return a stale line, a store
+//!   stays private until written back or evicted, and an oracle counts every stale read and
+//!   every read of reused memory, so hazards become numbers a test can assert on.
+//!
+//! Code generic over `V: MemView` runs unchanged on both; on [`Hardware`] it compiles down
+//! to the loads, stores and cache instructions one would write by hand.
+//!
+//! # Values, not references
+//!
+//! [`MemView::load`] returns a copy of the value rather than a reference into shared
+//! memory. Another node may legitimately write those bytes while we read them (that is the
+//! whole subject of this crate), and a Rust reference to memory that changes underneath it
+//! is undefined behaviour; a copy made with word-sized atomic loads is not. For the small
+//! `Pod` records shared structures are made of, the copy is a handful of moves.
+//!
+//! # Offsets
+//!
+//! Every address is a byte offset from the start of the shared memory, because every
+//! process may map that memory at a different address. An offset or range that falls
+//! outside the memory is a [`MemError`], never a wild access.
+
+mod backing;
+mod emulated;
+mod hardware;
+
+pub use backing::Backing;
+pub use emulated::*;
+pub use hardware::Hardware;
+
+use crate::line::LineSize;
+use bytemuck::Pod;
+use std::fmt;
+
+/// An access that the memory cannot serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemError {
+    /// The byte range `offset .. offset + len` does not lie inside memory of `size` bytes.
+    OutOfBounds {
+        /// First byte of the access.
+        offset: usize,
+        /// Length of the access in bytes.
+        len: usize,
+        /// Size of the memory in bytes.
+        size: usize,
+    },
+    /// The memory could not be allocated or mapped with the requested size.
+    BadSize {
+        /// The size asked for, in bytes.
+        requested: usize,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for MemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MemError::OutOfBounds { offset, len, size } => write!(
+                f,
+                "access of {len} bytes at offset {offset} is outside the {size}-byte shared memory"
+            ),
+            MemError::BadSize { requested, reason } => {
+                write!(f, "cannot provide {requested} bytes of shared memory: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MemError {}
+
+/// Checks that `offset .. offset + len` lies inside memory of `size` bytes.
+#[inline]
+pub(crate) fn check_range(offset: usize, len: usize, size: usize) -> Result<(), MemError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(MemError::OutOfBounds { offset, len, size }),
+    }
+}
+
+/// One node's view of shared memory: loads and stores through that node's cache, and the
+/// cache operations that move lines between the cache and memory.
+///
+/// Implementations are cheap to clone handles, `Send + Sync`, and shared by all threads of
+/// one node (a node is a coherence domain: its threads see each other's stores at once).
+///
+/// The contract, on real hardware and in the emulator alike:
+///
+/// - `load` may return a value older than memory if this node holds a stale copy of the
+///   line; it never returns a torn word (8-byte aligned words are single accesses);
+/// - `store` changes this node's copy; other nodes may not see it until `writeback`
+///   (or an eviction the program does not control) moves the line to memory;
+/// - `writeback` copies this node's dirty lines in the range to memory and keeps them;
+/// - `invalidate` writes back dirty lines in the range, then drops them, so the next
+///   load reads memory (x86 has no user-mode invalidate that discards data);
+/// - `flush` is `writeback` followed by `invalidate`, which on x86 is what `invalidate`
+///   already does; it is kept separate for architectures that distinguish them;
+/// - none of the three waits: a batch of cache operations ends with one `fence`, after
+///   which they have all completed and are ordered before later loads and stores.
+///
+/// Ranges are rounded outward to whole lines; a zero-length range is a no-op.
+///
+/// ```
+/// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+///
+/// fn publish<V: MemView>(view: &V, off: usize, value: u64) -> Result<(), bi_core::mem::MemError> {
+///     view.store(off, &value)?;
+///     view.writeback(off, 8)?;
+///     view.fence();
+///     Ok(())
+/// }
+///
+/// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+/// publish(&emu.node(0), 64, 42).unwrap();
+/// assert_eq!(emu.node(1).load::<u64>(64).unwrap(), 42);
+/// ```
+pub trait MemView: Clone + Send + Sync {
+    /// Size of the shared memory in bytes.
+    fn size(&self) -> usize;
+
+    /// The cache-line size this view operates with.
+    fn line_size(&self) -> LineSize;
+
+    /// Reads a `T` at `offset` through this node's cache.
+    fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError>;
+
+    /// Writes `value` at `offset` into this node's cache.
+    fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError>;
+
+    /// Starts writing back this node's dirty lines in `offset .. offset + len`.
+    fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError>;
+
+    /// Starts writing back and then dropping this node's lines in `offset .. offset + len`.
+    fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError>;
+
+    /// Starts a write-back followed by an invalidation of `offset .. offset + len`.
+    fn flush(&self, offset: usize, len: usize) -> Result<(), MemError>;
+
+    /// Waits for every cache operation issued so far by this thread and orders it before
+    /// later loads and stores.
+    fn fence(&self);
+}
