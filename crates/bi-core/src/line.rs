@@ -31,7 +31,11 @@ pub struct BadLineSize(pub usize);
 
 impl fmt::Display for BadLineSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line size {} is not a power of two between 8 and 4096", self.0)
+        write!(
+            f,
+            "line size {} is not a power of two between 8 and 4096",
+            self.0
+        )
     }
 }
 

@@ -6,6 +6,7 @@
 //! under every interleaving loom considers.
 
 #[cfg(not(loom))]
+#[allow(unused_imports)] // not every primitive is used by every build
 pub(crate) mod sync {
     pub(crate) use std::sync::Mutex;
     pub(crate) mod atomic {
@@ -14,6 +15,7 @@ pub(crate) mod sync {
 }
 
 #[cfg(loom)]
+#[allow(unused_imports)]
 pub(crate) mod sync {
     pub(crate) use loom::sync::Mutex;
     pub(crate) mod atomic {

@@ -44,7 +44,10 @@ impl std::fmt::Debug for Backing {
             Kind::Heap(_) => "heap",
             Kind::Mapped(_) => "mapped",
         };
-        f.debug_struct("Backing").field("kind", &kind).field("size", &self.size).finish()
+        f.debug_struct("Backing")
+            .field("kind", &kind)
+            .field("size", &self.size)
+            .finish()
     }
 }
 
@@ -53,7 +56,10 @@ impl Backing {
     pub fn anonymous(size: usize) -> Result<Backing, MemError> {
         check_size(size)?;
         let words: Box<[AtomicU64]> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
-        Ok(Backing { kind: Kind::Heap(words), size })
+        Ok(Backing {
+            kind: Kind::Heap(words),
+            size,
+        })
     }
 
     /// Maps `size` bytes of `file` shared (changes reach the file and every other process
@@ -73,7 +79,10 @@ impl Backing {
         // caller keeps the file's length stable while it is mapped (truncating a mapped file
         // is the one thing a mapping cannot defend against; region files are never shrunk).
         let map = unsafe { memmap2::MmapOptions::new().len(size).map_mut(file)? };
-        Ok(Backing { kind: Kind::Mapped(map), size })
+        Ok(Backing {
+            kind: Kind::Mapped(map),
+            size,
+        })
     }
 
     /// Size in bytes.
@@ -160,11 +169,17 @@ impl Backing {
 }
 
 fn check_size(size: usize) -> Result<(), MemError> {
-    if size == 0 || size % 8 != 0 {
-        return Err(MemError::BadSize { requested: size, reason: "size must be a non-zero multiple of 8" });
+    if size == 0 || !size.is_multiple_of(8) {
+        return Err(MemError::BadSize {
+            requested: size,
+            reason: "size must be a non-zero multiple of 8",
+        });
     }
     if size > isize::MAX as usize {
-        return Err(MemError::BadSize { requested: size, reason: "larger than the address space" });
+        return Err(MemError::BadSize {
+            requested: size,
+            reason: "larger than the address space",
+        });
     }
     Ok(())
 }
@@ -175,15 +190,22 @@ mod tests {
 
     #[test]
     fn rejects_bad_sizes() {
-        assert!(matches!(Backing::anonymous(0), Err(MemError::BadSize { .. })));
-        assert!(matches!(Backing::anonymous(12), Err(MemError::BadSize { .. })));
+        assert!(matches!(
+            Backing::anonymous(0),
+            Err(MemError::BadSize { .. })
+        ));
+        assert!(matches!(
+            Backing::anonymous(12),
+            Err(MemError::BadSize { .. })
+        ));
     }
 
     #[test]
     fn unaligned_round_trip_keeps_neighbours() {
         let mem = Backing::anonymous(64).unwrap();
         mem.store_bytes(0, &[0xAA; 64]).unwrap();
-        mem.store_bytes(3, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
+        mem.store_bytes(3, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+            .unwrap();
         let mut all = [0u8; 64];
         mem.load_bytes(0, &mut all).unwrap();
         assert_eq!(&all[..3], &[0xAA; 3]);
@@ -195,7 +217,14 @@ mod tests {
     fn out_of_bounds_is_an_error() {
         let mem = Backing::anonymous(64).unwrap();
         let e = mem.store_bytes(60, &[0; 8]).unwrap_err();
-        assert_eq!(e, MemError::OutOfBounds { offset: 60, len: 8, size: 64 });
+        assert_eq!(
+            e,
+            MemError::OutOfBounds {
+                offset: 60,
+                len: 8,
+                size: 64
+            }
+        );
         assert!(mem.load_bytes(usize::MAX, &mut [0; 2]).is_err());
         assert!(mem.load_bytes(64, &mut []).is_ok()); // empty access at the end is fine
     }

@@ -37,6 +37,7 @@ mod emulated;
 mod hardware;
 
 pub use backing::Backing;
+#[allow(unused_imports)]
 pub use emulated::*;
 pub use hardware::Hardware;
 
@@ -73,7 +74,10 @@ impl fmt::Display for MemError {
                 "access of {len} bytes at offset {offset} is outside the {size}-byte shared memory"
             ),
             MemError::BadSize { requested, reason } => {
-                write!(f, "cannot provide {requested} bytes of shared memory: {reason}")
+                write!(
+                    f,
+                    "cannot provide {requested} bytes of shared memory: {reason}"
+                )
             }
         }
     }
