@@ -1,4 +1,253 @@
-//! The hardware view.
-/// The real memory.
+//! The hardware view: real shared memory and real cache instructions.
+//!
+//! Loads and stores go through [`Backing`]'s atomic words, so a concurrent write by another
+//! thread or process is a race between atomics (well defined), never a data race on plain
+//! memory; on x86_64 those aligned atomic accesses are ordinary moves. The cache operations
+//! check the range against the memory, then issue one instruction per line through
+//! [`CacheOps`]; [`MemView::fence`] is the ops' fence.
+
+use super::{Backing, MemError, MemView, check_range};
+use crate::cache::CacheOps;
+use crate::line::LineSize;
+use bytemuck::Pod;
+use std::sync::Arc;
+
+/// One node's view of real shared memory: plain loads and stores, and the processor's own
+/// cache instructions.
+///
+/// Cheap to clone (an `Arc` and a few bytes); clones share the memory.
+///
+/// ```
+/// use bi_core::mem::{Backing, Hardware, MemView};
+/// use std::sync::Arc;
+///
+/// let view = Hardware::new(Arc::new(Backing::anonymous(4096).unwrap()));
+/// view.store(128, &0xfeed_u64).unwrap();
+/// view.writeback(128, 8).unwrap(); // publish
+/// view.fence();
+/// view.invalidate(128, 8).unwrap(); // drop our copy, next load reads memory
+/// view.fence();
+/// assert_eq!(view.load::<u64>(128).unwrap(), 0xfeed);
+/// assert!(view.writeback(4090, 8).is_err()); // out of bounds: an error, not a fault
+/// ```
 #[derive(Clone, Debug)]
-pub struct Hardware;
+pub struct Hardware {
+    mem: Arc<Backing>,
+    ops: CacheOps,
+}
+
+impl Hardware {
+    /// A view of `mem` using the processor's best instructions ([`CacheOps::detect`]).
+    pub fn new(mem: Arc<Backing>) -> Hardware {
+        Hardware::with_ops(mem, CacheOps::detect())
+    }
+
+    /// A view of `mem` using the given instructions (for example
+    /// [`CacheOps::clflush_only`] as a baseline, or [`CacheOps::nop`] on coherent memory).
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::{Backing, Hardware, MemView};
+    /// use std::sync::Arc;
+    ///
+    /// let mem = Arc::new(Backing::anonymous(1024).unwrap());
+    /// let view = Hardware::with_ops(mem, CacheOps::nop(LineSize::new(128).unwrap()));
+    /// assert_eq!(view.line_size().get(), 128);
+    /// assert!(view.flush(0, 1024).is_ok());
+    /// ```
+    pub fn with_ops(mem: Arc<Backing>, ops: CacheOps) -> Hardware {
+        Hardware { mem, ops }
+    }
+
+    /// The shared memory.
+    pub fn backing(&self) -> &Arc<Backing> {
+        &self.mem
+    }
+
+    /// The cache instructions this view issues.
+    pub fn ops(&self) -> CacheOps {
+        self.ops
+    }
+
+    /// Start of `offset .. offset + len` in this process, after checking the range.
+    #[inline]
+    fn range_ptr(&self, offset: usize, len: usize) -> Result<*const u8, MemError> {
+        check_range(offset, len, self.mem.size())?;
+        // Stays inside (or one past the end of) the backing allocation: checked above.
+        Ok(self.mem.base_ptr().wrapping_add(offset))
+    }
+}
+
+impl MemView for Hardware {
+    #[inline]
+    fn size(&self) -> usize {
+        self.mem.size()
+    }
+
+    #[inline]
+    fn line_size(&self) -> LineSize {
+        self.ops.line_size()
+    }
+
+    #[inline]
+    fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
+        let mut value = T::zeroed();
+        self.mem
+            .load_bytes(offset, bytemuck::bytes_of_mut(&mut value))?;
+        Ok(value)
+    }
+
+    #[inline]
+    fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
+        self.mem.store_bytes(offset, bytemuck::bytes_of(value))
+    }
+
+    #[inline]
+    fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        let ptr = self.range_ptr(offset, len)?;
+        // SAFETY: `offset .. offset + len` lies inside the backing memory (checked by
+        // `range_ptr`), which is mapped readable in this process for as long as `self.mem`
+        // lives, and `self` holds it for the whole call.
+        unsafe { self.ops.writeback(ptr, len) };
+        Ok(())
+    }
+
+    #[inline]
+    fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        let ptr = self.range_ptr(offset, len)?;
+        // SAFETY: as in `writeback`: the checked range is inside memory kept mapped by
+        // `self.mem`.
+        unsafe { self.ops.invalidate(ptr, len) };
+        Ok(())
+    }
+
+    #[inline]
+    fn flush(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        let ptr = self.range_ptr(offset, len)?;
+        // SAFETY: as in `writeback`: the checked range is inside memory kept mapped by
+        // `self.mem`.
+        unsafe { self.ops.flush(ptr, len) };
+        Ok(())
+    }
+
+    #[inline]
+    fn fence(&self) {
+        self.ops.fence();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytemuck::{Pod, Zeroable};
+
+    fn view(size: usize) -> Hardware {
+        Hardware::new(Arc::new(Backing::anonymous(size).unwrap()))
+    }
+
+    fn assert_send_sync_clone<T: Send + Sync + Clone>() {}
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+    #[repr(C)]
+    struct Rec {
+        a: u64,
+        b: u32,
+        c: u16,
+        d: u16,
+    }
+
+    #[test]
+    fn is_send_sync_clone() {
+        assert_send_sync_clone::<Hardware>();
+    }
+
+    #[test]
+    fn round_trip_values_of_several_sizes_and_alignments() {
+        let v = view(4096);
+        v.store(0, &0x0123_4567_89ab_cdef_u64).unwrap();
+        v.store(13, &0xdead_beef_u32).unwrap(); // unaligned
+        v.store(100, &[7u8; 3]).unwrap();
+        let rec = Rec {
+            a: 1,
+            b: 2,
+            c: 3,
+            d: 4,
+        };
+        v.store(1000, &rec).unwrap();
+        assert_eq!(v.load::<u64>(0).unwrap(), 0x0123_4567_89ab_cdef);
+        assert_eq!(v.load::<u32>(13).unwrap(), 0xdead_beef);
+        assert_eq!(v.load::<[u8; 3]>(100).unwrap(), [7; 3]);
+        assert_eq!(v.load::<Rec>(1000).unwrap(), rec);
+        // Clones share the memory.
+        let w = v.clone();
+        w.store(2000, &99u16).unwrap();
+        assert_eq!(v.load::<u16>(2000).unwrap(), 99);
+        assert_eq!(v.size(), 4096);
+    }
+
+    #[test]
+    fn out_of_bounds_is_an_error() {
+        let v = view(256);
+        let oob = |offset, len| MemError::OutOfBounds {
+            offset,
+            len,
+            size: 256,
+        };
+        assert_eq!(v.load::<u64>(252).unwrap_err(), oob(252, 8));
+        assert_eq!(v.store(256, &1u8).unwrap_err(), oob(256, 1));
+        assert_eq!(v.writeback(200, 57).unwrap_err(), oob(200, 57));
+        assert_eq!(v.invalidate(usize::MAX, 2).unwrap_err(), oob(usize::MAX, 2));
+        assert_eq!(v.flush(1, usize::MAX).unwrap_err(), oob(1, usize::MAX));
+        // Empty ranges at the very end are in bounds.
+        assert!(v.writeback(256, 0).is_ok());
+        assert!(v.load::<[u8; 0]>(256).is_ok());
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "issues cache instructions through inline asm, which Miri cannot run"
+    )]
+    fn cache_ops_on_valid_ranges_keep_data() {
+        let mut views = vec![view(8192)];
+        if let Ok(ops) = CacheOps::clflush_only() {
+            views.push(Hardware::with_ops(views[0].backing().clone(), ops));
+        }
+        for v in views {
+            for i in 0..1024u64 {
+                v.store(i as usize * 8, &(i * 3 + 1)).unwrap();
+            }
+            for (off, len) in [
+                (0, 8192),
+                (1, 1),
+                (63, 2),
+                (100, 1000),
+                (8191, 1),
+                (8192, 0),
+            ] {
+                v.writeback(off, len).unwrap();
+                v.invalidate(off, len).unwrap();
+                v.flush(off, len).unwrap();
+            }
+            v.fence();
+            for i in 0..1024u64 {
+                assert_eq!(v.load::<u64>(i as usize * 8).unwrap(), i * 3 + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn nop_ops_work_everywhere() {
+        let mem = Arc::new(Backing::anonymous(512).unwrap());
+        let v = Hardware::with_ops(mem, CacheOps::nop(LineSize::new(32).unwrap()));
+        v.store(40, &5u64).unwrap();
+        v.writeback(0, 512).unwrap();
+        v.invalidate(33, 100).unwrap();
+        v.flush(0, 0).unwrap();
+        v.fence();
+        assert_eq!(v.load::<u64>(40).unwrap(), 5);
+        assert_eq!(v.line_size().get(), 32);
+        assert!(v.ops().is_nop());
+    }
+}
