@@ -1,1 +1,275 @@
-//! Shared regions.
+//! Shared regions: the pool of memory that all nodes map, with a versioned header, a fixed
+//! layout of runtime tables and named roots.
+//!
+//! # Why a region
+//!
+//! Nodes that share memory without coherence still have to agree on *where* things are:
+//! which lines hold node 2's clock, which hold reader 5's timing record, where the log
+//! rings and the heap start. A [`Region`] fixes that once, in a header at offset 0 that
+//! every process validates before touching anything else, so that a wrong, old, truncated
+//! or corrupt file is a [`RegionError`] at open time instead of silent misreads later.
+//!
+//! # What is in it
+//!
+//! ```text
+//! 0        header         magic, version, size, line size, parameters, section table, checksum
+//!          node table     one record per node
+//!          reader table   one record per reader per node
+//!          log rings      modified/freed rings per node
+//!          root directory named roots
+//!          heap           objects, up to the end of the region
+//! ```
+//!
+//! Every section starts on a line boundary and spans whole lines ([`layout`]); the header
+//! format is in [`header`]; the root directory in [`roots`].
+//!
+//! # Sources
+//!
+//! - [`Region::anonymous`]: zeroed heap memory of this process, for tests, Miri and the
+//!   emulator;
+//! - [`Region::create`] / [`Region::open`]: a file mapped shared (`/dev/shm/...`, a DAX or
+//!   CXL device), which every process mapping it sees;
+//! - [`Region::from_bytes`]: validate an image held in memory and copy it into an
+//!   anonymous region (fuzzing, snapshots).
+//!
+//! Shared bytes are only ever accessed through a [`MemView`], so the same code runs on
+//! the hardware and in the emulator.
+//!
+//! ```
+//! use bi_core::ptr::ShPtr;
+//! use bi_core::region::{Region, RegionConfig};
+//!
+//! let region = Region::anonymous(RegionConfig::new(1 << 17).with_nodes(2)).unwrap();
+//! let view = region.hardware();
+//! let heap = region.layout().heap();
+//! let answer: ShPtr<u64> = ShPtr::new(heap.offset as u64);
+//! region.store(&view, answer, &42).unwrap();
+//! region.set_root(&view, "answer", answer).unwrap();
+//!
+//! let found = region.root::<u64, _>(&view, "answer").unwrap().unwrap();
+//! assert_eq!(region.load(&view, found).unwrap(), 42);
+//! ```
+
+mod error;
+pub mod header;
+pub mod layout;
+pub mod roots;
+
+pub use error::RegionError;
+pub use header::{FORMAT_VERSION, HEADER_LEN, Header, MAGIC};
+pub use layout::{Layout, RegionConfig, RingKind, Section, SectionKind};
+pub use roots::{MAX_ROOT_NAME, RootInfo};
+
+use crate::mem::{Backing, Hardware, MemView};
+use crate::ptr::ShPtr;
+use bytemuck::Pod;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A shared region: validated layout plus the memory it describes.
+///
+/// `Region` is `Send + Sync`; share it between a node's threads by reference or in an
+/// `Arc`. Dropping it unmaps the memory (for a file, the file stays).
+#[derive(Debug)]
+pub struct Region {
+    backing: Arc<Backing>,
+    layout: Layout,
+    path: Option<PathBuf>,
+    /// Serialises root directory updates made by this process. Not a cross-process lock,
+    /// and not part of any modelled kernel, so it is the standard library's.
+    roots_lock: Mutex<()>,
+}
+
+impl Region {
+    /// A region in zeroed heap memory of this process, with a fresh header.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// assert_eq!(region.layout().size(), 1 << 16);
+    /// assert!(matches!(
+    ///     Region::anonymous(RegionConfig::new(1024)),
+    ///     Err(RegionError::TooSmall { .. })
+    /// ));
+    /// ```
+    pub fn anonymous(config: RegionConfig) -> Result<Region, RegionError> {
+        let layout = Layout::compute(&config)?;
+        let backing = Arc::new(Backing::anonymous(layout.size())?);
+        backing.store_bytes(0, &Header::new(layout).encode())?;
+        Ok(Region::assemble(backing, layout, None))
+    }
+
+    /// Creates (or truncates) the file at `path`, sets its length to the configured size,
+    /// maps it shared, writes the header and writes it back to memory.
+    ///
+    /// Truncating a file that another process has mapped makes that process fault; create
+    /// a region once, then [`open`](Region::open) it everywhere else.
+    pub fn create(path: impl AsRef<Path>, config: RegionConfig) -> Result<Region, RegionError> {
+        let path = path.as_ref();
+        let layout = Layout::compute(&config)?;
+        let io = |op| {
+            move |source| RegionError::Io {
+                path: path.to_owned(),
+                op,
+                source,
+            }
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io("create"))?;
+        file.set_len(layout.size() as u64)
+            .map_err(io("set the length of"))?;
+        let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
+        backing.store_bytes(0, &Header::new(layout).encode())?;
+        let region = Region::assemble(backing, layout, Some(path.to_owned()));
+        let view = region.hardware();
+        view.writeback(0, layout.header().len)?;
+        view.fence();
+        Ok(region)
+    }
+
+    /// Maps the region file at `path` and validates its header.
+    ///
+    /// Errors: [`RegionError::Io`] (with the path) if the file cannot be opened, read or
+    /// mapped; otherwise whatever [`Header::decode_prefix`] finds wrong, with the file's
+    /// length as the bytes available.
+    pub fn open(path: impl AsRef<Path>) -> Result<Region, RegionError> {
+        let path = path.as_ref();
+        let io = |op| {
+            move |source| RegionError::Io {
+                path: path.to_owned(),
+                op,
+                source,
+            }
+        };
+        let mut file: File = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io("open"))?;
+        let file_len = file.metadata().map_err(io("inspect"))?.len();
+        let mut prefix = Vec::with_capacity(HEADER_LEN);
+        (&mut file)
+            .take(HEADER_LEN as u64)
+            .read_to_end(&mut prefix)
+            .map_err(io("read"))?;
+        let header = Header::decode_prefix(&prefix, file_len)?;
+        let layout = *header.layout();
+        let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
+        let region = Region::assemble(backing, layout, Some(path.to_owned()));
+        // The mapping must still hold the header we validated (the file could have been
+        // re-created between the read and the map). Read it from memory, not the cache.
+        let view = region.hardware();
+        view.invalidate(0, layout.header().len)?;
+        view.fence();
+        let mut mapped = [0u8; HEADER_LEN];
+        region.backing.load_bytes(0, &mut mapped)?;
+        let again = Header::decode_prefix(&mapped, layout.size() as u64)?;
+        if again != header {
+            return Err(RegionError::Io {
+                path: path.to_owned(),
+                op: "map",
+                source: std::io::Error::other("the header changed while the file was opened"),
+            });
+        }
+        Ok(region)
+    }
+
+    /// Validates the region image `bytes` (its length is the bytes available) and copies
+    /// it into a new anonymous region.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let original = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let image = original.to_bytes();
+    /// let copy = Region::from_bytes(&image).unwrap();
+    /// assert_eq!(copy.layout(), original.layout());
+    /// assert!(matches!(Region::from_bytes(&image[..100]), Err(RegionError::Truncated { .. })));
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Region, RegionError> {
+        let header = Header::decode(bytes)?;
+        let layout = *header.layout();
+        let backing = Arc::new(Backing::anonymous(layout.size())?);
+        backing.store_bytes(0, &bytes[..layout.size()])?;
+        Ok(Region::assemble(backing, layout, None))
+    }
+
+    fn assemble(backing: Arc<Backing>, layout: Layout, path: Option<PathBuf>) -> Region {
+        Region {
+            backing,
+            layout,
+            path,
+            roots_lock: Mutex::new(()),
+        }
+    }
+
+    /// A copy of the region's bytes as they are in memory.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.layout.size()];
+        // Cannot fail: the buffer is exactly the backing's size.
+        let _ = self.backing.load_bytes(0, &mut out);
+        out
+    }
+
+    /// The validated layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The memory, for building views ([`Hardware::new`], or an emulator over it).
+    pub fn backing(&self) -> &Arc<Backing> {
+        &self.backing
+    }
+
+    /// The file the region is mapped from, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// A hardware view of the region's memory.
+    pub fn hardware(&self) -> Hardware {
+        Hardware::new(self.backing.clone())
+    }
+
+    /// Reads the `T` that `ptr` designates, which must lie inside the heap.
+    ///
+    /// ```
+    /// use bi_core::ptr::{PtrError, ShPtr};
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let in_header: ShPtr<u64> = ShPtr::new(8);
+    /// assert!(in_header.load(&view).is_ok()); // inside the memory...
+    /// assert!(matches!(
+    ///     region.load(&view, in_header), // ...but not inside the heap
+    ///     Err(RegionError::Ptr(PtrError::OutOfBounds { .. }))
+    /// ));
+    /// ```
+    pub fn load<T: Pod, V: MemView>(&self, view: &V, ptr: ShPtr<T>) -> Result<T, RegionError> {
+        let at = ptr.check(self.layout.heap().range())?;
+        Ok(view.load(at)?)
+    }
+
+    /// Writes `value` to the `T` that `ptr` designates, which must lie inside the heap.
+    pub fn store<T: Pod, V: MemView>(
+        &self,
+        view: &V,
+        ptr: ShPtr<T>,
+        value: &T,
+    ) -> Result<(), RegionError> {
+        let at = ptr.check(self.layout.heap().range())?;
+        Ok(view.store(at, value)?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

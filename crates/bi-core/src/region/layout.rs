@@ -1,0 +1,684 @@
+//! Where each part of a region lives, computed from a handful of parameters.
+//!
+//! # Why computed, and why stored too
+//!
+//! Every process that maps a region must agree on where the node table, the reader table,
+//! the log rings, the root directory and the heap begin. The layout is therefore a pure
+//! function of a few parameters ([`RegionConfig`]): the creator computes it and writes both
+//! the parameters and the resulting section table into the header; an opener recomputes it
+//! from the stored parameters and insists that the two agree. A disagreement means the
+//! file was written by different layout rules (or is corrupt), and continuing would mean
+//! two processes reading each other's records at the wrong offsets.
+//!
+//! # How
+//!
+//! Sections follow each other in a fixed order, each starting on a line boundary and
+//! spanning whole lines, so cache operations on one section never touch its neighbour:
+//!
+//! | section | size |
+//! |---|---|
+//! | header | [`HEADER_LEN`] rounded up to a line |
+//! | node table | `nodes` x [`NODE_RECORD_SLOTS`] slots |
+//! | reader table | `nodes` x `readers_per_node` slots |
+//! | log rings | `nodes` x [`RINGS_PER_NODE`] rings, each [`RING_CONTROL_SLOTS`] slots of control then `log_ring_entries` x [`LOG_ENTRY_BYTES`] rounded up to a slot |
+//! | root directory | `root_entries` slots |
+//! | heap | the rest, at least [`MIN_HEAP_BYTES`] |
+//!
+//! A *slot* is `max(line size, 64)` bytes: one line on machines with 64-byte lines or
+//! larger, and enough lines to hold a 64-byte record on machines (or tests) with smaller
+//! lines. Every per-node and per-reader record gets slots of its own, so two nodes never
+//! write the same line.
+
+use super::error::RegionError;
+use super::header::HEADER_LEN;
+use crate::line::LineSize;
+use std::fmt;
+use std::ops::Range;
+
+/// Slots per node record (clock, quiescence record and room for the runtime's per-node
+/// state, each on lines of its own).
+pub const NODE_RECORD_SLOTS: usize = 4;
+/// Log rings per node: one for modified slots, one for freed objects.
+pub const RINGS_PER_NODE: usize = 2;
+/// Control slots at the start of each log ring (head and tail on separate lines).
+pub const RING_CONTROL_SLOTS: usize = 2;
+/// Bytes per log ring entry (an offset and a time stamp).
+pub const LOG_ENTRY_BYTES: usize = 16;
+/// The smallest heap a region may have.
+pub const MIN_HEAP_BYTES: usize = 4096;
+/// The smallest slot: one 64-byte record.
+pub const MIN_SLOT_BYTES: usize = 64;
+
+/// Most nodes a region can describe.
+pub const MAX_NODES: u32 = 4096;
+/// Most readers per node.
+pub const MAX_READERS_PER_NODE: u32 = 65536;
+/// Most entries per log ring.
+pub const MAX_LOG_RING_ENTRIES: u32 = 1 << 24;
+/// Most root directory entries.
+pub const MAX_ROOT_ENTRIES: u32 = 65536;
+/// Largest region size in bytes (2^48: far beyond any memory pool, and small enough that no
+/// offset computation can overflow).
+pub const MAX_REGION_SIZE: u64 = 1 << 48;
+
+/// The parameters a region's layout is computed from.
+///
+/// A builder: start from [`RegionConfig::new`] (or `default()`, 4 MiB) and adjust with the
+/// `with_*` methods; [`RegionConfig::validate`] (also run by [`Layout::compute`]) checks
+/// every value and reports the first bad one as a typed error.
+///
+/// ```
+/// use bi_core::region::{RegionConfig, RegionError};
+///
+/// let config = RegionConfig::new(1 << 20).with_nodes(2).with_root_entries(16);
+/// assert!(config.validate().is_ok());
+/// assert_eq!(config.nodes(), 2);
+///
+/// let bad = RegionConfig::new(1 << 20).with_log_ring_entries(1000); // not a power of two
+/// assert!(matches!(bad.validate(), Err(RegionError::InvalidParameter { .. })));
+/// assert!(matches!(
+///     RegionConfig::new(1 << 20).with_line_size(48).validate(),
+///     Err(RegionError::BadLineSize { found: 48 })
+/// ));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegionConfig {
+    size: u64,
+    line_size: u64,
+    nodes: u32,
+    readers_per_node: u32,
+    log_ring_entries: u32,
+    root_entries: u32,
+}
+
+impl Default for RegionConfig {
+    /// 4 MiB, 64-byte lines, 4 nodes, 16 readers per node, 1024-entry log rings, 64 roots.
+    fn default() -> Self {
+        RegionConfig::new(4 << 20)
+    }
+}
+
+impl RegionConfig {
+    /// A region of `size` bytes with default parameters: 64-byte lines, 4 nodes, 16 readers
+    /// per node, 1024-entry log rings and 64 root directory entries.
+    pub const fn new(size: usize) -> RegionConfig {
+        RegionConfig {
+            size: size as u64,
+            line_size: 64,
+            nodes: 4,
+            readers_per_node: 16,
+            log_ring_entries: 1024,
+            root_entries: 64,
+        }
+    }
+
+    /// Sets the total size in bytes (a multiple of the line size).
+    pub const fn with_size(mut self, size: usize) -> Self {
+        self.size = size as u64;
+        self
+    }
+
+    /// Sets the cache-line size in bytes (a power of two in `8..=4096`).
+    pub const fn with_line_size(mut self, line_size: usize) -> Self {
+        self.line_size = line_size as u64;
+        self
+    }
+
+    /// Sets the number of nodes (`1..=4096`).
+    pub const fn with_nodes(mut self, nodes: u32) -> Self {
+        self.nodes = nodes;
+        self
+    }
+
+    /// Sets the number of reader records per node (`1..=65536`).
+    pub const fn with_readers_per_node(mut self, readers: u32) -> Self {
+        self.readers_per_node = readers;
+        self
+    }
+
+    /// Sets the number of entries per log ring (a power of two in `2..=2^24`).
+    pub const fn with_log_ring_entries(mut self, entries: u32) -> Self {
+        self.log_ring_entries = entries;
+        self
+    }
+
+    /// Sets the number of root directory entries (`1..=65536`).
+    pub const fn with_root_entries(mut self, entries: u32) -> Self {
+        self.root_entries = entries;
+        self
+    }
+
+    /// Total size in bytes.
+    pub const fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Cache-line size in bytes.
+    pub const fn line_size(&self) -> u64 {
+        self.line_size
+    }
+
+    /// Number of nodes.
+    pub const fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// Reader records per node.
+    pub const fn readers_per_node(&self) -> u32 {
+        self.readers_per_node
+    }
+
+    /// Entries per log ring.
+    pub const fn log_ring_entries(&self) -> u32 {
+        self.log_ring_entries
+    }
+
+    /// Root directory entries.
+    pub const fn root_entries(&self) -> u32 {
+        self.root_entries
+    }
+
+    /// Checks every parameter, and that the size fits the layout.
+    pub fn validate(&self) -> Result<(), RegionError> {
+        Layout::compute(self).map(|_| ())
+    }
+
+    /// The smallest region size that holds this configuration's sections and a minimal
+    /// heap (the configured size itself is ignored).
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// let config = RegionConfig::default().with_nodes(1).with_readers_per_node(1);
+    /// let min = config.min_size().unwrap();
+    /// assert!(config.with_size(min).validate().is_ok());
+    /// assert!(config.with_size(min - 64).validate().is_err());
+    /// ```
+    pub fn min_size(&self) -> Result<usize, RegionError> {
+        let line = self.checked_line()?;
+        self.check_counts()?;
+        let fixed = fixed_sections(self, line)?;
+        let end = fixed[4].end();
+        Ok(end + MIN_HEAP_BYTES.max(line.get()))
+    }
+
+    fn checked_line(&self) -> Result<LineSize, RegionError> {
+        usize::try_from(self.line_size)
+            .ok()
+            .and_then(|l| LineSize::new(l).ok())
+            .ok_or(RegionError::BadLineSize {
+                found: self.line_size,
+            })
+    }
+
+    fn check_counts(&self) -> Result<(), RegionError> {
+        fn range(
+            name: &'static str,
+            v: u32,
+            max: u32,
+            reason: &'static str,
+        ) -> Result<(), RegionError> {
+            if v == 0 || v > max {
+                Err(RegionError::InvalidParameter {
+                    name,
+                    value: v.into(),
+                    reason,
+                })
+            } else {
+                Ok(())
+            }
+        }
+        range("nodes", self.nodes, MAX_NODES, "must be between 1 and 4096")?;
+        range(
+            "readers_per_node",
+            self.readers_per_node,
+            MAX_READERS_PER_NODE,
+            "must be between 1 and 65536",
+        )?;
+        range(
+            "root_entries",
+            self.root_entries,
+            MAX_ROOT_ENTRIES,
+            "must be between 1 and 65536",
+        )?;
+        let e = self.log_ring_entries;
+        if !(2..=MAX_LOG_RING_ENTRIES).contains(&e) || !e.is_power_of_two() {
+            return Err(RegionError::InvalidParameter {
+                name: "log_ring_entries",
+                value: e.into(),
+                reason: "must be a power of two between 2 and 2^24",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The named parts of a region, in address order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SectionKind {
+    /// The header (format, parameters, section table, checksum).
+    Header,
+    /// One record per node: clock, quiescence record, per-node runtime state.
+    NodeTable,
+    /// One record per reader of each node: enter and exit times.
+    ReaderTable,
+    /// Per-node rings logging modified slots and freed objects.
+    LogRings,
+    /// Named roots.
+    RootDirectory,
+    /// Everything else: the objects themselves.
+    Heap,
+}
+
+impl SectionKind {
+    /// All sections, in address order.
+    pub const ALL: [SectionKind; 6] = [
+        SectionKind::Header,
+        SectionKind::NodeTable,
+        SectionKind::ReaderTable,
+        SectionKind::LogRings,
+        SectionKind::RootDirectory,
+        SectionKind::Heap,
+    ];
+
+    /// The sections recorded in the header's section table (all but the header itself).
+    pub const STORED: [SectionKind; 5] = [
+        SectionKind::NodeTable,
+        SectionKind::ReaderTable,
+        SectionKind::LogRings,
+        SectionKind::RootDirectory,
+        SectionKind::Heap,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SectionKind::Header => "header",
+            SectionKind::NodeTable => "node table",
+            SectionKind::ReaderTable => "reader table",
+            SectionKind::LogRings => "log rings",
+            SectionKind::RootDirectory => "root directory",
+            SectionKind::Heap => "heap",
+        })
+    }
+}
+
+/// A byte range of a region: `offset .. offset + len`.
+///
+/// ```
+/// use bi_core::region::Section;
+///
+/// let s = Section { offset: 64, len: 128 };
+/// assert_eq!(s.end(), 192);
+/// assert!(s.contains(100, 8));
+/// assert!(!s.contains(190, 8));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Section {
+    /// First byte.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl Section {
+    /// One past the last byte (saturating).
+    pub const fn end(&self) -> usize {
+        self.offset.saturating_add(self.len)
+    }
+
+    /// The section as a range of offsets.
+    pub const fn range(&self) -> Range<usize> {
+        self.offset..self.end()
+    }
+
+    /// Whether `offset .. offset + len` lies inside this section.
+    pub const fn contains(&self, offset: usize, len: usize) -> bool {
+        match offset.checked_add(len) {
+            Some(end) => offset >= self.offset && end <= self.end(),
+            None => false,
+        }
+    }
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{} ({} bytes)", self.offset, self.end(), self.len)
+    }
+}
+
+/// Which of a node's two log rings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RingKind {
+    /// Slots modified by the node's writer.
+    Modified = 0,
+    /// Objects freed by the node's writer.
+    Freed = 1,
+}
+
+/// A validated configuration together with the sections it places.
+///
+/// ```
+/// use bi_core::region::{Layout, RegionConfig, SectionKind};
+///
+/// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+/// let line = layout.line_size().get();
+/// let mut end = 0;
+/// for kind in SectionKind::ALL {
+///     let s = layout.section(kind);
+///     assert_eq!(s.offset, end); // sections follow each other
+///     assert_eq!(s.offset % line, 0); // on line boundaries
+///     assert_eq!(s.len % line, 0); // in whole lines
+///     end = s.end();
+/// }
+/// assert_eq!(end, layout.size());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    config: RegionConfig,
+    line: LineSize,
+    sections: [Section; 6],
+}
+
+/// Offsets of the five fixed sections (header to root directory), checked for overflow.
+fn fixed_sections(config: &RegionConfig, line: LineSize) -> Result<[Section; 5], RegionError> {
+    let overflow = || RegionError::InvalidParameter {
+        name: "size",
+        value: u64::MAX,
+        reason: "the layout's sections overflow the address space",
+    };
+    let slot = line.get().max(MIN_SLOT_BYTES);
+    let nodes = config.nodes as usize;
+    let mul = |a: usize, b: usize| a.checked_mul(b).ok_or_else(overflow);
+    let round = |n: usize| {
+        n.checked_add(slot - 1)
+            .map(|v| v / slot * slot)
+            .ok_or_else(overflow)
+    };
+
+    let header_len = line.align_up(HEADER_LEN).ok_or_else(overflow)?;
+    let node_len = mul(mul(nodes, NODE_RECORD_SLOTS)?, slot)?;
+    let reader_len = mul(mul(nodes, config.readers_per_node as usize)?, slot)?;
+    let ring_len = mul(RING_CONTROL_SLOTS, slot)?
+        .checked_add(round(mul(
+            config.log_ring_entries as usize,
+            LOG_ENTRY_BYTES,
+        )?)?)
+        .ok_or_else(overflow)?;
+    let rings_len = mul(mul(nodes, RINGS_PER_NODE)?, ring_len)?;
+    let roots_len = mul(config.root_entries as usize, slot)?;
+
+    let mut out = [Section::default(); 5];
+    let mut at = 0usize;
+    for (i, len) in [header_len, node_len, reader_len, rings_len, roots_len]
+        .into_iter()
+        .enumerate()
+    {
+        out[i] = Section { offset: at, len };
+        at = at.checked_add(len).ok_or_else(overflow)?;
+    }
+    Ok(out)
+}
+
+impl Layout {
+    /// Validates `config` and computes its sections.
+    ///
+    /// Errors: [`RegionError::BadLineSize`], [`RegionError::InvalidParameter`] for a count
+    /// out of range or a size that is not a multiple of the line size or exceeds 2^48, and
+    /// [`RegionError::TooSmall`] when the size cannot hold the sections and a
+    /// [`MIN_HEAP_BYTES`] heap.
+    pub fn compute(config: &RegionConfig) -> Result<Layout, RegionError> {
+        let line = config.checked_line()?;
+        config.check_counts()?;
+        if config.size > MAX_REGION_SIZE {
+            return Err(RegionError::InvalidParameter {
+                name: "size",
+                value: config.size,
+                reason: "must not exceed 2^48 bytes",
+            });
+        }
+        if !config.size.is_multiple_of(line.get() as u64) {
+            return Err(RegionError::InvalidParameter {
+                name: "size",
+                value: config.size,
+                reason: "must be a multiple of the line size",
+            });
+        }
+        // Fits: at most 2^48 and we are on a 64-bit or wider target in practice; on a
+        // narrower one the conversion fails cleanly.
+        let size = usize::try_from(config.size).map_err(|_| RegionError::InvalidParameter {
+            name: "size",
+            value: config.size,
+            reason: "does not fit in this machine's address space",
+        })?;
+        let needed = config.min_size()?;
+        if size < needed {
+            return Err(RegionError::TooSmall {
+                size: config.size,
+                needed: needed as u64,
+            });
+        }
+        let fixed = fixed_sections(config, line)?;
+        let heap_at = fixed[4].end();
+        let mut sections = [Section::default(); 6];
+        sections[..5].copy_from_slice(&fixed);
+        sections[5] = Section {
+            offset: heap_at,
+            len: size - heap_at,
+        };
+        Ok(Layout {
+            config: *config,
+            line,
+            sections,
+        })
+    }
+
+    /// The parameters this layout was computed from.
+    pub const fn config(&self) -> &RegionConfig {
+        &self.config
+    }
+
+    /// Total size of the region in bytes.
+    pub const fn size(&self) -> usize {
+        self.config.size as usize
+    }
+
+    /// The cache-line size.
+    pub const fn line_size(&self) -> LineSize {
+        self.line
+    }
+
+    /// The size of one record slot: `max(line size, 64)` bytes, a whole number of lines.
+    pub fn slot_size(&self) -> usize {
+        self.line.get().max(MIN_SLOT_BYTES)
+    }
+
+    /// The section of the given kind.
+    pub const fn section(&self, kind: SectionKind) -> Section {
+        self.sections[kind as usize]
+    }
+
+    /// The header section.
+    pub const fn header(&self) -> Section {
+        self.sections[0]
+    }
+
+    /// The node table.
+    pub const fn node_table(&self) -> Section {
+        self.sections[1]
+    }
+
+    /// The reader table.
+    pub const fn reader_table(&self) -> Section {
+        self.sections[2]
+    }
+
+    /// The log rings.
+    pub const fn log_rings(&self) -> Section {
+        self.sections[3]
+    }
+
+    /// The root directory.
+    pub const fn root_directory(&self) -> Section {
+        self.sections[4]
+    }
+
+    /// The heap.
+    pub const fn heap(&self) -> Section {
+        self.sections[5]
+    }
+
+    /// The record of `node` in the node table ([`NODE_RECORD_SLOTS`] slots), or `None`
+    /// for a node the region does not have.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let n1 = layout.node_record(1).unwrap();
+    /// assert_eq!(n1.offset, layout.node_table().offset + n1.len);
+    /// assert!(layout.node_record(2).is_none());
+    /// ```
+    pub fn node_record(&self, node: usize) -> Option<Section> {
+        let len = NODE_RECORD_SLOTS * self.slot_size();
+        self.nth(
+            SectionKind::NodeTable,
+            node,
+            self.config.nodes as usize,
+            len,
+        )
+    }
+
+    /// The record of reader `reader` of `node` in the reader table (one slot).
+    pub fn reader_record(&self, node: usize, reader: usize) -> Option<Section> {
+        let per_node = self.config.readers_per_node as usize;
+        if node >= self.config.nodes as usize || reader >= per_node {
+            return None;
+        }
+        let slot = self.slot_size();
+        self.nth(
+            SectionKind::ReaderTable,
+            node * per_node + reader,
+            usize::MAX,
+            slot,
+        )
+    }
+
+    /// A log ring of `node`: [`RING_CONTROL_SLOTS`] control slots followed by the entries.
+    pub fn log_ring(&self, node: usize, kind: RingKind) -> Option<Section> {
+        if node >= self.config.nodes as usize {
+            return None;
+        }
+        let len = self.log_rings().len / (self.config.nodes as usize * RINGS_PER_NODE);
+        self.nth(
+            SectionKind::LogRings,
+            node * RINGS_PER_NODE + kind as usize,
+            usize::MAX,
+            len,
+        )
+    }
+
+    /// Entry `index` of the root directory (one slot).
+    pub fn root_entry(&self, index: usize) -> Option<Section> {
+        let slot = self.slot_size();
+        self.nth(
+            SectionKind::RootDirectory,
+            index,
+            self.config.root_entries as usize,
+            slot,
+        )
+    }
+
+    fn nth(&self, kind: SectionKind, index: usize, count: usize, len: usize) -> Option<Section> {
+        if index >= count {
+            return None;
+        }
+        let section = self.sections[kind.index()];
+        let offset = section.offset.checked_add(index.checked_mul(len)?)?;
+        let s = Section { offset, len };
+        (s.end() <= section.end()).then_some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_tile_the_region_for_many_line_sizes() {
+        for line in [8usize, 32, 64, 128, 4096] {
+            let config = RegionConfig::new(1 << 22).with_line_size(line);
+            let layout = Layout::compute(&config).unwrap();
+            let mut end = 0;
+            for kind in SectionKind::ALL {
+                let s = layout.section(kind);
+                assert_eq!(s.offset, end, "{kind} at line {line}");
+                assert_eq!(s.offset % line, 0);
+                assert_eq!(s.len % line, 0);
+                assert!(s.len > 0);
+                end = s.end();
+            }
+            assert_eq!(end, 1 << 22);
+            let last_reader = layout.reader_record(3, 15).unwrap();
+            assert_eq!(last_reader.end(), layout.reader_table().end());
+            let last_ring = layout.log_ring(3, RingKind::Freed).unwrap();
+            assert_eq!(last_ring.end(), layout.log_rings().end());
+            let last_root = layout.root_entry(63).unwrap();
+            assert_eq!(last_root.end(), layout.root_directory().end());
+            assert!(layout.root_entry(64).is_none());
+            assert!(layout.reader_record(4, 0).is_none());
+            assert!(layout.reader_record(0, 16).is_none());
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_typed_errors() {
+        let base = RegionConfig::new(1 << 20);
+        let cases = [
+            base.with_nodes(0),
+            base.with_nodes(MAX_NODES + 1),
+            base.with_readers_per_node(0),
+            base.with_root_entries(0),
+            base.with_log_ring_entries(3),
+            base.with_log_ring_entries(1),
+            base.with_size((1 << 20) + 8),
+            base.with_size(usize::MAX),
+        ];
+        for c in cases {
+            assert!(
+                matches!(
+                    Layout::compute(&c),
+                    Err(RegionError::InvalidParameter { .. })
+                ),
+                "{c:?}"
+            );
+        }
+        assert!(matches!(
+            Layout::compute(&base.with_line_size(0)),
+            Err(RegionError::BadLineSize { found: 0 })
+        ));
+        assert!(matches!(
+            Layout::compute(&base.with_size(4096)),
+            Err(RegionError::TooSmall { size: 4096, .. })
+        ));
+    }
+
+    #[test]
+    fn huge_counts_do_not_overflow() {
+        let c = RegionConfig::new(1 << 20)
+            .with_nodes(MAX_NODES)
+            .with_readers_per_node(MAX_READERS_PER_NODE)
+            .with_log_ring_entries(MAX_LOG_RING_ENTRIES)
+            .with_root_entries(MAX_ROOT_ENTRIES)
+            .with_line_size(4096);
+        assert!(matches!(
+            Layout::compute(&c),
+            Err(RegionError::TooSmall { .. })
+        ));
+    }
+}

@@ -1,0 +1,224 @@
+//! File-backed regions: create, open, every open error from a crafted file, and roots seen
+//! through two mappings of one file.
+//!
+//! Miri cannot map files, so every test here is ignored under it.
+
+use bi_core::mem::MemView;
+use bi_core::ptr::ShPtr;
+use bi_core::region::header::{offsets, seal};
+use bi_core::region::{HEADER_LEN, Region, RegionConfig, RegionError, SectionKind};
+use std::path::{Path, PathBuf};
+
+/// A temporary directory, in `/dev/shm` when the machine has one (region files belong in
+/// memory, and it keeps the tests off the disk).
+fn temp_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let builder = tempfile::Builder::new().prefix("bi-region-test").to_owned();
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
+    }
+    builder.tempdir().expect("temporary directory")
+}
+
+fn config() -> RegionConfig {
+    RegionConfig::new(1 << 17)
+        .with_nodes(2)
+        .with_readers_per_node(4)
+        .with_root_entries(8)
+}
+
+/// Creates a valid region file, applies `edit` to its bytes (resealing the header if
+/// `reseal`), and opens it.
+fn open_edited(edit: impl FnOnce(&mut Vec<u8>), reseal: bool) -> Result<Region, RegionError> {
+    let dir = temp_dir();
+    let path = dir.path().join("r.bi");
+    drop(Region::create(&path, config()).unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    edit(&mut bytes);
+    if reseal {
+        seal(&mut bytes);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    Region::open(&path)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn create_then_open_round_trip() {
+    let dir = temp_dir();
+    let path = dir.path().join("round.bi");
+    let region = Region::create(&path, config()).unwrap();
+    assert_eq!(region.path(), Some(path.as_path()));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 17);
+    let view = region.hardware();
+    let p: ShPtr<[u64; 3]> = ShPtr::new(region.layout().heap().offset as u64 + 64);
+    region.store(&view, p, &[1, 2, 3]).unwrap();
+    view.writeback(p.offset() as usize, 24).unwrap();
+    view.fence();
+    region.set_root(&view, "triple", p).unwrap();
+    drop(region);
+
+    let again = Region::open(&path).unwrap();
+    assert_eq!(again.layout().config(), &config());
+    let view = again.hardware();
+    let q = again.root::<[u64; 3], _>(&view, "triple").unwrap().unwrap();
+    assert_eq!(again.load(&view, q).unwrap(), [1, 2, 3]);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn two_mappings_see_each_others_roots() {
+    let dir = temp_dir();
+    let path = dir.path().join("two.bi");
+    let a = Region::create(&path, config()).unwrap();
+    let b = Region::open(&path).unwrap();
+    let (va, vb) = (a.hardware(), b.hardware());
+    let p: ShPtr<u64> = ShPtr::new(a.layout().heap().offset as u64);
+    a.store(&va, p, &0xfeed).unwrap();
+    va.writeback(p.offset() as usize, 8).unwrap();
+    va.fence();
+    a.set_root(&va, "x", p).unwrap();
+    let q = b.root::<u64, _>(&vb, "x").unwrap().unwrap();
+    vb.invalidate(q.offset() as usize, 8).unwrap();
+    vb.fence();
+    assert_eq!(b.load(&vb, q).unwrap(), 0xfeed);
+    assert!(b.remove_root(&vb, "x").unwrap());
+    assert_eq!(a.root::<u64, _>(&va, "x").unwrap(), None);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn io_errors_name_the_path() {
+    let dir = temp_dir();
+    let missing: PathBuf = dir.path().join("missing.bi");
+    let err = Region::open(&missing).unwrap_err();
+    match &err {
+        RegionError::Io { path, op, source } => {
+            assert_eq!(path, &missing);
+            assert_eq!(*op, "open");
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("missing.bi"), "{err}");
+    assert!(std::error::Error::source(&err).is_some());
+
+    let in_missing_dir = dir.path().join("no/such/dir/r.bi");
+    assert!(matches!(
+        Region::create(&in_missing_dir, config()),
+        Err(RegionError::Io { op: "create", .. })
+    ));
+    // Bad configurations are refused before any file is touched.
+    let bad = dir.path().join("bad.bi");
+    assert!(matches!(
+        Region::create(&bad, config().with_nodes(0)),
+        Err(RegionError::InvalidParameter { name: "nodes", .. })
+    ));
+    assert!(!bad.exists());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn every_open_error_from_a_crafted_file() {
+    use RegionError as E;
+    let put32 =
+        |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    let put64 =
+        |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+
+    let r = open_edited(|b| b[..8].copy_from_slice(b"NOTAREGN"), false);
+    assert!(matches!(r, Err(E::BadMagic { .. })), "{r:?}");
+    let r = open_edited(|b| put32(b, offsets::VERSION, 2), false);
+    assert!(
+        matches!(
+            r,
+            Err(E::UnsupportedVersion {
+                found: 2,
+                supported: 1
+            })
+        ),
+        "{r:?}"
+    );
+    let r = open_edited(|b| b.truncate(100), false);
+    assert!(
+        matches!(
+            r,
+            Err(E::Truncated {
+                available: 100,
+                needed: 136
+            })
+        ),
+        "{r:?}"
+    );
+    let r = open_edited(|b| b.truncate(0), false);
+    assert!(matches!(r, Err(E::Truncated { available: 0, .. })), "{r:?}");
+    let r = open_edited(|b| b.truncate(1 << 16), false);
+    assert!(
+        matches!(
+            r,
+            Err(E::Truncated {
+                available: 65536,
+                needed: 131072
+            })
+        ),
+        "file shorter than the declared size: {r:?}"
+    );
+    let r = open_edited(|b| put64(b, offsets::SIZE, 8192), true);
+    assert!(matches!(r, Err(E::TooSmall { size: 8192, .. })), "{r:?}");
+    let r = open_edited(|b| put32(b, offsets::ROOT_ENTRIES, 9), true);
+    assert!(
+        matches!(
+            r,
+            Err(E::LayoutMismatch {
+                section: SectionKind::RootDirectory,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    let r = open_edited(|b| put32(b, offsets::LINE_SIZE, 100), true);
+    assert!(matches!(r, Err(E::BadLineSize { found: 100 })), "{r:?}");
+    let r = open_edited(|b| b[HEADER_LEN - 9] ^= 0x10, false);
+    assert!(matches!(r, Err(E::ChecksumMismatch { .. })), "{r:?}");
+    let r = open_edited(|b| b[offsets::CHECKSUM] ^= 1, false);
+    assert!(matches!(r, Err(E::ChecksumMismatch { .. })), "{r:?}");
+    // A section that starts inside the one before it.
+    let r = open_edited(
+        |b| {
+            let at = offsets::SECTIONS + 16; // reader table offset
+            let off = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            put64(b, at, off - 64);
+        },
+        true,
+    );
+    assert!(
+        matches!(
+            r,
+            Err(E::BadSection {
+                section: SectionKind::ReaderTable,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    // A longer file than the region is fine: only the declared size is mapped.
+    let r = open_edited(|b| b.extend_from_slice(&[0; 4096]), false);
+    assert_eq!(r.unwrap().layout().size(), 1 << 17);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn error_messages_are_informative() {
+    let e = open_edited(|b| b[8] = 7, false).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "region format version 7 is not supported (this build reads version 1)"
+    );
+    let e = open_edited(|b| b.truncate(4096), false).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "region is truncated: 4096 bytes available, at least 131072 needed"
+    );
+}
