@@ -37,7 +37,6 @@ mod emulated;
 mod hardware;
 
 pub use backing::Backing;
-#[allow(unused_imports)]
 pub use emulated::*;
 pub use hardware::Hardware;
 
