@@ -34,7 +34,7 @@ pub struct Backing {
 
 enum Kind {
     Heap(Box<[AtomicU64]>),
-    #[cfg_attr(miri, allow(dead_code))]
+    #[cfg_attr(any(miri, loom), allow(dead_code))]
     Mapped(memmap2::MmapMut),
 }
 
@@ -66,6 +66,14 @@ impl Backing {
     /// that maps it). The file must already be at least `size` bytes long.
     pub fn map_file(file: &File, size: usize) -> std::io::Result<Backing> {
         check_size(size).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        // loom's atomics are model objects, not the machine's words: a mapping cannot be
+        // viewed as them, so model-checked builds have heap memory only.
+        if cfg!(loom) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "file-backed memory is not available in loom builds",
+            ));
+        }
         let file_len = file.metadata()?.len();
         if file_len < size as u64 {
             return Err(std::io::Error::new(
@@ -96,6 +104,10 @@ impl Backing {
     pub fn words(&self) -> &[AtomicU64] {
         match &self.kind {
             Kind::Heap(words) => words,
+            // Never built: `map_file` refuses under loom.
+            #[cfg(loom)]
+            Kind::Mapped(_) => &[],
+            #[cfg(not(loom))]
             Kind::Mapped(map) => {
                 let ptr = map.as_ptr() as *const AtomicU64;
                 // SAFETY: the mapping is page-aligned (so 8-aligned), `size` bytes long and
