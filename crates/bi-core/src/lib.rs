@@ -17,9 +17,12 @@
 //! - [`region`]: the shared pool with its versioned header and named roots, anonymous or
 //!   mapped from a file that several processes share;
 //! - [`ptr`]: [`ShPtr`](ptr::ShPtr), an offset into a region that means the same thing in
-//!   every process.
+//!   every process;
+//! - [`heap`]: the seam between the runtime and the shared-memory heap (`bi-alloc`), with
+//!   [`BumpHeap`](heap::BumpHeap), a minimal heap for tests.
 
 pub mod cache;
+pub mod heap;
 pub mod line;
 pub mod mem;
 mod primitive;

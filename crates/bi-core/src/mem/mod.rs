@@ -154,4 +154,15 @@ pub trait MemView: Clone + Send + Sync {
     /// Waits for every cache operation issued so far by this thread and orders it before
     /// later loads and stores.
     fn fence(&self);
+
+    /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap
+    /// calls it when it hands out memory that held an object before.
+    ///
+    /// Real memory has nothing to do here (the default does nothing). The
+    /// [`Emulator`]'s oracle bumps the incarnation of every line in the range, so any copy
+    /// of the old object still sitting in some node's cache is counted as a reuse hazard
+    /// the moment it is read.
+    fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        check_range(offset, len, self.size())
+    }
 }

@@ -559,6 +559,10 @@ impl MemView for EmulatedNode {
         fence(Ordering::SeqCst);
         self.machine.with_cache(self.id, |c, _| c.stats.fences += 1);
     }
+
+    fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        self.machine.oracle.bump_incarnation(offset, len)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,301 @@
+//! The heap seam: where the runtime asks for memory, and what it gets back.
+//!
+//! The Bounded Incoherence runtime decides *when* memory may be reused (after a grace
+//! period); a heap decides *where* objects go. Keeping the two apart lets `bi-alloc`
+//! provide the real shared-memory heap (per-node arenas, size classes, statistics) while
+//! `bi-core` stays testable on its own with [`BumpHeap`], the simplest heap that can
+//! work: a bump pointer over one section of a region plus exact-size free lists.
+//!
+//! A heap here is *one node's* heap. A node allocates and frees only blocks of its own
+//! arena, so no heap ever needs an atomic operation that crosses nodes. Blocks are whole,
+//! line-aligned lines, so two nodes never share a line through the heap.
+//!
+//! A heap only places memory. It never reads or writes the blocks it hands out; whatever
+//! header an object carries is written by the runtime. It reports whether a block was used
+//! before ([`Block::reused`]), so the runtime can tell the memory view (and, under the
+//! emulator, the oracle) that the range now holds a new object.
+
+use crate::line::LineSize;
+use crate::primitive::sync::Mutex;
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+/// A block of whole lines handed out by a [`Heap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Block {
+    /// Offset of the first byte (line-aligned).
+    pub offset: usize,
+    /// Length in bytes (a whole number of lines).
+    pub len: usize,
+    /// Whether this memory held an object before (the block is being reused).
+    pub reused: bool,
+}
+
+/// Why a heap could not serve a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeapError {
+    /// Not enough free memory for `requested` bytes.
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes still free in the arena (possibly fragmented).
+        free: usize,
+    },
+    /// A zero-byte request, or one larger than any block this heap can hold.
+    BadSize {
+        /// Bytes asked for.
+        requested: usize,
+    },
+    /// A block this heap did not hand out, or one freed twice.
+    ForeignBlock {
+        /// Offset of the block.
+        offset: usize,
+    },
+    /// The arena given to the heap is unusable (empty, misaligned, out of range).
+    BadArena {
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for HeapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeapError::OutOfMemory { requested, free } => write!(
+                f,
+                "shared heap exhausted: {requested} bytes requested, {free} bytes free"
+            ),
+            HeapError::BadSize { requested } => {
+                write!(f, "cannot allocate a block of {requested} bytes")
+            }
+            HeapError::ForeignBlock { offset } => write!(
+                f,
+                "block at offset {offset} was not handed out by this heap (or was freed twice)"
+            ),
+            HeapError::BadArena { reason } => write!(f, "unusable heap arena: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for HeapError {}
+
+/// Counters a heap keeps about its arena.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Size of the arena in bytes.
+    pub capacity: usize,
+    /// Bytes in blocks currently handed out.
+    pub live: usize,
+    /// The largest `live` ever reached.
+    pub peak: usize,
+    /// Blocks handed out so far.
+    pub allocations: u64,
+    /// Blocks given back so far.
+    pub frees: u64,
+    /// Allocations served from memory that held an object before.
+    pub reuses: u64,
+}
+
+/// One node's allocator of line-aligned blocks inside shared memory.
+///
+/// Implementations must be usable from all threads of the node (`Send + Sync`) and must
+/// never panic on bad input: exhaustion and foreign blocks are [`HeapError`] values.
+pub trait Heap: Send + Sync {
+    /// The line size blocks are aligned and padded to.
+    fn line_size(&self) -> LineSize;
+
+    /// A block of at least `bytes` bytes: line-aligned, a whole number of lines.
+    fn alloc(&self, bytes: usize) -> Result<Block, HeapError>;
+
+    /// Gives a block back. The runtime calls this only after a grace period, when no node
+    /// can still hold a reference to the block or a cached line of it.
+    fn free(&self, block: Block) -> Result<(), HeapError>;
+
+    /// The heap's counters.
+    fn stats(&self) -> HeapStats;
+}
+
+/// The simplest heap that works: a bump pointer over an arena, with exact-size free lists.
+///
+/// For tests of the runtime and for small programs; `bi-alloc` has the real heap.
+///
+/// ```
+/// use bi_core::heap::{BumpHeap, Heap, HeapError};
+/// use bi_core::line::LineSize;
+///
+/// let heap = BumpHeap::new(4096..4096 + 256, LineSize::X86).unwrap();
+/// let a = heap.alloc(100).unwrap(); // two lines
+/// assert_eq!((a.offset, a.len, a.reused), (4096, 128, false));
+/// heap.free(a).unwrap();
+/// let b = heap.alloc(70).unwrap(); // same size class: the block comes back
+/// assert_eq!((b.offset, b.reused), (4096, true));
+/// heap.alloc(64).unwrap();
+/// heap.alloc(64).unwrap();
+/// assert!(matches!(heap.alloc(64), Err(HeapError::OutOfMemory { .. })));
+/// ```
+#[derive(Debug)]
+pub struct BumpHeap {
+    arena: Range<usize>,
+    line: LineSize,
+    state: Mutex<BumpState>,
+}
+
+#[derive(Debug, Default)]
+struct BumpState {
+    next: usize,
+    /// Free blocks by length in bytes.
+    free: HashMap<usize, Vec<usize>>,
+    /// Length of every block handed out, by offset.
+    live: HashMap<usize, usize>,
+    stats: HeapStats,
+}
+
+impl BumpHeap {
+    /// A heap over the byte range `arena` of shared memory (line-aligned, non-empty).
+    pub fn new(arena: Range<usize>, line: LineSize) -> Result<BumpHeap, HeapError> {
+        if arena.is_empty() {
+            return Err(HeapError::BadArena {
+                reason: "empty range",
+            });
+        }
+        if line.align_down(arena.start) != arena.start || line.align_down(arena.end) != arena.end {
+            return Err(HeapError::BadArena {
+                reason: "range is not line-aligned",
+            });
+        }
+        let state = BumpState {
+            next: arena.start,
+            stats: HeapStats {
+                capacity: arena.len(),
+                ..HeapStats::default()
+            },
+            ..BumpState::default()
+        };
+        Ok(BumpHeap {
+            arena,
+            line,
+            state: Mutex::new(state),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, BumpState> {
+        // A panic while holding the lock cannot leave the state half-updated in a way that
+        // matters more than losing the heap, so keep serving.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Heap for BumpHeap {
+    fn line_size(&self) -> LineSize {
+        self.line
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Block, HeapError> {
+        let len = match self.line.align_up(bytes) {
+            Some(len) if bytes > 0 && len <= self.arena.len() => len,
+            _ => return Err(HeapError::BadSize { requested: bytes }),
+        };
+        let mut st = self.state();
+        let (offset, reused) = match st.free.get_mut(&len).and_then(Vec::pop) {
+            Some(offset) => (offset, true),
+            None => {
+                if self.arena.end - st.next < len {
+                    let free = self.arena.end - st.next
+                        + st.free.iter().map(|(l, v)| l * v.len()).sum::<usize>();
+                    return Err(HeapError::OutOfMemory {
+                        requested: bytes,
+                        free,
+                    });
+                }
+                st.next += len;
+                (st.next - len, false)
+            }
+        };
+        st.live.insert(offset, len);
+        st.stats.live += len;
+        st.stats.peak = st.stats.peak.max(st.stats.live);
+        st.stats.allocations += 1;
+        st.stats.reuses += u64::from(reused);
+        Ok(Block {
+            offset,
+            len,
+            reused,
+        })
+    }
+
+    fn free(&self, block: Block) -> Result<(), HeapError> {
+        let mut st = self.state();
+        match st.live.get(&block.offset) {
+            Some(&len) if len == block.len => {}
+            _ => {
+                return Err(HeapError::ForeignBlock {
+                    offset: block.offset,
+                });
+            }
+        }
+        st.live.remove(&block.offset);
+        st.free.entry(block.len).or_default().push(block.offset);
+        st.stats.live -= block.len;
+        st.stats.frees += 1;
+        Ok(())
+    }
+
+    fn stats(&self) -> HeapStats {
+        self.state().stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_arenas_and_sizes() {
+        assert!(BumpHeap::new(0..0, LineSize::X86).is_err());
+        assert!(BumpHeap::new(8..72, LineSize::X86).is_err());
+        let heap = BumpHeap::new(0..128, LineSize::X86).unwrap();
+        assert_eq!(heap.alloc(0), Err(HeapError::BadSize { requested: 0 }));
+        assert_eq!(heap.alloc(129), Err(HeapError::BadSize { requested: 129 }));
+        assert_eq!(
+            heap.alloc(usize::MAX),
+            Err(HeapError::BadSize {
+                requested: usize::MAX
+            })
+        );
+    }
+
+    #[test]
+    fn double_free_and_foreign_blocks_are_errors() {
+        let heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+        let a = heap.alloc(64).unwrap();
+        heap.free(a).unwrap();
+        assert_eq!(heap.free(a), Err(HeapError::ForeignBlock { offset: 0 }));
+        let fake = Block {
+            offset: 512,
+            len: 64,
+            reused: false,
+        };
+        assert_eq!(
+            heap.free(fake),
+            Err(HeapError::ForeignBlock { offset: 512 })
+        );
+    }
+
+    #[test]
+    fn stats_track_live_peak_and_reuse() {
+        let heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+        let blocks: Vec<_> = (0..4).map(|_| heap.alloc(64).unwrap()).collect();
+        for b in &blocks[..2] {
+            heap.free(*b).unwrap();
+        }
+        let again = heap.alloc(10).unwrap();
+        assert!(again.reused);
+        let s = heap.stats();
+        assert_eq!((s.capacity, s.live, s.peak), (1024, 192, 256));
+        assert_eq!((s.allocations, s.frees, s.reuses), (5, 2, 1));
+    }
+}
