@@ -7,7 +7,7 @@
 //!
 //! This crate holds what every layer above stands on:
 //!
-//! - [`line`]: cache-line geometry and the rounding of byte ranges to lines;
+//! - [`line`](mod@line): cache-line geometry and the rounding of byte ranges to lines;
 //! - [`cache`]: the real cache instructions (write back, invalidate, flush, fence), chosen
 //!   at run time for the processor;
 //! - [`mem`]: *memory views*, the seam that makes non-coherent code testable: the
