@@ -1,0 +1,724 @@
+//! One node's heap: size classes, bump refill, large runs, and what the node knows of them.
+//!
+//! # Why the state is private to the node (and to the process)
+//!
+//! Only the node that owns an arena allocates or frees in it, so the heap's bookkeeping
+//! (bump pointer, free lists, which blocks are live) need not be visible to any other node,
+//! and keeping it out of shared memory means it is never subject to stale reads or lost
+//! write-backs. The heap never reads or writes shared memory at all: it hands out offsets,
+//! and the runtime writes whatever header and contents an object has.
+//!
+//! The price is honest and simple: the bookkeeping lives in this process's memory, so **a
+//! process restart loses it**. A restarted node cannot tell which blocks of its arena are
+//! live; it must treat the arena as empty and re-initialise it with [`NodeHeap::reinit`]
+//! (which reports every block as reused, since any of it may still sit in another node's
+//! cache as an old object). Objects that were live in the arena before the restart are
+//! then overwritten as the new heap hands their memory out again.
+//!
+//! # Why a lock is fine
+//!
+//! The state sits behind a standard [`Mutex`]. Allocation and freeing happen on the writer
+//! path only (building a new version of an object, reclaiming after a grace period), never
+//! on the read path, and only the owning node's threads ever take the lock; a short
+//! uncontended lock there costs far less than the write-backs and fences the writer issues
+//! anyway. No atomic operation crosses nodes.
+//!
+//! # Why reuse is reported
+//!
+//! A block that held an object before may still be cached, as the *old* object, by a node
+//! that has not invalidated it yet. The grace period makes this safe for correct readers,
+//! but the runtime still has to tell its memory view that the range now holds a new object
+//! (`MemView::note_reuse`), so the emulator's oracle can count any read of the old copy as
+//! a reuse hazard. [`Block::reused`] is that signal: it is `true` exactly when some byte of
+//! the block was part of a block handed out before (or, after [`NodeHeap::reinit`], may
+//! have been).
+//!
+//! # How
+//!
+//! - Requests are rounded up to whole lines. Up to
+//!   [`LARGEST_CLASS_LINES`](crate::class::LARGEST_CLASS_LINES) lines they are served from
+//!   a size class ([`CLASS_LINES`]): a LIFO free list per class, refilled by cutting a
+//!   chunk of several slots at a time (up to [`CHUNK_LINES`] lines, fewer in small arenas).
+//!   Slots stay in their class once cut.
+//! - Longer requests get an exact run of lines. Freed runs are coalesced with their free
+//!   neighbours; allocation is first-fit over the free runs; a free run that reaches the
+//!   bump pointer gives its lines back to the bump pointer.
+//! - New memory (for a large block or a class chunk) comes first from the free runs, then
+//!   from the bump pointer; if neither has room (even for a single slot) the request fails
+//!   with [`HeapError::OutOfMemory`]. A class never borrows another class's free slots.
+
+use crate::arena::Arenas;
+use crate::class::{CLASS_LINES, CLASSES, class_of};
+use crate::error::AllocError;
+use crate::runs::FreeRuns;
+use bi_core::heap::{Block, Heap, HeapError, HeapStats};
+use bi_core::line::LineSize;
+use bi_core::region::Layout;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The most lines a size class cuts from the arena at once (fewer for large slots, and
+/// at most a sixteenth of a small arena).
+pub const CHUNK_LINES: usize = 32;
+
+/// Counters of one size class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    /// Slot size in lines.
+    pub lines: usize,
+    /// Slot size in bytes.
+    pub slot_bytes: usize,
+    /// Slots handed out now.
+    pub live: usize,
+    /// Slots on the free list.
+    pub free: usize,
+    /// Slots cut from the arena but never handed out yet (rest of the current chunk).
+    pub uncut: usize,
+    /// Slots this class has ever cut from the arena (it never gives them back).
+    pub reserved: usize,
+    /// Allocations served by this class.
+    pub allocations: u64,
+    /// Allocations served from a slot that held an object before.
+    pub reuses: u64,
+}
+
+/// Counters of the runs that serve requests above the largest class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LargeStats {
+    /// Large blocks handed out now.
+    pub live_blocks: usize,
+    /// Bytes in large blocks handed out now.
+    pub live_bytes: usize,
+    /// Bytes in free runs (below the bump pointer).
+    pub free_bytes: usize,
+    /// Number of free runs (after coalescing).
+    pub free_runs: usize,
+    /// Large blocks handed out so far.
+    pub allocations: u64,
+}
+
+/// Everything a [`NodeHeap`] counts: the [`HeapStats`] of the heap seam plus the arena's
+/// footprint and per-class detail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeHeapStats {
+    /// Capacity, live, peak, allocations, frees, reuses.
+    pub heap: HeapStats,
+    /// Bytes below the bump pointer: cut into class slots or large runs (live or free).
+    pub footprint: usize,
+    /// The largest `footprint` ever reached: how much of the arena has ever been used.
+    pub footprint_peak: usize,
+    /// Bytes above the bump pointer, never yet cut.
+    pub untouched: usize,
+    /// Bytes free anywhere (untouched, free runs, class free lists, uncut chunk slots).
+    pub free: usize,
+    /// The large-run side of the heap.
+    pub large: LargeStats,
+    /// One entry per size class, in [`CLASS_LINES`] order.
+    pub classes: [ClassStats; CLASSES],
+}
+
+/// Where a live block came from.
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    len: usize,
+    /// Size class index, or `None` for a large run.
+    class: Option<u8>,
+}
+
+#[derive(Debug, Default)]
+struct ClassState {
+    /// Free slots, most recently freed last (LIFO keeps hot lines hot).
+    free: Vec<usize>,
+    /// The current chunk: slots `next .. end` are cut but never handed out.
+    next: usize,
+    end: usize,
+    /// Slots of the current chunk starting at or after this offset are fresh memory.
+    fresh_from: usize,
+    live: usize,
+    reserved: usize,
+    allocations: u64,
+    reuses: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Next fresh byte; everything from here to the arena's end has never been cut.
+    bump: usize,
+    /// Memory below this offset may have held an object: `bump .. high_water` and the free
+    /// runs all belonged to large blocks handed out before (after `reinit`, everything).
+    high_water: usize,
+    /// The highest `bump` ever reached.
+    bump_peak: usize,
+    runs: FreeRuns,
+    classes: [ClassState; CLASSES],
+    live: HashMap<usize, Live>,
+    stats: HeapStats,
+    large: LargeStats,
+}
+
+/// One node's heap over its arena: size classes with line-padded slots, exact runs for
+/// large objects, node-local free lists.
+///
+/// Implements [`Heap`]. Never touches the shared memory it manages.
+///
+/// ```
+/// use bi_alloc::NodeHeap;
+/// use bi_core::heap::{Heap, HeapError};
+/// use bi_core::line::LineSize;
+///
+/// let heap = NodeHeap::new(4096..4096 + 128 * 64, LineSize::X86).unwrap(); // 128 lines
+/// let a = heap.alloc(100).unwrap(); // two lines: the 2-line class
+/// assert_eq!((a.offset % 64, a.len, a.reused), (0, 128, false));
+/// heap.free(a).unwrap();
+/// let b = heap.alloc(65).unwrap(); // same class: the slot comes back, reused
+/// assert_eq!((b.offset, b.reused), (a.offset, true));
+/// heap.free(b).unwrap();
+/// assert!(matches!(heap.free(b), Err(HeapError::ForeignBlock { .. }))); // twice
+/// assert!(matches!(heap.alloc(0), Err(HeapError::BadSize { .. })));
+/// assert!(matches!(heap.alloc(64 * 129), Err(HeapError::BadSize { .. }))); // > arena
+/// let big = heap.alloc(64 * 100).unwrap(); // above the largest class: an exact run
+/// assert_eq!(big.len, 64 * 100);
+/// assert!(matches!(heap.alloc(64 * 30), Err(HeapError::OutOfMemory { .. })));
+/// ```
+#[derive(Debug)]
+pub struct NodeHeap {
+    arena: Range<usize>,
+    line: LineSize,
+    /// Lines cut per class refill at most (depends on the arena's size).
+    chunk_lines: usize,
+    state: Mutex<State>,
+}
+
+impl NodeHeap {
+    /// A heap over the byte range `arena` (line-aligned, non-empty) of memory that has
+    /// never held an object, such as a freshly created region: blocks are `reused` only
+    /// once this heap has handed their memory out before.
+    ///
+    /// Errors: [`HeapError::BadArena`] for an empty or misaligned range.
+    pub fn new(arena: Range<usize>, line: LineSize) -> Result<NodeHeap, HeapError> {
+        NodeHeap::build(arena, line, false)
+    }
+
+    /// A heap over an arena whose memory may hold objects from before, for instance after
+    /// the process that owned the node restarted and lost its free lists. All previous
+    /// contents are abandoned, and every block is reported `reused`.
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = NodeHeap::reinit(0..4096, LineSize::X86).unwrap();
+    /// assert!(heap.alloc(64).unwrap().reused);
+    /// ```
+    pub fn reinit(arena: Range<usize>, line: LineSize) -> Result<NodeHeap, HeapError> {
+        NodeHeap::build(arena, line, true)
+    }
+
+    /// The heap of `node` over its arena in a freshly created region with this layout
+    /// (see [`Arenas::split`]).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let heap = NodeHeap::for_node(&layout, 1).unwrap();
+    /// let block = heap.alloc(200).unwrap();
+    /// assert!(layout.heap().contains(block.offset, block.len));
+    /// assert!(heap.arena().contains(&block.offset));
+    /// assert!(NodeHeap::for_node(&layout, 2).is_err());
+    /// ```
+    pub fn for_node(layout: &Layout, node: usize) -> Result<NodeHeap, AllocError> {
+        let arena = Arenas::split(layout)?.node(node)?;
+        Ok(NodeHeap::new(arena.range(), layout.line_size())?)
+    }
+
+    fn build(arena: Range<usize>, line: LineSize, used: bool) -> Result<NodeHeap, HeapError> {
+        if arena.is_empty() {
+            return Err(HeapError::BadArena {
+                reason: "empty range",
+            });
+        }
+        if line.align_down(arena.start) != arena.start || line.align_down(arena.end) != arena.end {
+            return Err(HeapError::BadArena {
+                reason: "range is not line-aligned",
+            });
+        }
+        let lines = arena.len() / line.get();
+        let chunk_lines = (lines / 16).clamp(1, CHUNK_LINES);
+        let state = State {
+            bump: arena.start,
+            high_water: if used { arena.end } else { arena.start },
+            bump_peak: arena.start,
+            runs: FreeRuns::default(),
+            classes: Default::default(),
+            live: HashMap::new(),
+            stats: HeapStats {
+                capacity: arena.len(),
+                ..HeapStats::default()
+            },
+            large: LargeStats::default(),
+        };
+        Ok(NodeHeap {
+            arena,
+            line,
+            chunk_lines,
+            state: Mutex::new(state),
+        })
+    }
+
+    /// The arena this heap allocates in.
+    pub fn arena(&self) -> Range<usize> {
+        self.arena.clone()
+    }
+
+    /// All counters, including the arena's footprint and per-class detail.
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = NodeHeap::new(0..64 * 64, LineSize::X86).unwrap();
+    /// heap.alloc(64).unwrap();
+    /// let s = heap.node_stats();
+    /// assert_eq!(s.heap.live, 64);
+    /// assert_eq!(s.classes[0].live, 1);
+    /// assert_eq!(s.classes[0].uncut + 1, s.classes[0].reserved); // the rest of the chunk
+    /// assert_eq!(s.free + s.heap.live, s.heap.capacity);
+    /// ```
+    pub fn node_stats(&self) -> NodeHeapStats {
+        let st = self.state();
+        let classes = std::array::from_fn(|i| {
+            let c = &st.classes[i];
+            let slot = CLASS_LINES[i] * self.line.get();
+            ClassStats {
+                lines: CLASS_LINES[i],
+                slot_bytes: slot,
+                live: c.live,
+                free: c.free.len(),
+                uncut: (c.end - c.next) / slot,
+                reserved: c.reserved,
+                allocations: c.allocations,
+                reuses: c.reuses,
+            }
+        });
+        NodeHeapStats {
+            heap: st.stats,
+            footprint: st.bump - self.arena.start,
+            footprint_peak: st.bump_peak - self.arena.start,
+            untouched: self.arena.end - st.bump,
+            free: self.free_bytes(&st),
+            large: LargeStats {
+                free_bytes: st.runs.total(),
+                free_runs: st.runs.count(),
+                ..st.large
+            },
+            classes,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every update of the state completes without panicking, so a poisoned lock (a
+        // panic elsewhere while it was held) leaves consistent state: keep serving.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn free_bytes(&self, st: &State) -> usize {
+        let classes: usize = st
+            .classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c.free.len() * CLASS_LINES[i] * self.line.get() + (c.end - c.next))
+            .sum();
+        (self.arena.end - st.bump) + st.runs.total() + classes
+    }
+
+    /// Takes `len` bytes of new memory: first-fit from the free runs, else from the bump
+    /// pointer. Returns the offset and the offset from which the memory is fresh (never
+    /// part of a block handed out before).
+    fn take(&self, st: &mut State, len: usize) -> Option<(usize, usize)> {
+        if let Some(offset) = st.runs.take_first_fit(len) {
+            return Some((offset, offset + len));
+        }
+        if self.arena.end - st.bump < len {
+            return None;
+        }
+        let offset = st.bump;
+        st.bump += len;
+        let fresh_from = st.high_water.clamp(offset, st.bump);
+        st.high_water = st.high_water.max(st.bump);
+        st.bump_peak = st.bump_peak.max(st.bump);
+        Some((offset, fresh_from))
+    }
+
+    fn out_of_memory(&self, st: &State, requested: usize) -> HeapError {
+        HeapError::OutOfMemory {
+            requested,
+            free: self.free_bytes(st),
+        }
+    }
+
+    fn alloc_class(
+        &self,
+        st: &mut State,
+        class: usize,
+        requested: usize,
+    ) -> Result<Block, HeapError> {
+        let slot = CLASS_LINES[class] * self.line.get();
+        let (offset, reused) = if let Some(offset) = st.classes[class].free.pop() {
+            (offset, true)
+        } else {
+            if st.classes[class].next == st.classes[class].end {
+                // Refill: a whole chunk if possible, fewer slots when memory is short.
+                let mut slots = (self.chunk_lines / CLASS_LINES[class]).max(1);
+                let (start, fresh_from) = loop {
+                    if let Some(got) = self.take(st, slots * slot) {
+                        break got;
+                    }
+                    if slots == 1 {
+                        return Err(self.out_of_memory(st, requested));
+                    }
+                    slots /= 2;
+                };
+                let c = &mut st.classes[class];
+                c.next = start;
+                c.end = start + slots * slot;
+                c.fresh_from = fresh_from;
+                c.reserved += slots;
+            }
+            let c = &mut st.classes[class];
+            let offset = c.next;
+            c.next += slot;
+            (offset, offset < c.fresh_from)
+        };
+        let c = &mut st.classes[class];
+        c.live += 1;
+        c.allocations += 1;
+        c.reuses += u64::from(reused);
+        // Class indices are below CLASSES (12), so they fit in a u8.
+        st.live.insert(
+            offset,
+            Live {
+                len: slot,
+                class: Some(class as u8),
+            },
+        );
+        Ok(Block {
+            offset,
+            len: slot,
+            reused,
+        })
+    }
+
+    fn alloc_large(
+        &self,
+        st: &mut State,
+        len: usize,
+        requested: usize,
+    ) -> Result<Block, HeapError> {
+        let Some((offset, fresh_from)) = self.take(st, len) else {
+            return Err(self.out_of_memory(st, requested));
+        };
+        st.large.live_blocks += 1;
+        st.large.live_bytes += len;
+        st.large.allocations += 1;
+        st.live.insert(offset, Live { len, class: None });
+        Ok(Block {
+            offset,
+            len,
+            reused: offset < fresh_from,
+        })
+    }
+}
+
+impl Heap for NodeHeap {
+    fn line_size(&self) -> LineSize {
+        self.line
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Block, HeapError> {
+        let len = match self.line.align_up(bytes) {
+            Some(len) if bytes > 0 && len <= self.arena.len() => len,
+            _ => return Err(HeapError::BadSize { requested: bytes }),
+        };
+        let lines = len / self.line.get();
+        // A class whose slot exceeds the arena could never be refilled: use an exact run.
+        let class =
+            class_of(lines).filter(|&c| CLASS_LINES[c] * self.line.get() <= self.arena.len());
+        let mut st = self.state();
+        let st = &mut *st;
+        let block = match class {
+            Some(c) => self.alloc_class(st, c, bytes)?,
+            None => self.alloc_large(st, len, bytes)?,
+        };
+        st.stats.live += block.len;
+        st.stats.peak = st.stats.peak.max(st.stats.live);
+        st.stats.allocations += 1;
+        st.stats.reuses += u64::from(block.reused);
+        Ok(block)
+    }
+
+    fn free(&self, block: Block) -> Result<(), HeapError> {
+        let foreign = HeapError::ForeignBlock {
+            offset: block.offset,
+        };
+        let mut st = self.state();
+        let st = &mut *st;
+        let live = match st.live.get(&block.offset) {
+            Some(&live) if live.len == block.len => live,
+            _ => return Err(foreign),
+        };
+        st.live.remove(&block.offset);
+        match live.class {
+            Some(c) => {
+                let c = &mut st.classes[usize::from(c)];
+                c.live -= 1;
+                c.free.push(block.offset);
+            }
+            None => {
+                st.large.live_blocks -= 1;
+                st.large.live_bytes -= live.len;
+                st.runs.insert(block.offset, live.len);
+                // Free runs never touch the bump pointer: give the lines back to it.
+                if let Some((start, _)) = st.runs.remove_ending_at(st.bump) {
+                    st.bump = start;
+                }
+            }
+        }
+        st.stats.live -= live.len;
+        st.stats.frees += 1;
+        Ok(())
+    }
+
+    fn stats(&self) -> HeapStats {
+        self.state().stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: usize = 64;
+
+    fn heap(lines: usize) -> NodeHeap {
+        NodeHeap::new(L * 8..L * (8 + lines), LineSize::X86).unwrap()
+    }
+
+    #[test]
+    fn rejects_bad_arenas() {
+        let l = LineSize::X86;
+        assert!(matches!(
+            NodeHeap::new(0..0, l),
+            Err(HeapError::BadArena { .. })
+        ));
+        assert!(matches!(
+            NodeHeap::new(8..72, l),
+            Err(HeapError::BadArena { .. })
+        ));
+        assert!(matches!(
+            NodeHeap::new(0..100, l),
+            Err(HeapError::BadArena { .. })
+        ));
+        assert!(NodeHeap::new(64..128, l).is_ok());
+    }
+
+    #[test]
+    fn bad_sizes() {
+        let h = heap(16);
+        for bad in [0, 16 * L + 1, usize::MAX, usize::MAX - 10] {
+            assert_eq!(h.alloc(bad), Err(HeapError::BadSize { requested: bad }));
+        }
+        assert_eq!(h.stats().allocations, 0);
+    }
+
+    #[test]
+    fn requests_round_to_their_class() {
+        let h = heap(1024);
+        for (bytes, lines) in [(1, 1), (64, 1), (65, 2), (129, 3), (257, 6), (4096, 64)] {
+            let b = h.alloc(bytes).unwrap();
+            assert_eq!(b.len, lines * L, "{bytes} bytes");
+            assert_eq!(b.offset % L, 0);
+        }
+        // Above the largest class: an exact run.
+        let b = h.alloc(65 * L - 3).unwrap();
+        assert_eq!(b.len, 65 * L);
+        let s = h.node_stats();
+        assert_eq!(s.large.live_blocks, 1);
+        assert_eq!(s.classes[class_of(6).unwrap()].live, 1);
+    }
+
+    #[test]
+    fn foreign_and_double_frees_are_errors() {
+        let h = heap(64);
+        let a = h.alloc(100).unwrap();
+        let wrong_len = Block { len: L, ..a };
+        assert_eq!(
+            h.free(wrong_len),
+            Err(HeapError::ForeignBlock { offset: a.offset })
+        );
+        let inside = Block {
+            offset: a.offset + L,
+            len: L,
+            reused: false,
+        };
+        assert!(h.free(inside).is_err());
+        h.free(a).unwrap();
+        assert_eq!(h.free(a), Err(HeapError::ForeignBlock { offset: a.offset }));
+        let s = h.stats();
+        assert_eq!((s.live, s.frees), (0, 1));
+    }
+
+    #[test]
+    fn class_slots_are_reused_lifo_and_reported() {
+        let h = heap(256);
+        let a = h.alloc(L).unwrap();
+        let b = h.alloc(L).unwrap();
+        assert!(!a.reused && !b.reused);
+        assert_eq!(b.offset, a.offset + L); // cut from one chunk
+        h.free(a).unwrap();
+        h.free(b).unwrap();
+        assert_eq!(h.alloc(L).unwrap(), Block { reused: true, ..b });
+        assert_eq!(h.alloc(L).unwrap(), Block { reused: true, ..a });
+        let c = h.alloc(L).unwrap();
+        assert!(!c.reused, "the rest of the chunk is fresh");
+        let s = h.stats();
+        assert_eq!(
+            (s.allocations, s.reuses, s.live, s.peak),
+            (5, 2, 3 * L, 3 * L)
+        );
+        let cs = h.node_stats().classes[0];
+        assert_eq!((cs.live, cs.free, cs.allocations, cs.reuses), (3, 0, 5, 2));
+    }
+
+    #[test]
+    fn large_runs_coalesce_and_return_to_the_bump_pointer() {
+        let h = heap(1024);
+        let a = h.alloc(100 * L).unwrap();
+        let b = h.alloc(100 * L).unwrap();
+        let c = h.alloc(100 * L).unwrap();
+        assert_eq!(h.node_stats().footprint, 300 * L);
+        h.free(a).unwrap();
+        h.free(b).unwrap();
+        let s = h.node_stats();
+        assert_eq!((s.large.free_runs, s.large.free_bytes), (1, 200 * L));
+        // First fit: a 150-line request lands in the coalesced hole, and is a reuse.
+        let d = h.alloc(150 * L).unwrap();
+        assert_eq!((d.offset, d.reused), (a.offset, true));
+        h.free(c).unwrap();
+        let s = h.node_stats();
+        assert_eq!(
+            s.footprint,
+            150 * L,
+            "c and the 50 free lines went back to bump"
+        );
+        assert_eq!(s.footprint_peak, 300 * L);
+        h.free(d).unwrap();
+        let s = h.node_stats();
+        assert_eq!((s.footprint, s.large.free_runs, s.free), (0, 0, 1024 * L));
+        // Memory under the old high-water mark is reused even from the bump pointer.
+        let e = h.alloc(400 * L).unwrap();
+        assert!(e.reused);
+        let f = h.alloc(100 * L).unwrap();
+        assert!(!f.reused, "entirely above the high-water mark");
+    }
+
+    #[test]
+    fn class_chunks_cut_from_freed_runs_are_reused() {
+        let h = heap(256);
+        let big = h.alloc(128 * L).unwrap();
+        let keep = h.alloc(100 * L).unwrap(); // keeps the run below from reaching bump
+        h.free(big).unwrap();
+        let small = h.alloc(L).unwrap();
+        assert_eq!((small.offset, small.reused), (big.offset, true));
+        let _ = keep;
+    }
+
+    #[test]
+    fn exhaustion_is_an_error_and_recoverable() {
+        let h = heap(16);
+        let mut blocks = Vec::new();
+        loop {
+            match h.alloc(L) {
+                Ok(b) => blocks.push(b),
+                Err(HeapError::OutOfMemory { requested, free }) => {
+                    assert_eq!((requested, free), (L, 0));
+                    break;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(blocks.len(), 16);
+        assert_eq!(h.stats().live, 16 * L);
+        assert!(matches!(h.alloc(2 * L), Err(HeapError::OutOfMemory { .. })));
+        h.free(blocks.pop().unwrap()).unwrap();
+        assert!(h.alloc(L).unwrap().reused);
+    }
+
+    #[test]
+    fn chunks_shrink_when_memory_is_short() {
+        // 20 lines: chunks of one line each (arena / 16), then a 12-line slot (one fits).
+        let h = heap(20);
+        let a = h.alloc(12 * L).unwrap();
+        assert_eq!(a.len, 12 * L);
+        // 8 lines left: a 6-line slot fits, a second does not.
+        h.alloc(6 * L).unwrap();
+        let err = h.alloc(6 * L).unwrap_err();
+        assert_eq!(
+            err,
+            HeapError::OutOfMemory {
+                requested: 6 * L,
+                free: 2 * L
+            }
+        );
+        // A class bigger than the arena falls back to an exact run.
+        let h = heap(5);
+        assert_eq!(h.alloc(5 * L).unwrap().len, 5 * L);
+    }
+
+    #[test]
+    fn reinit_reports_everything_as_reused() {
+        let h = NodeHeap::reinit(0..64 * L, LineSize::X86).unwrap();
+        assert!(h.alloc(L).unwrap().reused);
+        assert!(h.alloc(40 * L).unwrap().reused);
+        assert_eq!(h.node_stats().footprint_peak, h.node_stats().footprint);
+    }
+
+    #[test]
+    fn works_for_other_line_sizes() {
+        for line in [32usize, 128] {
+            let l = LineSize::new(line).unwrap();
+            let h = NodeHeap::new(line * 4..line * 260, l).unwrap();
+            assert_eq!(h.line_size(), l);
+            let a = h.alloc(line + 1).unwrap();
+            assert_eq!((a.len, a.offset % line), (2 * line, 0));
+            let b = h.alloc(70 * line).unwrap();
+            assert_eq!((b.len, b.offset % line), (70 * line, 0));
+        }
+    }
+
+    #[test]
+    fn shared_between_threads() {
+        let h = std::sync::Arc::new(heap(1024));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let h = h.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let b = h.alloc((t * 50 + i) % 300 + 1).unwrap();
+                        h.free(b).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = h.stats();
+        assert_eq!((s.live, s.allocations, s.frees), (0, 200, 200));
+    }
+}
