@@ -180,7 +180,7 @@ impl BumpHeap {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, BumpState> {
+    fn state(&self) -> impl std::ops::DerefMut<Target = BumpState> + '_ {
         // A panic while holding the lock cannot leave the state half-updated in a way that
         // matters more than losing the heap, so keep serving.
         self.state

@@ -18,10 +18,13 @@
 //!   mapped from a file that several processes share;
 //! - [`ptr`]: [`ShPtr`](ptr::ShPtr), an offset into a region that means the same thing in
 //!   every process;
+//! - [`channel`]: single-producer single-consumer rings between nodes, for delegating
+//!   writes to a structure's single writer and for passing messages;
 //! - [`heap`]: the seam between the runtime and the shared-memory heap (`bi-alloc`), with
 //!   [`BumpHeap`](heap::BumpHeap), a minimal heap for tests.
 
 pub mod cache;
+pub mod channel;
 pub mod heap;
 pub mod line;
 pub mod mem;

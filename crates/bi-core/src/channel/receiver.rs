@@ -1,0 +1,198 @@
+//! The consumer's end: polls the tail, reads entries, then publishes the head.
+
+use super::error::{ChannelError, Corruption};
+use super::layout::ChannelLayout;
+use crate::mem::MemView;
+use bytemuck::Pod;
+use std::fmt;
+
+/// The consuming end of a channel, on one node.
+///
+/// It owns the head: it is the only code that stores to the head line, and it keeps its
+/// own copy of it. It also keeps the tail as last read from memory; whenever that cached
+/// tail does not cover what a call asks for, the call invalidates the tail line, fences
+/// and reloads it (a tail read from the cache would never move).
+///
+/// Not `Clone`: a channel has exactly one consumer.
+///
+/// ```
+/// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+///
+/// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+/// let layout = ChannelLayout::<u64>::new(0, 8, emu.line_size()).unwrap();
+/// layout.init(&emu.node(0)).unwrap();
+/// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+/// assert_eq!(rx.try_recv().unwrap(), None); // nothing yet; the next poll re-reads the tail
+/// Sender::new(emu.node(0), layout).unwrap().send_batch(&[5, 6]).unwrap();
+/// assert_eq!(rx.try_recv().unwrap(), Some(5));
+/// assert_eq!((rx.received(), rx.available()), (1, 1));
+/// ```
+pub struct Receiver<V, T> {
+    view: V,
+    layout: ChannelLayout<T>,
+    /// Messages consumed so far (the head in memory).
+    head: u64,
+    /// The producer's tail as last read from memory (never ahead of the real one).
+    tail: u64,
+}
+
+impl<V, T> fmt::Debug for Receiver<V, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("offset", &self.layout.offset())
+            .field("capacity", &self.layout.capacity())
+            .field("head", &self.head)
+            .field("cached_tail", &self.tail)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: MemView, T: Pod> Receiver<V, T> {
+    /// Attaches the consumer to the channel at `layout` through `view`, reading both
+    /// counters from memory.
+    ///
+    /// The channel must have been initialised ([`ChannelLayout::init`]); a layout that does
+    /// not fit the view, or counters that no ring can have, are errors.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelError, ChannelLayout, Receiver};
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 8, LineSize::new(32).unwrap()).unwrap();
+    /// let err = Receiver::new(emu.node(1), layout).unwrap_err();
+    /// assert_eq!(err, ChannelError::LineSize { layout: 32, view: 64 });
+    /// ```
+    pub fn new(view: V, layout: ChannelLayout<T>) -> Result<Self, ChannelError> {
+        let (head, tail) = super::attach(&view, &layout)?;
+        Ok(Receiver {
+            view,
+            layout,
+            head,
+            tail,
+        })
+    }
+
+    /// Takes the next message, if one has been published.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<i32>::new(0, 2, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// tx.try_send(&-1).unwrap();
+    /// assert_eq!(rx.try_recv().unwrap(), Some(-1));
+    /// assert_eq!(rx.try_recv().unwrap(), None);
+    /// ```
+    pub fn try_recv(&mut self) -> Result<Option<T>, ChannelError> {
+        let mut got = None;
+        self.take(1, |v| got = Some(v))?;
+        Ok(got)
+    }
+
+    /// Appends up to `max` published messages, in order, to `out` and returns how many.
+    ///
+    /// One poll: at most one tail read, one invalidation of the entries read under one
+    /// fence, and one head update.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u16>::new(0, 8, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// tx.send_batch(&[1, 2, 3, 4, 5]).unwrap();
+    /// let mut out = vec![0];
+    /// assert_eq!(rx.recv_batch(&mut out, 3).unwrap(), 3);
+    /// assert_eq!(rx.recv_batch(&mut out, 3).unwrap(), 2);
+    /// assert_eq!(out, [0, 1, 2, 3, 4, 5]);
+    /// ```
+    pub fn recv_batch(&mut self, out: &mut Vec<T>, max: usize) -> Result<usize, ChannelError> {
+        let start = out.len();
+        let r = self.take(max, |v| out.push(v));
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    /// Published messages this consumer already knows of (without polling): a lower bound.
+    pub fn available(&self) -> usize {
+        // `tail - head <= capacity` is kept by every update of either field.
+        (self.tail - self.head) as usize
+    }
+
+    /// Messages consumed so far (the head counter).
+    pub fn received(&self) -> u64 {
+        self.head
+    }
+
+    /// The channel's layout.
+    pub fn layout(&self) -> &ChannelLayout<T> {
+        &self.layout
+    }
+
+    /// The view this consumer works through.
+    pub fn view(&self) -> &V {
+        &self.view
+    }
+
+    /// One poll: hands up to `max` messages to `sink` in order and publishes the new head.
+    /// On an error nothing is consumed (the head does not move).
+    fn take(&mut self, max: usize, mut sink: impl FnMut(T)) -> Result<usize, ChannelError> {
+        if max == 0 {
+            return Ok(0);
+        }
+        if self.available() < max {
+            self.refresh_tail()?;
+        }
+        let n = self.available().min(max);
+        if n == 0 {
+            return Ok(0);
+        }
+        let v = &self.view;
+        // The slots may hold a previous lap's messages, or lines prefetched before the
+        // producer wrote them: drop exactly the entries about to be read.
+        for (offset, len) in self.layout.entry_ranges(self.head, n) {
+            v.invalidate(offset, len)?;
+        }
+        v.fence();
+        for i in self.head..self.head + n as u64 {
+            sink(v.load::<T>(self.layout.slot_offset(i))?);
+        }
+        let head = self.head + n as u64;
+        v.store(self.layout.head_offset(), &head)?;
+        v.writeback(self.layout.head_offset(), size_of::<u64>())?;
+        v.fence();
+        self.head = head;
+        Ok(n)
+    }
+
+    /// Drops the cached tail line, fences, and reloads the tail, checking that it moved
+    /// forward and is at most a capacity ahead of the head.
+    fn refresh_tail(&mut self) -> Result<(), ChannelError> {
+        let at = self.layout.tail_offset();
+        self.view.invalidate(at, size_of::<u64>())?;
+        self.view.fence();
+        let tail = self.view.load::<u64>(at)?;
+        if tail < self.tail {
+            return Err(ChannelError::Corrupt {
+                reason: Corruption::WentBack,
+                head: self.head,
+                tail,
+            });
+        }
+        super::check_outstanding(self.head, tail, self.layout.capacity())?;
+        self.tail = tail;
+        Ok(())
+    }
+}
