@@ -10,7 +10,10 @@
 //!   non-coherence emulator), shared regions and offset pointers;
 //! - [`alloc`] (`bi-alloc`): the shared-memory heap;
 //! - [`collections`] (`bi-collections`): shared tree and hash map;
-//! - [`graph`] (`bi-graph`): the graph engine.
+//! - [`graph`] (`bi-graph`): the graph engine;
+//!
+//! and holds the [`hazards`] catalog: each hazard of non-coherent sharing, shown by a
+//! deliberately broken protocol and absent under the real one.
 //!
 //! ```
 //! use bi::core::mem::{Emulator, EmulatorConfig, MemView};
@@ -27,6 +30,8 @@
 //! a.fence();
 //! assert_eq!(a.load::<u64>(0).unwrap(), 7);
 //! ```
+
+pub mod hazards;
 
 pub use bi_alloc as alloc;
 pub use bi_collections as collections;
