@@ -20,6 +20,8 @@
 //!   every process;
 //! - [`channel`]: single-producer single-consumer rings between nodes, for delegating
 //!   writes to a structure's single writer and for passing messages;
+//! - [`runtime`]: the Bounded Incoherence protocol itself: reader sections, publication,
+//!   retirement, log rings, quiescence passes and a grace period sound without coherence;
 //! - [`heap`]: the seam between the runtime and the shared-memory heap (`bi-alloc`), with
 //!   [`BumpHeap`](heap::BumpHeap), a minimal heap for tests.
 
@@ -31,3 +33,4 @@ pub mod mem;
 mod primitive;
 pub mod ptr;
 pub mod region;
+pub mod runtime;

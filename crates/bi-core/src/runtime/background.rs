@@ -1,0 +1,95 @@
+//! The periodic pass thread.
+
+use super::NodeInner;
+use crate::mem::MemView;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running background pass thread; dropping it (or calling [`stop`](Background::stop))
+/// stops and joins the thread.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+/// use std::time::Duration;
+///
+/// let s = Setup::new(1, 0);
+/// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+/// while bg.passes() < 2 {
+///     std::thread::yield_now();
+/// }
+/// assert_eq!(bg.stop(), 0); // no pass failed
+/// ```
+#[derive(Debug)]
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    passes: Arc<AtomicU64>,
+    errors: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Background {
+    pub(crate) fn start<V: MemView + 'static>(
+        inner: Arc<NodeInner<V>>,
+        period: Duration,
+    ) -> Background {
+        let stop = Arc::new(AtomicBool::new(false));
+        let passes = Arc::new(AtomicU64::new(0));
+        let errors = Arc::new(AtomicU64::new(0));
+        let (s, p, e) = (stop.clone(), passes.clone(), errors.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("bi-pass-{}", inner.node))
+            .spawn(move || {
+                while !s.load(Ordering::Acquire) {
+                    match super::pass::quiesce(&inner) {
+                        Ok(_) => p.fetch_add(1, Ordering::Release),
+                        Err(_) => e.fetch_add(1, Ordering::Release),
+                    };
+                    std::thread::park_timeout(period);
+                }
+            })
+            .ok();
+        Background {
+            stop,
+            passes,
+            errors,
+            thread,
+        }
+    }
+
+    /// Passes completed so far.
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Acquire)
+    }
+
+    /// Passes that returned an error so far.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Acquire)
+    }
+
+    /// Whether the thread could be started.
+    pub fn is_running(&self) -> bool {
+        self.thread.is_some()
+    }
+
+    /// Stops and joins the thread; returns the number of failed passes.
+    pub fn stop(mut self) -> u64 {
+        self.halt();
+        self.errors()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

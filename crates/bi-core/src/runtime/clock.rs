@@ -1,0 +1,136 @@
+//! Node clocks in ticks.
+//!
+//! Every node keeps time in *ticks* (a monotonic `u64`). Readers stamp their sections with
+//! the node's clock, passes stamp their start and end, writers stamp what they retire, and
+//! the grace rule compares stamps taken on different nodes, allowing for the configured
+//! skew bound `D` (the largest difference between any two node clocks read at the same
+//! instant).
+//!
+//! Two readings exist because they cost very different amounts:
+//!
+//! - [`Clock::now`] is what a reader's `enter` reads: it must be one relaxed load (reading
+//!   the TSC or `Instant` costs tens of nanoseconds, more than a whole read section). It
+//!   may lag behind true time, never run ahead of it; a lagging enter stamp makes a
+//!   reader look *older*, which only delays reclamation.
+//! - [`Clock::refresh`] is what passes and writers read when a stamp must not lag: the
+//!   start and end of a pass and the moment a retirement became visible. It also moves the
+//!   coarse value forward so later cheap reads see it.
+
+use crate::mem::EmulatedNode;
+use crate::primitive::sync::atomic::{AtomicU64, Ordering};
+
+/// A node's monotonic clock in ticks.
+///
+/// ```
+/// use bi_core::runtime::{Clock, TickClock};
+///
+/// let c = TickClock::new();
+/// let a = c.refresh();
+/// assert!(c.now() >= a);
+/// assert!(c.refresh() >= a);
+/// ```
+pub trait Clock: Send + Sync {
+    /// The cheap reading: may lag behind true time, never runs ahead, never goes back.
+    fn now(&self) -> u64;
+
+    /// A precise reading that also advances what [`now`](Clock::now) returns. The default
+    /// is `now` (for clocks that are always precise).
+    fn refresh(&self) -> u64 {
+        self.now()
+    }
+}
+
+/// A coarse real clock: nanoseconds of the system's monotonic clock, cached in one atomic
+/// word that [`refresh`](Clock::refresh) (called by every pass, so by the background thread
+/// once per period) moves forward.
+///
+/// All runtimes of one host read the same system clock, so their skew is zero; across
+/// hosts configure `D` from how well their clocks agree.
+#[derive(Debug, Default)]
+pub struct TickClock {
+    cached: AtomicU64,
+}
+
+impl TickClock {
+    /// A clock initialised to the current time.
+    pub fn new() -> TickClock {
+        let c = TickClock {
+            cached: AtomicU64::new(0),
+        };
+        c.refresh();
+        c
+    }
+}
+
+#[cfg(not(miri))]
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, which is
+    // all clock_gettime needs; CLOCK_MONOTONIC exists on every supported target.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+#[cfg(miri)]
+fn monotonic_ns() -> u64 {
+    // Miri does not model the system clock everywhere; time since a process-wide base is
+    // just as monotonic for tests within one process.
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Clock for TickClock {
+    #[inline]
+    fn now(&self) -> u64 {
+        // Acquire: a reader's loads after reading a stamp newer than a pass's end are
+        // ordered after that pass's (fenced) invalidations, also on weakly ordered CPUs.
+        self.cached.load(Ordering::Acquire)
+    }
+
+    fn refresh(&self) -> u64 {
+        let t = monotonic_ns();
+        let prev = self.cached.fetch_max(t, Ordering::AcqRel);
+        prev.max(t)
+    }
+}
+
+/// The emulator's per-node clock: true virtual time plus the node's skew, so tests get
+/// skew and determinism.
+///
+/// ```
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+/// use bi_core::runtime::{Clock, EmulatedClock};
+///
+/// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+/// let c = EmulatedClock::new(emu.node(0));
+/// emu.advance(50);
+/// assert_eq!(c.now(), 50);
+/// ```
+#[derive(Clone, Debug)]
+pub struct EmulatedClock {
+    node: EmulatedNode,
+}
+
+impl EmulatedClock {
+    /// The clock of `node`.
+    pub fn new(node: EmulatedNode) -> EmulatedClock {
+        EmulatedClock { node }
+    }
+}
+
+impl Clock for EmulatedClock {
+    fn now(&self) -> u64 {
+        self.node.local_time()
+    }
+}

@@ -1,0 +1,182 @@
+//! Runtime parameters and quiescence policies.
+
+use crate::mem::{MemError, MemView};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a reader's "I am inside" store is ordered before its first load of shared data,
+/// as seen by its node's quiescence pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReaderOrdering {
+    /// The pass issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (as liburcu's memb
+    /// flavour does), so readers need only a compiler fence. If the kernel refuses to
+    /// register, the runtime falls back to [`ReaderOrdering::Fence`] and says so in
+    /// [`NodeRuntime::reader_ordering`](super::NodeRuntime::reader_ordering).
+    #[default]
+    Membarrier,
+    /// Readers issue a `fence(SeqCst)` after storing their state (about 10 ns more per
+    /// section). Works everywhere, including under Miri.
+    Fence,
+    /// Neither: for the emulator only, whose node caches sit behind a mutex that already
+    /// orders a reader's store before the pass's load.
+    Emulated,
+}
+
+/// What a quiescence pass invalidates besides the freed objects (which it always
+/// handles).
+///
+/// A policy that invalidates what each node *accessed* since its last pass is not
+/// provided: it needs access tracking on the read path, which this runtime keeps free of
+/// bookkeeping; [`Policy::Callback`] lets an application that tracks its own working set
+/// do it.
+pub enum Policy<V> {
+    /// Invalidate the slots (and tracked objects) that writers logged in their modified
+    /// rings. The default.
+    Modified,
+    /// Invalidate the whole heap and the root directory every pass (no modified log
+    /// needed for staleness; suits small structures).
+    Everything,
+    /// Call an application function that invalidates what the application manages
+    /// (modified logs are still consumed but not acted on).
+    Callback(InvalidateFn<V>),
+}
+
+/// An application's invalidation routine for [`Policy::Callback`].
+pub type InvalidateFn<V> = Arc<dyn Fn(&V) -> Result<(), MemError> + Send + Sync>;
+
+impl<V> Clone for Policy<V> {
+    fn clone(&self) -> Self {
+        match self {
+            Policy::Modified => Policy::Modified,
+            Policy::Everything => Policy::Everything,
+            Policy::Callback(f) => Policy::Callback(f.clone()),
+        }
+    }
+}
+
+impl<V> fmt::Debug for Policy<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Policy::Modified => f.write_str("Modified"),
+            Policy::Everything => f.write_str("Everything"),
+            Policy::Callback(_) => f.write_str("Callback(..)"),
+        }
+    }
+}
+
+// A derived `Default` would demand `V: Default`, which views are not.
+#[allow(clippy::derivable_impls)]
+impl<V: MemView> Default for Policy<V> {
+    fn default() -> Self {
+        Policy::Modified
+    }
+}
+
+/// Runtime parameters, in ticks of the node clocks.
+///
+/// ```
+/// use bi_core::runtime::RuntimeConfig;
+///
+/// let c = RuntimeConfig::default().skew(10).node_lease(5_000).reader_lease(2_000);
+/// assert_eq!(c.skew_bound(), 10);
+/// assert!(c.validate().is_ok());
+/// assert!(RuntimeConfig::default().node_lease(0).validate().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    pub(crate) skew: u64,
+    pub(crate) node_lease: u64,
+    pub(crate) reader_lease: u64,
+    pub(crate) track_objects: bool,
+    pub(crate) log_full_timeout: Duration,
+    pub(crate) ordering: ReaderOrdering,
+}
+
+impl Default for RuntimeConfig {
+    /// `D` = 0 (one host), node lease 1 s and reader lease 1 s in nanosecond ticks, objects
+    /// tracked, a 100 ms wait on a full log, membarrier ordering.
+    fn default() -> Self {
+        RuntimeConfig {
+            skew: 0,
+            node_lease: 1_000_000_000,
+            reader_lease: 1_000_000_000,
+            track_objects: true,
+            log_full_timeout: Duration::from_millis(100),
+            ordering: ReaderOrdering::Membarrier,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// Sets `D`: the largest difference between two node clocks read at the same moment.
+    /// (Under the emulator, whose `clock_skew(b)` offsets each node by up to `b` from true
+    /// time, two nodes differ by up to `2 b`: use `D = 2 b`.)
+    pub fn skew(mut self, ticks: u64) -> Self {
+        self.skew = ticks;
+        self
+    }
+
+    /// Sets the node lease: a node whose last pass ended longer ago than this is excluded
+    /// from grace computations.
+    pub fn node_lease(mut self, ticks: u64) -> Self {
+        self.node_lease = ticks;
+        self
+    }
+
+    /// Sets the reader lease: a reader inside one section longer than this is excluded by
+    /// its node's pass.
+    pub fn reader_lease(mut self, ticks: u64) -> Self {
+        self.reader_lease = ticks;
+        self
+    }
+
+    /// Whether published objects are logged in the modified ring too (so that passes also
+    /// drop stale lines of a reused block). Default true.
+    pub fn track_objects(mut self, on: bool) -> Self {
+        self.track_objects = on;
+        self
+    }
+
+    /// How long the blocking `publish`/`retire` wait for ring space.
+    pub fn log_full_timeout(mut self, d: Duration) -> Self {
+        self.log_full_timeout = d;
+        self
+    }
+
+    /// Sets how readers are ordered against passes.
+    pub fn reader_ordering(mut self, o: ReaderOrdering) -> Self {
+        self.ordering = o;
+        self
+    }
+
+    /// `D`.
+    pub fn skew_bound(&self) -> u64 {
+        self.skew
+    }
+
+    /// The node lease.
+    pub fn node_lease_ticks(&self) -> u64 {
+        self.node_lease
+    }
+
+    /// The reader lease.
+    pub fn reader_lease_ticks(&self) -> u64 {
+        self.reader_lease
+    }
+
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), super::BiError> {
+        if self.node_lease == 0 || self.reader_lease == 0 {
+            return Err(super::BiError::BadConfig {
+                reason: "leases must be positive",
+            });
+        }
+        if self.skew >= 1 << 62 || self.node_lease >= 1 << 62 || self.reader_lease >= 1 << 62 {
+            return Err(super::BiError::BadConfig {
+                reason: "skew and leases must be below 2^62 ticks",
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+//! The runtime's error type.
+
+use crate::heap::HeapError;
+use crate::mem::MemError;
+use crate::region::{RegionError, RingKind};
+use std::fmt;
+
+/// Everything the runtime can refuse or fail at. Library code never panics on bad input;
+/// it returns one of these.
+///
+/// ```
+/// use bi_core::mem::MemError;
+/// use bi_core::runtime::BiError;
+///
+/// let e: BiError = MemError::OutOfBounds { offset: 8, len: 8, size: 8 }.into();
+/// assert!(matches!(e, BiError::Mem(_)));
+/// assert!(e.to_string().contains("outside"));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BiError {
+    /// A memory access failed (out of bounds).
+    Mem(MemError),
+    /// The heap could not serve an allocation or refused a free.
+    Heap(HeapError),
+    /// A region-level failure.
+    Region(RegionError),
+    /// A log ring has no free entry: some live node has not passed since the oldest entry
+    /// was written. Nothing was published or retired; retry later.
+    LogFull {
+        /// Writer node owning the ring.
+        node: usize,
+        /// Which ring.
+        kind: RingKind,
+        /// Entries in the ring.
+        capacity: u64,
+    },
+    /// The link (or the slot holding it) names an object that is no longer there: freed,
+    /// reused, or not yet visible on this node after invalidating it. The caller should
+    /// retry from a fresher root.
+    StaleLink {
+        /// Offset the link points at.
+        offset: usize,
+    },
+    /// A link, slot or record offset lies outside the section it must be in.
+    OutOfSection {
+        /// The offending offset.
+        offset: usize,
+        /// The section it should lie in.
+        section: &'static str,
+    },
+    /// No free reader record is left on this node.
+    NoReaderSlot {
+        /// The node.
+        node: usize,
+    },
+    /// This node already has a writer.
+    WriterTaken {
+        /// The node.
+        node: usize,
+    },
+    /// The node index is not in the region.
+    BadNode {
+        /// The node index.
+        node: usize,
+    },
+    /// The object was already retired (its FREED mark is set).
+    AlreadyRetired {
+        /// Offset of the object.
+        offset: usize,
+    },
+    /// The object does not fit the runtime's limits (too many lines for a log entry).
+    TooLarge {
+        /// Payload bytes.
+        bytes: usize,
+    },
+    /// A configuration value or the line size cannot work.
+    BadConfig {
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for BiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BiError::Mem(e) => write!(f, "memory access failed: {e}"),
+            BiError::Heap(e) => write!(f, "heap failed: {e}"),
+            BiError::Region(e) => write!(f, "region failed: {e}"),
+            BiError::LogFull {
+                node,
+                kind,
+                capacity,
+            } => write!(
+                f,
+                "the {kind:?} log ring of node {node} is full ({capacity} entries): a live node has not passed since its oldest entry"
+            ),
+            BiError::StaleLink { offset } => {
+                write!(f, "the link to offset {offset} is stale (freed or reused)")
+            }
+            BiError::OutOfSection { offset, section } => {
+                write!(f, "offset {offset} is outside the {section}")
+            }
+            BiError::NoReaderSlot { node } => write!(f, "node {node} has no free reader record"),
+            BiError::WriterTaken { node } => write!(f, "node {node} already has a writer"),
+            BiError::BadNode { node } => write!(f, "node {node} is not in the region"),
+            BiError::AlreadyRetired { offset } => {
+                write!(f, "the object at offset {offset} was already retired")
+            }
+            BiError::TooLarge { bytes } => write!(f, "an object of {bytes} bytes is too large"),
+            BiError::BadConfig { reason } => write!(f, "bad runtime configuration: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for BiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BiError::Mem(e) => Some(e),
+            BiError::Heap(e) => Some(e),
+            BiError::Region(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<MemError> for BiError {
+    fn from(e: MemError) -> Self {
+        BiError::Mem(e)
+    }
+}
+
+impl From<HeapError> for BiError {
+    fn from(e: HeapError) -> Self {
+        BiError::Heap(e)
+    }
+}
+
+impl From<RegionError> for BiError {
+    fn from(e: RegionError) -> Self {
+        BiError::Region(e)
+    }
+}

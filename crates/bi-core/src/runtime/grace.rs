@@ -1,0 +1,54 @@
+//! The grace point: the latest writer tick before which retired objects are gone from
+//! every live node.
+
+use super::pass::NodeRecord;
+use super::{BiError, NodeInner};
+use crate::mem::MemView;
+
+/// The result of [`Writer::synchronize`](super::Writer::synchronize): retired objects
+/// whose retirement became visible before `tick` (writer clock) may be freed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GracePoint {
+    /// `min` over live nodes of their reclaim point, minus `D`.
+    pub tick: u64,
+    /// The writer's clock when the records were read.
+    pub now: u64,
+    /// `min` over live nodes of their last pass start (for log ring space).
+    pub min_pass_start: u64,
+    /// Nodes excluded because their heartbeat is older than the node lease.
+    pub lease_expired: Vec<usize>,
+}
+
+/// Reads every node's record (invalidate all, one fence, read) and combines them.
+pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiError> {
+    let view = &inner.view;
+    let d = inner.config.skew;
+    for n in 0..inner.nodes {
+        view.invalidate(inner.node_record_of(n)?, size_of::<NodeRecord>())?;
+    }
+    view.fence();
+    let now = inner.clock.refresh();
+    let horizon = now.saturating_sub(d);
+    let mut point = GracePoint {
+        tick: u64::MAX,
+        now,
+        min_pass_start: u64::MAX,
+        lease_expired: Vec::new(),
+    };
+    for n in 0..inner.nodes {
+        let rec: NodeRecord = view.load(inner.node_record_of(n)?)?;
+        if rec.heartbeat.saturating_add(inner.config.node_lease) < horizon {
+            point.lease_expired.push(n);
+            continue;
+        }
+        point.tick = point.tick.min(rec.reclaim);
+        point.min_pass_start = point.min_pass_start.min(rec.start);
+    }
+    if point.tick == u64::MAX {
+        // No live node: nobody can hold anything.
+        point.tick = horizon;
+        point.min_pass_start = horizon;
+    }
+    point.tick = point.tick.saturating_sub(d);
+    Ok(point)
+}

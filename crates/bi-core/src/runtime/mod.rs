@@ -1,0 +1,596 @@
+//! The Bounded Incoherence runtime: reader sections, publication, retirement, quiescence
+//! passes and a grace period that is sound without cache coherence.
+//!
+//! # Why it is shaped like this
+//!
+//! Nodes share memory but not coherence. A reader on node `n` can keep reading a line
+//! that a writer on node `w` changed long ago, until `n` invalidates it; and it can keep a
+//! copy of an object that `w` freed and reused. RCU-style reclamation ("wait until every
+//! reader has left a section that began before the unlink") is not enough here, for four
+//! reasons, and each shapes the design:
+//!
+//! 1. **Stale links.** After a reader leaves its section, its *cache* still holds the old
+//!    slot and the old object. A later section can read them again. So a node must
+//!    *invalidate* what writers changed (log rings + a periodic pass), and reclamation
+//!    must wait for each node's pass, not just for its readers.
+//! 2. **Re-fetch after the pass.** A reader already inside a section when its node's pass
+//!    invalidates a freed object can pull the lines back in afterwards (it still holds the
+//!    link). So one pass is not enough: after every reader that was inside at the end of
+//!    pass `k` has left, a later pass invalidates the same lines *again* (the pending
+//!    groups of [`pass`]).
+//! 3. **Prefetch.** Hardware may refill any line at any moment, including a freed block's
+//!    line between the last invalidation and the block's reuse. No invalidation schedule
+//!    prevents that, so objects carry their identity: every line of an object starts with
+//!    the object's *generation* (bumped at every reuse and rewrite), and a link carries
+//!    the generation it expects. A reader checks every line it uses; a mismatch means "old
+//!    copy": it invalidates the object's lines, fences and reads once more, and if it
+//!    still does not match, the *link* is stale and the caller re-reads the slot
+//!    (lazy invalidation). The same check catches a multi-line object whose first line
+//!    is fresh and a later line stale, and (with the write order of [`object`]) a line
+//!    that reached memory half written.
+//! 4. **Clocks.** Nodes have no common clock; stamps from two nodes are compared allowing
+//!    for a skew bound `D` (pairwise: the largest difference between two node clocks at
+//!    one instant).
+//!
+//! And two constraints shape the costs: the read path (enter, load/follow on a hit,
+//! exit) performs no cache operation and no fence, because a fence alone costs as much as
+//! a whole read section; and no line is ever written by two nodes (every record, ring and
+//! block has a single writer), because a write-back of a shared line loses the other
+//! node's bytes.
+//!
+//! # The grace argument
+//!
+//! Writer `w` retires object `X`: it has already published a replacement (slot written
+//! back, slot logged in the modified ring), then it sets FREED, writes it back, appends
+//! `X` to its freed ring, writes the entry and the tail back, fences, and only then reads
+//! its clock: `t_X`, the moment `X`'s entry was certainly in memory.
+//!
+//! Node `n`'s pass `k` starts at `S_k` (after `membarrier`, so every reader's "inside"
+//! store is visible), reads the freed tail, *then* invalidates and reads the modified tail
+//! (so the unlink of anything it sees freed is seen too, even if a prefetch refilled the
+//! modified tail's line early), invalidates the logged slots and the freed objects, and
+//! ends at `E_k` after one fence. The freed objects form group `k`. A later pass `j`
+//! whose oldest active, unexpired reader entered after `E_k` invalidates group `k` again
+//! and drops it. The reclaim point `R_n` is `S_K` for the largest `K` such that every
+//! group up to `K` has been dropped; it is published (written back, fenced) in `n`'s node
+//! record.
+//!
+//! `w` frees `X` when `t_X + D < R_n` for every live node `n`. Then `X`'s entry was in
+//! memory before `S_K` (skew allowed), so pass `K` or an earlier one read it; that group
+//! was invalidated once after the unlink became visible (so slots on `n` lead to the
+//! replacement), and once more after every reader that could have held `X`'s link had
+//! left; readers entering later cannot reach `X` (fresh slots, immutable objects). So `n`
+//! holds no reference to `X`, and any line of `X` it still caches arrived by prefetch
+//! after the last invalidation: harmless, because after reuse its stamp no longer matches
+//! any link. Hence: no live node dereferences `X` after reuse.
+//!
+//! Liveness needs leases. A reader inside one section longer than the *reader lease* is
+//! excluded by its node's pass (and reported); a node whose last pass ended longer than
+//! the *node lease* ago is excluded by writers (and reported). Excluded parties are no
+//! longer protected by the grace period; they are protected only by the generation check
+//! (they never accept a reused object's bytes as theirs). A node that finds (after its
+//! pass) that it may have been excluded, or that a ring overflowed under it, invalidates
+//! the whole heap and root directory, and again once its readers have left. A node the
+//! region lists but that never runs a pass holds reclamation back for one node lease
+//! (its record looks like a node that has just started).
+//!
+//! # Where the first sketch of this design had holes
+//!
+//! Each of these is closed in the code and exercised by a test:
+//!
+//! - **Skew is pairwise.** `D` bounds the difference between *two* node clocks; the
+//!   emulator's `clock_skew(b)` offsets each node by up to `b`, so `D = 2 b` there.
+//! - **The retire tick is a visibility time.** It is read *after* the freed entry and the
+//!   tail are written back and fenced, with [`Clock::refresh`] (a coarse clock may lag by
+//!   a whole period, which would date the retirement too early).
+//! - **Reading the freed tail before the modified tail is not enough**: a prefetch can
+//!   refill the modified tail's line between the two invalidations; the pass therefore
+//!   invalidates (and fences) the modified tail only *after* loading the freed tail.
+//! - **Partly written lines.** Dirty lines can be evicted at any moment, so memory may
+//!   hold any prefix of a writer's stores. Each line is written stamp := invalid, payload,
+//!   stamp := generation, and [`BiBox::set`] after allocation rewrites under a *new*
+//!   generation (another node may already cache the first version's lines).
+//! - **Generations must beat every stale line**, not just the old header: a heap that
+//!   splits or merges blocks puts old stamps of other objects into a new block, so the
+//!   new generation is one more than the largest stamp found in any of its lines.
+//! - **A line refilled while being copied**: readers re-check each line's stamp after
+//!   copying its payload.
+//! - **Self-exclusion is checked after publishing the record**: a writer can exclude a
+//!   node while that node's pass is still running, so the node compares its clock *after*
+//!   writing its record back with its previous heartbeat plus the lease.
+//! - **Retire only your own objects**: setting FREED writes the header line, which
+//!   belongs to the allocating writer; a writer refuses links it did not allocate.
+//! - **The oracle's reuse hazards cannot all be prevented**: a prefetcher may refill a
+//!   freed block's line after every invalidation and before reuse, and a reader whose
+//!   slot line is not cached sees a new link before its pass. What the protocol
+//!   guarantees is that every such load is rejected (the reader stops at the first
+//!   mismatching line), so tests assert `reuse_hazards <= rejected reads`, and zero where
+//!   the schedule keeps prefetch out.
+//!
+//! # Bounds
+//!
+//! - **Staleness.** A slot published at writer time `t` is fresh on node `n` after the
+//!   first pass of `n` that starts after `t + D`: so a reader sees it at most
+//!   `period + D + pass duration` ticks after publication.
+//! - **Memory.** A retirement that becomes visible just after a pass of node `n` starts
+//!   is read by the next pass (group `k`), drained by the one after (if no reader that
+//!   was inside at the end of pass `k` is still inside), and then `R_n` is the start of
+//!   pass `k`, which is more than `D` after the retirement when the period exceeds `D`.
+//!   So a retired block is reclaimable about `2 periods + pass duration + D + longest
+//!   read section` after its retirement (plus the node lease if a node stops passing),
+//!   and freed at the next [`Writer::reclaim`]: retired-but-unreclaimed bytes stay below
+//!   `retire rate x (2 periods + D + longest section + reclaim interval [+ node lease])`.
+//!   (Measured: at most 2 periods' worth over a million cycles; see the tests.)
+//!
+//! # Pieces
+//!
+//! - [`NodeRuntime`]: a node's runtime: [`reader`](NodeRuntime::reader),
+//!   [`writer`](NodeRuntime::writer), [`quiesce`](NodeRuntime::quiesce),
+//!   [`start_background`](NodeRuntime::start_background);
+//! - [`Reader`], [`BiGuard`], [`Shared`] (reader side); [`Writer`], [`BiBox`] (writer
+//!   side); [`Link`] (generation-tagged links);
+//! - [`Clock`] ([`TickClock`], [`EmulatedClock`]), [`RuntimeConfig`], [`Policy`].
+//!
+//! # Reader ordering
+//!
+//! A reader stores its state word, then loads shared data. The pass must not miss a
+//! reader that has already loaded a link: that needs store-to-load ordering between the
+//! reader's thread and the pass's thread. As liburcu's memb flavour does, the pass pays:
+//! it issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and readers issue only a
+//! compiler fence. If membarrier cannot be registered (old kernel, Miri), readers fall
+//! back to `fence(SeqCst)` ([`ReaderOrdering::Fence`]). Under the emulator
+//! ([`ReaderOrdering::Emulated`]) a node's cache sits behind a mutex, which orders both
+//! sides already.
+//!
+//! ```
+//! use bi_core::runtime::testing::Setup;
+//!
+//! let s = Setup::new(2, 3);
+//! let mut w = s.writer(0);
+//! let first = w.alloc(1u64).unwrap();
+//! assert!(w.publish(s.slot(0), first).unwrap().is_null());
+//! let second = w.alloc(2u64).unwrap();
+//! let old = w.publish(s.slot(0), second).unwrap();
+//! w.retire(old).unwrap();
+//! for _ in 0..3 {
+//!     for n in &s.nodes {
+//!         n.quiesce().unwrap();
+//!     }
+//! }
+//! let r = s.nodes[1].reader().unwrap();
+//! assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 2);
+//! assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+//! ```
+
+mod background;
+mod clock;
+mod config;
+mod error;
+mod grace;
+mod membarrier;
+pub mod object;
+pub mod pass;
+mod reader;
+pub mod ring;
+pub mod testing;
+mod writer;
+
+pub use background::Background;
+pub use clock::{Clock, EmulatedClock, TickClock};
+pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};
+pub use error::BiError;
+pub use grace::GracePoint;
+pub use object::Link;
+pub use pass::{NodeRecord, PassReport};
+pub use reader::{BiGuard, Reader, Shared};
+pub use writer::{BiBox, ReclaimReport, Unpublished, Writer};
+
+use crate::heap::Heap;
+use crate::mem::{EmulatedNode, MemView};
+use crate::primitive::sync::Mutex;
+use crate::primitive::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::region::Layout;
+use pass::PassState;
+use std::fmt;
+use std::ops::DerefMut;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+/// The usual period of the background pass ([`NodeRuntime::start_background`]).
+pub const DEFAULT_PASS_PERIOD: Duration = Duration::from_millis(1);
+
+/// Counters of one node's runtime.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) mismatches: AtomicU64,
+}
+
+pub(crate) struct NodeInner<V: MemView> {
+    pub(crate) view: V,
+    pub(crate) layout: Layout,
+    pub(crate) node: usize,
+    pub(crate) nodes: usize,
+    pub(crate) line: usize,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) fence_on_enter: bool,
+    pub(crate) membarrier: bool,
+    pub(crate) ordering: ReaderOrdering,
+    readers: Mutex<Vec<bool>>,
+    writer_taken: AtomicUsize,
+    pass: Mutex<PassState<V>>,
+    pub(crate) stats: Stats,
+}
+
+impl<V: MemView> NodeInner<V> {
+    pub(crate) fn lock_pass(&self) -> impl DerefMut<Target = PassState<V>> + '_ {
+        self.pass.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn reader_record(&self, r: usize) -> Result<usize, BiError> {
+        self.layout
+            .reader_record(self.node, r)
+            .map(|s| s.offset)
+            .ok_or(BiError::BadNode { node: self.node })
+    }
+
+    pub(crate) fn node_record_of(&self, n: usize) -> Result<usize, BiError> {
+        self.layout
+            .node_record(n)
+            .map(|s| s.offset)
+            .ok_or(BiError::BadNode { node: n })
+    }
+
+    pub(crate) fn node_record_at(&self) -> usize {
+        // Checked in `NodeRuntime::new`.
+        self.layout.node_record(self.node).map_or(0, |s| s.offset)
+    }
+
+    pub(crate) fn line_floor(&self, at: usize) -> usize {
+        at - at % self.line
+    }
+
+    pub(crate) fn release_reader(&self, index: usize) {
+        let mut r = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = r.get_mut(index) {
+            *slot = false;
+        }
+    }
+
+    pub(crate) fn release_writer(&self) {
+        self.writer_taken.store(0, Ordering::Release);
+    }
+}
+
+/// One node's runtime: its view, clock, configuration, reader records and pass state.
+///
+/// A cheap handle (clones share the node). Create exactly one per node: reader records
+/// are handed out by this handle, and the pass state lives in it, so two processes
+/// acting as one node are not supported by this version.
+pub struct NodeRuntime<V: MemView> {
+    inner: Arc<NodeInner<V>>,
+}
+
+impl<V: MemView> Clone for NodeRuntime<V> {
+    fn clone(&self) -> Self {
+        NodeRuntime {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V: MemView> fmt::Debug for NodeRuntime<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeRuntime")
+            .field("node", &self.inner.node)
+            .field("ordering", &self.inner.ordering)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeRuntime<EmulatedNode> {
+    /// The runtime of emulated node `node.id()` over a region with `layout`, with the
+    /// node's emulated clock and [`ReaderOrdering::Emulated`].
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 17).with_nodes(2)).unwrap();
+    /// let emu = Emulator::over(
+    ///     region.backing().clone(),
+    ///     EmulatorConfig::new(region.layout().size(), 2),
+    /// )
+    /// .unwrap();
+    /// let rt = NodeRuntime::emulated(emu.node(1), *region.layout(), RuntimeConfig::default())
+    ///     .unwrap();
+    /// assert_eq!(rt.node(), 1);
+    /// ```
+    pub fn emulated(
+        node: EmulatedNode,
+        layout: Layout,
+        config: RuntimeConfig,
+    ) -> Result<Self, BiError> {
+        let id = node.id();
+        let clock = Arc::new(EmulatedClock::new(node.clone()));
+        NodeRuntime::new(
+            node,
+            layout,
+            id,
+            config.reader_ordering(ReaderOrdering::Emulated),
+            clock,
+        )
+    }
+}
+
+impl<V: MemView> NodeRuntime<V> {
+    /// The runtime of node `node` seeing shared memory through `view`.
+    ///
+    /// Errors: a node the layout does not have, lines shorter than 32 bytes, a view
+    /// smaller than the layout, a bad configuration.
+    pub fn new(
+        view: V,
+        layout: Layout,
+        node: usize,
+        config: RuntimeConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, BiError> {
+        config.validate()?;
+        let line = layout.line_size();
+        if line != view.line_size() || line.get() < 32 {
+            return Err(BiError::BadConfig {
+                reason: "view and layout must agree on a line size of at least 32 bytes",
+            });
+        }
+        if view.size() < layout.size() {
+            return Err(BiError::BadConfig {
+                reason: "the view is smaller than the region layout",
+            });
+        }
+        let rec = layout.node_record(node).ok_or(BiError::BadNode { node })?;
+        let nodes = layout.config().nodes() as usize;
+        let per_node = layout.config().readers_per_node() as usize;
+        let ordering = match config.ordering {
+            ReaderOrdering::Membarrier if membarrier::register() => ReaderOrdering::Membarrier,
+            ReaderOrdering::Membarrier => ReaderOrdering::Fence,
+            o => o,
+        };
+        view.invalidate(rec.offset, size_of::<NodeRecord>())?;
+        view.fence();
+        let prev: NodeRecord = view.load(rec.offset)?;
+        let inner = NodeInner {
+            line: line.get(),
+            layout,
+            node,
+            nodes,
+            fence_on_enter: ordering == ReaderOrdering::Fence,
+            membarrier: ordering == ReaderOrdering::Membarrier,
+            ordering,
+            clock,
+            readers: Mutex::new(vec![false; per_node]),
+            writer_taken: AtomicUsize::new(0),
+            pass: Mutex::new(PassState::new(nodes, Policy::Modified, prev)),
+            stats: Stats::default(),
+            config,
+            view,
+        };
+        Ok(NodeRuntime {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// This node's index.
+    pub fn node(&self) -> usize {
+        self.inner.node
+    }
+
+    /// The view.
+    pub fn view(&self) -> &V {
+        &self.inner.view
+    }
+
+    /// The region layout.
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// The ordering readers actually use (after a membarrier fallback).
+    pub fn reader_ordering(&self) -> ReaderOrdering {
+        self.inner.ordering
+    }
+
+    /// This node's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Reads that failed validation once (and were retried after invalidating), so far.
+    pub fn mismatches(&self) -> u64 {
+        self.inner.stats.mismatches.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the quiescence policy.
+    pub fn set_policy(&self, policy: Policy<V>) {
+        self.inner.lock_pass().policy = policy;
+    }
+
+    /// Pending groups of freed objects waiting for their second invalidation.
+    pub fn pending_groups(&self) -> usize {
+        self.inner.lock_pass().pending_groups()
+    }
+
+    /// Registers a reader: claims a free reader record of this node.
+    pub fn reader(&self) -> Result<Reader<V>, BiError> {
+        let mut slots = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let index = slots
+            .iter()
+            .position(|used| !used)
+            .ok_or(BiError::NoReaderSlot {
+                node: self.inner.node,
+            })?;
+        let record = self.inner.reader_record(index)?;
+        self.inner.view.store(record, &[0u64, 0u64])?;
+        slots[index] = true;
+        Ok(Reader::new(self.inner.clone(), index, record))
+    }
+
+    /// The node's writer, owning `heap` (this node's arena). One at a time per node.
+    pub fn writer<H: Heap>(&self, heap: H) -> Result<Writer<V, H>, BiError> {
+        if self
+            .inner
+            .writer_taken
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(BiError::WriterTaken {
+                node: self.inner.node,
+            });
+        }
+        Writer::new(self.inner.clone(), heap).inspect_err(|_| self.inner.release_writer())
+    }
+
+    /// Runs one quiescence pass now.
+    pub fn quiesce(&self) -> Result<PassReport, BiError> {
+        pass::quiesce(&self.inner)
+    }
+
+    /// This node's published record, as in memory.
+    pub fn record(&self) -> Result<NodeRecord, BiError> {
+        Ok(self.inner.view.load(self.inner.node_record_at())?)
+    }
+}
+
+impl<V: MemView + 'static> NodeRuntime<V> {
+    /// Starts a thread that runs a pass every `period` ([`DEFAULT_PASS_PERIOD`] is the
+    /// usual choice).
+    pub fn start_background(&self, period: Duration) -> Background {
+        Background::start(self.inner.clone(), period)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::Setup;
+    use super::*;
+
+    #[test]
+    fn publish_retire_reclaim_cycle_under_the_emulator() {
+        let s = Setup::new(2, 9);
+        let mut w = s.writer(0);
+        let r = s.nodes[1].reader().unwrap();
+        for v in 1..=6u64 {
+            let b = w.alloc([v; 5]).unwrap();
+            let old = w.publish(s.slot(1), b).unwrap();
+            if !old.is_null() {
+                w.retire(old).unwrap();
+            }
+            s.quiesce_all().unwrap();
+            let g = r.enter();
+            assert_eq!(*g.load::<[u64; 5]>(s.slot(1)).unwrap().unwrap(), [v; 5]);
+            drop(g);
+            w.reclaim().unwrap();
+        }
+        s.quiesce_all().unwrap();
+        s.quiesce_all().unwrap();
+        let rep = w.reclaim().unwrap();
+        assert_eq!(w.retired_blocks(), 0, "{rep:?}");
+        assert_eq!(s.emu.total_stats().reuse_hazards, 0);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors_not_panics() {
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        assert!(matches!(
+            s.nodes[0]
+                .writer(crate::heap::BumpHeap::new(0..64, s.region.layout().line_size()).unwrap()),
+            Err(BiError::WriterTaken { node: 0 })
+        ));
+        let b = w.alloc(1u64).unwrap();
+        let header = s.region.layout().header().offset;
+        assert!(matches!(
+            w.try_publish(header, b),
+            Err(Unpublished {
+                error: BiError::OutOfSection { .. },
+                ..
+            })
+        ));
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        assert!(g.load::<u64>(3).is_err()); // misaligned slot
+        let wild: Link<u64> = Link::new(s.region.layout().size() - 8, 1);
+        assert!(matches!(g.follow(wild), Err(BiError::OutOfSection { .. })));
+        assert!(w.retire(wild).is_err());
+        let b = w.alloc(2u64).unwrap();
+        let l = b.link();
+        w.publish(s.slot(0), b).unwrap();
+        w.retire(l).unwrap();
+        assert!(matches!(w.retire(l), Err(BiError::AlreadyRetired { .. })));
+        assert!(
+            NodeRuntime::emulated(
+                s.emu.node(0),
+                *s.region.layout(),
+                RuntimeConfig::default().node_lease(0)
+            )
+            .is_err()
+        );
+        let many: Vec<_> = (0..16).map(|_| s.nodes[1].reader()).collect();
+        assert!(
+            many.iter()
+                .any(|r| matches!(r, Err(BiError::NoReaderSlot { node: 1 })))
+        );
+    }
+
+    #[test]
+    fn a_box_changed_before_publication_is_published_under_its_announced_link() {
+        let s = Setup::new(2, 4);
+        let mut w = s.writer(0);
+        let mut b = w.alloc([1u64; 9]).unwrap();
+        let first = b.link();
+        b.set([2; 9]);
+        let announced = b.link();
+        assert_ne!(first, announced);
+        w.publish(s.slot(0), b).unwrap();
+        s.quiesce_all().unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        let v = g.load::<[u64; 9]>(s.slot(0)).unwrap().unwrap();
+        assert_eq!((*v, v.link()), ([2; 9], announced));
+        assert!(
+            g.follow(first).is_err(),
+            "the first version's link matches nothing"
+        );
+        drop(g);
+        w.retire(announced).unwrap();
+    }
+
+    #[test]
+    fn callback_and_everything_policies_run() {
+        use std::sync::atomic::AtomicUsize;
+        let s = Setup::new(2, 2);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        s.nodes[1].set_policy(Policy::Callback(Arc::new(move |_v| {
+            c.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })));
+        s.nodes[0].set_policy(Policy::Everything);
+        let mut w = s.writer(0);
+        let b = w.alloc(3u64).unwrap();
+        w.publish(s.slot(0), b).unwrap();
+        s.quiesce_all().unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        let r = s.nodes[0].reader().unwrap();
+        assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 3);
+    }
+}

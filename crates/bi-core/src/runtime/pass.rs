@@ -1,0 +1,338 @@
+//! The quiescence pass of one node.
+//!
+//! See the [module docs](super) for the argument; this file is its steps:
+//!
+//! 1. order every reader's "inside" store before what follows (membarrier), `S := now`;
+//! 2. scan this node's reader records: the oldest enter tick among active readers within
+//!    their lease, and the expired ones (excluded, reported);
+//! 3. for each writer: read the freed tail, *then* invalidate and read the modified tail
+//!    (an unlink is logged before the retire, so it is seen no later), invalidate and
+//!    read the new entries;
+//! 4. invalidate modified slots (policy) and freed objects; remember the freed ones as a
+//!    pending group tagged with this pass;
+//! 5. drain: a group of pass `k` whose every still-active reader entered after `E_k` is
+//!    invalidated once more (lines a reader re-fetched after pass `k` are dropped) and
+//!    forgotten; the reclaim point becomes the start of the last pass all of whose groups
+//!    (and all earlier ones) are drained;
+//! 6. policy extras (everything, callback);
+//! 7. one fence, `E := now`, publish the node record, write it back, fence; then check
+//!    whether a writer may have excluded this node meanwhile (lease) and if so invalidate
+//!    the whole heap.
+
+use super::config::Policy;
+use super::ring::{LogEntry, RingGeom, read_entries};
+use super::{BiError, NodeInner};
+use crate::mem::MemView;
+use crate::region::RingKind;
+use bytemuck::{Pod, Zeroable};
+use std::collections::VecDeque;
+
+/// A node's published quiescence record (first slot of its node record).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct NodeRecord {
+    /// Start tick of the last pass.
+    pub start: u64,
+    /// End tick of the last pass.
+    pub end: u64,
+    /// Reclaim point: objects whose freed entry became visible more than `D` before it
+    /// are gone from this node.
+    pub reclaim: u64,
+    /// Heartbeat (the last pass's end).
+    pub heartbeat: u64,
+    /// Passes run.
+    pub passes: u64,
+    /// Log overflows and lease expiries handled by whole-heap invalidation.
+    pub overflows: u64,
+    /// Reader exclusions for an expired lease, in total (a reader that stays stopped is
+    /// counted again by every pass that sees it).
+    pub expired_readers: u64,
+}
+
+/// What one pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Pass number (1 for the first).
+    pub pass: u64,
+    /// Start tick `S`.
+    pub start: u64,
+    /// End tick `E`.
+    pub end: u64,
+    /// The reclaim point published.
+    pub reclaim_point: u64,
+    /// Modified entries consumed.
+    pub modified: usize,
+    /// Freed entries consumed.
+    pub freed: usize,
+    /// Pending groups drained (invalidated a second time and forgotten).
+    pub drained: usize,
+    /// Groups still pending.
+    pub pending: usize,
+    /// Readers excluded because their lease expired (indices within this node).
+    pub expired_readers: Vec<usize>,
+    /// A ring had more unread entries than it holds: the whole heap was invalidated.
+    pub overflow: bool,
+    /// This node may have been excluded by a writer (its own lease lapsed), or it is its
+    /// first pass: the whole heap was invalidated.
+    pub whole_heap: bool,
+}
+
+#[derive(Debug)]
+enum Items {
+    Ranges(Vec<(usize, usize)>),
+    Everything,
+}
+
+#[derive(Debug)]
+struct Group {
+    end: u64,
+    prev_start: u64,
+    items: Items,
+}
+
+/// A node's private pass state.
+pub(crate) struct PassState<V> {
+    pub(crate) policy: Policy<V>,
+    passes: u64,
+    next: Vec<[u64; 2]>,
+    pending: VecDeque<Group>,
+    last_start: u64,
+    reclaim: u64,
+    heartbeat: u64,
+    overflows: u64,
+    expired_total: u64,
+    first: bool,
+}
+
+impl<V> PassState<V> {
+    pub(crate) fn new(nodes: usize, policy: Policy<V>, prev: NodeRecord) -> PassState<V> {
+        PassState {
+            policy,
+            passes: prev.passes,
+            next: vec![[0, 0]; nodes],
+            pending: VecDeque::new(),
+            last_start: prev.start,
+            reclaim: prev.reclaim,
+            heartbeat: prev.heartbeat,
+            overflows: prev.overflows,
+            expired_total: prev.expired_readers,
+            first: true,
+        }
+    }
+
+    pub(crate) fn pending_groups(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    let heap = inner.layout.heap();
+    let dir = inner.layout.root_directory();
+    inner.view.invalidate(dir.offset, dir.len)?;
+    inner.view.invalidate(heap.offset, heap.len)?;
+    Ok(())
+}
+
+fn invalidate_items<V: MemView>(inner: &NodeInner<V>, items: &Items) -> Result<(), BiError> {
+    match items {
+        Items::Everything => invalidate_everything(inner),
+        Items::Ranges(r) => {
+            for &(at, len) in r {
+                inner.view.invalidate(at, len)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The range an entry covers, if it lies in the region (a torn or foreign entry is
+/// skipped: it can only come from a ring this node fell behind on, which the whole-heap
+/// path covers).
+fn entry_range<V: MemView>(inner: &NodeInner<V>, e: &LogEntry) -> Option<(usize, usize)> {
+    let len = e.lines().checked_mul(inner.line)?;
+    let (at, l) = (e.offset(), &inner.layout);
+    (len > 0 && (l.heap().contains(at, len) || l.root_directory().contains(at, len)))
+        .then_some((at, len))
+}
+
+pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, BiError> {
+    let mut st = inner.lock_pass();
+    let view = &inner.view;
+    let cfg = &inner.config;
+
+    // 1.
+    if inner.membarrier {
+        super::membarrier::barrier();
+    } else {
+        // Pairs with the reader's fence (Fence ordering) or the emulator's lock.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+    let s = inner.clock.refresh();
+    let j = st.passes + 1;
+
+    // 2.
+    let mut oldest = u64::MAX;
+    let mut expired_readers = Vec::new();
+    let per_node = inner.layout.config().readers_per_node() as usize;
+    for r in 0..per_node {
+        let at = inner.reader_record(r)?;
+        let [state, heartbeat]: [u64; 2] = view.load(at)?;
+        if state & 1 == 1 {
+            if heartbeat.saturating_add(cfg.reader_lease) < s {
+                expired_readers.push(r);
+            } else {
+                oldest = oldest.min(state >> 1);
+            }
+        }
+    }
+
+    // 3.
+    let mut report = PassReport {
+        pass: j,
+        start: s,
+        expired_readers,
+        ..PassReport::default()
+    };
+    let log_modified = matches!(st.policy, Policy::Modified);
+    let mut freed_ranges = Vec::new();
+    let mut slot_ranges = Vec::new();
+    let mut entries = Vec::new();
+    for w in 0..inner.nodes {
+        let f = RingGeom::new(&inner.layout, w, RingKind::Freed)?;
+        let m = RingGeom::new(&inner.layout, w, RingKind::Modified)?;
+        view.invalidate(f.tail_at, 8)?;
+        view.fence();
+        let tail_f: u64 = view.load(f.tail_at)?;
+        view.invalidate(m.tail_at, 8)?;
+        view.fence();
+        let tail_m: u64 = view.load(m.tail_at)?;
+        let mut todo = [(f, tail_f, 1usize), (m, tail_m, 0usize)];
+        for (g, tail, k) in &mut todo {
+            let next = st.next[w][*k];
+            if *tail < next || *tail - next > g.capacity {
+                report.overflow = true;
+                st.next[w][*k] = *tail;
+            } else {
+                for (at, len) in g.entry_ranges(next, *tail) {
+                    if len > 0 {
+                        view.invalidate(at, len)?;
+                    }
+                }
+            }
+        }
+        view.fence();
+        for (g, tail, k) in todo {
+            let next = st.next[w][k];
+            if next == tail {
+                continue;
+            }
+            entries.clear();
+            read_entries(view, &g, next, tail, &mut entries)?;
+            st.next[w][k] = tail;
+            if k == 1 {
+                report.freed += entries.len();
+                freed_ranges.extend(entries.iter().filter_map(|e| entry_range(inner, e)));
+            } else {
+                report.modified += entries.len();
+                if log_modified {
+                    slot_ranges.extend(entries.iter().filter_map(|e| entry_range(inner, e)));
+                }
+            }
+        }
+    }
+
+    // 4.
+    for &(at, len) in slot_ranges.iter().chain(freed_ranges.iter()) {
+        view.invalidate(at, len)?;
+    }
+    if report.overflow {
+        invalidate_everything(inner)?;
+    }
+
+    // 5.
+    while let Some(g) = st.pending.front() {
+        if oldest > g.end {
+            invalidate_items(inner, &g.items)?;
+            st.pending.pop_front();
+            report.drained += 1;
+        } else {
+            break;
+        }
+    }
+    let prev_start = st.last_start;
+    let mut new_group = if report.overflow {
+        Some(Items::Everything)
+    } else if !freed_ranges.is_empty() {
+        Some(Items::Ranges(freed_ranges))
+    } else {
+        None
+    };
+
+    // 6.
+    match &st.policy {
+        Policy::Modified => {}
+        Policy::Everything => invalidate_everything(inner)?,
+        Policy::Callback(f) => f(view)?,
+    }
+
+    // 7.
+    view.fence();
+    let e = inner.clock.refresh();
+    if let Some(items) = new_group.take() {
+        st.pending.push_back(Group {
+            end: e,
+            prev_start,
+            items,
+        });
+    }
+    let reclaim = match st.pending.front() {
+        None => s,
+        Some(g) => g.prev_start,
+    }
+    .max(st.reclaim);
+    if report.overflow {
+        st.overflows += 1;
+    }
+    st.expired_total += report.expired_readers.len() as u64;
+    let record = NodeRecord {
+        start: s,
+        end: e,
+        reclaim,
+        heartbeat: e,
+        passes: j,
+        overflows: st.overflows,
+        expired_readers: st.expired_total,
+    };
+    let rec_at = inner.node_record_at();
+    view.store(rec_at, &record)?;
+    view.writeback(rec_at, size_of::<NodeRecord>())?;
+    view.fence();
+    let after = inner.clock.refresh();
+    let lapsed = after > st.heartbeat.saturating_add(cfg.node_lease);
+    if st.first || lapsed {
+        // A writer that read our previous heartbeat may have excluded us and reused memory
+        // we still cache: drop it all now, and again once the readers that were inside
+        // have left.
+        invalidate_everything(inner)?;
+        view.fence();
+        let e2 = inner.clock.refresh();
+        st.pending.push_back(Group {
+            end: e2,
+            prev_start,
+            items: Items::Everything,
+        });
+        report.whole_heap = true;
+        if lapsed && !st.first {
+            st.overflows += 1;
+        }
+    }
+    st.first = false;
+    st.passes = j;
+    st.last_start = s;
+    st.reclaim = reclaim;
+    st.heartbeat = e;
+    report.end = e;
+    report.reclaim_point = reclaim;
+    report.pending = st.pending.len();
+    Ok(report)
+}

@@ -1,0 +1,214 @@
+//! Log rings: how a writer tells every other node what to invalidate.
+//!
+//! Each writer node `w` owns two rings in the region ([`RingKind::Modified`] and
+//! [`RingKind::Freed`]). Only `w` writes them: the entries, then (after writing them back
+//! and fencing) the `tail`, a monotonic count of entries ever appended, alone on the
+//! ring's first control line. Other nodes only read: each keeps, in its own process
+//! memory, the index of the next entry it has not consumed yet.
+//!
+//! An entry is `{ offset | lines << 48, time }`: the first byte and the number of lines to
+//! invalidate, and the writer's clock when it logged them.
+//!
+//! Space: entry `i` may be overwritten only when every live node's last pass *started*
+//! more than `D` ticks after entry `i` became visible in memory, because such a pass read
+//! the tail after the entry was there and so consumed it. The writer keeps those
+//! visibility times in its own memory. A full ring is back-pressure ([`BiError::LogFull`]),
+//! never silent loss. A node that finds more than `capacity` unread entries (it was
+//! excluded, and its entries were overwritten) cannot know what it missed and invalidates
+//! the whole heap and root directory instead.
+
+use super::BiError;
+use super::object::MAX_OBJECT_LINES;
+use crate::mem::MemView;
+use crate::region::layout::RING_CONTROL_SLOTS;
+use crate::region::{Layout, RingKind};
+use bytemuck::{Pod, Zeroable};
+use std::collections::VecDeque;
+
+const OFFSET_MASK: u64 = (1 << 48) - 1;
+
+/// One log entry as stored in a ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct LogEntry {
+    /// Offset of the first byte in the low 48 bits, number of lines in the top 16.
+    pub word: u64,
+    /// Writer clock when logged.
+    pub time: u64,
+}
+
+impl LogEntry {
+    /// An entry covering `lines` lines from `offset`.
+    pub fn new(offset: usize, lines: usize, time: u64) -> LogEntry {
+        let lines = lines.min(MAX_OBJECT_LINES) as u64;
+        LogEntry {
+            word: (offset as u64 & OFFSET_MASK) | (lines << 48),
+            time,
+        }
+    }
+
+    /// First byte.
+    pub fn offset(&self) -> usize {
+        (self.word & OFFSET_MASK) as usize
+    }
+
+    /// Lines covered.
+    pub fn lines(&self) -> usize {
+        (self.word >> 48) as usize
+    }
+}
+
+/// Where one ring lives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingGeom {
+    pub(crate) tail_at: usize,
+    entries_at: usize,
+    pub(crate) capacity: u64,
+    pub(crate) kind: RingKind,
+}
+
+impl RingGeom {
+    pub(crate) fn new(layout: &Layout, node: usize, kind: RingKind) -> Result<RingGeom, BiError> {
+        let s = layout
+            .log_ring(node, kind)
+            .ok_or(BiError::BadNode { node })?;
+        Ok(RingGeom {
+            tail_at: s.offset,
+            entries_at: s.offset + RING_CONTROL_SLOTS * layout.slot_size(),
+            capacity: u64::from(layout.config().log_ring_entries()),
+            kind,
+        })
+    }
+
+    pub(crate) fn entry_at(&self, seq: u64) -> usize {
+        self.entries_at + (seq % self.capacity) as usize * size_of::<LogEntry>()
+    }
+
+    /// Byte range holding entries `from .. to` (may wrap: returns up to two ranges).
+    pub(crate) fn entry_ranges(&self, from: u64, to: u64) -> [(usize, usize); 2] {
+        let n = to.saturating_sub(from).min(self.capacity);
+        if n == 0 {
+            return [(0, 0), (0, 0)];
+        }
+        let first = from % self.capacity;
+        let e = size_of::<LogEntry>();
+        let until_end = (self.capacity - first).min(n);
+        [
+            (self.entry_at(from), until_end as usize * e),
+            (self.entries_at, (n - until_end) as usize * e),
+        ]
+    }
+}
+
+/// The writer's side of one ring.
+#[derive(Debug)]
+pub(crate) struct RingWriter {
+    pub(crate) geom: RingGeom,
+    tail: u64,
+    /// Visibility times of entries not yet known to be consumed by every live node.
+    inflight: VecDeque<u64>,
+}
+
+impl RingWriter {
+    /// Takes over the ring, reading its tail from memory (so a restarted writer continues
+    /// the count). Entries already there count as just written.
+    pub(crate) fn open<V: MemView>(view: &V, geom: RingGeom, now: u64) -> Result<Self, BiError> {
+        view.invalidate(geom.tail_at, 8)?;
+        view.fence();
+        let tail: u64 = view.load(geom.tail_at)?;
+        let inflight = (0..tail.min(geom.capacity)).map(|_| now).collect();
+        Ok(RingWriter {
+            geom,
+            tail,
+            inflight,
+        })
+    }
+
+    pub(crate) fn free(&self) -> u64 {
+        self.geom.capacity - self.inflight.len() as u64
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Forgets entries every live node has consumed: those visible more than `skew` ticks
+    /// before `min_start`, the earliest last-pass start among live nodes.
+    pub(crate) fn release(&mut self, min_start: u64, skew: u64) {
+        while let Some(&t) = self.inflight.front() {
+            if t.saturating_add(skew) < min_start {
+                self.inflight.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Appends `entries` (the caller checked [`free`](Self::free)): writes them, writes
+    /// them back, fences, then stores, writes back and fences the tail.
+    pub(crate) fn append<V: MemView>(
+        &mut self,
+        view: &V,
+        entries: &[LogEntry],
+    ) -> Result<(), BiError> {
+        debug_assert!(entries.len() as u64 <= self.free());
+        for (k, e) in entries.iter().enumerate() {
+            view.store(self.geom.entry_at(self.tail + k as u64), e)?;
+        }
+        let to = self.tail + entries.len() as u64;
+        for (at, len) in self.geom.entry_ranges(self.tail, to) {
+            view.writeback(at, len)?;
+        }
+        view.fence();
+        view.store(self.geom.tail_at, &to)?;
+        view.writeback(self.geom.tail_at, 8)?;
+        view.fence();
+        self.tail = to;
+        Ok(())
+    }
+
+    /// Records when the last `n` appended entries became visible.
+    pub(crate) fn visible(&mut self, n: usize, t: u64) {
+        for _ in 0..n {
+            self.inflight.push_back(t);
+        }
+    }
+}
+
+/// Reads entries `from .. to` of a ring into `out` (the caller invalidated and fenced).
+pub(crate) fn read_entries<V: MemView>(
+    view: &V,
+    geom: &RingGeom,
+    from: u64,
+    to: u64,
+    out: &mut Vec<LogEntry>,
+) -> Result<(), BiError> {
+    for seq in from..to {
+        out.push(view.load(geom.entry_at(seq))?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::region::RegionConfig;
+
+    #[test]
+    fn entries_pack_and_ranges_wrap() {
+        let e = LogEntry::new(12345, 3, 9);
+        assert_eq!((e.offset(), e.lines(), e.time), (12345, 3, 9));
+        let layout = Layout::compute(
+            &RegionConfig::new(1 << 18)
+                .with_nodes(2)
+                .with_log_ring_entries(8),
+        )
+        .unwrap();
+        let g = RingGeom::new(&layout, 1, RingKind::Freed).unwrap();
+        let [a, b] = g.entry_ranges(6, 10);
+        assert_eq!(a, (g.entry_at(6), 32));
+        assert_eq!(b, (g.entry_at(8), 32));
+        assert_eq!(g.entry_at(8), g.entry_at(0));
+        assert!(RingGeom::new(&layout, 2, RingKind::Freed).is_err());
+    }
+}

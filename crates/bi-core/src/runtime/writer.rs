@@ -1,0 +1,553 @@
+//! The write side: private boxes, publication, retirement and reclamation.
+//!
+//! One [`Writer`] per node owns that node's heap and log rings. It never modifies a
+//! published object: it writes a new one into a private [`BiBox`], then publishes it by
+//! writing it back, storing its link into a slot, writing the slot back and logging the
+//! slot (and, if tracked, the object) in its modified ring. Retiring marks the object
+//! FREED, writes that back and logs it in the freed ring; the block returns to the heap
+//! only once [`synchronize`](Writer::synchronize) says every live node is done with it.
+
+use super::grace::{GracePoint, grace};
+use super::object::{
+    FREED, INVALID, Link, ObjectHeader, STAMP_BYTES, Shape, TRACKED, check_in, write_object,
+};
+use super::ring::{LogEntry, RingGeom, RingWriter};
+use super::{BiError, NodeInner};
+use crate::heap::{Block, Heap};
+use crate::mem::MemView;
+use crate::region::RingKind;
+use bytemuck::Pod;
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A new object, private to its writer until published.
+///
+/// It already sits in the writer node's cache (not written back). [`set`](BiBox::set)
+/// changes the value; the object is rewritten, under a new generation, when published.
+/// Dropping a box without publishing it leaks its block: give it back with
+/// [`Writer::discard`].
+#[must_use = "publish the box or give it back with Writer::discard"]
+pub struct BiBox<T> {
+    block: Block,
+    shape: Shape,
+    generation: u64,
+    value: T,
+    dirty: bool,
+}
+
+impl<T: Pod> BiBox<T> {
+    /// The value.
+    pub fn get(&self) -> &T {
+        &self.value
+    }
+
+    /// Replaces the value (rewritten into shared memory when published).
+    pub fn set(&mut self, value: T) {
+        self.value = value;
+        self.dirty = true;
+    }
+
+    /// Offset of the object.
+    pub fn offset(&self) -> usize {
+        self.block.offset
+    }
+
+    /// The link this object will be published under (a [`set`](BiBox::set) before
+    /// publication moves it to the next generation, and this accounts for it).
+    pub fn link(&self) -> Link<T> {
+        let g = if self.dirty {
+            self.generation.saturating_add(1).min(INVALID - 1)
+        } else {
+            self.generation
+        };
+        Link::new(self.block.offset, g)
+    }
+}
+
+impl<T> fmt::Debug for BiBox<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BiBox")
+            .field("block", &self.block)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A publication that did not happen: the error and the box, intact, to retry with.
+pub struct Unpublished<T> {
+    /// Why.
+    pub error: BiError,
+    /// The box, still private.
+    pub bibox: BiBox<T>,
+}
+
+impl<T> fmt::Debug for Unpublished<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unpublished")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Display for Unpublished<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not published: {}", self.error)
+    }
+}
+
+impl<T> std::error::Error for Unpublished<T> {}
+
+impl<T> From<Unpublished<T>> for BiError {
+    fn from(u: Unpublished<T>) -> BiError {
+        u.error
+    }
+}
+
+/// What [`Writer::reclaim`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimReport {
+    /// Blocks given back to the heap.
+    pub freed_blocks: usize,
+    /// Their bytes.
+    pub freed_bytes: usize,
+    /// Blocks still waiting for a grace period.
+    pub pending_blocks: usize,
+    /// Their bytes.
+    pub pending_bytes: usize,
+    /// The grace point used (with the nodes excluded for an expired lease).
+    pub grace: GracePoint,
+}
+
+#[derive(Debug)]
+struct Retired {
+    block: Block,
+    visible: u64,
+}
+
+/// The writer of one node. See the [module docs](super) for the protocol.
+pub struct Writer<V: MemView, H: Heap> {
+    inner: Arc<NodeInner<V>>,
+    heap: H,
+    modified: RingWriter,
+    freed: RingWriter,
+    retired: VecDeque<Retired>,
+    retired_bytes: usize,
+    /// Offsets of the blocks this writer handed out and has not retired: only these may
+    /// be retired (a foreign object's header line belongs to another node's writer).
+    live: HashSet<usize>,
+}
+
+impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("node", &self.inner.node)
+            .field("retired_bytes", &self.retired_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: MemView, H: Heap> Drop for Writer<V, H> {
+    fn drop(&mut self) {
+        self.inner.release_writer();
+    }
+}
+
+impl<V: MemView, H: Heap> Writer<V, H> {
+    pub(crate) fn new(inner: Arc<NodeInner<V>>, heap: H) -> Result<Self, BiError> {
+        let now = inner.clock.refresh();
+        let m = RingGeom::new(&inner.layout, inner.node, RingKind::Modified)?;
+        let f = RingGeom::new(&inner.layout, inner.node, RingKind::Freed)?;
+        let modified = RingWriter::open(&inner.view, m, now)?;
+        let freed = RingWriter::open(&inner.view, f, now)?;
+        Ok(Writer {
+            inner,
+            heap,
+            modified,
+            freed,
+            retired: VecDeque::new(),
+            retired_bytes: 0,
+            live: HashSet::new(),
+        })
+    }
+
+    /// The heap.
+    pub fn heap(&self) -> &H {
+        &self.heap
+    }
+
+    /// Bytes retired but not yet given back to the heap.
+    pub fn retired_bytes(&self) -> usize {
+        self.retired_bytes
+    }
+
+    /// Blocks retired but not yet given back.
+    pub fn retired_blocks(&self) -> usize {
+        self.retired.len()
+    }
+
+    /// Entries of the (modified, freed) rings not yet known to be consumed by every live
+    /// node.
+    pub fn ring_usage(&self) -> (usize, usize) {
+        (self.modified.len(), self.freed.len())
+    }
+
+    /// Allocates a block and writes `value` into it (header, stamped payload) in this
+    /// node's cache.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let mut b = w.alloc([1u32, 2]).unwrap();
+    /// b.set([3, 4]);
+    /// assert_eq!(*b.get(), [3, 4]);
+    /// w.discard(b).unwrap();
+    /// ```
+    pub fn alloc<T: Pod>(&mut self, value: T) -> Result<BiBox<T>, BiError> {
+        let inner = &self.inner;
+        let shape = Shape::new(size_of::<T>(), inner.line)?;
+        let block = self.heap.alloc(shape.bytes())?;
+        let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
+            if block.len >= shape.bytes() && block.offset % inner.line == 0 {
+                Ok(())
+            } else {
+                Err(BiError::BadConfig {
+                    reason: "the heap returned a block that is too small or misaligned",
+                })
+            }
+        });
+        if let Err(e) = fits {
+            let _ = self.heap.free(block);
+            return Err(e);
+        }
+        let view = &inner.view;
+        // The new generation exceeds every stamp now in the block's lines (this node is
+        // the only writer of its arena, so its own cache holds the latest values), so no
+        // stale copy of any line can ever match it.
+        let mut old = 0u64;
+        for i in 0..block.len / inner.line {
+            let stamp: u64 = view.load(block.offset + i * inner.line)?;
+            if stamp != INVALID {
+                old = old.max(stamp);
+            }
+        }
+        if block.reused {
+            view.note_reuse(block.offset, block.len)?;
+        }
+        let generation = old.saturating_add(1).min(INVALID - 1);
+        let b = BiBox {
+            block,
+            shape,
+            generation,
+            value,
+            dirty: false,
+        };
+        self.write(&b)?;
+        self.live.insert(block.offset);
+        Ok(b)
+    }
+
+    fn write<T: Pod>(&self, b: &BiBox<T>) -> Result<(), BiError> {
+        let header = ObjectHeader {
+            generation: b.generation,
+            logged_time: self.inner.clock.now(),
+            size: b.shape.size as u32,
+            flags: if self.inner.config.track_objects {
+                TRACKED
+            } else {
+                0
+            },
+            block_len: b.block.len as u64,
+        };
+        // Lines of the block past the object keep their stamps coherent too.
+        write_object(&self.inner.view, b.block.offset, &b.shape, header, &b.value)?;
+        for i in b.shape.lines..b.block.len / self.inner.line {
+            let at = b.block.offset + i * self.inner.line;
+            debug_assert!(STAMP_BYTES <= self.inner.line);
+            self.inner.view.store(at, &b.generation)?;
+        }
+        Ok(())
+    }
+
+    /// Gives back a box that was never published (no other node can have its link).
+    pub fn discard<T: Pod>(&mut self, b: BiBox<T>) -> Result<(), BiError> {
+        self.live.remove(&b.block.offset);
+        Ok(self.heap.free(b.block)?)
+    }
+
+    /// Makes sure `n` entries fit in `ring`, reading node records if it looks full.
+    fn reserve(inner: &NodeInner<V>, ring: &mut RingWriter, n: usize) -> Result<(), BiError> {
+        if ring.free() >= n as u64 {
+            return Ok(());
+        }
+        let g = grace(inner)?;
+        ring.release(g.min_pass_start, inner.config.skew);
+        if ring.free() >= n as u64 {
+            Ok(())
+        } else {
+            Err(BiError::LogFull {
+                node: inner.node,
+                kind: ring.geom.kind,
+                capacity: ring.geom.capacity,
+            })
+        }
+    }
+
+    fn check_slot(&self, slot: usize) -> Result<(), BiError> {
+        let l = &self.inner.layout;
+        if slot.is_multiple_of(8)
+            && (l.heap().contains(slot, 8) || l.root_directory().contains(slot, 8))
+        {
+            Ok(())
+        } else {
+            Err(BiError::OutOfSection {
+                offset: slot,
+                section: "heap or root directory (8-byte aligned)",
+            })
+        }
+    }
+
+    /// Publishes `new` into the `u64` slot at `slot` without waiting: returns the link
+    /// that was there (retire it once nothing else links to it), or the box back with
+    /// [`BiError::LogFull`] when the modified ring has no room.
+    ///
+    /// This writer must be the only one that writes `slot`.
+    pub fn try_publish<T: Pod>(
+        &mut self,
+        slot: usize,
+        mut new: BiBox<T>,
+    ) -> Result<Link<T>, Unpublished<T>> {
+        let tracked = self.inner.config.track_objects;
+        let needed = 1 + usize::from(tracked);
+        let r = self
+            .check_slot(slot)
+            .and_then(|()| Self::reserve(&self.inner, &mut self.modified, needed));
+        if let Err(error) = r {
+            return Err(Unpublished { error, bibox: new });
+        }
+        if new.dirty {
+            new.generation = new.generation.saturating_add(1).min(INVALID - 1);
+            new.dirty = false;
+            if let Err(error) = self.write(&new) {
+                return Err(Unpublished { error, bibox: new });
+            }
+        }
+        let link = Link::<T>::new(new.block.offset, new.generation);
+        let object = Some((new.block.offset, new.block.len / self.inner.line));
+        match self.store_link(slot, link.raw(), object, tracked) {
+            Ok(old) => Ok(Link::from_raw(old)),
+            Err(error) => Err(Unpublished { error, bibox: new }),
+        }
+    }
+
+    /// [`try_publish`](Self::try_publish), waiting up to the configured timeout for ring
+    /// space.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// let new = b.link();
+    /// assert!(w.publish(s.slot(0), b).unwrap().is_null());
+    /// let c = w.alloc(6u64).unwrap();
+    /// assert_eq!(w.publish(s.slot(0), c).unwrap(), new);
+    /// w.retire(new).unwrap();
+    /// ```
+    pub fn publish<T: Pod>(
+        &mut self,
+        slot: usize,
+        new: BiBox<T>,
+    ) -> Result<Link<T>, Unpublished<T>> {
+        let start = Instant::now();
+        let mut new = new;
+        loop {
+            match self.try_publish(slot, new) {
+                Err(Unpublished {
+                    error: BiError::LogFull { .. },
+                    bibox,
+                }) if start.elapsed() < self.inner.config.log_full_timeout => {
+                    new = bibox;
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Stores an existing link (or null) into `slot`: same protocol as
+    /// [`try_publish`](Self::try_publish), returning the old link.
+    pub fn try_publish_link<T: Pod>(
+        &mut self,
+        slot: usize,
+        link: Link<T>,
+    ) -> Result<Link<T>, BiError> {
+        self.check_slot(slot)?;
+        Self::reserve(&self.inner, &mut self.modified, 1)?;
+        Ok(Link::from_raw(self.store_link(
+            slot,
+            link.raw(),
+            None,
+            false,
+        )?))
+    }
+
+    /// [`try_publish_link`](Self::try_publish_link), waiting for ring space.
+    pub fn publish_link<T: Pod>(&mut self, slot: usize, link: Link<T>) -> Result<Link<T>, BiError> {
+        self.wait(|w| w.try_publish_link(slot, link))
+    }
+
+    fn wait<R>(
+        &mut self,
+        mut f: impl FnMut(&mut Self) -> Result<R, BiError>,
+    ) -> Result<R, BiError> {
+        let start = Instant::now();
+        loop {
+            match f(self) {
+                Err(BiError::LogFull { .. })
+                    if start.elapsed() < self.inner.config.log_full_timeout =>
+                {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Writes the object back (if any), stores the link, writes the slot back, logs.
+    fn store_link(
+        &mut self,
+        slot: usize,
+        raw: u64,
+        object: Option<(usize, usize)>,
+        log_object: bool,
+    ) -> Result<u64, BiError> {
+        let inner = &self.inner;
+        let view = &inner.view;
+        if let Some((at, lines)) = object {
+            view.writeback(at, lines * inner.line)?;
+            view.fence();
+        }
+        // (An existing link's object was written back when it was first published.)
+        let old: u64 = view.load(slot)?;
+        view.store(slot, &raw)?;
+        view.writeback(slot, 8)?;
+        view.fence();
+        let t = inner.clock.now();
+        let mut entries = [LogEntry::new(inner.line_floor(slot), 1, t); 2];
+        let mut n = 1;
+        if let Some((at, lines)) = object.filter(|_| log_object) {
+            entries[1] = LogEntry::new(at, lines, t);
+            n = 2;
+        }
+        self.modified.append(view, &entries[..n])?;
+        let visible = inner.clock.refresh();
+        self.modified.visible(n, visible);
+        Ok(old)
+    }
+
+    /// Retires the object `link` names without waiting: marks it FREED, writes that back,
+    /// logs it in the freed ring and keeps it until a grace period has passed. Unlink it
+    /// first (publish something else into every slot that holds it). Only objects this
+    /// writer allocated can be retired ([`BiError::StaleLink`] otherwise, or
+    /// [`BiError::AlreadyRetired`]).
+    pub fn try_retire<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
+        let inner = &self.inner;
+        let view = &inner.view;
+        let shape = Shape::new(size_of::<T>(), inner.line)?;
+        let at = link.offset();
+        check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
+        if !self.live.contains(&at) {
+            // Not ours, or already retired.
+            let h: ObjectHeader = view.load(at)?;
+            return Err(
+                if h.flags & FREED != 0 && h.generation & 0xFFFF == link.generation() {
+                    BiError::AlreadyRetired { offset: at }
+                } else {
+                    BiError::StaleLink { offset: at }
+                },
+            );
+        }
+        let mut h: ObjectHeader = view.load(at)?;
+        if h.generation & 0xFFFF != link.generation() || h.size as usize != shape.size {
+            return Err(BiError::StaleLink { offset: at });
+        }
+        if h.flags & FREED != 0 {
+            return Err(BiError::AlreadyRetired { offset: at });
+        }
+        let len = h.block_len as usize;
+        check_in(inner.layout.heap(), at, len, "heap")?;
+        Self::reserve(inner, &mut self.freed, 1)?;
+        h.flags |= FREED;
+        h.logged_time = inner.clock.now();
+        view.store(at, &h)?;
+        view.writeback(at, inner.line)?;
+        view.fence();
+        let entry = LogEntry::new(at, len / inner.line, h.logged_time);
+        self.freed.append(view, &[entry])?;
+        // The time that matters is when the entry became visible, taken afresh after the
+        // fence: a pass starting more than D later has certainly read it.
+        let visible = inner.clock.refresh();
+        self.freed.visible(1, visible);
+        self.retired.push_back(Retired {
+            block: Block {
+                offset: at,
+                len,
+                reused: false,
+            },
+            visible,
+        });
+        self.retired_bytes += len;
+        self.live.remove(&at);
+        Ok(())
+    }
+
+    /// [`try_retire`](Self::try_retire), waiting for ring space.
+    pub fn retire<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
+        self.wait(|w| w.try_retire(link))
+    }
+
+    /// The current grace point. Never blocks: it reads every node's record once.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let w = s.writer(0);
+    /// let g = w.synchronize().unwrap();
+    /// assert_eq!(g.tick, 0); // no node has passed yet
+    /// ```
+    pub fn synchronize(&self) -> Result<GracePoint, BiError> {
+        grace(&self.inner)
+    }
+
+    /// Gives back to the heap every retired block whose retirement became visible before
+    /// the grace point.
+    pub fn reclaim(&mut self) -> Result<ReclaimReport, BiError> {
+        let g = self.synchronize()?;
+        self.freed.release(g.min_pass_start, self.inner.config.skew);
+        self.modified
+            .release(g.min_pass_start, self.inner.config.skew);
+        let mut report = ReclaimReport::default();
+        while let Some(r) = self.retired.front() {
+            if r.visible >= g.tick {
+                break;
+            }
+            let block = r.block;
+            self.retired.pop_front();
+            self.retired_bytes -= block.len;
+            self.heap.free(block)?;
+            report.freed_blocks += 1;
+            report.freed_bytes += block.len;
+        }
+        report.pending_blocks = self.retired.len();
+        report.pending_bytes = self.retired_bytes;
+        report.grace = g;
+        Ok(report)
+    }
+}

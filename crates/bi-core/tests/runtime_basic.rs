@@ -1,0 +1,431 @@
+//! The runtime's API under the emulator: publication and lookup across nodes, nested
+//! guards, a non-blocking `synchronize`, back-pressure from a full log, leases for readers
+//! and for nodes, and the background pass thread; plus a smoke test on real hardware.
+
+use bi_core::heap::Heap;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, Link, RuntimeConfig, Unpublished};
+use bytemuck::{Pod, Zeroable};
+use std::time::Duration;
+
+/// A multi-line value that checks itself: every word is derived from `id`.
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
+#[repr(C)]
+struct Val {
+    id: u64,
+    words: [u64; 20],
+}
+
+impl Val {
+    fn new(id: u64) -> Val {
+        let mut words = [0; 20];
+        for (i, w) in words.iter_mut().enumerate() {
+            *w = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
+        }
+        Val { id, words }
+    }
+
+    fn valid(&self) -> bool {
+        *self == Val::new(self.id)
+    }
+}
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(1_000_000)
+        .reader_lease(1_000_000)
+}
+
+#[test]
+fn publish_then_lookup_on_another_node_after_its_pass() {
+    let seeds = if cfg!(miri) { 1 } else { 4 };
+    let rounds = if cfg!(miri) { 8 } else { 40 };
+    for seed in 0..seeds {
+        let s = Setup::with(
+            RegionConfig::new(1 << 18).with_nodes(3),
+            |c| {
+                c.seed(seed)
+                    .eviction_rate(0.02)
+                    .adjacent_prefetch_rate(0.3)
+                    .random_prefetch_rate(0.05)
+                    .clock_skew(20)
+            },
+            config().skew(40),
+        );
+        let mut w = s.writer(0);
+        let readers: Vec<_> = (1..3).map(|n| s.nodes[n].reader().unwrap()).collect();
+        for id in 1..=rounds {
+            let b = w.alloc(Val::new(id)).unwrap();
+            let old = w.publish(s.slot(0), b).unwrap();
+            if !old.is_null() {
+                w.retire(old).unwrap();
+            }
+            s.quiesce_all().unwrap();
+            for r in &readers {
+                let g = r.enter();
+                let v = g.load::<Val>(s.slot(0)).unwrap().unwrap();
+                assert!(v.valid(), "torn or reused object observed");
+                assert_eq!(v.id, id, "seed {seed}: not fresh after the node's pass");
+            }
+            w.reclaim().unwrap();
+        }
+        assert_eq!(s.emu.total_stats().reuse_hazards, 0, "seed {seed}");
+        assert!(w.heap().stats().reuses > 0, "blocks were reused");
+    }
+}
+
+#[test]
+fn nested_guards_count_as_one_section() {
+    let s = Setup::new(2, 0);
+    let mut w = s.writer(0);
+    let b = w.alloc(Val::new(1)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let outer = r.enter();
+    let first = outer.load::<Val>(s.slot(0)).unwrap().unwrap().link();
+    {
+        let inner = r.enter();
+        assert_eq!(inner.load::<Val>(s.slot(0)).unwrap().unwrap().id, 1);
+    }
+    assert!(
+        r.is_active(),
+        "dropping the inner guard keeps the section open"
+    );
+    // Replace and retire while the outer guard is held: not reclaimable.
+    let b = w.alloc(Val::new(2)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    w.retire(first).unwrap();
+    for _ in 0..4 {
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(w.reclaim().unwrap().freed_blocks, 0);
+    drop(outer);
+    assert!(!r.is_active());
+    for _ in 0..2 {
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+}
+
+#[test]
+fn synchronize_never_blocks_even_with_a_reader_inside() {
+    let s = Setup::new(2, 1);
+    let mut w = s.writer(0);
+    let b = w.alloc(7u64).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    let link = g.load::<u64>(s.slot(0)).unwrap().unwrap().link();
+    let b = w.alloc(8u64).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    w.retire(link).unwrap();
+    let t = std::time::Instant::now();
+    for _ in 0..if cfg!(miri) { 4 } else { 100 } {
+        s.quiesce_all().unwrap();
+        let _ = w.synchronize().unwrap();
+    }
+    if !cfg!(miri) {
+        assert!(t.elapsed() < Duration::from_secs(20));
+    }
+    assert_eq!(w.reclaim().unwrap().freed_blocks, 0);
+    // The retired object is marked FREED: the guard refuses it rather than hand it out.
+    assert!(matches!(g.follow(link), Err(BiError::StaleLink { .. })));
+    drop(g);
+}
+
+#[test]
+fn a_full_log_pushes_back_and_loses_nothing() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+        |c| c.seed(3),
+        config().log_full_timeout(Duration::from_millis(5)),
+    );
+    s.quiesce_all().unwrap();
+    let mut w = s.writer(0);
+    let mut published = 0u64;
+    let mut last = 0u64;
+    // Two entries per publication (slot and object): 4 fit.
+    let pending = loop {
+        let b = w.alloc(last + 1).unwrap();
+        match w.try_publish(s.slot(0), b) {
+            Ok(_) => {
+                published += 1;
+                last += 1;
+            }
+            Err(Unpublished {
+                error: BiError::LogFull { capacity, .. },
+                bibox,
+            }) => {
+                assert_eq!(capacity, 8);
+                break bibox;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(published, 4);
+    // The blocking variant waits, then reports the same back-pressure.
+    let t = std::time::Instant::now();
+    let back = match w.publish(s.slot(0), pending) {
+        Err(Unpublished {
+            error: BiError::LogFull { .. },
+            bibox,
+        }) => bibox,
+        other => panic!("expected LogFull, got {other:?}"),
+    };
+    assert!(t.elapsed() >= Duration::from_millis(5));
+    // Every node passes: space comes back and the very same box goes out.
+    let reports = s.quiesce_all().unwrap();
+    assert_eq!(reports[1].modified, 8, "node 1 consumed every logged entry");
+    w.try_publish(s.slot(0), back).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 5);
+}
+
+#[test]
+fn a_reader_stopped_in_its_section_stalls_reclamation_until_its_lease_expires() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(4),
+        config().reader_lease(50_000),
+    );
+    let mut w = s.writer(0);
+    let stuck = s.nodes[1].reader().unwrap();
+    let other = s.nodes[1].reader().unwrap();
+    let b = w.alloc(Val::new(1)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    s.quiesce_all().unwrap();
+    let g = stuck.enter();
+    let seen = g.load::<Val>(s.slot(0)).unwrap().unwrap().link();
+    for id in 2..10 {
+        let b = w.alloc(Val::new(id)).unwrap();
+        let old = w.publish(s.slot(0), b).unwrap();
+        w.retire(old).unwrap();
+        for rep in s.quiesce_all().unwrap() {
+            assert!(rep.expired_readers.is_empty());
+        }
+        // Other readers come and go.
+        let h = other.enter();
+        assert_eq!(h.load::<Val>(s.slot(0)).unwrap().unwrap().id, id);
+        drop(h);
+    }
+    assert_eq!(
+        w.reclaim().unwrap().freed_blocks,
+        0,
+        "stalled by the reader"
+    );
+    s.emu.advance(50_001);
+    let reports = s.quiesce_all().unwrap();
+    assert_eq!(reports[1].expired_readers, vec![stuck.index()]);
+    s.quiesce_all().unwrap();
+    let rep = w.reclaim().unwrap();
+    assert_eq!(rep.freed_blocks, 8, "resumes after the reader lease");
+    assert!(rep.grace.lease_expired.is_empty());
+    assert_eq!(s.nodes[1].record().unwrap().expired_readers, 2);
+    // The stopped reader still never accepts a freed or reused object.
+    match g.follow(seen) {
+        Ok(Some(v)) => assert!(v.valid()),
+        Ok(None) => unreachable!(),
+        Err(BiError::StaleLink { .. }) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_node_that_stops_passing_is_excluded_after_the_node_lease() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(3),
+        |c| c.seed(5),
+        config().node_lease(40_000),
+    );
+    let mut w = s.writer(0);
+    s.quiesce_all().unwrap();
+    let mut old = Link::null();
+    for id in 1..6 {
+        let b = w.alloc(Val::new(id)).unwrap();
+        let prev = w.publish(s.slot(0), b).unwrap();
+        if !prev.is_null() {
+            w.retire(prev).unwrap();
+        }
+        old = prev;
+        for n in 0..2 {
+            s.nodes[n].quiesce().unwrap(); // node 2 is silent
+        }
+    }
+    let _ = old;
+    let rep = w.reclaim().unwrap();
+    assert_eq!(rep.freed_blocks, 0, "node 2 has not passed");
+    assert!(rep.grace.lease_expired.is_empty());
+    s.emu.advance(40_001);
+    for n in 0..2 {
+        s.nodes[n].quiesce().unwrap();
+        s.nodes[n].quiesce().unwrap();
+    }
+    let rep = w.reclaim().unwrap();
+    assert_eq!(rep.grace.lease_expired, vec![2]);
+    assert_eq!(rep.freed_blocks, 4);
+    // When it comes back, it knows it may have been excluded and drops its whole heap.
+    let back = s.nodes[2].quiesce().unwrap();
+    assert!(back.whole_heap);
+    let r = s.nodes[2].reader().unwrap();
+    assert_eq!(r.enter().load::<Val>(s.slot(0)).unwrap().unwrap().id, 5);
+    assert!(w.reclaim().unwrap().grace.lease_expired.is_empty());
+}
+
+#[test]
+fn an_excluded_node_whose_log_was_overwritten_invalidates_everything() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18)
+            .with_nodes(3)
+            .with_log_ring_entries(8),
+        |c| c.seed(7),
+        config().node_lease(20_000),
+    );
+    let mut w = s.writer(0);
+    s.quiesce_all().unwrap();
+    let r = s.nodes[2].reader().unwrap();
+    assert!(r.enter().load::<Val>(s.slot(0)).unwrap().is_none()); // node 2 caches the slot
+    s.emu.advance(20_001); // node 2 falls silent past its lease
+    for id in 1..=12 {
+        let b = w.alloc(Val::new(id)).unwrap();
+        let old = w.try_publish(s.slot(0), b).unwrap(); // never LogFull: node 2 is excluded
+        if !old.is_null() {
+            w.retire(old).unwrap();
+        }
+        s.nodes[0].quiesce().unwrap();
+        s.nodes[1].quiesce().unwrap();
+        w.reclaim().unwrap();
+    }
+    let back = s.nodes[2].quiesce().unwrap();
+    assert!(back.overflow, "more than 8 unread entries");
+    assert!(back.whole_heap);
+    assert!(s.nodes[2].record().unwrap().overflows >= 1);
+    assert_eq!(r.enter().load::<Val>(s.slot(0)).unwrap().unwrap().id, 12);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "real time and threads: too slow under Miri")]
+fn background_pass_thread_starts_and_stops_cleanly() {
+    let s = Setup::new(2, 6);
+    let mut w = s.writer(0);
+    let bgs: Vec<_> = s
+        .nodes
+        .iter()
+        .map(|n| n.start_background(Duration::from_millis(1)))
+        .collect();
+    let b = w.alloc(Val::new(1)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = r.enter().load::<Val>(s.slot(0)).unwrap() {
+            assert_eq!(v.id, 1);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never became visible");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for bg in bgs {
+        assert!(bg.is_running());
+        while bg.passes() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread does not pass"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(bg.stop(), 0);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "membarrier, the system clock and real cache instructions"
+)]
+fn smoke_on_hardware_two_runtimes_real_threads() {
+    use bi_core::heap::BumpHeap;
+    use bi_core::region::Region;
+    use bi_core::runtime::{Clock, NodeRuntime, TickClock};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    let layout = *region.layout();
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    let nodes: Vec<_> = (0..2)
+        .map(|n| {
+            NodeRuntime::new(
+                region.hardware(),
+                layout,
+                n,
+                RuntimeConfig::default(),
+                clock.clone(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let heap = layout.heap();
+    let arena = heap.offset..heap.offset + heap.len / 2 / 64 * 64;
+    let mut w = nodes[0]
+        .writer(BumpHeap::new(arena, layout.line_size()).unwrap())
+        .unwrap();
+    let slot = layout.root_entry(0).unwrap().offset;
+    let bgs: Vec<_> = nodes
+        .iter()
+        .map(|n| n.start_background(Duration::from_micros(200)))
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let node = nodes[1].clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let r = node.reader().unwrap();
+                let mut seen = 0u64;
+                let mut last = 0;
+                while !done.load(Ordering::Acquire) {
+                    let g = r.enter();
+                    match g.load::<Val>(slot) {
+                        Ok(Some(v)) => {
+                            assert!(v.valid());
+                            assert!(v.id >= last, "went backwards");
+                            last = v.id;
+                            seen += 1;
+                        }
+                        Ok(None) | Err(BiError::StaleLink { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    for id in 1..=2000 {
+        let b = w.alloc(Val::new(id)).unwrap();
+        let old = w.publish(slot, b).unwrap();
+        if !old.is_null() {
+            w.retire(old).unwrap();
+        }
+        if id.is_multiple_of(16) {
+            w.reclaim().unwrap();
+        }
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while w.retired_blocks() > 0 {
+        w.reclaim().unwrap();
+        assert!(std::time::Instant::now() < deadline, "reclamation stuck");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for bg in bgs {
+        assert_eq!(bg.stop(), 0);
+    }
+}
