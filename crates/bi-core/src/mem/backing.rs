@@ -118,6 +118,16 @@ impl Backing {
         }
     }
 
+    /// The aligned word at byte `offset`, if `offset` is a multiple of 8 inside the memory.
+    #[inline]
+    pub fn word(&self, offset: usize) -> Option<&AtomicU64> {
+        if offset.is_multiple_of(8) {
+            self.words().get(offset / 8)
+        } else {
+            None
+        }
+    }
+
     /// The address of byte 0 in this process (for cache instructions; never dereference it
     /// except through [`Backing::words`]).
     #[inline]

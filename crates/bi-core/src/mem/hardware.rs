@@ -9,6 +9,7 @@
 use super::{Backing, MemError, MemView, check_range};
 use crate::cache::CacheOps;
 use crate::line::LineSize;
+use crate::primitive::sync::atomic::Ordering;
 use bytemuck::Pod;
 use std::sync::Arc;
 
@@ -101,6 +102,25 @@ impl MemView for Hardware {
     #[inline]
     fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
         self.mem.store_bytes(offset, bytemuck::bytes_of(value))
+    }
+
+    #[inline]
+    fn load_u64(&self, offset: usize) -> Result<u64, MemError> {
+        match self.mem.word(offset) {
+            Some(word) => Ok(word.load(Ordering::Acquire)),
+            None => self.load(offset),
+        }
+    }
+
+    #[inline]
+    fn store_u64(&self, offset: usize, value: u64) -> Result<(), MemError> {
+        match self.mem.word(offset) {
+            Some(word) => {
+                word.store(value, Ordering::Release);
+                Ok(())
+            }
+            None => self.store(offset, &value),
+        }
     }
 
     #[inline]

@@ -176,9 +176,10 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     let per_node = inner.layout.config().readers_per_node() as usize;
     for r in 0..per_node {
         let at = inner.reader_record(r)?;
-        let [state, heartbeat]: [u64; 2] = view.load(at)?;
+        // One word per reader: `enter_tick << 1 | 1` while inside a section, 0 outside.
+        let state = view.load_u64(at)?;
         if state & 1 == 1 {
-            if heartbeat.saturating_add(cfg.reader_lease) < s {
+            if (state >> 1).saturating_add(cfg.reader_lease) < s {
                 expired_readers.push(r);
             } else {
                 oldest = oldest.min(state >> 1);

@@ -1,16 +1,19 @@
 //! The read side: reader records, guards and validated copies.
 //!
-//! A [`Reader`] owns one record (one line) in its node's part of the reader table: a state
-//! word `(enter_tick << 1) | active` and a heartbeat (the tick of the last outermost
-//! enter). Only the reader's own thread writes it, and only into its node's cache: the
+//! A [`Reader`] owns one record (one line) in its node's part of the reader table, whose
+//! first word is its state: `(enter_tick << 1) | 1` inside a section, 0 outside. The enter
+//! tick doubles as the reader's heartbeat for the reader lease: only a reader that stays
+//! inside one section too long can hold reclamation back. Only the reader's own thread
+//! writes the record, and only into its node's cache: the
 //! node's quiescence pass reads it through the same (node-coherent) cache. Nothing on the
 //! read path writes back, invalidates or fences (except the documented
 //! [`ReaderOrdering::Fence`](super::ReaderOrdering::Fence) fallback), so a read section
-//! costs a clock load, two stores and a compiler fence.
+//! costs a clock load, two stores and two compiler fences.
 
 use super::object::{Link, Mismatch, Shape, read_object};
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
+use crate::primitive::sync::atomic::AtomicU64;
 use bytemuck::Pod;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -33,21 +36,26 @@ use std::sync::atomic::{Ordering, compiler_fence, fence};
 /// ```
 pub struct Reader<V: MemView> {
     pub(crate) inner: Arc<NodeInner<V>>,
+    /// Copies of what `enter` and `exit` touch, one pointer away instead of two.
+    view: V,
+    coarse: Option<Arc<AtomicU64>>,
+    fence_on_enter: bool,
     pub(crate) index: usize,
     pub(crate) record: usize,
     depth: Cell<u32>,
-    enter_tick: Cell<u64>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
 impl<V: MemView> Reader<V> {
     pub(crate) fn new(inner: Arc<NodeInner<V>>, index: usize, record: usize) -> Reader<V> {
         Reader {
+            view: inner.view.clone(),
+            coarse: inner.clock.coarse_word(),
+            fence_on_enter: inner.fence_on_enter,
             inner,
             index,
             record,
             depth: Cell::new(0),
-            enter_tick: Cell::new(0),
             _not_sync: PhantomData,
         }
     }
@@ -67,12 +75,15 @@ impl<V: MemView> Reader<V> {
     pub fn enter(&self) -> BiGuard<'_, V> {
         let d = self.depth.get();
         if d == 0 {
-            let t = self.inner.clock.now();
-            self.enter_tick.set(t);
-            let view = &self.inner.view;
+            let t = match &self.coarse {
+                // Acquire, as in `TickClock::now`.
+                Some(word) => word.load(Ordering::Acquire),
+                None => self.inner.clock.now(),
+            };
+            let view = &self.view;
             // Errors are impossible here: the record offset was checked at registration.
-            let _ = view.store(self.record, &[(t << 1) | 1, t]);
-            if self.inner.fence_on_enter {
+            let _ = view.store_u64(self.record, (t << 1) | 1);
+            if self.fence_on_enter {
                 fence(Ordering::SeqCst);
             } else {
                 compiler_fence(Ordering::SeqCst);
@@ -98,20 +109,20 @@ impl<V: MemView> Reader<V> {
             // membarrier (or the emulator's lock) the pass's barrier provides that, so a
             // compiler fence suffices (as in liburcu's memb flavour); the fence fallback
             // needs a release fence (free on x86).
-            if self.inner.fence_on_enter {
+            if self.fence_on_enter {
                 fence(Ordering::Release);
             } else {
                 compiler_fence(Ordering::SeqCst);
             }
-            let view = &self.inner.view;
-            let _ = view.store(self.record, &(self.enter_tick.get() << 1));
+            let view = &self.view;
+            let _ = view.store_u64(self.record, 0);
         }
     }
 }
 
 impl<V: MemView> Drop for Reader<V> {
     fn drop(&mut self) {
-        let _ = self.inner.view.store(self.record, &[0u64, 0u64]);
+        let _ = self.inner.view.store_u64(self.record, 0);
         self.inner.release_reader(self.index);
     }
 }

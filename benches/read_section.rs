@@ -1,0 +1,129 @@
+//! What a read section costs: `BiGuard` enter + exit against `crossbeam_epoch::pin()` +
+//! drop and against the floor, a pair of plain thread-local stores with a compiler fence.
+//!
+//! Bounded Incoherence puts no cache operation and no fence on the read path: entering
+//! reads the node's coarse clock and stores one word into the reader's own record; leaving
+//! stores it again. The ordering that reclamation needs is paid by the quiescence pass
+//! (`membarrier`), as in liburcu's memb flavour. So a section should cost about as much as
+//! the two-store floor, and well under an epoch pin, which issues a full fence.
+//!
+//! Runs on the `Hardware` view over anonymous memory. `BI_BENCH_QUICK=1` (or `-- --quick`)
+//! shortens the run. After criterion's groups it prints a plain table of median ns per
+//! section and the ratios, measured in the same run.
+
+use bi::core::region::{Region, RegionConfig};
+use bi::core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+use criterion::{Criterion, Throughput};
+use std::cell::Cell;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
+use std::time::{Duration, Instant};
+
+/// Sections per measured iteration.
+const BATCH: u64 = 1_000;
+
+thread_local! {
+    static RECORD: (AtomicU64, AtomicU64) = const { (AtomicU64::new(0), AtomicU64::new(0)) };
+    static TICKS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn quick() -> bool {
+    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
+        || std::env::args().any(|a| a == "--quick")
+}
+
+/// The floor: what any reader registration costs at least.
+#[inline(never)]
+fn plain_stores(n: u64) {
+    RECORD.with(|(enter, exit)| {
+        for i in 0..n {
+            enter.store(i, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            black_box(());
+            compiler_fence(Ordering::SeqCst);
+            exit.store(i, Ordering::Release);
+        }
+    });
+}
+
+#[inline(never)]
+fn epoch_pins(n: u64) {
+    for _ in 0..n {
+        let guard = crossbeam_epoch::pin();
+        black_box(&guard);
+        drop(guard);
+    }
+}
+
+/// Median nanoseconds per section of `f` over a few timed runs.
+fn median_ns(runs: usize, sections: u64, f: &dyn Fn(u64)) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f(sections);
+            start.elapsed().as_nanos() as f64 / sections as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = quick();
+    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).expect("region");
+    let runtime = NodeRuntime::new(
+        region.hardware(),
+        *region.layout(),
+        0,
+        RuntimeConfig::default(),
+        Arc::new(TickClock::new()),
+    )
+    .expect("runtime");
+    let reader = runtime.reader().expect("reader slot");
+    let bi_sections = |n: u64| {
+        for _ in 0..n {
+            let guard = reader.enter();
+            black_box(&guard);
+            drop(guard);
+        }
+    };
+
+    let mut c = Criterion::default().configure_from_args();
+    if quick {
+        c = c
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20);
+    }
+    {
+        let mut g = c.benchmark_group("read_section");
+        g.throughput(Throughput::Elements(BATCH));
+        g.bench_function("two_plain_stores", |b| b.iter(|| plain_stores(BATCH)));
+        g.bench_function("crossbeam_epoch_pin", |b| b.iter(|| epoch_pins(BATCH)));
+        g.bench_function("bi_guard", |b| b.iter(|| bi_sections(BATCH)));
+        g.finish();
+    }
+    c.final_summary();
+
+    let (runs, sections) = if quick {
+        (5, 2_000_000)
+    } else {
+        (11, 10_000_000)
+    };
+    let floor = median_ns(runs, sections, &plain_stores);
+    let epoch = median_ns(runs, sections, &epoch_pins);
+    let bi = median_ns(runs, sections, &bi_sections);
+    println!(
+        "read section, ns per enter+exit (median of {runs} runs of {sections}), reader ordering {:?}",
+        runtime.reader_ordering()
+    );
+    println!("  two plain stores      {floor:6.2}");
+    println!("  crossbeam_epoch::pin  {epoch:6.2}");
+    println!("  BiGuard               {bi:6.2}");
+    println!(
+        "  ratio BiGuard / epoch pin     {:.2}  (target <= 0.50)",
+        bi / epoch
+    );
+    println!("  ratio BiGuard / plain stores  {:.2}", bi / floor);
+}
