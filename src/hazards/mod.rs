@@ -24,9 +24,13 @@
 //! }
 //! ```
 
+mod clock_skew;
+mod dangling_reference;
 mod lost_update;
+mod prefetch_after_invalidate;
 mod resolution_failure;
 mod spinning_reader;
+mod stale_beyond_bound;
 mod torn_object;
 
 use bi_core::mem::EmulatorConfig;
@@ -79,10 +83,14 @@ pub struct Hazard {
 /// Every hazard of the catalog, in the order of the design's list.
 pub fn catalog() -> Vec<Hazard> {
     vec![
+        stale_beyond_bound::HAZARD,
         resolution_failure::HAZARD,
+        dangling_reference::HAZARD,
+        prefetch_after_invalidate::HAZARD,
         torn_object::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,
+        clock_skew::HAZARD,
     ]
 }
 
