@@ -26,12 +26,14 @@
 
 mod clock_skew;
 mod dangling_reference;
+mod log_overflow;
 mod lost_update;
 mod prefetch_after_invalidate;
 mod resolution_failure;
 mod spinning_reader;
 mod stale_beyond_bound;
 mod torn_object;
+mod type_confusion;
 
 use bi_core::mem::EmulatorConfig;
 
@@ -86,10 +88,12 @@ pub fn catalog() -> Vec<Hazard> {
         stale_beyond_bound::HAZARD,
         resolution_failure::HAZARD,
         dangling_reference::HAZARD,
+        type_confusion::HAZARD,
         prefetch_after_invalidate::HAZARD,
         torn_object::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,
+        log_overflow::HAZARD,
         clock_skew::HAZARD,
     ]
 }
