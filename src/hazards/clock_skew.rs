@@ -6,7 +6,7 @@
 //! with `D = 0`. BI: `D` covers the real skew. Counted: the oracle's reuse hazards on
 //! node 1 when it reads the slot after the writer reused every block it could.
 
-use super::{Hazard, Variant};
+use super::{Hazard, Variant, patient};
 use bi_core::heap::BumpHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
@@ -43,11 +43,7 @@ fn run(variant: Variant, seed: u64) -> u64 {
         |c| c.seed(seed),
         RuntimeConfig::default(),
     );
-    let cfg = RuntimeConfig::default()
-        .node_lease(u64::MAX / 4)
-        .reader_lease(u64::MAX / 4)
-        .skew(d)
-        .reader_ordering(ReaderOrdering::Emulated);
+    let cfg = patient().skew(d).reader_ordering(ReaderOrdering::Emulated);
     let layout = *s.region.layout();
     let clock = Arc::new(Ahead(s.emu.node(1)));
     let n1 = NodeRuntime::new(s.emu.node(1), layout, 1, cfg.clone(), clock).expect("runtime");

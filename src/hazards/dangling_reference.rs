@@ -8,12 +8,10 @@
 //! one cache flush). BI: the writer reuses the block only when the grace point says so
 //! (after a second invalidation on node 1). Counted: the oracle's reuse hazards on node 1.
 
-use super::{Hazard, Variant};
+use super::{Hazard, Variant, two_runtimes};
 use bi_core::heap::BumpHeap;
 use bi_core::mem::{EmulatedNode, MemView};
-use bi_core::region::RegionConfig;
-use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{RuntimeConfig, Writer};
+use bi_core::runtime::Writer;
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "dangling_reference",
@@ -30,13 +28,7 @@ fn publish(w: &mut Writer<EmulatedNode, BumpHeap>, slot: usize, id: u64) -> u64 
 }
 
 fn run(variant: Variant, seed: u64) -> u64 {
-    let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(2),
-        |c| c.seed(seed),
-        RuntimeConfig::default()
-            .node_lease(u64::MAX / 4)
-            .reader_lease(u64::MAX / 4),
-    );
+    let s = two_runtimes(seed, |c| c);
     let slot = s.slot(0);
     let mut w = s.writer(0);
     publish(&mut w, slot, 1);

@@ -36,6 +36,9 @@ mod torn_object;
 mod type_confusion;
 
 use bi_core::mem::EmulatorConfig;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::RuntimeConfig;
+use bi_core::runtime::testing::Setup;
 
 /// One row of the catalog: a hazard counted over `seeds` runs of each variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,4 +127,25 @@ pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfi
         .eviction_rate(0.01)
         .adjacent_prefetch_rate(0.2)
         .random_prefetch_rate(0.05)
+}
+
+/// Leases so long that no node or reader is ever excluded: the runtime hazards are about
+/// grace periods, not about crashed parties.
+pub(crate) fn patient() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(u64::MAX / 4)
+        .reader_lease(u64::MAX / 4)
+}
+
+/// Two emulated nodes with one runtime each over a 256 KiB region, the emulator adjusted
+/// by `emulator` (which starts from the seed).
+pub(crate) fn two_runtimes(
+    seed: u64,
+    emulator: impl FnOnce(EmulatorConfig) -> EmulatorConfig,
+) -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| emulator(c.seed(seed)),
+        patient(),
+    )
 }

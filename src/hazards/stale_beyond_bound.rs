@@ -6,10 +6,7 @@
 //! BI: it runs one every `PERIOD` ticks. Counted: reads that returned a value superseded
 //! more than `PERIOD + D + pass time` ticks earlier (the bound the runtime documents).
 
-use super::{Hazard, Variant};
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
-use bi_core::runtime::testing::Setup;
+use super::{Hazard, Variant, two_runtimes};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "stale_beyond_bound",
@@ -22,13 +19,7 @@ const PERIOD: u64 = 400;
 const PASS: u64 = 400;
 
 fn run(variant: Variant, seed: u64) -> u64 {
-    let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(2),
-        |c| c.seed(seed).cache_lines(256).adjacent_prefetch_rate(0.1),
-        RuntimeConfig::default()
-            .node_lease(u64::MAX / 4)
-            .reader_lease(u64::MAX / 4),
-    );
+    let s = two_runtimes(seed, |c| c.cache_lines(256).adjacent_prefetch_rate(0.1));
     let mut w = s.writer(0);
     let reader = s.nodes[1].reader().expect("reader slot");
     let slot = s.slot(0);

@@ -9,12 +9,9 @@
 //! link's generation against the stamps in the block and refuses the read. Counted:
 //! `Account`s accepted whose bytes were not an `Account`.
 
-use super::{Hazard, Variant};
+use super::{Hazard, Variant, two_runtimes};
 use bi_core::mem::MemView;
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::object::HEADER_BYTES;
-use bi_core::runtime::testing::Setup;
 use bytemuck::{Pod, Zeroable};
 
 pub(super) const HAZARD: Hazard = Hazard {
@@ -39,13 +36,7 @@ struct Label {
 }
 
 fn run(variant: Variant, seed: u64) -> u64 {
-    let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(2),
-        |c| c.seed(seed),
-        RuntimeConfig::default()
-            .node_lease(u64::MAX / 4)
-            .reader_lease(u64::MAX / 4),
-    );
+    let s = two_runtimes(seed, |c| c);
     let (accounts, labels) = (s.slot(0), s.slot(1));
     let mut w = s.writer(0);
     let b = w
