@@ -52,12 +52,12 @@ impl Clock {
 
     /// The current true time.
     pub(super) fn now(&self) -> u64 {
-        let base = self.offset.load(Ordering::Relaxed);
+        let base = read(&self.offset);
         match self.source {
             ClockSource::Virtual => self
                 .ticks
                 .iter()
-                .fold(base, |t, n| t.wrapping_add(n.0.load(Ordering::Relaxed))),
+                .fold(base, |t, n| t.wrapping_add(read(&n.0))),
             ClockSource::Real => base.saturating_add(self.elapsed_ns()),
         }
     }
@@ -79,6 +79,22 @@ impl Clock {
 
     fn elapsed_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// One counter of the true clock.
+///
+/// A relaxed load, except under loom: there a load may return any of several older
+/// values of another node's counter, which would give each thread its own idea of true
+/// time (skew the runtime is told is zero) and multiply the interleavings to explore. A
+/// read-modify-write always reads the latest value, as these counters (coherent host
+/// memory) effectively do outside loom.
+#[inline]
+fn read(counter: &AtomicU64) -> u64 {
+    if cfg!(loom) {
+        counter.fetch_add(0, Ordering::Relaxed)
+    } else {
+        counter.load(Ordering::Relaxed)
     }
 }
 
