@@ -27,7 +27,7 @@
 
 use crate::error::AllocError;
 use bi_core::line::LineSize;
-use bi_core::region::Layout;
+use bi_core::region::{Layout, Section};
 use std::ops::Range;
 
 /// The fewest lines a node's arena may have.
@@ -54,22 +54,27 @@ pub struct ArenaRange {
 }
 
 impl ArenaRange {
+    /// The arena as a region [`Section`].
+    pub const fn section(&self) -> Section {
+        Section {
+            offset: self.offset,
+            len: self.len,
+        }
+    }
+
     /// One past the last byte (saturating).
     pub const fn end(&self) -> usize {
-        self.offset.saturating_add(self.len)
+        self.section().end()
     }
 
     /// The arena as a range of region offsets.
     pub const fn range(&self) -> Range<usize> {
-        self.offset..self.end()
+        self.section().range()
     }
 
     /// Whether `offset .. offset + len` lies inside this arena.
     pub const fn contains(&self, offset: usize, len: usize) -> bool {
-        match offset.checked_add(len) {
-            Some(end) => offset >= self.offset && end <= self.end(),
-            None => false,
-        }
+        self.section().contains(offset, len)
     }
 }
 
