@@ -6,30 +6,10 @@ use bi_core::heap::Heap;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{BiError, Link, RuntimeConfig, Unpublished};
-use bytemuck::{Pod, Zeroable};
+mod common;
+
+use common::Val;
 use std::time::Duration;
-
-/// A multi-line value that checks itself: every word is derived from `id`.
-#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
-#[repr(C)]
-struct Val {
-    id: u64,
-    words: [u64; 20],
-}
-
-impl Val {
-    fn new(id: u64) -> Val {
-        let mut words = [0; 20];
-        for (i, w) in words.iter_mut().enumerate() {
-            *w = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
-        }
-        Val { id, words }
-    }
-
-    fn valid(&self) -> bool {
-        *self == Val::new(self.id)
-    }
-}
 
 fn config() -> RuntimeConfig {
     RuntimeConfig::default()

@@ -15,29 +15,9 @@ use bi_core::mem::MemView;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{BiError, Link, RuntimeConfig};
-use bytemuck::{Pod, Zeroable};
+mod common;
 
-/// A multi-line value (four 64-byte lines) that checks itself.
-#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
-#[repr(C)]
-struct Val {
-    id: u64,
-    words: [u64; 20],
-}
-
-impl Val {
-    fn new(id: u64) -> Val {
-        let mut words = [0; 20];
-        for (i, w) in words.iter_mut().enumerate() {
-            *w = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
-        }
-        Val { id, words }
-    }
-
-    fn valid(&self) -> bool {
-        *self == Val::new(self.id)
-    }
-}
+use common::Val;
 
 const LINES: usize = 4;
 

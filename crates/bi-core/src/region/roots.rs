@@ -40,9 +40,9 @@
 //! | 16 | 40 | name, UTF-8, zero padded |
 //! | 56 | 8 | 64-bit FNV-1a of bytes 0..56 |
 
-use super::Region;
 use super::error::RegionError;
 use super::header::fnv1a;
+use super::{Region, Section};
 use crate::mem::MemView;
 use crate::ptr::ShPtr;
 use bytemuck::{Pod, Zeroable};
@@ -137,15 +137,19 @@ impl Region {
         Ok(())
     }
 
-    /// Reads entry `index`, re-reading it from memory while its checksum is wrong.
-    fn read_entry<V: MemView>(&self, view: &V, index: usize) -> Result<RootEntry, RegionError> {
-        let slot = self
-            .layout()
+    /// Where root entry `index` lives.
+    fn entry_slot(&self, index: usize) -> Result<Section, RegionError> {
+        self.layout()
             .root_entry(index)
             .ok_or(RegionError::CorruptRoot {
                 index,
                 reason: "no such entry",
-            })?;
+            })
+    }
+
+    /// Reads entry `index`, re-reading it from memory while its checksum is wrong.
+    fn read_entry<V: MemView>(&self, view: &V, index: usize) -> Result<RootEntry, RegionError> {
+        let slot = self.entry_slot(index)?;
         for _ in 0..TORN_RETRIES {
             let e: RootEntry = view.load(slot.offset)?;
             if e.state == STATE_FREE {
@@ -207,13 +211,7 @@ impl Region {
         index: usize,
         entry: &RootEntry,
     ) -> Result<(), RegionError> {
-        let slot = self
-            .layout()
-            .root_entry(index)
-            .ok_or(RegionError::CorruptRoot {
-                index,
-                reason: "no such entry",
-            })?;
+        let slot = self.entry_slot(index)?;
         view.store(slot.offset, entry)?;
         view.writeback(slot.offset, ROOT_ENTRY_BYTES)?;
         view.fence();
