@@ -1,6 +1,6 @@
 //! # bi-collections: shared tree and hash map
 //!
-//! *Not built yet.* This crate will hold data structures that several non-coherent nodes
+//! *Being built.* This crate will hold data structures that several non-coherent nodes
 //! read through their caches with no cache operation on the read path:
 //!
 //! - `BiTree<K, V>`: a Bonsai tree (weight-balanced, path copying, rotations that
@@ -12,3 +12,9 @@
 //! Both will look keys up under a guard with lazy invalidation on a miss, accept one
 //! writer per structure (or per partition) and take writes from other threads and nodes
 //! through delegation channels, applied in batches.
+
+mod error;
+pub mod op;
+
+pub use error::CollectionError;
+pub use op::{ApplyBatch, BatchReport, Op};

@@ -137,6 +137,9 @@ pub struct Writer<V: MemView, H: Heap> {
     /// Offsets of the blocks this writer handed out and has not retired: only these may
     /// be retired (a foreign object's header line belongs to another node's writer).
     live: HashSet<usize>,
+    /// Sealed objects were written back since the last fence: the next slot store must
+    /// fence first, or a reader could follow the new link into lines not yet in memory.
+    unfenced: bool,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -169,6 +172,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             retired: VecDeque::new(),
             retired_bytes: 0,
             live: HashSet::new(),
+            unfenced: false,
         })
     }
 
@@ -276,6 +280,77 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     pub fn discard<T: Pod>(&mut self, b: BiBox<T>) -> Result<(), BiError> {
         self.live.remove(&b.block.offset);
         Ok(self.heap.free(b.block)?)
+    }
+
+    /// Makes a box immutable and returns its link, so that other new objects can link to
+    /// it before one of them is published: the building block of path copying.
+    ///
+    /// The object is rewritten if it was [`set`](BiBox::set), and its lines are written
+    /// back *without* a fence: the next publication fences once for every object sealed
+    /// since the last one. So a batch that seals a hundred nodes and publishes a new root
+    /// costs one fence, not a hundred. Until a slot that reaches it is published, no
+    /// other node can hold the link; give back a sealed object that never became
+    /// reachable with [`discard_link`](Self::discard_link), and retire one that did.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::Link;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// // A two-object chain: the tail is sealed, the head links to it.
+    /// let tail = w.alloc([7u64, Link::<[u64; 2]>::null().raw()]).unwrap();
+    /// let tail = w.seal(tail).unwrap();
+    /// let head = w.alloc([5u64, tail.raw()]).unwrap();
+    /// w.publish(s.slot(0), head).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let h = g.load::<[u64; 2]>(s.slot(0)).unwrap().unwrap();
+    /// let t = g.follow(Link::<[u64; 2]>::from_raw(h[1])).unwrap().unwrap();
+    /// assert_eq!((h[0], t[0]), (5, 7));
+    /// ```
+    pub fn seal<T: Pod>(&mut self, mut b: BiBox<T>) -> Result<Link<T>, BiError> {
+        if b.dirty {
+            b.generation = b.generation.saturating_add(1).min(INVALID - 1);
+            b.dirty = false;
+            self.write(&b)?;
+        }
+        let lines = b.block.len / self.inner.line;
+        self.inner
+            .view
+            .writeback(b.block.offset, lines * self.inner.line)?;
+        self.unfenced = true;
+        Ok(Link::new(b.block.offset, b.generation))
+    }
+
+    /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object.
+    pub fn alloc_sealed<T: Pod>(&mut self, value: T) -> Result<Link<T>, BiError> {
+        let b = self.alloc(value)?;
+        self.seal(b)
+    }
+
+    /// Gives back an object that was [sealed](Self::seal) but never became reachable from
+    /// a published slot (for example a node that a later step of the same batch copied
+    /// again). Giving back an object that *was* reachable is a logic error: readers
+    /// holding its link would then be protected by the generation check only.
+    pub fn discard_link<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
+        let inner = &self.inner;
+        let at = link.offset();
+        if !self.live.contains(&at) {
+            return Err(BiError::StaleLink { offset: at });
+        }
+        let h: ObjectHeader = inner.view.load(at)?;
+        if h.generation & 0xFFFF != link.generation() || h.flags & FREED != 0 {
+            return Err(BiError::StaleLink { offset: at });
+        }
+        let len = h.block_len as usize;
+        check_in(inner.layout.heap(), at, len, "heap")?;
+        self.live.remove(&at);
+        Ok(self.heap.free(Block {
+            offset: at,
+            len,
+            reused: false,
+        })?)
     }
 
     /// Makes sure `n` entries fit in `ring`, reading node records if it looks full.
@@ -431,7 +506,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let view = &inner.view;
         if let Some((at, lines)) = object {
             view.writeback(at, lines * inner.line)?;
+        }
+        if object.is_some() || self.unfenced {
             view.fence();
+            self.unfenced = false;
         }
         // (An existing link's object was written back when it was first published.)
         let old: u64 = view.load(slot)?;
@@ -457,54 +535,80 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// writer allocated can be retired ([`BiError::StaleLink`] otherwise, or
     /// [`BiError::AlreadyRetired`]).
     pub fn try_retire<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
+        self.try_retire_all(&[link])
+    }
+
+    /// Retires several objects at once, with one write-back batch, one fence and one
+    /// append to the freed ring (the old nodes of a batch of path copies). Every link is
+    /// checked before anything is marked: on an error, nothing was retired. More links
+    /// than the freed ring holds is [`BiError::LogFull`]; split the batch.
+    pub fn try_retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
+        if links.is_empty() {
+            return Ok(());
+        }
         let inner = &self.inner;
         let view = &inner.view;
         let shape = Shape::new(size_of::<T>(), inner.line)?;
-        let at = link.offset();
-        check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
-        if !self.live.contains(&at) {
-            // Not ours, or already retired.
-            let h: ObjectHeader = view.load(at)?;
-            return Err(
-                if h.flags & FREED != 0 && h.generation & 0xFFFF == link.generation() {
+        let mut headers = Vec::with_capacity(links.len());
+        let mut seen = HashSet::with_capacity(links.len());
+        for link in links {
+            let at = link.offset();
+            check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
+            if !self.live.contains(&at) || !seen.insert(at) {
+                // Not ours, already retired, or twice in this batch.
+                let h: ObjectHeader = view.load(at)?;
+                let freed = h.flags & FREED != 0 || self.live.contains(&at);
+                return Err(if freed && h.generation & 0xFFFF == link.generation() {
                     BiError::AlreadyRetired { offset: at }
                 } else {
                     BiError::StaleLink { offset: at }
-                },
-            );
+                });
+            }
+            let h: ObjectHeader = view.load(at)?;
+            if h.generation & 0xFFFF != link.generation() || h.size as usize != shape.size {
+                return Err(BiError::StaleLink { offset: at });
+            }
+            if h.flags & FREED != 0 {
+                return Err(BiError::AlreadyRetired { offset: at });
+            }
+            check_in(inner.layout.heap(), at, h.block_len as usize, "heap")?;
+            headers.push((at, h));
         }
-        let mut h: ObjectHeader = view.load(at)?;
-        if h.generation & 0xFFFF != link.generation() || h.size as usize != shape.size {
-            return Err(BiError::StaleLink { offset: at });
+        Self::reserve(inner, &mut self.freed, links.len())?;
+        let now = inner.clock.now();
+        let mut entries = Vec::with_capacity(headers.len());
+        for (at, h) in &mut headers {
+            h.flags |= FREED;
+            h.logged_time = now;
+            view.store(*at, h)?;
+            view.writeback(*at, inner.line)?;
+            entries.push(LogEntry::new(*at, h.block_len as usize / inner.line, now));
         }
-        if h.flags & FREED != 0 {
-            return Err(BiError::AlreadyRetired { offset: at });
-        }
-        let len = h.block_len as usize;
-        check_in(inner.layout.heap(), at, len, "heap")?;
-        Self::reserve(inner, &mut self.freed, 1)?;
-        h.flags |= FREED;
-        h.logged_time = inner.clock.now();
-        view.store(at, &h)?;
-        view.writeback(at, inner.line)?;
         view.fence();
-        let entry = LogEntry::new(at, len / inner.line, h.logged_time);
-        self.freed.append(view, &[entry])?;
-        // The time that matters is when the entry became visible, taken afresh after the
-        // fence: a pass starting more than D later has certainly read it.
+        self.freed.append(view, &entries)?;
+        // The time that matters is when the entries became visible, taken afresh after
+        // the fence: a pass starting more than D later has certainly read them.
         let visible = inner.clock.refresh();
-        self.freed.visible(1, visible);
-        self.retired.push_back(Retired {
-            block: Block {
-                offset: at,
-                len,
-                reused: false,
-            },
-            visible,
-        });
-        self.retired_bytes += len;
-        self.live.remove(&at);
+        self.freed.visible(entries.len(), visible);
+        for (at, h) in headers {
+            let len = h.block_len as usize;
+            self.retired.push_back(Retired {
+                block: Block {
+                    offset: at,
+                    len,
+                    reused: false,
+                },
+                visible,
+            });
+            self.retired_bytes += len;
+            self.live.remove(&at);
+        }
         Ok(())
+    }
+
+    /// [`try_retire_all`](Self::try_retire_all), waiting for ring space.
+    pub fn retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
+        self.wait(|w| w.try_retire_all(links))
     }
 
     /// [`try_retire`](Self::try_retire), waiting for ring space.

@@ -1,0 +1,54 @@
+//! Errors of the shared collections.
+
+use bi_core::channel::ChannelError;
+use bi_core::runtime::BiError;
+use std::fmt;
+
+/// Why an operation on a shared collection failed. Nothing is lost on an error: the
+/// structure a reader sees is the last one published.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CollectionError {
+    /// The runtime refused (heap exhausted, log full past its timeout, offset out of the
+    /// region, ...).
+    Runtime(BiError),
+    /// A delegation channel failed (bad layout, corrupt indices).
+    Channel(ChannelError),
+    /// The structure's bytes in shared memory are not what this type expects.
+    Corrupt {
+        /// What was wrong.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for CollectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectionError::Runtime(e) => write!(f, "runtime: {e}"),
+            CollectionError::Channel(e) => write!(f, "delegation channel: {e}"),
+            CollectionError::Corrupt { reason } => write!(f, "corrupt structure: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CollectionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CollectionError::Runtime(e) => Some(e),
+            CollectionError::Channel(e) => Some(e),
+            CollectionError::Corrupt { .. } => None,
+        }
+    }
+}
+
+impl From<BiError> for CollectionError {
+    fn from(e: BiError) -> Self {
+        CollectionError::Runtime(e)
+    }
+}
+
+impl From<ChannelError> for CollectionError {
+    fn from(e: ChannelError) -> Self {
+        CollectionError::Channel(e)
+    }
+}
