@@ -9,6 +9,10 @@
 //! SSSP, graph readers for SNAP edge lists and Matrix Market files, Kronecker and uniform
 //! generators, and a command-line tool.
 
+mod config;
 mod edge_list;
+mod error;
 
+pub use config::{Backend, EngineConfig, Mode, Observer, Partitioner, RunStats};
 pub use edge_list::EdgeList;
+pub use error::GraphError;

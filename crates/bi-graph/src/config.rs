@@ -1,0 +1,122 @@
+//! How a program is run: the mode, the partitioner, the memory backend, and what a run
+//! reports.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How replicas learn their master's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Replicas hold copies; masters send updates over channels (message passing).
+    Stock,
+    /// Replicas reference their master; quiescence runs in the barrier (no stale data).
+    BiOnDemand,
+    /// Replicas reference their master; quiescence runs in the background (bounded
+    /// staleness across supersteps).
+    BiPeriodic,
+}
+
+/// How edges are assigned to partitions (a vertex cut).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Partitioner {
+    /// Each edge to a partition chosen by a seeded hash.
+    Random,
+    /// PowerGraph's oblivious greedy placement.
+    Oblivious,
+    /// Partitions on a grid; an edge goes to the intersection of its endpoints' row and
+    /// column.
+    Grid,
+}
+
+/// Which memory the partitions share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The machine's memory, with real cache write-back and invalidation instructions.
+    Hardware,
+    /// The non-coherence emulator, seeded (for tests and small graphs).
+    Emulated {
+        /// Seed of the emulator's random events.
+        seed: u64,
+    },
+}
+
+/// Long phases report their progress here (the CLI draws progress bars).
+pub trait Observer: Send + Sync {
+    /// A phase starts with `total` steps (0 when unknown).
+    fn start(&self, phase: &str, total: u64);
+    /// `n` more steps are done.
+    fn advance(&self, n: u64);
+    /// The phase is over.
+    fn finish(&self);
+}
+
+/// Parameters of one run of a vertex program.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Partitions, one per node (thread).
+    pub nodes: usize,
+    /// Edge placement.
+    pub partitioner: Partitioner,
+    /// How replicas see masters.
+    pub mode: Mode,
+    /// Which memory.
+    pub backend: Backend,
+    /// Seed of partitioning and of anything random.
+    pub seed: u64,
+    /// Upper bound on supersteps (PageRank: exactly this many when no tolerance is set).
+    pub max_iterations: usize,
+    /// Stop when the L1 change between supersteps falls below this (PageRank).
+    pub tolerance: Option<f64>,
+    /// Where progress goes.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("nodes", &self.nodes)
+            .field("partitioner", &self.partitioner)
+            .field("mode", &self.mode)
+            .field("backend", &self.backend)
+            .field("seed", &self.seed)
+            .field("max_iterations", &self.max_iterations)
+            .field("tolerance", &self.tolerance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            nodes: 2,
+            partitioner: Partitioner::Random,
+            mode: Mode::BiOnDemand,
+            backend: Backend::Hardware,
+            seed: 0,
+            max_iterations: 20,
+            tolerance: None,
+            observer: None,
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunStats {
+    /// Supersteps executed.
+    pub iterations: usize,
+    /// Wall time of the supersteps (not loading or partitioning).
+    pub compute_time: Duration,
+    /// `compute_time / iterations`.
+    pub time_per_iteration: Duration,
+    /// Average number of partitions holding a vertex (master + replicas).
+    pub replication_factor: f64,
+    /// Cache lines written back by all nodes.
+    pub lines_written_back: u64,
+    /// Cache lines invalidated by all nodes.
+    pub lines_invalidated: u64,
+    /// Messages sent between partitions (stock mode; 0 in the BI modes).
+    pub messages_sent: u64,
+    /// Largest staleness a replica observed, in supersteps (`bi-periodic`; 0 otherwise).
+    pub max_staleness: u64,
+}
