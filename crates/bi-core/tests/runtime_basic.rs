@@ -360,10 +360,14 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
         .map(|n| n.start_background(Duration::from_micros(200)))
         .collect();
     let done = Arc::new(AtomicBool::new(false));
+    // Readers that have seen a value: the writer keeps publishing until both have, so a
+    // reader thread scheduled late on a busy machine still takes part.
+    let seeing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let node = nodes[1].clone();
             let done = done.clone();
+            let seeing = seeing.clone();
             std::thread::spawn(move || {
                 let r = node.reader().unwrap();
                 let mut seen = 0u64;
@@ -375,6 +379,9 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
                             assert!(v.valid());
                             assert!(v.id >= last, "went backwards");
                             last = v.id;
+                            if seen == 0 {
+                                seeing.fetch_add(1, Ordering::AcqRel);
+                            }
                             seen += 1;
                         }
                         Ok(None) | Err(BiError::StaleLink { .. }) => {}
@@ -385,7 +392,12 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
             })
         })
         .collect();
-    for id in 1..=2000 {
+    let started = std::time::Instant::now();
+    let mut id = 0;
+    while id < 2000
+        || (seeing.load(Ordering::Acquire) < 2 && started.elapsed() < Duration::from_secs(20))
+    {
+        id += 1;
         let b = w.alloc(Val::new(id)).unwrap();
         let old = w.publish(slot, b).unwrap();
         if !old.is_null() {

@@ -238,9 +238,13 @@ fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiEr
 
 /// Loads `out.len()` payload bytes from `at` word by word.
 fn load_words<V: MemView>(view: &V, at: usize, out: &mut [u8]) -> Result<(), BiError> {
-    for (k, chunk) in out.chunks_mut(8).enumerate() {
-        let w: u64 = view.load(at + 8 * k)?;
-        chunk.copy_from_slice(&w.to_ne_bytes()[..chunk.len()]);
+    let (whole, tail) = out.as_chunks_mut::<8>();
+    for (k, chunk) in whole.iter_mut().enumerate() {
+        *chunk = view.load_u64(at + 8 * k)?.to_ne_bytes();
+    }
+    if !tail.is_empty() {
+        let w = view.load_u64(at + 8 * whole.len())?;
+        tail.copy_from_slice(&w.to_ne_bytes()[..tail.len()]);
     }
     Ok(())
 }
@@ -300,14 +304,14 @@ pub(crate) fn read_object<V: MemView, T: Pod>(
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
         let line_at = offset + i * shape.line;
         if i > 0 {
-            let stamp: u64 = view.load(line_at)?;
+            let stamp = view.load_u64(line_at)?;
             if stamp != header.generation {
                 return Ok(Err(Mismatch::Stale));
             }
         }
         load_words(view, offset + payload_at, &mut out[range])?;
         // Re-check: a line dropped and refilled while we copied shows a new stamp.
-        let again: u64 = view.load(line_at)?;
+        let again = view.load_u64(line_at)?;
         if again != header.generation {
             return Ok(Err(Mismatch::Stale));
         }
