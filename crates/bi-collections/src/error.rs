@@ -1,5 +1,6 @@
 //! Errors of the shared collections.
 
+use crate::delegate::DelegationError;
 use bi_core::channel::ChannelError;
 use bi_core::runtime::BiError;
 use std::fmt;
@@ -19,6 +20,9 @@ pub enum CollectionError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// Delegation failed: a bad layout or range, a client index out of range, a corrupt
+    /// record or acknowledgement, or a client that timed out waiting for its server.
+    Delegation(DelegationError),
 }
 
 impl fmt::Display for CollectionError {
@@ -27,6 +31,7 @@ impl fmt::Display for CollectionError {
             CollectionError::Runtime(e) => write!(f, "runtime: {e}"),
             CollectionError::Channel(e) => write!(f, "delegation channel: {e}"),
             CollectionError::Corrupt { reason } => write!(f, "corrupt structure: {reason}"),
+            CollectionError::Delegation(e) => write!(f, "delegation: {e}"),
         }
     }
 }
@@ -37,6 +42,7 @@ impl std::error::Error for CollectionError {
             CollectionError::Runtime(e) => Some(e),
             CollectionError::Channel(e) => Some(e),
             CollectionError::Corrupt { .. } => None,
+            CollectionError::Delegation(e) => Some(e),
         }
     }
 }
@@ -50,5 +56,11 @@ impl From<BiError> for CollectionError {
 impl From<ChannelError> for CollectionError {
     fn from(e: ChannelError) -> Self {
         CollectionError::Channel(e)
+    }
+}
+
+impl From<DelegationError> for CollectionError {
+    fn from(e: DelegationError) -> Self {
+        CollectionError::Delegation(e)
     }
 }

@@ -16,5 +16,10 @@
 mod error;
 pub mod op;
 
+pub mod delegate;
+pub mod tree;
+
+pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};
 pub use error::CollectionError;
 pub use op::{ApplyBatch, BatchReport, Op};
+pub use tree::{BiTree, EpochBonsai, TreeReadHandle, TreeRef, TreeWriteHandle};

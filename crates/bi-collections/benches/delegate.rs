@@ -1,0 +1,176 @@
+//! What a delegated update costs: the round trip of a synchronous insert from a client
+//! thread to a server thread spinning in `run_until`, and the rate of asynchronous inserts
+//! that the server applies in batches (sent one by one, or as one `send_batch`).
+//!
+//! Runs on the `Hardware` view over anonymous memory, so every write-back, invalidation
+//! and fence is the real instruction. The structure is built by a factory:
+//! `bench_structure` takes any `ApplyBatch<u64, u64> + Send`, so a shared tree or hash
+//! map is benchmarked by adding one line to `main`. `BI_BENCH_QUICK=1` (or `-- --quick`)
+//! shortens the run. After criterion's groups it prints, per structure, the median, p99
+//! and p99.9 latency of a synchronous update measured one by one.
+
+use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+use bi_core::region::{Region, RegionConfig};
+use criterion::{Criterion, Throughput};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Records per client channel.
+const CAPACITY: usize = 64;
+/// Keys the updates cycle over (a power of two).
+const KEYS: u64 = 1 << 16;
+
+fn quick() -> bool {
+    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
+        || std::env::args().any(|a| a == "--quick")
+}
+
+/// A private `BTreeMap` behind `ApplyBatch`: the cost of delegation itself, with a
+/// structure whose updates need no cache operation.
+#[derive(Default)]
+struct LocalBTree(BTreeMap<u64, u64>);
+
+impl ApplyBatch<u64, u64> for LocalBTree {
+    fn apply_batch(&mut self, ops: &[Op<u64, u64>]) -> Result<BatchReport, CollectionError> {
+        let mut report = BatchReport::default();
+        for op in ops {
+            match *op {
+                Op::Insert(k, v) => match self.0.insert(k, v) {
+                    Some(_) => report.replaced += 1,
+                    None => report.inserted += 1,
+                },
+                Op::Remove(k) => report.removed += usize::from(self.0.remove(&k).is_some()),
+            }
+        }
+        report.applied = ops.len();
+        Ok(report)
+    }
+}
+
+/// Latency percentiles in nanoseconds.
+struct Percentiles {
+    p50: u64,
+    p99: u64,
+    p999: u64,
+    samples: usize,
+}
+
+fn percentiles(mut ns: Vec<u64>) -> Percentiles {
+    ns.sort_unstable();
+    let at = |q: f64| ns[((ns.len() - 1) as f64 * q) as usize];
+    Percentiles {
+        p50: at(0.5),
+        p99: at(0.99),
+        p999: at(0.999),
+        samples: ns.len(),
+    }
+}
+
+/// Benchmarks delegated updates of the structure `make` builds: one server thread, one
+/// client thread, over real memory.
+fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
+    c: &mut Criterion,
+    quick: bool,
+    name: &str,
+    make: impl Fn() -> S,
+) -> Percentiles {
+    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).expect("region");
+    let heap = region.layout().heap();
+    let layout = DelegationLayout::<u64, u64>::new(
+        heap.offset..heap.end(),
+        1,
+        CAPACITY,
+        region.layout().line_size(),
+    )
+    .expect("delegation area");
+    let mut server = DelegationServer::new(region.hardware(), layout, make()).expect("server");
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        let serving = s.spawn(|| server.run_until(&stop));
+        let mut client = DelegationClient::new(region.hardware(), layout, 0).expect("client");
+        let mut n = 0u64;
+        let mut next = move || {
+            n += 1;
+            (n & (KEYS - 1), n)
+        };
+        let mut g = c.benchmark_group(format!("delegate/{name}"));
+        g.throughput(Throughput::Elements(1));
+        g.bench_function("insert_sync", |b| {
+            b.iter(|| {
+                let (k, v) = next();
+                black_box(client.insert_sync(k, v).expect("insert_sync"))
+            })
+        });
+        g.throughput(Throughput::Elements(CAPACITY as u64));
+        g.bench_function(format!("insert_async_{CAPACITY}_then_flush"), |b| {
+            b.iter(|| {
+                for _ in 0..CAPACITY {
+                    let (k, v) = next();
+                    client.insert(k, v).expect("insert");
+                }
+                black_box(client.flush().expect("flush"))
+            })
+        });
+        let mut ops = Vec::with_capacity(CAPACITY);
+        g.bench_function(format!("send_batch_{CAPACITY}_then_flush"), |b| {
+            b.iter(|| {
+                ops.clear();
+                ops.extend((0..CAPACITY).map(|_| {
+                    let (k, v) = next();
+                    Op::Insert(k, v)
+                }));
+                client.send_batch(&ops).expect("send_batch");
+                black_box(client.flush().expect("flush"))
+            })
+        });
+        g.finish();
+
+        let samples = if quick { 20_000 } else { 200_000 };
+        let ns = (0..samples)
+            .map(|_| {
+                let (k, v) = next();
+                let start = Instant::now();
+                client.insert_sync(k, v).expect("insert_sync");
+                start.elapsed().as_nanos() as u64
+            })
+            .collect();
+        stop.store(true, Ordering::Release);
+        let totals = serving.join().expect("server thread").expect("server");
+        println!(
+            "delegate/{name}: server applied {} ops in {} batches (largest {})",
+            totals.ops, totals.batches, totals.largest_batch
+        );
+        percentiles(ns)
+    })
+}
+
+fn main() {
+    let quick = quick();
+    let mut c = Criterion::default().configure_from_args();
+    if quick {
+        c = c
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20);
+    }
+    // One line per structure: a shared tree or hash map plugs in here.
+    let results = [(
+        "local_btreemap",
+        bench_structure(&mut c, quick, "local_btreemap", LocalBTree::default),
+    )];
+    c.final_summary();
+
+    println!("synchronous delegated insert, one client thread and one server thread, ns");
+    println!("  structure            p50      p99    p99.9  (samples)");
+    for (name, p) in &results {
+        println!(
+            "  {name:<16} {:>7} {:>8} {:>8}  ({})",
+            p.p50, p.p99, p.p999, p.samples
+        );
+    }
+    println!("  target for the shared tree: p50 < 5000");
+}

@@ -1,0 +1,327 @@
+//! The sending side: any thread on any node, with its own channel and acknowledgement.
+
+use super::backoff::Backoff;
+use super::error::{DelegationError, WaitingFor, mem};
+use super::layout::DelegationLayout;
+use super::record::OpRecord;
+use crate::{CollectionError, Op};
+use bi_core::channel::Sender;
+use bi_core::mem::MemView;
+use bytemuck::Pod;
+use std::fmt;
+use std::time::Duration;
+
+/// How long a client waits before giving up on its server.
+///
+/// ```
+/// use bi_collections::delegate::ClientConfig;
+/// use std::time::Duration;
+///
+/// let cfg = ClientConfig::default().timeout(Duration::from_millis(50));
+/// assert_eq!(cfg.timeout_value(), Duration::from_millis(50));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    /// One second: far beyond any batch a live server applies, short enough to notice
+    /// a dead one.
+    fn default() -> Self {
+        ClientConfig {
+            timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Sets the longest a client waits for room in its channel or for an
+    /// acknowledgement before returning [`DelegationError::Timeout`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The timeout.
+    pub fn timeout_value(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// One client of a delegated structure: sends operations to the structure's single
+/// writer ([`DelegationServer`](super::DelegationServer)) through its own channel, and
+/// learns what was applied from its own acknowledgement word.
+///
+/// Sending is asynchronous ([`insert`](Self::insert), [`remove`](Self::remove) return
+/// the operation's sequence number as soon as it is in the channel); waiting is explicit
+/// ([`wait_applied`](Self::wait_applied), [`flush`](Self::flush)) or bundled
+/// ([`insert_sync`](Self::insert_sync), [`remove_sync`](Self::remove_sync)). A client's
+/// operations are applied in the order it sent them, each exactly once.
+///
+/// Not `Clone`: a channel has exactly one producer. Give each thread its own index.
+///
+/// ```
+/// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+/// use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+///
+/// /// A stand-in structure: a plain list of what was applied.
+/// #[derive(Default)]
+/// struct Log(Vec<Op<u64, u64>>);
+/// impl ApplyBatch<u64, u64> for Log {
+///     fn apply_batch(&mut self, ops: &[Op<u64, u64>]) -> Result<BatchReport, CollectionError> {
+///         self.0.extend_from_slice(ops);
+///         Ok(BatchReport { applied: ops.len(), ..BatchReport::default() })
+///     }
+/// }
+///
+/// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+/// let layout = DelegationLayout::<u64, u64>::new(0..1 << 14, 1, 8, emu.line_size()).unwrap();
+/// let mut server = DelegationServer::new(emu.node(0), layout, Log::default()).unwrap();
+/// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+/// let a = client.insert(1, 10).unwrap();
+/// let b = client.remove(1).unwrap();
+/// assert_eq!((a, b), (1, 2));
+/// assert_eq!(client.poll_applied().unwrap(), 0);
+/// server.serve_once(64).unwrap();
+/// client.wait_applied(b).unwrap();
+/// assert_eq!(server.structure().0, [Op::Insert(1, 10), Op::Remove(1)]);
+/// ```
+pub struct DelegationClient<Vw, K, V> {
+    sender: Sender<Vw, OpRecord<K, V>>,
+    index: usize,
+    ack_offset: usize,
+    /// The acknowledgement as last read (never ahead of memory).
+    applied: u64,
+    config: ClientConfig,
+    /// Records being sent by `send_batch` (kept to reuse its allocation).
+    records: Vec<OpRecord<K, V>>,
+}
+
+impl<Vw, K, V> fmt::Debug for DelegationClient<Vw, K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelegationClient")
+            .field("index", &self.index)
+            .field("ack_offset", &self.ack_offset)
+            .field("applied", &self.applied)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
+    /// Attaches client `index` of `layout` through `view`, with the default
+    /// [`ClientConfig`].
+    ///
+    /// The server must have initialised the area first: otherwise, or if the server's
+    /// layout differs from `layout`, this is [`DelegationError::HeaderMismatch`].
+    pub fn new(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        index: usize,
+    ) -> Result<Self, CollectionError> {
+        Self::with_config(view, layout, index, ClientConfig::default())
+    }
+
+    /// Attaches client `index` of `layout` through `view` with `config`.
+    pub fn with_config(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        index: usize,
+        config: ClientConfig,
+    ) -> Result<Self, CollectionError> {
+        let channel = layout.channel(index)?;
+        let ack_offset = layout.ack_offset(index)?;
+        layout.verify_header(&view)?;
+        let sender = Sender::new(view, channel)?;
+        let mut client = DelegationClient {
+            sender,
+            index,
+            ack_offset,
+            applied: 0,
+            config,
+            records: Vec::new(),
+        };
+        client.poll_applied()?;
+        Ok(client)
+    }
+
+    /// Sends an insertion of `key` with `value`; returns its sequence number.
+    pub fn insert(&mut self, key: K, value: V) -> Result<u64, CollectionError> {
+        self.send(Op::Insert(key, value))
+    }
+
+    /// Sends a removal of `key`; returns its sequence number.
+    pub fn remove(&mut self, key: K) -> Result<u64, CollectionError> {
+        self.send(Op::Remove(key))
+    }
+
+    /// Sends `op` and returns its sequence number (this client's count of operations
+    /// sent, this one included), without waiting for it to be applied.
+    ///
+    /// If the channel is full it waits for the server to drain it, up to the configured
+    /// timeout, then fails with [`DelegationError::Timeout`]; the operation was not sent.
+    pub fn send(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
+        let seq = self.sender.sent() + 1;
+        let record = OpRecord::new(seq, op);
+        let mut backoff = Backoff::with_timeout(self.config.timeout);
+        while !self.sender.try_send(&record)? {
+            if !backoff.wait() {
+                return Err(self.timeout(WaitingFor::ChannelSpace, seq));
+            }
+        }
+        Ok(seq)
+    }
+
+    /// Sends `ops` in order, as few channel publications as the room allows (one
+    /// write-back batch and two fences each, instead of per operation); returns the
+    /// sequence number of the last one (of the last sent before, if `ops` is empty).
+    ///
+    /// If the channel stays full past the timeout, this fails with
+    /// [`DelegationError::Timeout`] whose `seq` is the first operation not sent; the
+    /// ones before it were sent ([`sent`](Self::sent) tells how many).
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// struct Count(usize);
+    /// impl ApplyBatch<u8, u8> for Count {
+    ///     fn apply_batch(&mut self, ops: &[Op<u8, u8>]) -> Result<BatchReport, CollectionError> {
+    ///         self.0 += ops.len();
+    ///         Ok(BatchReport { applied: ops.len(), ..BatchReport::default() })
+    ///     }
+    /// }
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 13, 2));
+    /// let layout = DelegationLayout::<u8, u8>::new(0..1 << 13, 1, 4, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, Count(0)).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let ops: Vec<_> = (0..3).map(|k| Op::Insert(k, k)).collect();
+    /// assert_eq!(client.send_batch(&ops).unwrap(), 3);
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(client.flush().unwrap(), 3);
+    /// assert_eq!(server.structure().0, 3);
+    /// ```
+    pub fn send_batch(&mut self, ops: &[Op<K, V>]) -> Result<u64, CollectionError> {
+        let first = self.sender.sent() + 1;
+        self.records.clear();
+        self.records.extend(
+            ops.iter()
+                .enumerate()
+                .map(|(i, op)| OpRecord::new(first + i as u64, *op)),
+        );
+        let mut done = 0;
+        let mut backoff = Backoff::with_timeout(self.config.timeout);
+        while done < self.records.len() {
+            let n = self.sender.send_batch(&self.records[done..])?;
+            done += n;
+            if n > 0 {
+                // The server is alive: the timeout counts from the last progress.
+                backoff = Backoff::with_timeout(self.config.timeout);
+            } else if !backoff.wait() {
+                return Err(self.timeout(WaitingFor::ChannelSpace, first + done as u64));
+            }
+        }
+        Ok(self.sender.sent())
+    }
+
+    /// Sends `op` and waits until it is applied and published; returns its sequence
+    /// number.
+    pub fn send_sync(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
+        let seq = self.send(op)?;
+        self.wait_applied(seq)?;
+        Ok(seq)
+    }
+
+    /// Inserts `key` with `value` and waits until readers can see it.
+    pub fn insert_sync(&mut self, key: K, value: V) -> Result<u64, CollectionError> {
+        self.send_sync(Op::Insert(key, value))
+    }
+
+    /// Removes `key` and waits until readers can no longer find it.
+    pub fn remove_sync(&mut self, key: K) -> Result<u64, CollectionError> {
+        self.send_sync(Op::Remove(key))
+    }
+
+    /// Waits until every operation sent so far is applied and published; returns the
+    /// last sequence number.
+    pub fn flush(&mut self) -> Result<u64, CollectionError> {
+        let seq = self.sender.sent();
+        self.wait_applied(seq)?;
+        Ok(seq)
+    }
+
+    /// Waits until the operation numbered `seq` (and so every earlier one) is applied
+    /// and published, up to the configured timeout. A `seq` not yet sent is
+    /// [`DelegationError::NotSent`].
+    pub fn wait_applied(&mut self, seq: u64) -> Result<(), CollectionError> {
+        if self.applied >= seq {
+            return Ok(());
+        }
+        let sent = self.sender.sent();
+        if seq > sent {
+            return Err(DelegationError::NotSent { seq, sent }.into());
+        }
+        let mut backoff = Backoff::with_timeout(self.config.timeout);
+        while self.poll_applied()? < seq {
+            if !backoff.wait() {
+                return Err(self.timeout(WaitingFor::Acknowledgement, seq));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the acknowledgement word once from memory (invalidate, fence, load) and
+    /// returns it: every operation up to that sequence number is applied and published.
+    pub fn poll_applied(&mut self) -> Result<u64, CollectionError> {
+        let view = self.sender.view();
+        view.invalidate(self.ack_offset, size_of::<u64>())
+            .map_err(mem)?;
+        view.fence();
+        let ack = view.load::<u64>(self.ack_offset).map_err(mem)?;
+        let sent = self.sender.sent();
+        if ack < self.applied || ack > sent {
+            return Err(DelegationError::BadAcknowledgement {
+                client: self.index,
+                ack,
+                previous: self.applied,
+                sent,
+            }
+            .into());
+        }
+        self.applied = ack;
+        Ok(ack)
+    }
+
+    /// The acknowledgement as last read, without reading memory.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// Operations sent so far (the last sequence number handed out).
+    pub fn sent(&self) -> u64 {
+        self.sender.sent()
+    }
+
+    /// This client's index in the layout.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The view this client works through.
+    pub fn view(&self) -> &Vw {
+        self.sender.view()
+    }
+
+    fn timeout(&self, waiting_for: WaitingFor, seq: u64) -> CollectionError {
+        DelegationError::Timeout {
+            waiting_for,
+            seq,
+            applied: self.applied,
+        }
+        .into()
+    }
+}

@@ -1,0 +1,213 @@
+//! What can go wrong setting up or using delegation.
+//!
+//! The delegation area is shared memory that other nodes write, so every word read from
+//! it is input from outside this process: a client attached to the wrong index, a layout
+//! that disagrees between the two sides or a crashed peer can leave values that no correct
+//! run produces. Each is reported with the numbers that disagree, never acted on.
+
+use std::fmt;
+
+/// What a client was waiting for when its patience ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitingFor {
+    /// Room in its channel: the server has not drained it.
+    ChannelSpace,
+    /// Its acknowledgement word to reach a sequence number: the server has not applied
+    /// the operation (or has not published that it did).
+    Acknowledgement,
+}
+
+impl fmt::Display for WaitingFor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WaitingFor::ChannelSpace => "room in the channel",
+            WaitingFor::Acknowledgement => "the acknowledgement",
+        })
+    }
+}
+
+/// Why a delegation layout, client or server refused to work.
+///
+/// It travels inside [`CollectionError::Delegation`](crate::CollectionError::Delegation).
+///
+/// ```
+/// use bi_collections::delegate::{DelegationError, DelegationLayout};
+/// use bi_collections::CollectionError;
+/// use bi_core::line::LineSize;
+///
+/// let err = DelegationLayout::<u64, u64>::new(0..64, 0, 8, LineSize::X86).unwrap_err();
+/// assert!(matches!(err, CollectionError::Delegation(DelegationError::NoClients)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DelegationError {
+    /// A layout was asked for zero clients.
+    NoClients,
+    /// The range given for the delegation area does not start on a line boundary.
+    Misaligned {
+        /// The start asked for.
+        offset: usize,
+        /// The line size it must be a multiple of.
+        line: usize,
+    },
+    /// The range given for the delegation area is shorter than the layout needs (or
+    /// its end is before its start).
+    RangeTooSmall {
+        /// The start of the range.
+        offset: usize,
+        /// Its length in bytes (zero if the range is reversed).
+        len: usize,
+        /// The bytes the layout needs.
+        required: usize,
+    },
+    /// The number of clients and the capacity give an area larger than the address
+    /// space.
+    TooLarge {
+        /// The clients asked for.
+        clients: usize,
+        /// The per-client capacity asked for.
+        capacity: usize,
+    },
+    /// A client index at or past the layout's number of clients.
+    NoSuchClient {
+        /// The index asked for.
+        index: usize,
+        /// The number of clients of the layout.
+        clients: usize,
+    },
+    /// The area's header is not the one a server writes for this layout: the server has
+    /// not initialised it yet, or the two sides disagree about the layout.
+    HeaderMismatch {
+        /// Which header field disagrees.
+        field: &'static str,
+        /// The value this side's layout implies.
+        expected: u64,
+        /// The value found in memory.
+        found: u64,
+    },
+    /// The server read a record whose sequence number is not the next one of its
+    /// client: a stale slot, or two clients attached to the same index.
+    SequenceGap {
+        /// The client's index.
+        client: usize,
+        /// The sequence number due.
+        expected: u64,
+        /// The one found.
+        found: u64,
+    },
+    /// The server read a record of an unknown kind.
+    BadRecord {
+        /// The client's index.
+        client: usize,
+        /// The kind word found.
+        kind: u64,
+    },
+    /// A client read an acknowledgement that went backwards or is ahead of what it has
+    /// sent.
+    BadAcknowledgement {
+        /// The client's index.
+        client: usize,
+        /// The acknowledgement read.
+        ack: u64,
+        /// The last one the client had read.
+        previous: u64,
+        /// Operations the client has sent.
+        sent: u64,
+    },
+    /// A client was asked to wait for an operation it has not sent.
+    NotSent {
+        /// The sequence number asked for.
+        seq: u64,
+        /// Operations the client has sent.
+        sent: u64,
+    },
+    /// A client waited longer than its configured timeout (see
+    /// [`ClientConfig`](super::ClientConfig)); the server is gone, stopped or
+    /// overloaded. Nothing is lost: a sent operation stays in the channel and may still
+    /// be applied later.
+    Timeout {
+        /// What the client was waiting for.
+        waiting_for: WaitingFor,
+        /// The sequence number waited on (the next one to send, for channel space).
+        seq: u64,
+        /// The acknowledgement last read.
+        applied: u64,
+    },
+}
+
+impl fmt::Display for DelegationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DelegationError::NoClients => {
+                f.write_str("a delegation area needs at least one client")
+            }
+            DelegationError::Misaligned { offset, line } => write!(
+                f,
+                "delegation area offset {offset} is not a multiple of the {line}-byte line"
+            ),
+            DelegationError::RangeTooSmall {
+                offset,
+                len,
+                required,
+            } => write!(
+                f,
+                "delegation area at offset {offset} has {len} bytes but needs {required}"
+            ),
+            DelegationError::TooLarge { clients, capacity } => write!(
+                f,
+                "{clients} clients of capacity {capacity} do not fit in the address space"
+            ),
+            DelegationError::NoSuchClient { index, clients } => {
+                write!(f, "client index {index} is not below the {clients} clients")
+            }
+            DelegationError::HeaderMismatch {
+                field,
+                expected,
+                found,
+            } => write!(
+                f,
+                "delegation header field `{field}` is {found}, expected {expected} \
+                 (not initialised by the server, or a different layout)"
+            ),
+            DelegationError::SequenceGap {
+                client,
+                expected,
+                found,
+            } => write!(
+                f,
+                "client {client} sent sequence number {found} where {expected} was due"
+            ),
+            DelegationError::BadRecord { client, kind } => {
+                write!(f, "client {client} sent a record of unknown kind {kind}")
+            }
+            DelegationError::BadAcknowledgement {
+                client,
+                ack,
+                previous,
+                sent,
+            } => write!(
+                f,
+                "client {client} read acknowledgement {ack} after {previous} with {sent} sent"
+            ),
+            DelegationError::NotSent { seq, sent } => {
+                write!(f, "cannot wait for operation {seq}: only {sent} were sent")
+            }
+            DelegationError::Timeout {
+                waiting_for,
+                seq,
+                applied,
+            } => write!(
+                f,
+                "timed out waiting for {waiting_for} (sequence {seq}, applied up to {applied})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DelegationError {}
+
+/// A memory access in the delegation area failed: reported like one in a channel
+/// (the area is channels and their acknowledgements).
+pub(super) fn mem(e: bi_core::mem::MemError) -> crate::CollectionError {
+    crate::CollectionError::Channel(bi_core::channel::ChannelError::Mem(e))
+}

@@ -1,0 +1,383 @@
+//! Where the delegation area's words lie: pure arithmetic, checked once.
+//!
+//! ```text
+//! offset
+//! | header | client 0: channel (head, tail, slots) | ack 0 | client 1: channel | ack 1 | ...
+//! ```
+//!
+//! Every line has a single writer: the header and the acknowledgement lines belong to
+//! the server, each channel's tail and slots to its client, each channel's head to the
+//! server. Both sides compute every offset from the same [`DelegationLayout`], built from
+//! the same range, client count, capacity and line size.
+
+use super::error::{DelegationError, mem};
+use super::record::OpRecord;
+use crate::CollectionError;
+use bi_core::channel::ChannelLayout;
+use bi_core::line::LineSize;
+use bi_core::mem::MemView;
+use bytemuck::Pod;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+/// The header's first word: "BIDELEG1" read as a little-endian `u64`.
+const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG1");
+
+/// The placement of a delegation area with `clients` clients, each with a channel of
+/// `capacity` records and an acknowledgement line.
+///
+/// ```
+/// use bi_collections::delegate::DelegationLayout;
+/// use bi_core::line::LineSize;
+///
+/// let line = LineSize::X86;
+/// let need = DelegationLayout::<u64, u64>::required_bytes(2, 4, line).unwrap();
+/// // header + 2 * (head + tail + 4 records of 32 bytes + ack)
+/// assert_eq!(need, 64 + 2 * (64 + 64 + 128 + 64));
+/// let layout = DelegationLayout::<u64, u64>::new(4096..4096 + need, 2, 4, line).unwrap();
+/// assert_eq!(layout.channel(1).unwrap().offset(), 4096 + 64 + 320);
+/// assert_eq!(layout.ack_offset(0).unwrap(), 4096 + 64 + 256);
+/// assert!(layout.channel(2).is_err());
+/// ```
+pub struct DelegationLayout<K, V> {
+    offset: usize,
+    clients: usize,
+    capacity: usize,
+    line: LineSize,
+    /// Bytes of one client's block: its channel then its acknowledgement line.
+    stride: usize,
+    /// Bytes of the whole area (header and every block).
+    len: usize,
+    _records: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for DelegationLayout<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V> Copy for DelegationLayout<K, V> {}
+
+impl<K, V> PartialEq for DelegationLayout<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.offset, self.clients, self.capacity, self.line)
+            == (other.offset, other.clients, other.capacity, other.line)
+    }
+}
+
+impl<K, V> Eq for DelegationLayout<K, V> {}
+
+impl<K, V> fmt::Debug for DelegationLayout<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelegationLayout")
+            .field("offset", &self.offset)
+            .field("clients", &self.clients)
+            .field("capacity", &self.capacity)
+            .field("line", &self.line.get())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<K: Pod, V: Pod> DelegationLayout<K, V> {
+    /// Bytes an area for `clients` clients with channels of `capacity` records (a
+    /// non-zero power of two) needs, laid out for `line`-byte lines.
+    pub fn required_bytes(
+        clients: usize,
+        capacity: usize,
+        line: LineSize,
+    ) -> Result<usize, CollectionError> {
+        Ok(Self::sizes(clients, capacity, line)?.1)
+    }
+
+    /// `(stride, len)`: one client's block and the whole area.
+    fn sizes(
+        clients: usize,
+        capacity: usize,
+        line: LineSize,
+    ) -> Result<(usize, usize), CollectionError> {
+        if clients == 0 {
+            return Err(DelegationError::NoClients.into());
+        }
+        // A channel placed at 0 has the length of one placed anywhere (line-aligned).
+        let channel = ChannelLayout::<OpRecord<K, V>>::new(0, capacity, line)?;
+        let too_large = DelegationError::TooLarge { clients, capacity };
+        let stride = channel.len().checked_add(line.get()).ok_or(too_large)?;
+        let len = stride
+            .checked_mul(clients)
+            .and_then(|blocks| blocks.checked_add(line.get()))
+            .ok_or(too_large)?;
+        Ok((stride, len))
+    }
+
+    /// Places an area for `clients` clients with channels of `capacity` records at the
+    /// start of `range`, which must begin on a line boundary and hold at least
+    /// [`required_bytes`](Self::required_bytes).
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationError, DelegationLayout};
+    /// use bi_collections::CollectionError;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::X86;
+    /// let err = DelegationLayout::<u64, u64>::new(8..100_000, 1, 4, line).unwrap_err();
+    /// assert!(matches!(err, CollectionError::Delegation(DelegationError::Misaligned { .. })));
+    /// let err = DelegationLayout::<u64, u64>::new(0..256, 1, 4, line).unwrap_err();
+    /// assert!(matches!(
+    ///     err,
+    ///     CollectionError::Delegation(DelegationError::RangeTooSmall { required: 384, .. })
+    /// ));
+    /// let err = DelegationLayout::<u64, u64>::new(0..4096, 1, 3, line).unwrap_err();
+    /// assert!(matches!(err, CollectionError::Channel(_))); // capacity not a power of two
+    /// ```
+    pub fn new(
+        range: Range<usize>,
+        clients: usize,
+        capacity: usize,
+        line: LineSize,
+    ) -> Result<Self, CollectionError> {
+        let offset = range.start;
+        if offset != line.align_down(offset) {
+            return Err(DelegationError::Misaligned {
+                offset,
+                line: line.get(),
+            }
+            .into());
+        }
+        let (stride, len) = Self::sizes(clients, capacity, line)?;
+        let available = range.end.saturating_sub(range.start);
+        if available < len {
+            return Err(DelegationError::RangeTooSmall {
+                offset,
+                len: available,
+                required: len,
+            }
+            .into());
+        }
+        // `offset + len <= range.end`, so no offset handed out below can overflow.
+        Ok(DelegationLayout {
+            offset,
+            clients,
+            capacity,
+            line,
+            stride,
+            len,
+            _records: PhantomData,
+        })
+    }
+
+    /// The channel of client `index`.
+    pub fn channel(&self, index: usize) -> Result<ChannelLayout<OpRecord<K, V>>, CollectionError> {
+        let block = self.block(index)?;
+        Ok(ChannelLayout::new(block, self.capacity, self.line)?)
+    }
+
+    /// The acknowledgement word of client `index` (the first word of its own line).
+    pub fn ack_offset(&self, index: usize) -> Result<usize, CollectionError> {
+        Ok(self.block(index)? + self.stride - self.line.get())
+    }
+
+    /// Checks that the area fits in `view` and that the view's lines are no larger than
+    /// the layout's (otherwise two single-writer words would share a line).
+    pub fn check<Vw: MemView>(&self, view: &Vw) -> Result<(), CollectionError> {
+        self.channel(0)?.check(view)?;
+        if self.end() > view.size() {
+            return Err(DelegationError::RangeTooSmall {
+                offset: self.offset,
+                len: view.size().saturating_sub(self.offset),
+                required: self.len,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Makes the memory an idle delegation area: empty channels, zero acknowledgements,
+    /// then the header, each step written back and fenced, so that a client that sees
+    /// the header sees the rest initialised.
+    pub(super) fn init<Vw: MemView>(&self, view: &Vw) -> Result<(), CollectionError> {
+        self.check(view)?;
+        // Hide an old header first: a client attaching during initialisation must not
+        // find one and trust the channels behind it.
+        view.store(self.offset, &0u64).map_err(mem)?;
+        view.writeback(self.offset, 8).map_err(mem)?;
+        view.fence();
+        for index in 0..self.clients {
+            let channel = self.channel(index)?;
+            let ack = self.ack_offset(index)?;
+            view.store(channel.head_offset(), &0u64).map_err(mem)?;
+            view.store(channel.tail_offset(), &0u64).map_err(mem)?;
+            view.store(ack, &0u64).map_err(mem)?;
+            view.writeback(channel.head_offset(), 2 * self.line.get())
+                .map_err(mem)?;
+            view.writeback(ack, 8).map_err(mem)?;
+        }
+        view.fence();
+        for (i, word) in self.header().into_iter().enumerate().skip(1) {
+            view.store(self.offset + 8 * i, &word.1).map_err(mem)?;
+        }
+        view.writeback(self.offset, self.line.get()).map_err(mem)?;
+        view.fence();
+        // The magic last, so that it covers a complete header.
+        view.store(self.offset, &MAGIC).map_err(mem)?;
+        view.writeback(self.offset, 8).map_err(mem)?;
+        view.fence();
+        Ok(())
+    }
+
+    /// Reads the header from memory (invalidate, fence, load) and compares it with this
+    /// layout.
+    pub(super) fn verify_header<Vw: MemView>(&self, view: &Vw) -> Result<(), CollectionError> {
+        self.check(view)?;
+        view.invalidate(self.offset, self.line.get()).map_err(mem)?;
+        view.fence();
+        for (i, (field, expected)) in self.header().into_iter().enumerate() {
+            let found = view.load::<u64>(self.offset + 8 * i).map_err(mem)?;
+            if found != expected {
+                return Err(DelegationError::HeaderMismatch {
+                    field,
+                    expected,
+                    found,
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The header's words, in order, with their names.
+    fn header(&self) -> [(&'static str, u64); 5] {
+        [
+            ("magic", MAGIC),
+            ("clients", self.clients as u64),
+            ("capacity", self.capacity as u64),
+            ("record_size", size_of::<OpRecord<K, V>>() as u64),
+            ("line", self.line.get() as u64),
+        ]
+    }
+
+    fn block(&self, index: usize) -> Result<usize, CollectionError> {
+        if index >= self.clients {
+            return Err(DelegationError::NoSuchClient {
+                index,
+                clients: self.clients,
+            }
+            .into());
+        }
+        // `index < clients`, and `new` checked that `offset + line + clients * stride`
+        // does not overflow.
+        Ok(self.offset + self.line.get() + index * self.stride)
+    }
+}
+
+impl<K, V> DelegationLayout<K, V> {
+    /// The first byte of the area (its header line).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Bytes the area occupies from [`offset`](Self::offset) (at most the range given).
+    #[allow(clippy::len_without_is_empty)] // an area always has its header
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// One past the area's last byte.
+    pub fn end(&self) -> usize {
+        self.offset + self.len
+    }
+
+    /// How many clients the area serves.
+    pub fn clients(&self) -> usize {
+        self.clients
+    }
+
+    /// Records each client's channel holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The line size the layout was computed with.
+    pub fn line_size(&self) -> LineSize {
+        self.line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bi_core::mem::{Emulator, EmulatorConfig};
+
+    #[test]
+    fn blocks_do_not_overlap_and_acks_have_their_own_line() {
+        let line = LineSize::X86;
+        let l = DelegationLayout::<u64, [u8; 5]>::new(128..8192, 3, 8, line).unwrap();
+        let mut prev_end = l.offset() + 64;
+        for i in 0..3 {
+            let ch = l.channel(i).unwrap();
+            assert_eq!(ch.offset(), prev_end);
+            let ack = l.ack_offset(i).unwrap();
+            assert_eq!(ack, ch.end());
+            assert_eq!(ack % 64, 0);
+            prev_end = ack + 64;
+        }
+        assert_eq!(prev_end, l.end());
+        assert_eq!(
+            l.ack_offset(3).unwrap_err().to_string(),
+            "delegation: client index 3 is not below the 3 clients"
+        );
+    }
+
+    #[test]
+    fn overflow_and_reversed_ranges_are_errors() {
+        let line = LineSize::X86;
+        assert!(matches!(
+            DelegationLayout::<u64, u64>::required_bytes(usize::MAX / 64, 1, line),
+            Err(CollectionError::Delegation(
+                DelegationError::TooLarge { .. }
+            ))
+        ));
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 4096..0;
+        assert!(matches!(
+            DelegationLayout::<u64, u64>::new(reversed, 1, 1, line),
+            Err(CollectionError::Delegation(
+                DelegationError::RangeTooSmall { len: 0, .. }
+            ))
+        ));
+    }
+
+    #[test]
+    fn header_is_checked_field_by_field() {
+        let emu = Emulator::new(EmulatorConfig::new(8192, 2));
+        let line = emu.line_size();
+        let l = DelegationLayout::<u64, u64>::new(0..8192, 2, 4, line).unwrap();
+        assert!(matches!(
+            l.verify_header(&emu.node(1)),
+            Err(CollectionError::Delegation(
+                DelegationError::HeaderMismatch {
+                    field: "magic",
+                    found: 0,
+                    ..
+                }
+            ))
+        ));
+        l.init(&emu.node(0)).unwrap();
+        l.verify_header(&emu.node(1)).unwrap();
+        let other = DelegationLayout::<u64, u64>::new(0..8192, 2, 8, line).unwrap();
+        assert!(matches!(
+            other.verify_header(&emu.node(1)),
+            Err(CollectionError::Delegation(
+                DelegationError::HeaderMismatch {
+                    field: "capacity",
+                    expected: 8,
+                    found: 4
+                }
+            ))
+        ));
+        let too_big = DelegationLayout::<u64, u64>::new(4096..20_000, 2, 64, line).unwrap();
+        assert!(too_big.check(&emu.node(0)).is_err());
+    }
+}

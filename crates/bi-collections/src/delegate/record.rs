@@ -1,0 +1,136 @@
+//! An operation as it travels through a channel: a plain record of words.
+//!
+//! A channel carries `Pod` values, and [`Op`] is an enum whose layout Rust does not fix,
+//! so each operation is flattened into an [`OpRecord`]: a kind word, the client's
+//! sequence number, the key and the value (zero for a removal). The sequence number is
+//! what lets the server refuse a record it should never see: a slot still holding the
+//! previous lap's record (a stale line) carries a number one capacity too small.
+
+use crate::Op;
+use bytemuck::{Pod, Zeroable};
+use std::fmt;
+
+/// The kind word of an insertion. Zero is no kind, so zeroed memory never decodes.
+const KIND_INSERT: u64 = 1;
+/// The kind word of a removal.
+const KIND_REMOVE: u64 = 2;
+
+/// One delegated operation in shared memory: kind, sequence number, key, value.
+///
+/// `repr(C, packed)`: the fields lie back to back with no padding, whatever `K` and `V`
+/// are, which is what makes the record `Pod` for every `Pod` key and value.
+///
+/// ```
+/// use bi_collections::Op;
+/// use bi_collections::delegate::OpRecord;
+///
+/// let rec = OpRecord::new(7, Op::Insert(1u32, 2u16));
+/// assert_eq!(size_of::<OpRecord<u32, u16>>(), 8 + 8 + 4 + 2);
+/// assert_eq!(rec.seq(), 7);
+/// assert_eq!(rec.op(), Some(Op::Insert(1, 2)));
+/// assert_eq!(OpRecord::new(8, Op::<u32, u16>::Remove(1)).op(), Some(Op::Remove(1)));
+/// ```
+#[repr(C, packed)]
+pub struct OpRecord<K, V> {
+    kind: u64,
+    seq: u64,
+    key: K,
+    value: V,
+}
+
+impl<K: Copy, V: Copy> Clone for OpRecord<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K: Copy, V: Copy> Copy for OpRecord<K, V> {}
+
+// SAFETY: every field is `Zeroable` (`u64`, and `K`, `V` are `Pod`, hence `Zeroable`), and
+// a packed struct has no padding, so the all-zero bit pattern is a valid `OpRecord`.
+unsafe impl<K: Pod, V: Pod> Zeroable for OpRecord<K, V> {}
+
+// SAFETY: `Pod` asks for `Copy + 'static` (implemented above; `K, V: Pod` are
+// `'static`), no padding bytes and every bit pattern valid. `repr(C, packed)` lays the
+// four fields out in order with alignment 1, so there is no padding between them or at
+// the end (the size is exactly the sum of the field sizes); each field is `u64` or
+// `Pod`, so any bytes are a valid value of each field and hence of the record. No field
+// is a reference or has interior mutability.
+unsafe impl<K: Pod, V: Pod> Pod for OpRecord<K, V> {}
+
+impl<K: Pod, V: Pod> OpRecord<K, V> {
+    /// The record of `op` with sequence number `seq`.
+    pub fn new(seq: u64, op: Op<K, V>) -> Self {
+        match op {
+            Op::Insert(key, value) => OpRecord {
+                kind: KIND_INSERT,
+                seq,
+                key,
+                value,
+            },
+            Op::Remove(key) => OpRecord {
+                kind: KIND_REMOVE,
+                seq,
+                key,
+                value: V::zeroed(),
+            },
+        }
+    }
+
+    /// The sequence number (the client's count of operations including this one).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The kind word (1 insert, 2 remove, anything else is corrupt).
+    pub fn kind(&self) -> u64 {
+        self.kind
+    }
+
+    /// The operation, or `None` if the kind word is not one an `OpRecord::new` writes.
+    pub fn op(&self) -> Option<Op<K, V>> {
+        // Fields are copied out by value: a packed field may not be borrowed.
+        let (key, value) = (self.key, self.value);
+        match self.kind {
+            KIND_INSERT => Some(Op::Insert(key, value)),
+            KIND_REMOVE => Some(Op::Remove(key)),
+            _ => None,
+        }
+    }
+}
+
+impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for OpRecord<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (kind, seq, key, value) = (self.kind, self.seq, self.key, self.value);
+        f.debug_struct("OpRecord")
+            .field("kind", &kind)
+            .field("seq", &seq)
+            .field("key", &key)
+            .field("value", &value)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_through_bytes() {
+        let rec = OpRecord::new(u64::MAX, Op::Insert([1u8, 2, 3], 0xdead_beef_u32));
+        let bytes = bytemuck::bytes_of(&rec).to_vec();
+        assert_eq!(bytes.len(), 8 + 8 + 3 + 4);
+        let back: OpRecord<[u8; 3], u32> = bytemuck::pod_read_unaligned(&bytes);
+        assert_eq!(back.seq(), u64::MAX);
+        assert_eq!(back.op(), Some(Op::Insert([1, 2, 3], 0xdead_beef)));
+    }
+
+    #[test]
+    fn zeroed_and_unknown_kinds_do_not_decode() {
+        assert_eq!(OpRecord::<u64, u64>::zeroed().op(), None);
+        let mut rec = OpRecord::new(1, Op::<u64, u64>::Remove(3));
+        rec.kind = 3;
+        assert_eq!(rec.op(), None);
+        assert_eq!(rec.kind(), 3);
+    }
+}

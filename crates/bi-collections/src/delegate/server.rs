@@ -1,0 +1,380 @@
+//! The structure's single writer: drains every client's channel, applies all of it as one
+//! batch, then acknowledges under one fence.
+
+use super::backoff::Backoff;
+use super::error::{DelegationError, mem};
+use super::layout::DelegationLayout;
+use super::record::OpRecord;
+use crate::{ApplyBatch, BatchReport, CollectionError, Op};
+use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
+use bi_core::mem::MemView;
+use bytemuck::Pod;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The largest batch [`DelegationServer::run_until`] applies unless told otherwise.
+pub const DEFAULT_MAX_BATCH: usize = 1024;
+
+/// What one [`DelegationServer::serve_once`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    /// Operations received and applied (zero: an idle poll).
+    pub ops: usize,
+    /// Clients that contributed at least one of them.
+    pub clients: usize,
+    /// What the structure reported for the batch.
+    pub batch: BatchReport,
+}
+
+/// Totals over the calls of [`DelegationServer::run_until`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeTotals {
+    /// Polls of the channels (busy or idle).
+    pub polls: u64,
+    /// Polls that applied a batch.
+    pub batches: u64,
+    /// Operations applied.
+    pub ops: u64,
+    /// The largest batch applied.
+    pub largest_batch: usize,
+}
+
+impl ServeTotals {
+    fn add(&mut self, report: &ServeReport) {
+        self.polls += 1;
+        if report.ops > 0 {
+            self.batches += 1;
+            self.ops += report.ops as u64;
+            self.largest_batch = self.largest_batch.max(report.ops);
+        }
+    }
+}
+
+/// The server's view of one client's channel.
+#[derive(Clone, Copy, Debug)]
+struct ClientState<K, V> {
+    channel: ChannelLayout<OpRecord<K, V>>,
+    ack_offset: usize,
+    /// Records consumed, applied and acknowledged (the head counter and the
+    /// acknowledgement word in memory).
+    head: u64,
+    /// The client's tail as last read (never ahead of memory).
+    tail: u64,
+    /// Records taken in the current batch.
+    take: usize,
+}
+
+/// The single writer of a delegated structure: owns the structure `S`, receives the
+/// operations its clients send and applies them in batches.
+///
+/// One [`serve_once`](Self::serve_once) is one batch, at a fixed cost in fences whatever
+/// the number of clients and operations:
+///
+/// 1. invalidate every client's tail line, **fence**, read the tails;
+/// 2. invalidate the slots about to be read, **fence**, read the records (checking each
+///    one's sequence number);
+/// 3. one [`ApplyBatch::apply_batch`] call (the structure publishes the whole batch with
+///    its own write-back and fence);
+/// 4. store every affected head counter and acknowledgement word, write them back,
+///    **fence** once.
+///
+/// An idle poll costs step 1 only.
+///
+/// ```
+/// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+/// use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+/// use std::collections::BTreeMap;
+///
+/// #[derive(Default)]
+/// struct Map(BTreeMap<u32, u32>);
+/// impl ApplyBatch<u32, u32> for Map {
+///     fn apply_batch(&mut self, ops: &[Op<u32, u32>]) -> Result<BatchReport, CollectionError> {
+///         for op in ops {
+///             match *op {
+///                 Op::Insert(k, v) => { self.0.insert(k, v); }
+///                 Op::Remove(k) => { self.0.remove(&k); }
+///             }
+///         }
+///         Ok(BatchReport { applied: ops.len(), ..BatchReport::default() })
+///     }
+/// }
+///
+/// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 3));
+/// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 2, 16, emu.line_size()).unwrap();
+/// let mut server = DelegationServer::new(emu.node(0), layout, Map::default()).unwrap();
+/// let mut a = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+/// let mut b = DelegationClient::new(emu.node(2), layout, 1).unwrap();
+/// a.insert(1, 100).unwrap();
+/// b.insert(2, 200).unwrap();
+/// a.remove(1).unwrap();
+/// let report = server.serve_once(64).unwrap();
+/// assert_eq!((report.ops, report.clients), (3, 2)); // one batch from both clients
+/// assert_eq!(a.flush().unwrap(), 2);
+/// assert_eq!(server.into_structure().0, BTreeMap::from([(2, 200)]));
+/// ```
+pub struct DelegationServer<Vw, K, V, S> {
+    view: Vw,
+    layout: DelegationLayout<K, V>,
+    structure: S,
+    clients: Vec<ClientState<K, V>>,
+    /// The client served first in the next batch (round robin, for fairness when
+    /// `max_batch` cuts a batch short).
+    first: usize,
+    /// The batch being assembled (kept to reuse its allocation).
+    ops: Vec<Op<K, V>>,
+    max_batch: usize,
+}
+
+impl<Vw, K, V, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelegationServer")
+            .field("layout", &self.layout)
+            .field("max_batch", &self.max_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V, S> {
+    /// Initialises the area described by `layout` (empty channels, zero
+    /// acknowledgements, then the header clients check) through `view`, and serves
+    /// `structure` from it.
+    ///
+    /// Create the server before any client attaches, and never two servers over one
+    /// area: a client attached to an area that is initialised again finds its channel
+    /// counters moved back and reports corruption.
+    pub fn new(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        structure: S,
+    ) -> Result<Self, CollectionError> {
+        layout.init(&view)?;
+        let clients = (0..layout.clients())
+            .map(|index| {
+                Ok(ClientState {
+                    channel: layout.channel(index)?,
+                    ack_offset: layout.ack_offset(index)?,
+                    head: 0,
+                    tail: 0,
+                    take: 0,
+                })
+            })
+            .collect::<Result<Vec<_>, CollectionError>>()?;
+        Ok(DelegationServer {
+            view,
+            layout,
+            structure,
+            clients,
+            first: 0,
+            ops: Vec::new(),
+            max_batch: DEFAULT_MAX_BATCH,
+        })
+    }
+
+    /// Sets the largest batch [`run_until`](Self::run_until) applies (at least one).
+    pub fn with_max_batch(mut self, max_batch: usize) -> Self {
+        self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Receives up to `max_batch` operations from all clients, applies them as one
+    /// batch and acknowledges them; see the type's documentation for the steps.
+    ///
+    /// On an error nothing is consumed or acknowledged: the records stay in their
+    /// channels and the next call receives them again. If the structure failed part-way
+    /// through the batch, the operations it had applied are then applied a second time;
+    /// replaying a prefix of inserts and removes leaves the same final contents, but a
+    /// structure's [`BatchReport`] counts them twice.
+    pub fn serve_once(&mut self, max_batch: usize) -> Result<ServeReport, CollectionError> {
+        if max_batch == 0 {
+            return Ok(ServeReport::default());
+        }
+        self.refresh_tails()?;
+        let (ops, clients) = self.plan(max_batch);
+        if ops == 0 {
+            return Ok(ServeReport::default());
+        }
+        self.read_records()?;
+        let batch = self.structure.apply_batch(&self.ops)?;
+        self.acknowledge()?;
+        Ok(ServeReport {
+            ops,
+            clients,
+            batch,
+        })
+    }
+
+    /// Serves until `stop` is set, then drains what is already sent and returns.
+    ///
+    /// Idle polls back off (a short spin, then yielding the core), so the loop is meant
+    /// for a thread of its own. It stops at the first error.
+    pub fn run_until(&mut self, stop: &AtomicBool) -> Result<ServeTotals, CollectionError> {
+        let mut totals = ServeTotals::default();
+        let mut backoff = Backoff::unbounded();
+        loop {
+            // Read before polling: everything sent before `stop` was set is drained.
+            let stopping = stop.load(Ordering::Acquire);
+            let report = self.serve_once(self.max_batch)?;
+            totals.add(&report);
+            if report.ops > 0 {
+                backoff.reset();
+            } else if stopping {
+                return Ok(totals);
+            } else {
+                backoff.wait();
+            }
+        }
+    }
+
+    /// The acknowledgement of client `index` as this server last published it.
+    pub fn acknowledged(&self, index: usize) -> Result<u64, CollectionError> {
+        match self.clients.get(index) {
+            Some(c) => Ok(c.head),
+            None => Err(DelegationError::NoSuchClient {
+                index,
+                clients: self.clients.len(),
+            }
+            .into()),
+        }
+    }
+
+    /// Step 1: invalidate every tail line, one fence, read and check the tails.
+    fn refresh_tails(&mut self) -> Result<(), CollectionError> {
+        let v = &self.view;
+        for c in &self.clients {
+            v.invalidate(c.channel.tail_offset(), size_of::<u64>())
+                .map_err(mem)?;
+        }
+        v.fence();
+        for c in &mut self.clients {
+            let tail = v.load::<u64>(c.channel.tail_offset()).map_err(mem)?;
+            let corrupt = |reason| ChannelError::Corrupt {
+                reason,
+                head: c.head,
+                tail,
+            };
+            if tail < c.tail {
+                return Err(corrupt(Corruption::WentBack).into());
+            }
+            if tail - c.head > c.channel.capacity() as u64 {
+                return Err(corrupt(Corruption::Overfull).into());
+            }
+            c.tail = tail;
+        }
+        Ok(())
+    }
+
+    /// Shares `max_batch` among the clients with records waiting, starting with
+    /// `first`; returns the records and the clients taken from.
+    fn plan(&mut self, max_batch: usize) -> (usize, usize) {
+        let n = self.clients.len();
+        let (mut budget, mut clients) = (max_batch, 0);
+        for k in 0..n {
+            let c = &mut self.clients[(self.first + k) % n];
+            // `tail - head <= capacity` was checked, so it fits a `usize`.
+            c.take = ((c.tail - c.head) as usize).min(budget);
+            budget -= c.take;
+            clients += usize::from(c.take > 0);
+        }
+        self.first = (self.first + 1) % n;
+        (max_batch - budget, clients)
+    }
+
+    /// Step 2: invalidate the slots to read, one fence, read and check the records into
+    /// `self.ops`, in client order then sequence order.
+    fn read_records(&mut self) -> Result<(), CollectionError> {
+        let v = &self.view;
+        let size = size_of::<OpRecord<K, V>>();
+        for c in self.clients.iter().filter(|c| c.take > 0) {
+            // The slots may hold the previous lap's records, or lines prefetched before
+            // the client wrote them: drop exactly the ones about to be read, in at most
+            // two ranges (the second when they wrap past the last slot).
+            let capacity = c.channel.capacity();
+            let slot = (c.head & (capacity as u64 - 1)) as usize;
+            let first = c.take.min(capacity - slot);
+            v.invalidate(c.channel.slot_offset(c.head), first * size)
+                .map_err(mem)?;
+            v.invalidate(c.channel.entries_offset(), (c.take - first) * size)
+                .map_err(mem)?;
+        }
+        v.fence();
+        self.ops.clear();
+        for (index, c) in self.clients.iter().enumerate() {
+            for i in c.head..c.head + c.take as u64 {
+                let record = v
+                    .load::<OpRecord<K, V>>(c.channel.slot_offset(i))
+                    .map_err(mem)?;
+                if record.seq() != i + 1 {
+                    return Err(DelegationError::SequenceGap {
+                        client: index,
+                        expected: i + 1,
+                        found: record.seq(),
+                    }
+                    .into());
+                }
+                let op = record.op().ok_or(DelegationError::BadRecord {
+                    client: index,
+                    kind: record.kind(),
+                })?;
+                self.ops.push(op);
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4: for every client in the batch, move its head (freeing its slots) and its
+    /// acknowledgement to the last record applied; one write-back each, one fence.
+    fn acknowledge(&mut self) -> Result<(), CollectionError> {
+        let v = &self.view;
+        for c in self.clients.iter().filter(|c| c.take > 0) {
+            // The sequence number of record `i` is `i + 1`, so the new head is also the
+            // last sequence number applied.
+            let head = c.head + c.take as u64;
+            v.store(c.channel.head_offset(), &head).map_err(mem)?;
+            v.store(c.ack_offset, &head).map_err(mem)?;
+            v.writeback(c.channel.head_offset(), size_of::<u64>())
+                .map_err(mem)?;
+            v.writeback(c.ack_offset, size_of::<u64>()).map_err(mem)?;
+        }
+        v.fence();
+        for c in &mut self.clients {
+            c.head += c.take as u64;
+            c.take = 0;
+        }
+        Ok(())
+    }
+}
+
+impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
+    /// The structure, for reading on the server's thread.
+    pub fn structure(&self) -> &S {
+        &self.structure
+    }
+
+    /// The structure, for direct updates by the server's thread (they bypass the
+    /// channels, and are ordered with delegated batches by this thread's program order).
+    pub fn structure_mut(&mut self) -> &mut S {
+        &mut self.structure
+    }
+
+    /// Stops serving and hands the structure back. Operations still in the channels
+    /// stay unapplied; their clients time out.
+    pub fn into_structure(self) -> S {
+        self.structure
+    }
+
+    /// The area's layout.
+    pub fn layout(&self) -> &DelegationLayout<K, V> {
+        &self.layout
+    }
+
+    /// The view the server works through.
+    pub fn view(&self) -> &Vw {
+        &self.view
+    }
+
+    /// The largest batch [`run_until`](DelegationServer::run_until) applies.
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+}

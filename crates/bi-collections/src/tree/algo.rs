@@ -1,0 +1,622 @@
+//! The Bonsai algorithm, written once over a node storage.
+//!
+//! Weight-balanced trees (Adams) keep, at every node, `size` = nodes in the subtree, and
+//! require `DELTA * (size(l) + 1) >= size(r) + 1` (and the mirror image). An update
+//! changes one root-to-leaf path; every node on it is *copied* (path copying), so the
+//! published tree is never modified and a reader holding any version sees a consistent
+//! tree. A rebalance is a rotation, and rotations too allocate fresh nodes instead of
+//! relinking old ones. With `DELTA = 3, RATIO = 2` (the parameters Hirai and Yamamoto
+//! proved correct) one single or double rotation per level restores balance after one
+//! insertion or deletion.
+//!
+//! Storage is abstract: [`NodeSource`] reads a node, [`NodeStore`] adds creating a node
+//! and destroying one that was never published. [`Edit`] tracks, over a batch of
+//! operations, which nodes were created (and not yet published) and which published nodes
+//! were replaced, so a batch publishes once, gives back the nodes it created and then
+//! superseded, and retires the replaced ones together.
+
+use crate::op::{BatchReport, Op};
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::hash::Hash;
+use std::ops::{Bound, RangeBounds};
+
+/// The balance parameter: a subtree may weigh up to `DELTA` times its sibling.
+pub(crate) const DELTA: usize = 3;
+/// The rotation parameter: single rotation when the inner grandchild weighs less than
+/// `RATIO` times the outer one, double otherwise.
+pub(crate) const RATIO: usize = 2;
+
+/// A node, read out of its storage.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Parts<K, V, R> {
+    pub(crate) key: K,
+    pub(crate) value: V,
+    pub(crate) left: R,
+    pub(crate) right: R,
+    pub(crate) size: usize,
+}
+
+/// Reads nodes.
+pub(crate) trait NodeSource<K, V> {
+    /// A reference to a node.
+    type Ref: Copy + Eq + Hash;
+    /// Why a read failed.
+    type Error;
+    /// The empty tree.
+    fn null(&self) -> Self::Ref;
+    /// Reads a non-null node.
+    fn read(&self, r: Self::Ref) -> Result<Parts<K, V, Self::Ref>, Self::Error>;
+}
+
+/// Reads, creates and destroys nodes (the writer side).
+pub(crate) trait NodeStore<K, V>: NodeSource<K, V> {
+    /// Creates an immutable node.
+    fn create(&mut self, node: Parts<K, V, Self::Ref>) -> Result<Self::Ref, Self::Error>;
+    /// Destroys a node that was created but never reachable from a published root.
+    fn destroy_unpublished(&mut self, r: Self::Ref) -> Result<(), Self::Error>;
+}
+
+fn size_of_tree<K, V, S: NodeSource<K, V>>(s: &S, t: S::Ref) -> Result<usize, S::Error> {
+    if t == s.null() {
+        Ok(0)
+    } else {
+        Ok(s.read(t)?.size)
+    }
+}
+
+/// Looks `key` up, starting at an already-read root.
+pub(crate) fn get_from<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+    s: &S,
+    root: Option<Parts<K, V, S::Ref>>,
+    key: &K,
+) -> Result<Option<V>, S::Error> {
+    let null = s.null();
+    let mut cur = root;
+    while let Some(n) = cur {
+        let next = match key.cmp(&n.key) {
+            Ordering::Equal => return Ok(Some(n.value)),
+            Ordering::Less => n.left,
+            Ordering::Greater => n.right,
+        };
+        cur = if next == null {
+            None
+        } else {
+            Some(s.read(next)?)
+        };
+    }
+    Ok(None)
+}
+
+/// Looks `key` up in the tree rooted at `root`.
+pub(crate) fn get<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+    s: &S,
+    root: S::Ref,
+    key: &K,
+) -> Result<Option<V>, S::Error> {
+    let first = if root == s.null() {
+        None
+    } else {
+        Some(s.read(root)?)
+    };
+    get_from(s, first, key)
+}
+
+/// The smallest (`leftmost`) or largest entry.
+pub(crate) fn extreme<K: Copy, V: Copy, S: NodeSource<K, V>>(
+    s: &S,
+    root: S::Ref,
+    leftmost: bool,
+) -> Result<Option<(K, V)>, S::Error> {
+    let null = s.null();
+    if root == null {
+        return Ok(None);
+    }
+    let mut n = s.read(root)?;
+    loop {
+        let next = if leftmost { n.left } else { n.right };
+        if next == null {
+            return Ok(Some((n.key, n.value)));
+        }
+        n = s.read(next)?;
+    }
+}
+
+/// Appends the entries of `range` in key order.
+pub(crate) fn collect_range<K: Ord + Copy, V: Copy, S: NodeSource<K, V>, B: RangeBounds<K>>(
+    s: &S,
+    root: S::Ref,
+    range: &B,
+    out: &mut Vec<(K, V)>,
+) -> Result<(), S::Error> {
+    if root == s.null() {
+        return Ok(());
+    }
+    let n = s.read(root)?;
+    let go_left = match range.start_bound() {
+        Bound::Unbounded => true,
+        Bound::Included(b) | Bound::Excluded(b) => n.key > *b,
+    };
+    let go_right = match range.end_bound() {
+        Bound::Unbounded => true,
+        Bound::Included(b) | Bound::Excluded(b) => n.key < *b,
+    };
+    if go_left {
+        collect_range(s, n.left, range, out)?;
+    }
+    if range.contains(&n.key) {
+        out.push((n.key, n.value));
+    }
+    if go_right {
+        collect_range(s, n.right, range, out)?;
+    }
+    Ok(())
+}
+
+/// A broken invariant of a tree, found by a check.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InvariantError<E> {
+    /// A key is out of order (not between the keys of its ancestors).
+    Order {
+        /// Depth of the node (the root is at 0).
+        depth: usize,
+    },
+    /// A node's stored size is not the number of nodes below it plus one.
+    Size {
+        /// Depth of the node.
+        depth: usize,
+        /// The size the node stores.
+        stored: usize,
+        /// The size counted.
+        counted: usize,
+    },
+    /// A node's subtrees violate the weight balance `3 (size + 1) >= sibling size + 1`.
+    Balance {
+        /// Depth of the node.
+        depth: usize,
+        /// Size of the left subtree.
+        left: usize,
+        /// Size of the right subtree.
+        right: usize,
+    },
+    /// A node could not be read.
+    Storage(E),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for InvariantError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InvariantError::Order { depth } => write!(f, "key out of order at depth {depth}"),
+            InvariantError::Size {
+                depth,
+                stored,
+                counted,
+            } => write!(
+                f,
+                "node at depth {depth} stores size {stored}, its subtree has {counted}"
+            ),
+            InvariantError::Balance { depth, left, right } => write!(
+                f,
+                "node at depth {depth} is out of balance: left {left}, right {right}"
+            ),
+            InvariantError::Storage(e) => write!(f, "unreadable node: {e}"),
+        }
+    }
+}
+
+impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for InvariantError<E> {}
+
+/// Checks BST order, sizes and weight balance; returns the number of nodes.
+pub(crate) fn check<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+    s: &S,
+    root: S::Ref,
+) -> Result<usize, InvariantError<S::Error>> {
+    check_below(s, root, None, None, 0)
+}
+
+fn check_below<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+    s: &S,
+    t: S::Ref,
+    lo: Option<K>,
+    hi: Option<K>,
+    depth: usize,
+) -> Result<usize, InvariantError<S::Error>> {
+    if t == s.null() {
+        return Ok(0);
+    }
+    let n = s.read(t).map_err(InvariantError::Storage)?;
+    if lo.is_some_and(|lo| n.key <= lo) || hi.is_some_and(|hi| n.key >= hi) {
+        return Err(InvariantError::Order { depth });
+    }
+    let l = check_below(s, n.left, lo, Some(n.key), depth + 1)?;
+    let r = check_below(s, n.right, Some(n.key), hi, depth + 1)?;
+    if n.size != l + r + 1 {
+        return Err(InvariantError::Size {
+            depth,
+            stored: n.size,
+            counted: l + r + 1,
+        });
+    }
+    if l + r >= 2 && (DELTA * (l + 1) < r + 1 || DELTA * (r + 1) < l + 1) {
+        return Err(InvariantError::Balance {
+            depth,
+            left: l,
+            right: r,
+        });
+    }
+    Ok(l + r + 1)
+}
+
+/// A batch of updates in progress: the current root and the bookkeeping that lets the
+/// batch publish once.
+#[derive(Debug)]
+pub(crate) struct Edit<R> {
+    root: R,
+    /// Created by earlier operations of the batch, reachable from `root`, not published.
+    fresh: HashSet<R>,
+    /// Published nodes that the batch replaced (to retire once the new root is out).
+    replaced: Vec<R>,
+    op_created: Vec<R>,
+    op_superseded: Vec<R>,
+    report: BatchReport,
+}
+
+impl<R: Copy + Eq + Hash> Edit<R> {
+    /// A batch over the published tree `root`.
+    pub(crate) fn new(root: R) -> Self {
+        Edit {
+            root,
+            fresh: HashSet::new(),
+            replaced: Vec::new(),
+            op_created: Vec::new(),
+            op_superseded: Vec::new(),
+            report: BatchReport::default(),
+        }
+    }
+
+    /// The root after the operations applied so far.
+    pub(crate) fn root(&self) -> R {
+        self.root
+    }
+
+    /// What the batch did so far.
+    pub(crate) fn report(&self) -> BatchReport {
+        self.report
+    }
+
+    /// Whether any operation changed the tree.
+    pub(crate) fn changed(&self) -> bool {
+        !self.fresh.is_empty() || !self.replaced.is_empty()
+    }
+
+    /// Ends the batch: the root to publish, the published nodes it replaced, and the
+    /// nodes that become published with it.
+    pub(crate) fn finish(self) -> (R, Vec<R>, HashSet<R>) {
+        (self.root, self.replaced, self.fresh)
+    }
+
+    fn make<K, V, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        key: K,
+        value: V,
+        left: R,
+        right: R,
+        size: usize,
+    ) -> Result<R, S::Error> {
+        let r = s.create(Parts {
+            key,
+            value,
+            left,
+            right,
+            size,
+        })?;
+        self.op_created.push(r);
+        Ok(r)
+    }
+
+    fn supersede(&mut self, r: R) {
+        self.op_superseded.push(r);
+    }
+
+    /// Applies one operation; on an error, the tree is as before the operation and the
+    /// nodes it created are destroyed.
+    pub(crate) fn apply<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        op: &Op<K, V>,
+    ) -> Result<Option<V>, S::Error> {
+        self.op_created.clear();
+        self.op_superseded.clear();
+        let result = match *op {
+            Op::Insert(k, v) => self
+                .insert(s, self.root, k, v)
+                .map(|(r, old)| (Some(r), old)),
+            Op::Remove(k) => self
+                .remove(s, self.root, &k)
+                .map(|o| o.map_or((None, None), |(r, v)| (Some(r), Some(v)))),
+        };
+        match result {
+            Ok((new_root, old)) => {
+                if let Some(new_root) = new_root {
+                    self.fresh.extend(self.op_created.drain(..));
+                    for r in std::mem::take(&mut self.op_superseded) {
+                        if self.fresh.remove(&r) {
+                            s.destroy_unpublished(r)?;
+                        } else {
+                            self.replaced.push(r);
+                        }
+                    }
+                    self.root = new_root;
+                }
+                self.report.applied += 1;
+                match (op, old.is_some()) {
+                    (Op::Insert(..), false) => self.report.inserted += 1,
+                    (Op::Insert(..), true) => self.report.replaced += 1,
+                    (Op::Remove(..), true) => self.report.removed += 1,
+                    (Op::Remove(..), false) => {}
+                }
+                Ok(old)
+            }
+            Err(e) => {
+                self.op_superseded.clear();
+                for r in std::mem::take(&mut self.op_created) {
+                    // Best effort: the first error is the one reported.
+                    let _ = s.destroy_unpublished(r);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives back every node the batch created (the batch will not be published).
+    pub(crate) fn abandon<K, V, S: NodeStore<K, V, Ref = R>>(
+        self,
+        s: &mut S,
+    ) -> Result<(), S::Error> {
+        let mut first = Ok(());
+        for r in self.fresh {
+            if let Err(e) = s.destroy_unpublished(r)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
+
+    fn balance<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        key: K,
+        value: V,
+        left: R,
+        right: R,
+    ) -> Result<R, S::Error> {
+        let sl = size_of_tree(s, left)?;
+        let sr = size_of_tree(s, right)?;
+        if sl + sr >= 2 {
+            if sr + 1 > DELTA * (sl + 1) {
+                return self.rotate(s, key, value, left, right, sl, true);
+            }
+            if sl + 1 > DELTA * (sr + 1) {
+                return self.rotate(s, key, value, left, right, sr, false);
+            }
+        }
+        self.make(s, key, value, left, right, sl + sr + 1)
+    }
+
+    /// Rotates toward the light side. `to_left`: the right subtree is heavy (`light` is
+    /// the left one and `light_size` its size); otherwise the mirror image.
+    #[allow(clippy::too_many_arguments)]
+    fn rotate<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        key: K,
+        value: V,
+        left: R,
+        right: R,
+        light_size: usize,
+        to_left: bool,
+    ) -> Result<R, S::Error> {
+        let (light, heavy) = if to_left {
+            (left, right)
+        } else {
+            (right, left)
+        };
+        let h = s.read(heavy)?;
+        self.supersede(heavy);
+        // `inner` is the heavy child's subtree nearer the light side.
+        let (inner, outer) = if to_left {
+            (h.left, h.right)
+        } else {
+            (h.right, h.left)
+        };
+        let si = size_of_tree(s, inner)?;
+        let so = size_of_tree(s, outer)?;
+        // Builds a node with `near` on the light side and `far` on the other.
+        let oriented = |near: R, far: R| if to_left { (near, far) } else { (far, near) };
+        if si + 1 < RATIO * (so + 1) {
+            let (l, r) = oriented(light, inner);
+            let moved = self.make(s, key, value, l, r, light_size + si + 1)?;
+            let (l, r) = oriented(moved, outer);
+            self.make(s, h.key, h.value, l, r, light_size + si + so + 2)
+        } else {
+            let i = s.read(inner)?;
+            self.supersede(inner);
+            let (i_near, i_far) = if to_left {
+                (i.left, i.right)
+            } else {
+                (i.right, i.left)
+            };
+            let sn = size_of_tree(s, i_near)?;
+            let sf = size_of_tree(s, i_far)?;
+            let (l, r) = oriented(light, i_near);
+            let a = self.make(s, key, value, l, r, light_size + sn + 1)?;
+            let (l, r) = oriented(i_far, outer);
+            let b = self.make(s, h.key, h.value, l, r, sf + so + 1)?;
+            let (l, r) = oriented(a, b);
+            self.make(s, i.key, i.value, l, r, light_size + sn + sf + so + 3)
+        }
+    }
+
+    fn insert<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        t: R,
+        key: K,
+        value: V,
+    ) -> Result<(R, Option<V>), S::Error> {
+        let null = s.null();
+        if t == null {
+            return Ok((self.make(s, key, value, null, null, 1)?, None));
+        }
+        let n = s.read(t)?;
+        match key.cmp(&n.key) {
+            Ordering::Equal => {
+                self.supersede(t);
+                let r = self.make(s, key, value, n.left, n.right, n.size)?;
+                Ok((r, Some(n.value)))
+            }
+            Ordering::Less => {
+                let (l, old) = self.insert(s, n.left, key, value)?;
+                self.supersede(t);
+                Ok((self.balance(s, n.key, n.value, l, n.right)?, old))
+            }
+            Ordering::Greater => {
+                let (r, old) = self.insert(s, n.right, key, value)?;
+                self.supersede(t);
+                Ok((self.balance(s, n.key, n.value, n.left, r)?, old))
+            }
+        }
+    }
+
+    /// `None` when the key is absent (nothing changes).
+    fn remove<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        t: R,
+        key: &K,
+    ) -> Result<Option<(R, V)>, S::Error> {
+        if t == s.null() {
+            return Ok(None);
+        }
+        let n = s.read(t)?;
+        match key.cmp(&n.key) {
+            Ordering::Equal => {
+                self.supersede(t);
+                Ok(Some((self.glue(s, n.left, n.right)?, n.value)))
+            }
+            Ordering::Less => match self.remove(s, n.left, key)? {
+                None => Ok(None),
+                Some((l, v)) => {
+                    self.supersede(t);
+                    Ok(Some((self.balance(s, n.key, n.value, l, n.right)?, v)))
+                }
+            },
+            Ordering::Greater => match self.remove(s, n.right, key)? {
+                None => Ok(None),
+                Some((r, v)) => {
+                    self.supersede(t);
+                    Ok(Some((self.balance(s, n.key, n.value, n.left, r)?, v)))
+                }
+            },
+        }
+    }
+
+    /// Joins two subtrees whose keys are ordered and whose sizes were balanced.
+    fn glue<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        left: R,
+        right: R,
+    ) -> Result<R, S::Error> {
+        let null = s.null();
+        if left == null {
+            return Ok(right);
+        }
+        if right == null {
+            return Ok(left);
+        }
+        if size_of_tree(s, left)? > size_of_tree(s, right)? {
+            let (k, v, l) = self.remove_extreme(s, left, false)?;
+            self.balance(s, k, v, l, right)
+        } else {
+            let (k, v, r) = self.remove_extreme(s, right, true)?;
+            self.balance(s, k, v, left, r)
+        }
+    }
+
+    /// Removes the smallest (`min`) or largest entry of a non-empty subtree.
+    fn remove_extreme<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        t: R,
+        min: bool,
+    ) -> Result<(K, V, R), S::Error> {
+        let n = s.read(t)?;
+        self.supersede(t);
+        let null = s.null();
+        if min {
+            if n.left == null {
+                return Ok((n.key, n.value, n.right));
+            }
+            let (k, v, l) = self.remove_extreme(s, n.left, true)?;
+            Ok((k, v, self.balance(s, n.key, n.value, l, n.right)?))
+        } else {
+            if n.right == null {
+                return Ok((n.key, n.value, n.left));
+            }
+            let (k, v, r) = self.remove_extreme(s, n.right, false)?;
+            Ok((k, v, self.balance(s, n.key, n.value, n.left, r)?))
+        }
+    }
+}
+
+impl<R: Copy + Eq + Hash> Edit<R> {
+    /// Builds a perfectly balanced tree of `entries` (strictly increasing keys) as the new
+    /// root of an empty tree: `n` node creations, no rotation. `None` if the tree is not
+    /// empty or the keys are not strictly increasing.
+    pub(crate) fn build_sorted<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        entries: &[(K, V)],
+    ) -> Option<Result<(), S::Error>> {
+        if self.root != s.null() || entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return None;
+        }
+        self.op_created.clear();
+        self.op_superseded.clear();
+        Some(match self.build(s, entries) {
+            Ok(root) => {
+                self.fresh.extend(self.op_created.drain(..));
+                self.root = root;
+                self.report.applied += entries.len();
+                self.report.inserted += entries.len();
+                Ok(())
+            }
+            Err(e) => {
+                for r in std::mem::take(&mut self.op_created) {
+                    let _ = s.destroy_unpublished(r);
+                }
+                Err(e)
+            }
+        })
+    }
+
+    fn build<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        entries: &[(K, V)],
+    ) -> Result<R, S::Error> {
+        if entries.is_empty() {
+            return Ok(s.null());
+        }
+        let mid = entries.len() / 2;
+        let left = self.build(s, &entries[..mid])?;
+        let right = self.build(s, &entries[mid + 1..])?;
+        let (k, v) = entries[mid];
+        self.make(s, k, v, left, right, entries.len())
+    }
+}

@@ -1,0 +1,168 @@
+//! `BiTree<K, V>`: a Bonsai tree shared by nodes without cache coherence.
+//!
+//! # Why a Bonsai tree
+//!
+//! Readers on other nodes read the tree through their own caches and perform no cache
+//! operation and no fence on the read path. That rules out any structure whose published
+//! bytes change in place: a reader could hold half of an old line and half of a new one.
+//! A *Bonsai tree* (Clements, Kaashoek and Zeldovich) never changes a published node. An
+//! update copies the path from the root down to the changed position into fresh nodes
+//! (*path copying*), shares every other subtree with the old version, and makes the new
+//! version visible by storing one new root link. Rebalancing works the same way: a
+//! rotation allocates fresh nodes for the nodes it would have relinked. So every version
+//! a reader can reach is a complete, immutable, balanced tree.
+//!
+//! The tree is *weight-balanced* (Adams): each node stores the size of its subtree and
+//! siblings may differ in weight by at most a factor `DELTA = 3` (weights are sizes plus
+//! one; rotation choice with `RATIO = 2`, the parameters Hirai and Yamamoto proved
+//! correct). Weight balance suits path copying: the balance information is the subtree
+//! size, which an update changes along its path only (the path it copies anyway), and the
+//! size gives `len()`, rank and range counting for free.
+//!
+//! # What a reader sees, and when
+//!
+//! - Any read within one [`TreeRef`] (one guard) walks one version of the tree; nodes
+//!   it reaches stay valid until the guard is dropped (the runtime's grace period waits
+//!   for the reader's node to invalidate them, twice).
+//! - Between its node's quiescence passes, a reader may see an older version: its cached
+//!   copy of the root slot can lag. After a pass that starts after a publication (plus
+//!   the clock skew bound), the node sees that publication or a later one.
+//! - *Lazy invalidation on a miss*: a lookup that does not find its key, or meets a link
+//!   whose object has moved on, re-reads the root slot from memory and searches again if
+//!   it changed. So a key whose insertion was published before the lookup began is always
+//!   found; a hit can still return a value that a later, not yet visible, update replaced.
+//! - Stale lines of reused nodes are never accepted: every line of a node carries its
+//!   generation and every link the generation it expects.
+//!
+//! # Costs
+//!
+//! - Lookup: one node read per level, `O(log n)`, with no cache operation when the
+//!   cached root is current. A node of `u64` keys and values spans two lines (36 bytes
+//!   of payload after the runtime's 32-byte header); `u32` keys and values fit in one.
+//! - Update: `O(log n)` new nodes (the path, plus at most 3 per rotation), each written
+//!   back without a fence; one fence and one slot store to publish; the replaced nodes
+//!   retired with one more fence. A [batch](crate::ApplyBatch) of `b` operations
+//!   publishes once and retires once, and gives back at once the nodes that a later
+//!   operation of the same batch copied again.
+//! - Memory: the writer keeps a private index of its nodes (it never reads its own tree
+//!   through shared memory); replaced nodes return to the heap about two pass periods
+//!   after retirement ([`TreeWriteHandle::reclaim`]).
+//!
+//! # Pieces
+//!
+//! - [`BiTree`]: a `Copy` descriptor naming a tree by its root slot;
+//! - [`TreeWriteHandle`]: the single writer (owns the node's runtime
+//!   [`Writer`]);
+//! - [`TreeReadHandle`] and [`TreeRef`]: readers and a view under one guard;
+//! - [`EpochBonsai`]: the same algorithm over ordinary memory with crossbeam-epoch, the
+//!   coherent baseline.
+//!
+//! ```
+//! use bi_collections::tree::BiTree;
+//! use bi_collections::{ApplyBatch, Op};
+//! use bi_core::runtime::testing::Setup;
+//!
+//! let s = Setup::new(2, 7);
+//! let tree = BiTree::<u64, u64>::at(s.slot(0));
+//! let mut w = tree.write_handle(s.writer(0)).unwrap();
+//! let ops: Vec<_> = (0..20).map(|k| Op::Insert(k, k * k)).collect();
+//! let report = w.apply_batch(&ops).unwrap(); // one publication
+//! assert_eq!(report.inserted, 20);
+//! w.check_invariants().unwrap();
+//!
+//! let r = tree.read_handle(&s.nodes[1]).unwrap();
+//! assert_eq!(r.get(&9).unwrap(), Some(81));
+//! s.quiesce_all().unwrap();
+//! assert_eq!(r.enter().iter().unwrap().len(), 20);
+//! ```
+
+mod algo;
+mod epoch;
+mod index;
+mod node;
+mod read;
+mod write;
+
+pub use algo::InvariantError;
+pub use epoch::EpochBonsai;
+pub use node::Node;
+pub use read::{TreeReadHandle, TreeRef};
+pub use write::TreeWriteHandle;
+
+use crate::CollectionError;
+use bi_core::heap::Heap;
+use bi_core::mem::MemView;
+use bi_core::runtime::{NodeRuntime, Writer};
+use bytemuck::Pod;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A Bonsai tree in shared memory, named by the offset of its root slot (an 8-byte slot
+/// in the root directory or the heap). Cheap to copy and to send to other nodes: it holds
+/// no state, only the slot and the types.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let tree = BiTree::<u32, u64>::at(s.slot(1));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// w.insert(1, 10).unwrap();
+/// let r = tree.read_handle(&s.nodes[1]).unwrap();
+/// assert_eq!(r.get(&1).unwrap(), Some(10));
+/// assert_eq!(r.get(&2).unwrap(), None);
+/// ```
+pub struct BiTree<K, V> {
+    slot: usize,
+    _t: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for BiTree<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K, V> Copy for BiTree<K, V> {}
+
+impl<K, V> fmt::Debug for BiTree<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BiTree").field("slot", &self.slot).finish()
+    }
+}
+
+impl<K, V> BiTree<K, V> {
+    /// The tree whose root link lives in the 8-byte slot at `slot`.
+    pub const fn at(slot: usize) -> Self {
+        BiTree {
+            slot,
+            _t: PhantomData,
+        }
+    }
+
+    /// Offset of the root slot.
+    pub const fn slot(&self) -> usize {
+        self.slot
+    }
+}
+
+impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
+    /// Publishes an empty tree in the slot and returns the writer's handle, which owns
+    /// `writer` ([`TreeWriteHandle::into_writer`] gives it back). A tree previously in the
+    /// slot is unlinked, not retired. On an error the writer is dropped (the node can
+    /// create a new one).
+    pub fn write_handle<M: MemView, H: Heap>(
+        self,
+        writer: Writer<M, H>,
+    ) -> Result<TreeWriteHandle<K, V, M, H>, CollectionError> {
+        Ok(TreeWriteHandle::create(self, writer)?)
+    }
+
+    /// Registers a reader on `rt`'s node (one per thread).
+    pub fn read_handle<M: MemView>(
+        self,
+        rt: &NodeRuntime<M>,
+    ) -> Result<TreeReadHandle<K, V, M>, CollectionError> {
+        Ok(TreeReadHandle::new(rt.reader()?, self))
+    }
+}

@@ -1,0 +1,112 @@
+//! The node as it sits in shared memory: plain bytes, no padding, links as raw words.
+
+use bytemuck::{Pod, Zeroable};
+use std::fmt;
+
+/// One node of a [`BiTree`](super::BiTree) in shared memory.
+///
+/// The layout is `key | value | left | right | size`, packed: with `u64` keys and values
+/// that is 36 bytes, which the runtime stores in two cache lines (a 32-byte header takes
+/// the first line's head); with `u32` keys and values, 28 bytes fit in one line. `left`
+/// and `right` are raw [`Link`](bi_core::runtime::Link)s (offset and generation; zero is
+/// an empty subtree) and `size` counts the nodes of the subtree rooted here.
+///
+/// Fields are read by copy (the struct is packed, so no reference to a field is ever
+/// taken).
+#[derive(Clone, Copy)]
+#[repr(C, packed)]
+pub struct Node<K, V> {
+    key: K,
+    value: V,
+    left: u64,
+    right: u64,
+    size: u32,
+}
+
+// SAFETY: `Node` is `repr(C, packed)`, so it has no padding bytes anywhere (packed
+// removes inter-field and trailing padding); every field is `Zeroable` (`K: Pod`, `V: Pod`,
+// integers), so the all-zero bit pattern is a valid `Node`.
+unsafe impl<K: Pod, V: Pod> Zeroable for Node<K, V> {}
+
+// SAFETY: `repr(C, packed)` with no padding (see above); every field is `Pod`, so every bit
+// pattern of the struct's bytes is a valid value; it is `Copy` and `'static` (`Pod`
+// implies `'static` for `K` and `V`). Alignment is 1, so casting from any byte slice of
+// the right length is fine, and fields are only read by copy (never by reference), so
+// unaligned fields are never referenced.
+unsafe impl<K: Pod, V: Pod> Pod for Node<K, V> {}
+
+impl<K: Pod, V: Pod> Node<K, V> {
+    /// A node from its parts.
+    pub(crate) fn new(key: K, value: V, left: u64, right: u64, size: u32) -> Self {
+        Node {
+            key,
+            value,
+            left,
+            right,
+            size,
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> K {
+        self.key
+    }
+
+    /// The value.
+    pub fn value(&self) -> V {
+        self.value
+    }
+
+    /// Raw link of the left subtree (zero: empty).
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Raw link of the right subtree (zero: empty).
+    pub fn right(&self) -> u64 {
+        self.right
+    }
+
+    /// Nodes in the subtree rooted here.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+}
+
+impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for Node<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (key, value, left, right, size) =
+            (self.key, self.value, self.left, self.right, self.size);
+        f.debug_struct("Node")
+            .field("key", &key)
+            .field("value", &value)
+            .field("left", &left)
+            .field("right", &right)
+            .field("size", &size)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_sizes() {
+        assert_eq!(size_of::<Node<u64, u64>>(), 36);
+        assert_eq!(size_of::<Node<u32, u32>>(), 28);
+        assert_eq!(align_of::<Node<u64, u64>>(), 1);
+        let n = Node::new(1u64, 2u64, 3, 4, 5);
+        let back: Node<u64, u64> = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&n));
+        assert_eq!(
+            (
+                back.key(),
+                back.value(),
+                back.left(),
+                back.right(),
+                back.size()
+            ),
+            (1, 2, 3, 4, 5)
+        );
+    }
+}

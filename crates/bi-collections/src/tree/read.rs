@@ -1,0 +1,289 @@
+//! The reader side: a registered reader per thread, views under one guard.
+
+use super::BiTree;
+use super::algo::{self, NodeSource, Parts};
+use super::node::Node;
+use crate::CollectionError;
+use bi_core::mem::MemView;
+use bi_core::runtime::{BiError, BiGuard, Link, Reader, Shared};
+use bytemuck::Pod;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::RangeBounds;
+
+/// How many times a read starts over from a freshly loaded root before it gives up
+/// (each restart follows a newer publication; only a writer publishing faster than a
+/// reader can walk the tree exhausts it).
+const ATTEMPTS: usize = 16;
+
+/// A root as read: its raw link (zero: empty tree) and, if any, the node.
+type Root<K, V> = (u64, Option<Parts<K, V, u64>>);
+
+fn is_stale(e: &CollectionError) -> bool {
+    matches!(e, CollectionError::Runtime(BiError::StaleLink { .. }))
+}
+
+fn parts<K: Pod, V: Pod>(n: &Shared<'_, Node<K, V>>) -> Parts<K, V, u64> {
+    Parts {
+        key: n.key(),
+        value: n.value(),
+        left: n.left(),
+        right: n.right(),
+        size: n.size() as usize,
+    }
+}
+
+/// Nodes read through a guard: each read validates the node's generation in every line.
+struct GuardSource<'a, 'r, K, V, M: MemView> {
+    guard: &'a BiGuard<'r, M>,
+    _t: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView> NodeSource<K, V> for GuardSource<'_, '_, K, V, M> {
+    type Ref = u64;
+    type Error = CollectionError;
+
+    fn null(&self) -> u64 {
+        0
+    }
+
+    fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
+        match self.guard.follow(Link::<Node<K, V>>::from_raw(r))? {
+            Some(n) => Ok(parts(&n)),
+            None => Err(CollectionError::Corrupt {
+                reason: "a null link where a node was expected",
+            }),
+        }
+    }
+}
+
+/// A reader of a [`BiTree`] on one node: a registered runtime [`Reader`] (one per thread;
+/// it is `Send`, not `Sync`).
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 4);
+/// let tree = BiTree::<u32, u32>::at(s.slot(0));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// for k in 0..10 {
+///     w.insert(k, k * 10).unwrap();
+/// }
+/// let r = tree.read_handle(&s.nodes[1]).unwrap();
+/// // Published before the lookup began: always found (lazy invalidation on a miss).
+/// assert_eq!(r.get(&3).unwrap(), Some(30));
+/// s.quiesce_all().unwrap();
+/// let view = r.enter();
+/// assert_eq!(view.len().unwrap(), 10);
+/// assert_eq!(view.range(2..5).unwrap(), vec![(2, 20), (3, 30), (4, 40)]);
+/// assert_eq!(view.first().unwrap(), Some((0, 0)));
+/// ```
+pub struct TreeReadHandle<K, V, M: MemView> {
+    reader: Reader<M>,
+    tree: BiTree<K, V>,
+}
+
+impl<K, V, M: MemView> fmt::Debug for TreeReadHandle<K, V, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TreeReadHandle")
+            .field("slot", &self.tree.slot())
+            .field("reader", &self.reader.index())
+            .finish()
+    }
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
+    pub(crate) fn new(reader: Reader<M>, tree: BiTree<K, V>) -> Self {
+        TreeReadHandle { reader, tree }
+    }
+
+    /// Enters a read section: the returned view reads one consistent version of the tree
+    /// per operation, and every node it reaches stays valid until the view is dropped.
+    #[inline]
+    pub fn enter(&self) -> TreeRef<'_, K, V, M> {
+        TreeRef {
+            guard: self.reader.enter(),
+            slot: self.tree.slot(),
+            _t: PhantomData,
+        }
+    }
+
+    /// The value of `key`, in a section of its own.
+    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        self.enter().get(key)
+    }
+
+    /// Whether `key` is present, in a section of its own.
+    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+        self.enter().contains_key(key)
+    }
+
+    /// The number of entries of the version this node sees, in a section of its own.
+    pub fn len(&self) -> Result<usize, CollectionError> {
+        self.enter().len()
+    }
+
+    /// Whether the version this node sees is empty.
+    pub fn is_empty(&self) -> Result<bool, CollectionError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The runtime reader.
+    pub fn reader(&self) -> &Reader<M> {
+        &self.reader
+    }
+
+    /// Gives the runtime reader back.
+    pub fn into_reader(self) -> Reader<M> {
+        self.reader
+    }
+}
+
+/// A view of a [`BiTree`] inside one read section (one [`BiGuard`]).
+///
+/// Between its node's quiescence passes a view may see an older version of the tree
+/// (never a torn one: every version is a complete immutable tree). A lookup that misses
+/// re-reads the root slot from memory and, if a newer root was published, searches it,
+/// so a key whose insertion was published before the lookup began is always found.
+pub struct TreeRef<'r, K, V, M: MemView> {
+    guard: BiGuard<'r, M>,
+    slot: usize,
+    _t: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V, M: MemView> fmt::Debug for TreeRef<'_, K, V, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TreeRef")
+            .field("slot", &self.slot)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
+    fn source(&self) -> GuardSource<'_, 'r, K, V, M> {
+        GuardSource {
+            guard: &self.guard,
+            _t: PhantomData,
+        }
+    }
+
+    /// The root (raw link and node), from this node's cache or (`fresh`) from memory.
+    fn root(&self, fresh: bool) -> Result<Root<K, V>, CollectionError> {
+        let mut fresh = fresh;
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            let r = if fresh {
+                self.guard.load_fresh::<Node<K, V>>(self.slot)
+            } else {
+                self.guard.load::<Node<K, V>>(self.slot)
+            };
+            match r {
+                Ok(Some(n)) => return Ok((n.link().raw(), Some(parts(&n)))),
+                Ok(None) => return Ok((0, None)),
+                // The slot moved on while the root was being read: read it again.
+                Err(e @ BiError::StaleLink { .. }) => {
+                    last = Some(e);
+                    fresh = true;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last.map_or(
+            CollectionError::Corrupt {
+                reason: "root slot unreadable",
+            },
+            CollectionError::from,
+        ))
+    }
+
+    /// Runs `f` on the cached root; if it meets a stale link, on a fresh root.
+    fn with_root<T>(
+        &self,
+        f: impl Fn(&GuardSource<'_, 'r, K, V, M>, u64) -> Result<T, CollectionError>,
+    ) -> Result<T, CollectionError> {
+        let src = self.source();
+        let mut root = self.root(false)?.0;
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            match f(&src, root) {
+                Err(e) if is_stale(&e) => {
+                    last = Some(e);
+                    root = self.root(true)?.0;
+                }
+                r => return r,
+            }
+        }
+        Err(last.unwrap_or(CollectionError::Corrupt {
+            reason: "no attempt made",
+        }))
+    }
+
+    /// The value of `key`.
+    ///
+    /// On a miss (or a stale link) the root slot is re-read from memory; if a newer root
+    /// is there, the search runs again on it.
+    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        let src = self.source();
+        let mut root = self.root(false)?;
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            let used = root.0;
+            let stale = match algo::get_from(&src, root.1, key) {
+                Ok(Some(v)) => return Ok(Some(v)),
+                Ok(None) => false,
+                Err(e) if is_stale(&e) => {
+                    last = Some(e);
+                    true
+                }
+                Err(e) => return Err(e),
+            };
+            root = self.root(true)?;
+            if !stale && root.0 == used {
+                return Ok(None);
+            }
+        }
+        Err(last.unwrap_or(CollectionError::Corrupt {
+            reason: "the root changed at every attempt",
+        }))
+    }
+
+    /// Whether `key` is present (see [`get`](Self::get)).
+    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// The number of entries of the version this node sees (the root's subtree size).
+    pub fn len(&self) -> Result<usize, CollectionError> {
+        Ok(self.root(false)?.1.map_or(0, |n| n.size))
+    }
+
+    /// Whether the version this node sees is empty.
+    pub fn is_empty(&self) -> Result<bool, CollectionError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The entries in `range`, in key order, from one version of the tree.
+    pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
+        self.with_root(|src, root| {
+            let mut out = Vec::new();
+            algo::collect_range(src, root, &range, &mut out)?;
+            Ok(out)
+        })
+    }
+
+    /// Every entry, in key order, from one version of the tree.
+    pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
+        self.range(..)
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Result<Option<(K, V)>, CollectionError> {
+        self.with_root(|src, root| algo::extreme(src, root, true))
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Result<Option<(K, V)>, CollectionError> {
+        self.with_root(|src, root| algo::extreme(src, root, false))
+    }
+}

@@ -1,0 +1,326 @@
+//! The writer's handle: path-copying updates, one publication per batch.
+
+use super::BiTree;
+use super::algo::{self, Edit, InvariantError, NodeSource, NodeStore, Parts};
+use super::index::NodeIndex;
+use super::node::Node;
+use crate::CollectionError;
+use crate::op::{ApplyBatch, BatchReport, Op};
+use bi_core::heap::Heap;
+use bi_core::mem::MemView;
+use bi_core::runtime::{BiError, Link, ReclaimReport, Writer};
+use bytemuck::Pod;
+use std::fmt;
+use std::ops::RangeBounds;
+
+/// The node storage of the writer: nodes are runtime objects, allocated and sealed by the
+/// node's [`Writer`], with a private index to read them back.
+struct WriterStore<K, V, M: MemView, H: Heap> {
+    writer: Writer<M, H>,
+    index: NodeIndex<K, V>,
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore<K, V, M, H> {
+    type Ref = u64;
+    type Error = CollectionError;
+
+    fn null(&self) -> u64 {
+        0
+    }
+
+    fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
+        let n = self.index.get(&r).ok_or(CollectionError::Corrupt {
+            reason: "a link of the tree is not in the writer's index",
+        })?;
+        Ok(Parts {
+            key: n.key(),
+            value: n.value(),
+            left: n.left(),
+            right: n.right(),
+            size: n.size() as usize,
+        })
+    }
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<K, V, M, H> {
+    fn create(&mut self, p: Parts<K, V, u64>) -> Result<u64, CollectionError> {
+        let size = u32::try_from(p.size).map_err(|_| CollectionError::Corrupt {
+            reason: "a tree of more than 2^32 - 1 nodes",
+        })?;
+        let node = Node::new(p.key, p.value, p.left, p.right, size);
+        let link = self.writer.alloc_sealed(node)?;
+        self.index.insert(link.raw(), node);
+        Ok(link.raw())
+    }
+
+    fn destroy_unpublished(&mut self, r: u64) -> Result<(), CollectionError> {
+        self.index.remove(&r);
+        self.writer
+            .discard_link(Link::<Node<K, V>>::from_raw(r))
+            .map_err(CollectionError::from)
+    }
+}
+
+/// The single writer of a [`BiTree`]: owns the node's [`Writer`].
+///
+/// Every update copies the path from the root to the changed node (and the nodes a
+/// rotation moves) into fresh objects, seals them (written back, no fence), publishes the
+/// new root with one fence and one slot store, and retires the replaced nodes together.
+/// [`apply_batch`](ApplyBatch::apply_batch) does the same for many operations at once:
+/// nodes created and superseded within the batch are given back at once and never
+/// published.
+///
+/// Reads on the writer's node use a private index of the nodes (exact and coherent by
+/// construction: the writer created every node of its tree).
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 1);
+/// let tree = BiTree::<u64, u64>::at(s.slot(0));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// assert_eq!(w.insert(7, 70).unwrap(), None);
+/// assert_eq!(w.insert(7, 71).unwrap(), Some(70));
+/// assert_eq!(w.get(&7).unwrap(), Some(71));
+/// assert_eq!(w.remove(&7).unwrap(), Some(71));
+/// assert!(w.is_empty());
+/// w.check_invariants().unwrap();
+/// ```
+pub struct TreeWriteHandle<K: Pod + Ord, V: Pod, M: MemView, H: Heap> {
+    store: WriterStore<K, V, M, H>,
+    tree: BiTree<K, V>,
+    root: u64,
+    /// Replaced nodes of published trees whose retirement is still to be logged (the
+    /// freed ring was full).
+    unretired: Vec<Link<Node<K, V>>>,
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TreeWriteHandle")
+            .field("slot", &self.tree.slot())
+            .field("root", &Link::<Node<K, V>>::from_raw(self.root))
+            .field("nodes", &self.store.index.len())
+            .field("unretired", &self.unretired.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
+    /// Publishes an empty tree in `tree`'s slot and takes `writer`. Whatever the slot held
+    /// before is unlinked but not retired (its nodes are not known to this handle).
+    pub(crate) fn create(tree: BiTree<K, V>, mut writer: Writer<M, H>) -> Result<Self, BiError> {
+        writer.publish_link(tree.slot(), Link::<Node<K, V>>::null())?;
+        Ok(TreeWriteHandle {
+            store: WriterStore {
+                writer,
+                index: NodeIndex::default(),
+            },
+            tree,
+            root: 0,
+            unretired: Vec::new(),
+        })
+    }
+
+    /// The tree this handle writes.
+    pub fn tree(&self) -> BiTree<K, V> {
+        self.tree
+    }
+
+    /// The node's writer (to allocate or publish other objects with it).
+    pub fn writer(&mut self) -> &mut Writer<M, H> {
+        &mut self.store.writer
+    }
+
+    /// Gives the writer back. The published tree stays readable; its nodes are never
+    /// retired (this handle's index of them is dropped).
+    pub fn into_writer(self) -> Writer<M, H> {
+        self.store.writer
+    }
+
+    /// Inserts or replaces; returns the previous value. Published before returning.
+    pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
+        self.single(Op::Insert(key, value))
+    }
+
+    /// Removes a key; returns its value. Published before returning.
+    pub fn remove(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
+        self.single(Op::Remove(*key))
+    }
+
+    /// The value of `key` in the current tree.
+    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        algo::get(&self.store, self.root, key)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.store.read(self.root).map_or(0, |n| n.size)
+    }
+
+    /// Whether the tree is empty.
+    pub fn is_empty(&self) -> bool {
+        self.root == 0
+    }
+
+    /// The entries in `range`, in key order.
+    pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
+        let mut out = Vec::new();
+        algo::collect_range(&self.store, self.root, &range, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every entry, in key order.
+    pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
+        self.range(..)
+    }
+
+    /// Checks the tree's invariants: keys in order, every stored size equal to the size
+    /// of its subtree, and weight balance at every node.
+    pub fn check_invariants(&self) -> Result<(), InvariantError<CollectionError>> {
+        let counted = algo::check(&self.store, self.root)?;
+        if counted != self.store.index.len() {
+            // Every node in the index must be reachable from the root: anything else is a
+            // node that was neither published nor given back.
+            return Err(InvariantError::Storage(CollectionError::Corrupt {
+                reason: "the writer's index holds nodes the tree does not reach",
+            }));
+        }
+        Ok(())
+    }
+
+    /// Fills an empty tree with `entries` (keys strictly increasing) as one perfectly
+    /// balanced tree, published once: `n` node allocations instead of `n` path copies.
+    /// On an error nothing is published.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let entries: Vec<(u32, u32)> = (0..100).map(|k| (k, k + 1)).collect();
+    /// w.load_sorted(&entries).unwrap();
+    /// assert_eq!(w.len(), 100);
+    /// w.check_invariants().unwrap();
+    /// assert!(w.load_sorted(&entries).is_err()); // not empty any more
+    /// ```
+    pub fn load_sorted(&mut self, entries: &[(K, V)]) -> Result<(), CollectionError> {
+        let mut edit = Edit::new(self.root);
+        match edit.build_sorted(&mut self.store, entries) {
+            None => Err(CollectionError::Corrupt {
+                reason: "load_sorted needs an empty tree and strictly increasing keys",
+            }),
+            Some(Err(e)) => Err(e),
+            Some(Ok(())) => self.publish(edit),
+        }
+    }
+
+    /// Retires replaced nodes still waiting for room in the freed ring, then gives back
+    /// to the heap every retired node whose grace period has passed.
+    pub fn reclaim(&mut self) -> Result<ReclaimReport, CollectionError> {
+        self.retire_pending()?;
+        Ok(self.store.writer.reclaim()?)
+    }
+
+    /// Replaced nodes whose retirement is still to be logged (the freed ring was full
+    /// when their batch was published; the next update or [`reclaim`](Self::reclaim)
+    /// retries). They are unlinked already; they count toward memory in use.
+    pub fn unretired(&self) -> usize {
+        self.unretired.len()
+    }
+
+    fn single(&mut self, op: Op<K, V>) -> Result<Option<V>, CollectionError> {
+        let mut edit = Edit::new(self.root);
+        let r = edit.apply(&mut self.store, &op);
+        match r {
+            Ok(old) => {
+                self.publish(edit)?;
+                Ok(old)
+            }
+            Err(e) => {
+                // Nothing of this operation remains; the batch holds no other operation.
+                edit.abandon(&mut self.store)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Publishes the batch's root, retires what it replaced.
+    fn publish(&mut self, edit: Edit<u64>) -> Result<(), CollectionError> {
+        if !edit.changed() && edit.root() == self.root {
+            return Ok(());
+        }
+        let root = edit.root();
+        if let Err(e) = self
+            .store
+            .writer
+            .publish_link(self.tree.slot(), Link::<Node<K, V>>::from_raw(root))
+        {
+            edit.abandon(&mut self.store)?;
+            return Err(e.into());
+        }
+        let (root, replaced, _published) = edit.finish();
+        self.root = root;
+        for r in &replaced {
+            self.store.index.remove(r);
+        }
+        self.unretired
+            .extend(replaced.into_iter().map(Link::<Node<K, V>>::from_raw));
+        self.retire_pending()
+    }
+
+    /// Logs the retirement of unlinked nodes, in as few groups as the freed ring allows;
+    /// what does not fit stays pending.
+    fn retire_pending(&mut self) -> Result<(), CollectionError> {
+        let mut chunk = self.unretired.len();
+        while !self.unretired.is_empty() {
+            let n = chunk.min(self.unretired.len());
+            match self.store.writer.try_retire_all(&self.unretired[..n]) {
+                Ok(()) => {
+                    self.unretired.drain(..n);
+                }
+                Err(BiError::LogFull { capacity, .. }) => {
+                    let smaller = (n / 2).min(capacity as usize);
+                    if smaller == 0 || n <= 1 {
+                        return Ok(());
+                    }
+                    chunk = smaller;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHandle<K, V, M, H> {
+    /// Applies the operations by path copying and publishes the resulting root once.
+    /// Nodes created and then superseded within the batch are given back at once
+    /// ([`Writer::discard_link`]); the published nodes the batch replaced are retired
+    /// together ([`Writer::retire_all`]). On an error, the operations before the failing
+    /// one are published (if that publication fails too, nothing is) and the error of
+    /// the failing one is returned.
+    fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
+        let mut edit = Edit::new(self.root);
+        let mut failure = None;
+        for op in ops {
+            if let Err(e) = edit.apply(&mut self.store, op) {
+                failure = Some(e);
+                break;
+            }
+        }
+        let report = edit.report();
+        self.publish(edit)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+}
