@@ -136,6 +136,7 @@ impl Backing {
     }
 
     /// Copies `dst.len()` bytes starting at `offset` out of memory.
+    #[inline]
     pub fn load_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), MemError> {
         check_range(offset, dst.len(), self.size)?;
         let words = self.words();

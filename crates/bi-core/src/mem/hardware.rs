@@ -80,6 +80,15 @@ impl Hardware {
     }
 }
 
+impl Hardware {
+    /// The slow path of `load_u64`: an unaligned or out-of-range offset.
+    #[cold]
+    #[inline(never)]
+    fn load_u64_unaligned(&self, offset: usize) -> Result<u64, MemError> {
+        self.load(offset)
+    }
+}
+
 impl MemView for Hardware {
     #[inline]
     fn size(&self) -> usize {
@@ -108,8 +117,14 @@ impl MemView for Hardware {
     fn load_u64(&self, offset: usize) -> Result<u64, MemError> {
         match self.mem.word(offset) {
             Some(word) => Ok(word.load(Ordering::Acquire)),
-            None => self.load(offset),
+            None => self.load_u64_unaligned(offset),
         }
+    }
+
+    #[inline]
+    fn load_words(&self, offset: usize, out: &mut [u8]) -> Result<(), MemError> {
+        // One range check, then fixed-size word copies (see `Backing::load_bytes`).
+        self.mem.load_bytes(offset, out)
     }
 
     #[inline]

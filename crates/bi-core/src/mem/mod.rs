@@ -165,6 +165,26 @@ pub trait MemView: Clone + Send + Sync {
         self.load(offset)
     }
 
+    /// Reads `out.len()` bytes starting at the 8-byte aligned `offset`, one aligned word
+    /// at a time, through this node's cache (the last word may be read whole and copied
+    /// in part, so the range is rounded up to a word).
+    ///
+    /// The default issues one [`load_u64`](Self::load_u64) per word; [`Hardware`] checks
+    /// the range once and copies with plain loads, which is what the runtime's object
+    /// reads use on the read path.
+    #[inline]
+    fn load_words(&self, offset: usize, out: &mut [u8]) -> Result<(), MemError> {
+        let (whole, tail) = out.as_chunks_mut::<8>();
+        for (k, chunk) in whole.iter_mut().enumerate() {
+            *chunk = self.load_u64(offset + 8 * k)?.to_ne_bytes();
+        }
+        if !tail.is_empty() {
+            let w = self.load_u64(offset + 8 * whole.len())?;
+            tail.copy_from_slice(&w.to_ne_bytes()[..tail.len()]);
+        }
+        Ok(())
+    }
+
     /// Writes the 8-byte word `value` at `offset` into this node's cache.
     ///
     /// The same as `store(offset, &value)`; on [`Hardware`] an aligned word is one atomic

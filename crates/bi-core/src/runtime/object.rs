@@ -177,10 +177,14 @@ impl Shape {
             });
         }
         let first = line - HEADER_BYTES;
+        let later = line - STAMP_BYTES;
+        // Small objects (the common case on the read path) need no division.
         let lines = if size <= first {
             1
+        } else if size - first <= later {
+            2
         } else {
-            1 + (size - first).div_ceil(line - STAMP_BYTES)
+            1 + (size - first).div_ceil(later)
         };
         if lines > MAX_OBJECT_LINES || size > u32::MAX as usize {
             return Err(BiError::TooLarge { bytes: size });
@@ -236,19 +240,6 @@ fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiEr
     Ok(())
 }
 
-/// Loads `out.len()` payload bytes from `at` word by word.
-fn load_words<V: MemView>(view: &V, at: usize, out: &mut [u8]) -> Result<(), BiError> {
-    let (whole, tail) = out.as_chunks_mut::<8>();
-    for (k, chunk) in whole.iter_mut().enumerate() {
-        *chunk = view.load_u64(at + 8 * k)?.to_ne_bytes();
-    }
-    if !tail.is_empty() {
-        let w = view.load_u64(at + 8 * whole.len())?;
-        tail.copy_from_slice(&w.to_ne_bytes()[..tail.len()]);
-    }
-    Ok(())
-}
-
 /// Writes a whole object (header and stamped payload) into `view`'s cache, in the order
 /// that makes partial write-backs harmless (see the module docs).
 pub(crate) fn write_object<V: MemView, T: Pod>(
@@ -281,42 +272,50 @@ pub(crate) enum Mismatch {
     Stale,
 }
 
-/// Reads the object `link` names, checking every line against the link's generation.
-/// No cache operation.
+/// Reads and validates the object `link` names: its header (generation, size, not
+/// FREED), then each line's payload, checking each line's stamp before and after the copy
+/// (a line dropped and refilled while we copied shows a new stamp). This is the read
+/// path's hit case, so it loads only the header words it checks and copies whole words.
+#[inline(always)]
 pub(crate) fn read_object<V: MemView, T: Pod>(
     view: &V,
     heap: Section,
     link: Link<T>,
     shape: &Shape,
-) -> Result<Result<(T, ObjectHeader), Mismatch>, BiError> {
+) -> Result<Result<T, Mismatch>, BiError> {
     let offset = link.offset();
     check_in(heap, offset, shape.bytes(), "heap")?;
-    let header: ObjectHeader = view.load(offset)?;
-    if header.generation & 0xFFFF != link.generation()
-        || header.generation == INVALID
-        || header.flags & FREED != 0
-        || header.size as usize != shape.size
-    {
+    // Header words 0 (generation) and 2 (size, flags); see `ObjectHeader`.
+    // A stale line is rejected on its first word, before anything else is read from it.
+    let generation = view.load_u64(offset)?;
+    if generation & 0xFFFF != link.generation() || generation == INVALID {
+        return Ok(Err(Mismatch::Stale));
+    }
+    let [size, flags]: [u32; 2] = bytemuck::cast(view.load_u64(offset + 16)?);
+    if flags & FREED != 0 || size as usize != shape.size {
         return Ok(Err(Mismatch::Stale));
     }
     let mut value = T::zeroed();
     let out = bytemuck::bytes_of_mut(&mut value);
-    for (i, (payload_at, range)) in shape.chunks().enumerate() {
-        let line_at = offset + i * shape.line;
-        if i > 0 {
-            let stamp = view.load_u64(line_at)?;
-            if stamp != header.generation {
-                return Ok(Err(Mismatch::Stale));
-            }
-        }
-        load_words(view, offset + payload_at, &mut out[range])?;
-        // Re-check: a line dropped and refilled while we copied shows a new stamp.
-        let again = view.load_u64(line_at)?;
-        if again != header.generation {
+    let mut done = (shape.line - HEADER_BYTES).min(shape.size);
+    view.load_words(offset + HEADER_BYTES, &mut out[..done])?;
+    if view.load_u64(offset)? != generation {
+        return Ok(Err(Mismatch::Stale));
+    }
+    let mut line_at = offset;
+    while done < shape.size {
+        line_at += shape.line;
+        if view.load_u64(line_at)? != generation {
             return Ok(Err(Mismatch::Stale));
         }
+        let end = (done + shape.line - STAMP_BYTES).min(shape.size);
+        view.load_words(line_at + STAMP_BYTES, &mut out[done..end])?;
+        if view.load_u64(line_at)? != generation {
+            return Ok(Err(Mismatch::Stale));
+        }
+        done = end;
     }
-    Ok(Ok((value, header)))
+    Ok(Ok(value))
 }
 
 #[cfg(test)]

@@ -193,6 +193,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// let g = r.enter();
     /// assert_eq!(*g.load::<u64>(s.slot(0)).unwrap().unwrap(), 41);
     /// ```
+    #[inline]
     pub fn load<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
         let link: Link<T> = Link::from_raw(self.slot_word(slot)?);
         match self.resolve(link)? {
@@ -218,6 +219,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Reads the object a link found inside another object names. `Ok(None)` for null;
     /// [`BiError::StaleLink`] when it does not validate after one invalidation.
+    #[inline]
     pub fn follow<T: Pod>(&self, link: Link<T>) -> Result<Option<Shared<'_, T>>, BiError> {
         match self.resolve(link)? {
             Ok(v) => Ok(v),
@@ -251,6 +253,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// Reads and validates; on a mismatch invalidates the object's lines, fences and reads
     /// once more. The hit path has no cache operation.
     #[allow(clippy::type_complexity)]
+    #[inline(always)]
     fn resolve<T: Pod>(
         &self,
         link: Link<T>,
@@ -269,7 +272,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
             view.fence();
             r = read_object(view, heap, link, &shape)?;
         }
-        Ok(r.map(|(value, _)| {
+        Ok(r.map(|value| {
             Some(Shared {
                 value,
                 link,
