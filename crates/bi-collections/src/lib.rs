@@ -17,9 +17,11 @@ mod error;
 pub mod op;
 
 pub mod delegate;
+pub mod map;
 pub mod tree;
 
 pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};
 pub use error::CollectionError;
+pub use map::{BiHashMap, MapReadHandle, MapRef, MapWriteHandle};
 pub use op::{ApplyBatch, BatchReport, Op};
 pub use tree::{BiTree, EpochBonsai, TreeReadHandle, TreeRef, TreeWriteHandle};

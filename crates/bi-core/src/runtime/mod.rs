@@ -129,6 +129,8 @@
 //!   [`start_background`](NodeRuntime::start_background);
 //! - [`Reader`], [`BiGuard`], [`Shared`] (reader side); [`Writer`], [`BiBox`] (writer
 //!   side); [`Link`] (generation-tagged links);
+//! - [`SlotArray`], [`SlotArrayRef`]: runtime-sized arrays of slots updated in place
+//!   (bucket arrays), see [`slots`] for why reading one slot is sound;
 //! - [`Clock`] ([`TickClock`], [`EmulatedClock`]), [`RuntimeConfig`], [`Policy`].
 //!
 //! # Reader ordering
@@ -172,6 +174,7 @@ pub mod object;
 pub mod pass;
 mod reader;
 pub mod ring;
+pub mod slots;
 pub mod testing;
 mod writer;
 
@@ -183,6 +186,7 @@ pub use grace::GracePoint;
 pub use object::Link;
 pub use pass::{NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, Shared};
+pub use slots::{SlotArray, SlotArrayRef};
 pub use writer::{BiBox, ReclaimReport, Unpublished, Writer};
 
 use crate::heap::Heap;

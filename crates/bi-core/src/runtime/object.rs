@@ -240,6 +240,18 @@ fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiEr
     Ok(())
 }
 
+/// Loads the header at `at` (one load, so a stale copy costs one look at an old line)
+/// and returns it if its generation's low 16 bits are `expected` and it is not a line
+/// being rewritten.
+pub(crate) fn load_header_if<V: MemView>(
+    view: &V,
+    at: usize,
+    expected: u64,
+) -> Result<Option<ObjectHeader>, BiError> {
+    let h: ObjectHeader = view.load(at)?;
+    Ok((h.generation & 0xFFFF == expected && h.generation != INVALID).then_some(h))
+}
+
 /// Writes a whole object (header and stamped payload) into `view`'s cache, in the order
 /// that makes partial write-backs harmless (see the module docs).
 pub(crate) fn write_object<V: MemView, T: Pod>(
@@ -249,7 +261,17 @@ pub(crate) fn write_object<V: MemView, T: Pod>(
     header: ObjectHeader,
     value: &T,
 ) -> Result<(), BiError> {
-    let bytes = bytemuck::bytes_of(value);
+    write_object_bytes(view, offset, shape, header, bytemuck::bytes_of(value))
+}
+
+/// [`write_object`] for a payload given as bytes (`bytes.len() == shape.size`).
+pub(crate) fn write_object_bytes<V: MemView>(
+    view: &V,
+    offset: usize,
+    shape: &Shape,
+    header: ObjectHeader,
+    bytes: &[u8],
+) -> Result<(), BiError> {
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
         let line_at = offset + i * shape.line;
         if i == 0 {

@@ -170,8 +170,12 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<'_, T> {
 }
 
 impl<'r, V: MemView> BiGuard<'r, V> {
-    fn view(&self) -> &V {
+    pub(super) fn view(&self) -> &V {
         &self.reader.inner.view
+    }
+
+    pub(super) fn inner(&self) -> &NodeInner<V> {
+        &self.reader.inner
     }
 
     /// Reads the link stored in the `u64` slot at `slot` and the object it names.
@@ -240,21 +244,21 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         Ok(())
     }
 
-    fn slot_word(&self, slot: usize) -> Result<u64, BiError> {
+    pub(super) fn slot_word(&self, slot: usize) -> Result<u64, BiError> {
         if !slot.is_multiple_of(8) {
             return Err(BiError::OutOfSection {
                 offset: slot,
                 section: "8-byte aligned slot",
             });
         }
-        Ok(self.view().load(slot)?)
+        Ok(self.view().load_u64(slot)?)
     }
 
     /// Reads and validates; on a mismatch invalidates the object's lines, fences and reads
     /// once more. The hit path has no cache operation.
     #[allow(clippy::type_complexity)]
     #[inline(always)]
-    fn resolve<T: Pod>(
+    pub(super) fn resolve<T: Pod>(
         &self,
         link: Link<T>,
     ) -> Result<Result<Option<Shared<'_, T>>, Mismatch>, BiError> {

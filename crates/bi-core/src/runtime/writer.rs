@@ -128,18 +128,18 @@ struct Retired {
 
 /// The writer of one node. See the [module docs](super) for the protocol.
 pub struct Writer<V: MemView, H: Heap> {
-    inner: Arc<NodeInner<V>>,
-    heap: H,
-    modified: RingWriter,
+    pub(super) inner: Arc<NodeInner<V>>,
+    pub(super) heap: H,
+    pub(super) modified: RingWriter,
     freed: RingWriter,
     retired: VecDeque<Retired>,
     retired_bytes: usize,
     /// Offsets of the blocks this writer handed out and has not retired: only these may
     /// be retired (a foreign object's header line belongs to another node's writer).
-    live: HashSet<usize>,
+    pub(super) live: HashSet<usize>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
-    unfenced: bool,
+    pub(super) unfenced: bool,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -211,8 +211,27 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// w.discard(b).unwrap();
     /// ```
     pub fn alloc<T: Pod>(&mut self, value: T) -> Result<BiBox<T>, BiError> {
+        let shape = Shape::new(size_of::<T>(), self.inner.line)?;
+        let (block, generation) = self.alloc_block(&shape)?;
+        let b = BiBox {
+            block,
+            shape,
+            generation,
+            value,
+            dirty: false,
+        };
+        if let Err(e) = self.write(&b) {
+            let _ = self.heap.free(block);
+            return Err(e);
+        }
+        self.live.insert(block.offset);
+        Ok(b)
+    }
+
+    /// Allocates a block for an object of `shape` and picks its generation: one more than
+    /// every stamp now in the block's lines. The block is not yet written nor live.
+    pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, u64), BiError> {
         let inner = &self.inner;
-        let shape = Shape::new(size_of::<T>(), inner.line)?;
         let block = self.heap.alloc(shape.bytes())?;
         let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
             if block.len >= shape.bytes() && block.offset % inner.line == 0 {
@@ -241,17 +260,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         if block.reused {
             view.note_reuse(block.offset, block.len)?;
         }
-        let generation = old.saturating_add(1).min(INVALID - 1);
-        let b = BiBox {
-            block,
-            shape,
-            generation,
-            value,
-            dirty: false,
-        };
-        self.write(&b)?;
-        self.live.insert(block.offset);
-        Ok(b)
+        Ok((block, old.saturating_add(1).min(INVALID - 1)))
     }
 
     fn write<T: Pod>(&self, b: &BiBox<T>) -> Result<(), BiError> {
@@ -354,7 +363,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Makes sure `n` entries fit in `ring`, reading node records if it looks full.
-    fn reserve(inner: &NodeInner<V>, ring: &mut RingWriter, n: usize) -> Result<(), BiError> {
+    pub(super) fn reserve(
+        inner: &NodeInner<V>,
+        ring: &mut RingWriter,
+        n: usize,
+    ) -> Result<(), BiError> {
         if ring.free() >= n as u64 {
             return Ok(());
         }
@@ -371,7 +384,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
     }
 
-    fn check_slot(&self, slot: usize) -> Result<(), BiError> {
+    pub(super) fn check_slot(&self, slot: usize) -> Result<(), BiError> {
         let l = &self.inner.layout;
         if slot.is_multiple_of(8)
             && (l.heap().contains(slot, 8) || l.root_directory().contains(slot, 8))
@@ -477,7 +490,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.wait(|w| w.try_publish_link(slot, link))
     }
 
-    fn wait<R>(
+    pub(super) fn wait<R>(
         &mut self,
         mut f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
@@ -495,7 +508,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Writes the object back (if any), stores the link, writes the slot back, logs.
-    fn store_link(
+    pub(super) fn store_link(
         &mut self,
         slot: usize,
         raw: u64,
@@ -543,12 +556,22 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// checked before anything is marked: on an error, nothing was retired. More links
     /// than the freed ring holds is [`BiError::LogFull`]; split the batch.
     pub fn try_retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
+        self.try_retire_sized(links, size_of::<T>())
+    }
+
+    /// [`try_retire_all`](Self::try_retire_all) for objects of `size` payload bytes
+    /// (runtime-sized objects such as slot arrays).
+    pub(super) fn try_retire_sized<T>(
+        &mut self,
+        links: &[Link<T>],
+        size: usize,
+    ) -> Result<(), BiError> {
         if links.is_empty() {
             return Ok(());
         }
         let inner = &self.inner;
         let view = &inner.view;
-        let shape = Shape::new(size_of::<T>(), inner.line)?;
+        let shape = Shape::new(size, inner.line)?;
         let mut headers = Vec::with_capacity(links.len());
         let mut seen = HashSet::with_capacity(links.len());
         for link in links {

@@ -1,0 +1,414 @@
+//! Read throughput of `BiHashMap` against papaya, dashmap and left-right, two threads.
+//!
+//! `BiHashMap` runs over the `Hardware` view (real memory, real cache instructions) with
+//! a background quiescence pass per node every millisecond. The map is split into four
+//! partitions (one writer owns them all here) so that 1M keys fit at one key per bucket:
+//! one bucket array spans at most 65535 lines.
+//!
+//! Workloads, each with two threads looking up keys that are all present, drawn at random
+//! from the loaded set:
+//! - `read_only`: both threads only read;
+//! - `read_98`: thread 0 owns the single writer (BiHashMap and left-right have one writer
+//!   per structure) and replaces a value on 4% of its operations, thread 1 only reads:
+//!   98% reads overall. For papaya and dashmap thread 0 writes the same way. left-right
+//!   publishes after every 16 writes (its writes are invisible until published).
+//!
+//! Every lookup opens and closes its own read section / guard. `BI_BENCH_QUICK=1` (or
+//! `-- --quick`) shortens the run. After criterion's single-thread groups it prints the
+//! two-thread figures (million lookups per second, median of several runs) and the
+//! ratios BiHashMap / papaya.
+//!
+//! Profiling aids: `BI_MAP_KEYS=n` changes the key count (in-cache against in-memory),
+//! `BI_MAP_ONLY=1` runs only BiHashMap's two-thread read-only figure.
+
+use bi_alloc::NodeHeap;
+use bi_collections::map::{BiHashMap, MapConfig};
+use bi_collections::{ApplyBatch, Op};
+use bi_core::region::{Region, RegionConfig};
+use bi_core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
+use criterion::{Criterion, Throughput};
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+fn quick() -> bool {
+    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
+        || std::env::args().any(|a| a == "--quick")
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn key(i: u64) -> u64 {
+    splitmix(i)
+}
+
+/// A cheap per-thread stream of key indices.
+struct Keys {
+    state: u64,
+    n: u64,
+}
+
+impl Keys {
+    fn new(seed: u64, n: u64) -> Keys {
+        Keys {
+            state: splitmix(seed),
+            n,
+        }
+    }
+    #[inline]
+    fn next_key(&mut self) -> u64 {
+        self.state = self
+            .state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        key(((self.state >> 32) * self.n) >> 32)
+    }
+}
+
+const PARTITIONS: usize = 4;
+/// One write in this many operations of thread 0 in `read_98` (4%, so 2% overall).
+const WRITE_EVERY: u64 = 25;
+
+/// Runs `per_thread` operations on each of two threads; returns million ops per second.
+fn two_threads(per_thread: u64, work: impl Fn(usize, u64) + Sync) -> f64 {
+    let barrier = Barrier::new(3);
+    let elapsed = std::thread::scope(|s| {
+        for t in 0..2 {
+            let (barrier, work) = (&barrier, &work);
+            s.spawn(move || {
+                barrier.wait();
+                work(t, per_thread);
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        barrier.wait();
+        start.elapsed()
+    });
+    (2 * per_thread) as f64 / elapsed.as_secs_f64() / 1e6
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[derive(Clone, Default)]
+struct LrMap(HashMap<u64, u64>);
+
+impl left_right::Absorb<(u64, u64)> for LrMap {
+    fn absorb_first(&mut self, op: &mut (u64, u64), _other: &Self) {
+        self.0.insert(op.0, op.1);
+    }
+    fn sync_with(&mut self, first: &Self) {
+        self.0.clone_from(&first.0);
+    }
+}
+
+fn main() {
+    let quick = quick();
+    // BI_MAP_KEYS overrides the key count (a profiling aid: in-cache vs. in-memory).
+    let n: u64 = std::env::var("BI_MAP_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 20);
+    let (runs, per_thread) = if quick {
+        (3, 2_000_000)
+    } else {
+        (7, 10_000_000)
+    };
+
+    // --- BiHashMap over real memory -------------------------------------------------
+    let build = Instant::now();
+    let region = Region::anonymous(
+        RegionConfig::new(1 << 29)
+            .with_nodes(2)
+            .with_readers_per_node(8)
+            .with_log_ring_entries(1 << 16),
+    )
+    .expect("region");
+    let layout = *region.layout();
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    let nodes: Vec<NodeRuntime<_>> = (0..2)
+        .map(|k| {
+            NodeRuntime::new(
+                region.hardware(),
+                layout,
+                k,
+                RuntimeConfig::default(),
+                clock.clone(),
+            )
+            .expect("runtime")
+        })
+        .collect();
+    // A node's first pass in a fresh region finds no previous heartbeat and invalidates
+    // the whole heap once; take that cost here, before anything is loaded or measured.
+    for rt in &nodes {
+        rt.quiesce().expect("first pass");
+    }
+    let _passes: Vec<_> = nodes
+        .iter()
+        .map(|rt| rt.start_background(Duration::from_millis(1)))
+        .collect();
+    let stride =
+        layout.root_entry(1).expect("root").offset - layout.root_entry(0).expect("root").offset;
+    let map = BiHashMap::<u64, u64>::partitioned(
+        layout.root_entry(0).expect("root").offset,
+        stride,
+        PARTITIONS,
+    )
+    .expect("map");
+    let heap = NodeHeap::for_node(&layout, 0).expect("heap");
+    let arena = heap.arena();
+    let writer = nodes[0].writer(heap).expect("writer");
+    let buckets = (n as usize / PARTITIONS).next_power_of_two();
+    let mut w = map
+        .write_handle_with(writer, MapConfig::new().initial_buckets(buckets))
+        .expect("write handle");
+    let ops: Vec<Op<u64, u64>> = (0..n).map(|i| Op::Insert(key(i), i)).collect();
+    for chunk in ops.chunks(8192) {
+        w.apply_batch(chunk).expect("load");
+    }
+    drop(ops);
+    assert_eq!(w.len() as u64, n);
+    let bi_build = build.elapsed();
+
+    for rt in &nodes {
+        let rec = rt.record().expect("record");
+        println!(
+            "node {}: {} passes, {} whole-heap invalidations after loading",
+            rt.node(),
+            rec.passes,
+            rec.overflows
+        );
+    }
+
+    if std::env::var_os("BI_MAP_ONLY").is_some() {
+        // Profiling aid: BiHashMap's two-thread read-only figure alone.
+        let r_only = |t: usize, ops: u64| {
+            let r = map.read_handle(&nodes[1]).expect("reader");
+            let mut keys = Keys::new(t as u64 + 10, n);
+            for _ in 0..ops {
+                black_box(r.get(&keys.next_key()).expect("get"));
+            }
+        };
+        let runs: Vec<f64> = (0..runs).map(|_| two_threads(per_thread, r_only)).collect();
+        println!("BiHashMap read_only, two threads: {:.2} M/s", median(runs));
+        for rt in &nodes {
+            println!("node {}: {:?}", rt.node(), rt.record().expect("record"));
+        }
+        return;
+    }
+
+    // --- peers -----------------------------------------------------------------------
+    let build = Instant::now();
+    let papaya_map = papaya::HashMap::<u64, u64>::with_capacity(n as usize);
+    {
+        let m = papaya_map.pin();
+        for i in 0..n {
+            m.insert(key(i), i);
+        }
+    }
+    let papaya_build = build.elapsed();
+    let dash = dashmap::DashMap::<u64, u64>::with_capacity(n as usize);
+    for i in 0..n {
+        dash.insert(key(i), i);
+    }
+    let (mut lr_w, lr_r) = left_right::new_from_empty::<LrMap, (u64, u64)>(LrMap::default());
+    for i in 0..n {
+        lr_w.append((key(i), i));
+    }
+    lr_w.publish();
+    println!(
+        "node 0 arena {} MiB, live {} MiB",
+        arena.len() >> 20,
+        w.writer().heap().node_stats().heap.live >> 20
+    );
+    println!(
+        "loaded {n} keys: BiHashMap {:.1} s ({} buckets in {PARTITIONS} partitions), papaya {:.1} s",
+        bi_build.as_secs_f64(),
+        w.capacity(),
+        papaya_build.as_secs_f64()
+    );
+
+    // --- criterion: one thread, one lookup per iteration ------------------------------
+    let mut c = Criterion::default().configure_from_args();
+    if quick {
+        c = c
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20);
+    }
+    {
+        let mut g = c.benchmark_group("map_get_one_thread");
+        g.throughput(Throughput::Elements(1));
+        let r = map.read_handle(&nodes[1]).expect("reader");
+        let mut keys = Keys::new(1, n);
+        g.bench_function("bihashmap", |b| {
+            b.iter(|| black_box(r.get(&keys.next_key()).expect("get")))
+        });
+        let mut keys = Keys::new(1, n);
+        g.bench_function("papaya", |b| {
+            b.iter(|| black_box(papaya_map.pin().get(&keys.next_key()).copied()))
+        });
+        let mut keys = Keys::new(1, n);
+        g.bench_function("dashmap", |b| {
+            b.iter(|| black_box(dash.get(&keys.next_key()).map(|v| *v)))
+        });
+        let mut keys = Keys::new(1, n);
+        g.bench_function("left_right", |b| {
+            b.iter(|| {
+                let k = keys.next_key();
+                black_box(lr_r.enter().and_then(|m| m.0.get(&k).copied()))
+            })
+        });
+        g.finish();
+    }
+    c.final_summary();
+
+    // --- two threads ------------------------------------------------------------------
+    let mut results: Vec<(&str, &str, f64)> = Vec::new();
+    let bi_read_only = |t: usize, ops: u64| {
+        let r = map.read_handle(&nodes[1]).expect("reader");
+        let mut keys = Keys::new(t as u64 + 10, n);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(r.get(&keys.next_key()).expect("get").is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let papaya_read_only = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 10, n);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(papaya_map.pin().get(&keys.next_key()).is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let dash_read_only = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 10, n);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(dash.get(&keys.next_key()).is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let lr_factory = lr_r.factory();
+    let lr_read_only = |t: usize, ops: u64| {
+        let r = lr_factory.handle();
+        let mut keys = Keys::new(t as u64 + 10, n);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            let k = keys.next_key();
+            found += u64::from(r.enter().is_some_and(|m| m.0.contains_key(&k)));
+        }
+        assert_eq!(found, ops);
+    };
+    let m = |f: &(dyn Fn(usize, u64) + Sync)| {
+        median((0..runs).map(|_| two_threads(per_thread, f)).collect())
+    };
+    results.push(("read_only", "BiHashMap", m(&bi_read_only)));
+    results.push(("read_only", "papaya", m(&papaya_read_only)));
+    results.push(("read_only", "dashmap", m(&dash_read_only)));
+    results.push(("read_only", "left-right", m(&lr_read_only)));
+
+    // 98% reads: thread 0 holds the single writer.
+    let bi_w = std::sync::Mutex::new(w);
+    let bi_mixed = |t: usize, ops: u64| {
+        let r = map.read_handle(&nodes[1 - t.min(1)]).expect("reader");
+        let mut keys = Keys::new(t as u64 + 20, n);
+        let mut guard = (t == 0).then(|| bi_w.lock().expect("writer"));
+        for i in 0..ops {
+            let k = keys.next_key();
+            match guard.as_mut() {
+                Some(w) if i % WRITE_EVERY == 0 => {
+                    w.insert(k, i).expect("insert");
+                    if i % (WRITE_EVERY * 256) == 0 {
+                        w.reclaim().expect("reclaim");
+                    }
+                }
+                _ => {
+                    black_box(r.get(&k).expect("get"));
+                }
+            }
+        }
+    };
+    let papaya_mixed = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 20, n);
+        for i in 0..ops {
+            let k = keys.next_key();
+            if t == 0 && i % WRITE_EVERY == 0 {
+                papaya_map.pin().insert(k, i);
+            } else {
+                black_box(papaya_map.pin().get(&k).copied());
+            }
+        }
+    };
+    let dash_mixed = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 20, n);
+        for i in 0..ops {
+            let k = keys.next_key();
+            if t == 0 && i % WRITE_EVERY == 0 {
+                dash.insert(k, i);
+            } else {
+                black_box(dash.get(&k).map(|v| *v));
+            }
+        }
+    };
+    let lr_w = std::sync::Mutex::new(lr_w);
+    let lr_mixed = |t: usize, ops: u64| {
+        let r = lr_factory.handle();
+        let mut keys = Keys::new(t as u64 + 20, n);
+        let mut guard = (t == 0).then(|| lr_w.lock().expect("writer"));
+        let mut pending = 0;
+        for i in 0..ops {
+            let k = keys.next_key();
+            match guard.as_mut() {
+                Some(w) if i % WRITE_EVERY == 0 => {
+                    w.append((k, i));
+                    pending += 1;
+                    if pending == 16 {
+                        w.publish();
+                        pending = 0;
+                    }
+                }
+                _ => {
+                    black_box(r.enter().and_then(|m| m.0.get(&k).copied()));
+                }
+            }
+        }
+        if let Some(w) = guard.as_mut() {
+            w.publish();
+        }
+    };
+    results.push(("read_98", "BiHashMap", m(&bi_mixed)));
+    results.push(("read_98", "papaya", m(&papaya_mixed)));
+    results.push(("read_98", "dashmap", m(&dash_mixed)));
+    results.push(("read_98", "left-right", m(&lr_mixed)));
+
+    println!(
+        "two threads, {n} keys, million lookups per second (median of {runs} runs of {per_thread} ops per thread):"
+    );
+    for (wl, name, mops) in &results {
+        println!("  {wl:10} {name:11} {mops:8.2}");
+    }
+    for wl in ["read_only", "read_98"] {
+        let get = |name: &str| {
+            results
+                .iter()
+                .find(|(w, nm, _)| *w == wl && *nm == name)
+                .map_or(f64::NAN, |r| r.2)
+        };
+        println!(
+            "  ratio BiHashMap / papaya ({wl}): {:.2}  (target >= 1.00 read-only)",
+            get("BiHashMap") / get("papaya")
+        );
+    }
+}

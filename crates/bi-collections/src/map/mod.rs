@@ -1,0 +1,316 @@
+//! `BiHashMap<K, V>`: a relativistic hash map shared by nodes without cache coherence.
+//!
+//! # Why this shape
+//!
+//! Readers on other nodes read through caches that nobody invalidates for them on the
+//! read path, and they take no lock. So nothing a reader can reach may ever change under
+//! it in a way it could observe half-done, and nothing it can reach may be reused while
+//! it might still follow a link to it. A relativistic hash table (Triplett, McKenney and
+//! Walpole) has exactly these properties when it is built from three pieces:
+//!
+//! - **Immutable chain nodes.** Each bucket is a singly linked chain of nodes holding one
+//!   key, its value and the link of the next node. A node never changes once published.
+//! - **A bucket array whose slots change in place.** The array is a runtime
+//!   [slot array](bi_core::runtime::slots): each bucket is one 8-byte slot that the
+//!   writer replaces with the runtime's publication protocol (store, write back, fence,
+//!   log the line for every node's quiescence pass). Word 0 of the array holds the
+//!   partition's length, so readers can read `len` too.
+//! - **One root slot per partition** holding the current array.
+//!
+//! # Updates
+//!
+//! - *Insert of a new key*: a new node whose next link is the current chain head, sealed
+//!   (written back, no fence), then one slot publication (one fence) makes it the head.
+//! - *Update or removal*: copy-on-write of the chain prefix up to the node. The copies are
+//!   built from the tail side (so each copy links to an already sealed node), the new head
+//!   is published into the bucket slot, and the old prefix is retired: readers that
+//!   already hold old nodes keep a consistent chain until the grace period ends.
+//! - *Resize* (grow when the load passes one key per bucket, shrink when it falls under
+//!   a quarter): the writer builds a whole new array whose chains are fresh copies, seals
+//!   it, publishes it into the root slot, and retires the old array and every old node.
+//!   Readers that loaded the old array keep reading it, untouched, until they leave.
+//!   Building copies costs O(n) per resize, amortised O(1) per insert.
+//! - *Batches* ([`ApplyBatch`](crate::ApplyBatch)): every node of a batch is sealed, then
+//!   every changed bucket slot and the length are stored with one fence and one log
+//!   append, then the old nodes are retired together. Nodes created and superseded inside
+//!   one batch were never reachable and are given back at once.
+//!
+//! The writer keeps a private mirror of its chains (keys, values and node links) in
+//! ordinary memory, so it never reads shared memory to find what to copy, and its
+//! [`get`](MapWriteHandle::get) is a local lookup.
+//!
+//! # What readers see, and when
+//!
+//! A lookup hashes the key, reads the root slot, the bucket slot and walks the chain, all
+//! through the node's cache with no cache operation. Every object read is validated
+//! against the generation its link names (the runtime's stamps), so a reader never
+//! accepts bytes of a reused block. Between two quiescence passes of its node, a reader
+//! may see a slot that is stale (by at most the runtime's staleness bound): the value it
+//! returns was current at some moment since its node's last pass.
+//!
+//! **Lazy invalidation on a miss**: a lookup that does not find its key (or meets a stale
+//! link) invalidates the root slot and the bucket slot, fences, and searches again from
+//! memory. So a key whose insertion was published before the lookup began is always
+//! found, even between passes. A hit costs no cache operation at all.
+//!
+//! `len` and iteration read each partition's array at one moment, bucket by bucket; they
+//! are not a snapshot of the whole map while it is being written.
+//!
+//! # Partitions
+//!
+//! One writer per structure, or one per partition: a map may be split into `P`
+//! partitions, each with its own root slot (put them on different lines) and its own
+//! writer, possibly on different nodes. A key's partition and bucket come from a fixed
+//! hash ([`key_hash`]: foldhash with a fixed seed, pinned version), so every process and
+//! node agrees on them. A read handle reads every partition.
+//!
+//! ```
+//! use bi_collections::map::BiHashMap;
+//! use bi_core::runtime::testing::Setup;
+//!
+//! let s = Setup::new(2, 1);
+//! let map = BiHashMap::<u64, u64>::at(s.slot(0));
+//! let mut w = map.write_handle(s.writer(0)).unwrap();
+//! w.insert(1, 10).unwrap();
+//! assert_eq!(w.insert(1, 11).unwrap(), Some(10));
+//!
+//! // Another node: a miss re-reads fresh, so the key is found even before a pass.
+//! let r = map.read_handle(&s.nodes[1]).unwrap();
+//! assert_eq!(r.get(&1).unwrap(), Some(11));
+//! s.quiesce_all().unwrap();
+//! let m = r.enter();
+//! assert_eq!((m.get(&1).unwrap(), m.len().unwrap()), (Some(11), 1));
+//! ```
+
+mod hash;
+mod node;
+mod read;
+mod write;
+
+pub use hash::{MAP_HASH_SEED, key_hash};
+pub use read::{Iter, MapReadHandle, MapRef};
+pub use write::MapWriteHandle;
+
+use crate::CollectionError;
+use bi_core::heap::Heap;
+use bi_core::mem::MemView;
+use bi_core::runtime::{NodeRuntime, Writer};
+use bytemuck::Pod;
+use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+/// Most partitions one map may have.
+pub const MAX_PARTITIONS: usize = 4096;
+
+/// Fewest buckets per partition (shrinking stops there).
+pub const MIN_BUCKETS: usize = 8;
+
+/// Word of a partition's array holding its length.
+pub(crate) const LEN_WORD: usize = 0;
+/// Word of a partition's array holding bucket 0.
+pub(crate) const FIRST_BUCKET: usize = 1;
+
+/// How a write handle sizes its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapConfig {
+    initial_buckets: usize,
+}
+
+impl Default for MapConfig {
+    fn default() -> Self {
+        MapConfig {
+            initial_buckets: 16,
+        }
+    }
+}
+
+impl MapConfig {
+    /// 16 buckets per partition to start with.
+    pub fn new() -> Self {
+        MapConfig::default()
+    }
+
+    /// Buckets per partition to start with (rounded up to a power of two, at least
+    /// [`MIN_BUCKETS`]): size it for the expected keys to avoid resizes while loading.
+    pub fn initial_buckets(mut self, buckets: usize) -> Self {
+        self.initial_buckets = buckets;
+        self
+    }
+
+    pub(crate) fn start_buckets(&self, max: usize) -> usize {
+        let b = self
+            .initial_buckets
+            .max(MIN_BUCKETS)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX / 2 + 1);
+        b.min(max)
+    }
+}
+
+/// A hash map in shared memory, named by its root slot(s): a cheap, `Copy` descriptor that
+/// every process and node builds the same way to reach the same map.
+///
+/// `K` and `V` are plain data ([`Pod`]); keys are compared with `Eq` and placed with
+/// [`key_hash`] (their `Hash`), which must therefore agree between processes (it does
+/// for the integer and array types).
+pub struct BiHashMap<K, V> {
+    first_slot: usize,
+    stride: usize,
+    partitions: usize,
+    _kv: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for BiHashMap<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K, V> Copy for BiHashMap<K, V> {}
+
+impl<K, V> fmt::Debug for BiHashMap<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BiHashMap")
+            .field("first_slot", &self.first_slot)
+            .field("stride", &self.stride)
+            .field("partitions", &self.partitions)
+            .finish()
+    }
+}
+
+impl<K, V> PartialEq for BiHashMap<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.first_slot, self.stride, self.partitions)
+            == (other.first_slot, other.stride, other.partitions)
+    }
+}
+
+impl<K, V> Eq for BiHashMap<K, V> {}
+
+impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
+    /// The map whose root is the `u64` slot at offset `slot` (a root directory entry or
+    /// a slot inside a shared object).
+    pub fn at(slot: usize) -> Self {
+        BiHashMap {
+            first_slot: slot,
+            stride: 8,
+            partitions: 1,
+            _kv: PhantomData,
+        }
+    }
+
+    /// A map split into `partitions` partitions whose root slots are at `first_slot`,
+    /// `first_slot + stride`, ... Put the slots of partitions written by different nodes
+    /// on different lines (a stride of at least one line): two nodes must never write
+    /// one line.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let stride = s.slot(1) - s.slot(0);
+    /// let map = BiHashMap::<u32, u32>::partitioned(s.slot(0), stride, 2).unwrap();
+    /// // Partition 0 written on node 0, partition 1 on node 1.
+    /// let mut w0 = map.partition_write_handle(s.writer(0), 0..1, Default::default()).unwrap();
+    /// let mut w1 = map.partition_write_handle(s.writer(1), 1..2, Default::default()).unwrap();
+    /// for k in 0..20u32 {
+    ///     let w = if map.partition_of(&k) == 0 { &mut w0 } else { &mut w1 };
+    ///     w.insert(k, k * 2).unwrap();
+    /// }
+    /// let r = map.read_handle(&s.nodes[0]).unwrap();
+    /// assert_eq!(r.get(&7).unwrap(), Some(14));
+    /// assert_eq!(r.enter().len().unwrap(), 20);
+    /// ```
+    pub fn partitioned(
+        first_slot: usize,
+        stride: usize,
+        partitions: usize,
+    ) -> Result<Self, CollectionError> {
+        if partitions == 0 || partitions > MAX_PARTITIONS {
+            return Err(CollectionError::Corrupt {
+                reason: "a partitioned map needs 1 ..= MAX_PARTITIONS partitions",
+            });
+        }
+        if stride == 0 || !stride.is_multiple_of(8) {
+            return Err(CollectionError::Corrupt {
+                reason: "partition slots must be 8-byte aligned and distinct",
+            });
+        }
+        if stride
+            .checked_mul(partitions)
+            .and_then(|s| s.checked_add(first_slot))
+            .is_none()
+        {
+            return Err(CollectionError::Corrupt {
+                reason: "partition slots overflow the address space",
+            });
+        }
+        Ok(BiHashMap {
+            first_slot,
+            stride,
+            partitions,
+            _kv: PhantomData,
+        })
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// Root slot of partition `p`.
+    pub fn partition_slot(&self, p: usize) -> usize {
+        self.first_slot + p * self.stride
+    }
+
+    /// The partition `key` belongs to.
+    pub fn partition_of(&self, key: &K) -> usize {
+        hash::partition_of(key_hash(key), self.partitions)
+    }
+
+    /// A write handle for every partition, starting a new, empty map (16 buckets per
+    /// partition). It owns `writer` (get it back with
+    /// [`into_writer`](MapWriteHandle::into_writer)).
+    pub fn write_handle<M: MemView, H: Heap>(
+        &self,
+        writer: Writer<M, H>,
+    ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
+        self.write_handle_with(writer, MapConfig::default())
+    }
+
+    /// [`write_handle`](Self::write_handle) with a configuration.
+    pub fn write_handle_with<M: MemView, H: Heap>(
+        &self,
+        writer: Writer<M, H>,
+        config: MapConfig,
+    ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
+        self.partition_write_handle(writer, 0..self.partitions, config)
+    }
+
+    /// A write handle for partitions `parts` only (each partition must have exactly one
+    /// writer), starting them empty. Inserting a key of another partition is an error.
+    pub fn partition_write_handle<M: MemView, H: Heap>(
+        &self,
+        writer: Writer<M, H>,
+        parts: Range<usize>,
+        config: MapConfig,
+    ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
+        if parts.is_empty() || parts.end > self.partitions {
+            return Err(CollectionError::Corrupt {
+                reason: "the partition range is empty or past the map's partitions",
+            });
+        }
+        MapWriteHandle::new(*self, writer, parts, config)
+    }
+
+    /// A read handle on `rt`'s node: registers one reader (one per thread).
+    pub fn read_handle<M: MemView>(
+        &self,
+        rt: &NodeRuntime<M>,
+    ) -> Result<MapReadHandle<K, V, M>, CollectionError> {
+        Ok(MapReadHandle::new(*self, rt.reader()?))
+    }
+}

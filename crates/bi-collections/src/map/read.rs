@@ -1,0 +1,373 @@
+//! The read side: a registered reader per thread, sections, lookups with lazy
+//! invalidation on a miss, `len` and iteration.
+
+use super::hash::{bucket_of, partition_of};
+use super::node::Node;
+use super::{BiHashMap, FIRST_BUCKET, LEN_WORD, key_hash};
+use crate::CollectionError;
+use bi_core::mem::MemView;
+use bi_core::runtime::{BiError, BiGuard, Reader, SlotArrayRef};
+use bytemuck::Pod;
+use std::fmt;
+use std::hash::Hash;
+
+/// How many times a lookup starts again from fresh slots when a link it follows turns
+/// out stale (the writer retired a node it was walking). Each attempt reads the root and
+/// the bucket straight from memory, so only a writer replacing the same chain again and
+/// again between two reads of it can exhaust them.
+const FRESH_ATTEMPTS: usize = 16;
+
+fn corrupt(reason: &'static str) -> CollectionError {
+    CollectionError::Corrupt { reason }
+}
+
+/// A reader of a [`BiHashMap`] on one node (one per thread, like the runtime's
+/// [`Reader`]).
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 2);
+/// let map = BiHashMap::<u64, [u8; 4]>::at(s.slot(0));
+/// let mut w = map.write_handle(s.writer(0)).unwrap();
+/// w.insert(9, *b"nine").unwrap();
+/// let r = map.read_handle(&s.nodes[1]).unwrap();
+/// assert_eq!(r.get(&9).unwrap(), Some(*b"nine"));
+/// assert!(!r.contains_key(&8).unwrap());
+/// ```
+pub struct MapReadHandle<K, V, M: MemView> {
+    map: BiHashMap<K, V>,
+    reader: Reader<M>,
+}
+
+impl<K, V, M: MemView> fmt::Debug for MapReadHandle<K, V, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapReadHandle")
+            .field("map", &self.map)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
+    pub(super) fn new(map: BiHashMap<K, V>, reader: Reader<M>) -> Self {
+        MapReadHandle { map, reader }
+    }
+
+    /// The map.
+    pub fn map(&self) -> BiHashMap<K, V> {
+        self.map
+    }
+
+    /// The runtime reader this handle uses.
+    pub fn reader(&self) -> &Reader<M> {
+        &self.reader
+    }
+
+    /// Opens a read section: everything read through the returned [`MapRef`] is
+    /// protected until it is dropped. Keep sections short (the reader lease).
+    #[inline]
+    pub fn enter(&self) -> MapRef<'_, K, V, M> {
+        MapRef {
+            map: self.map,
+            guard: self.reader.enter(),
+        }
+    }
+
+    /// The value of `key`, in a section of its own.
+    #[inline]
+    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        self.enter().get(key)
+    }
+
+    /// Whether `key` is present, in a section of its own.
+    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+        Ok(self.get(key)?.is_some())
+    }
+}
+
+/// An open read section on a map.
+pub struct MapRef<'r, K, V, M: MemView> {
+    map: BiHashMap<K, V>,
+    guard: BiGuard<'r, M>,
+}
+
+impl<K, V, M: MemView> fmt::Debug for MapRef<'_, K, V, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapRef")
+            .field("map", &self.map)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A lookup's answer, or why it must start again from fresh slots.
+enum Walk<V> {
+    Found(V),
+    Missing,
+    Stale,
+}
+
+impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
+    /// The guard of this section.
+    pub fn guard(&self) -> &BiGuard<'r, M> {
+        &self.guard
+    }
+
+    /// The value of `key`.
+    ///
+    /// The hit path reads the root slot, the bucket slot and the chain through this
+    /// node's cache, with no cache operation. On a miss (or a stale link), it reads the
+    /// root and the bucket again from memory and searches once more: a key whose
+    /// insertion was published before this call began is always found.
+    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        let h = key_hash(key);
+        let slot = self
+            .map
+            .partition_slot(partition_of(h, self.map.partitions()));
+        if let Walk::Found(v) = self.walk(slot, h, key, false)? {
+            return Ok(Some(v));
+        }
+        for _ in 0..FRESH_ATTEMPTS {
+            match self.walk(slot, h, key, true)? {
+                Walk::Found(v) => return Ok(Some(v)),
+                Walk::Missing => return Ok(None),
+                Walk::Stale => {}
+            }
+        }
+        Err(CollectionError::Runtime(BiError::StaleLink {
+            offset: slot,
+        }))
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    fn array(&self, slot: usize, fresh: bool) -> Result<Option<SlotArrayRef<'_>>, CollectionError> {
+        let a = if fresh {
+            self.guard.load_slots_fresh(slot)
+        } else {
+            self.guard.load_slots(slot)
+        };
+        match a {
+            Ok(Some(a)) => {
+                let buckets = a.len().saturating_sub(FIRST_BUCKET);
+                if buckets.is_power_of_two() {
+                    Ok(Some(a))
+                } else {
+                    Err(corrupt(
+                        "a bucket array whose bucket count is not a power of two",
+                    ))
+                }
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn walk(&self, slot: usize, h: u64, key: &K, fresh: bool) -> Result<Walk<V>, CollectionError> {
+        let array = match self.array(slot, fresh) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Ok(Walk::Missing),
+            Err(CollectionError::Runtime(BiError::StaleLink { .. })) => return Ok(Walk::Stale),
+            Err(e) => return Err(e),
+        };
+        let b = FIRST_BUCKET + bucket_of(h, array.len() - FIRST_BUCKET);
+        let g = &self.guard;
+        let head = if fresh {
+            g.load_in_fresh::<Node<K, V>>(&array, b)
+        } else {
+            g.load_in::<Node<K, V>>(&array, b)
+        };
+        let mut at = match head {
+            Ok(n) => n,
+            Err(BiError::StaleLink { .. }) => return Ok(Walk::Stale),
+            Err(e) => return Err(e.into()),
+        };
+        while let Some(node) = at {
+            if node.key() == *key {
+                return Ok(Walk::Found(node.value()));
+            }
+            at = match g.follow(node.next()) {
+                Ok(n) => n,
+                Err(BiError::StaleLink { .. }) => return Ok(Walk::Stale),
+                Err(e) => return Err(e.into()),
+            };
+        }
+        Ok(Walk::Missing)
+    }
+
+    /// Number of keys, as published (each partition's count read once; between passes
+    /// possibly stale by the runtime's bound).
+    pub fn len(&self) -> Result<usize, CollectionError> {
+        let mut total = 0usize;
+        for p in 0..self.map.partitions() {
+            let slot = self.map.partition_slot(p);
+            let array = match self.array(slot, false) {
+                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
+                    self.array(slot, true)?
+                }
+                a => a?,
+            };
+            if let Some(a) = array {
+                total += self.guard.load_word_in(&a, LEN_WORD)? as usize;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Whether the map has no key.
+    pub fn is_empty(&self) -> Result<bool, CollectionError> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Every entry, partition by partition, bucket by bucket (each bucket read as it is
+    /// when reached: not a snapshot of a map being written).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u16, u16>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..50 {
+    ///     w.insert(k, k + 1).unwrap();
+    /// }
+    /// let r = map.read_handle(&s.nodes[0]).unwrap();
+    /// let m = r.enter();
+    /// let mut all: Vec<(u16, u16)> = m.iter().collect::<Result<_, _>>().unwrap();
+    /// all.sort();
+    /// assert_eq!(all, (0..50).map(|k| (k, k + 1)).collect::<Vec<_>>());
+    /// ```
+    pub fn iter(&self) -> Iter<'_, 'r, K, V, M> {
+        Iter {
+            map: self,
+            partition: 0,
+            array: None,
+            bucket: 0,
+            buffer: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Reads bucket `b` of `array` whole, starting again from a fresh slot if a link
+    /// turns out stale.
+    fn read_bucket(
+        &self,
+        array: &SlotArrayRef<'_>,
+        b: usize,
+        out: &mut Vec<(K, V)>,
+    ) -> Result<(), CollectionError> {
+        let g = &self.guard;
+        for attempt in 0..=FRESH_ATTEMPTS {
+            out.clear();
+            let head = if attempt == 0 {
+                g.load_in::<Node<K, V>>(array, b)
+            } else {
+                g.load_in_fresh::<Node<K, V>>(array, b)
+            };
+            let mut at = match head {
+                Ok(n) => n,
+                Err(BiError::StaleLink { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let mut stale = false;
+            while let Some(node) = at {
+                out.push((node.key(), node.value()));
+                at = match g.follow(node.next()) {
+                    Ok(n) => n,
+                    Err(BiError::StaleLink { .. }) => {
+                        stale = true;
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+            }
+            if !stale {
+                return Ok(());
+            }
+        }
+        Err(CollectionError::Runtime(BiError::StaleLink {
+            offset: array.link().offset(),
+        }))
+    }
+}
+
+/// Iterator over a map's entries under one section ([`MapRef::iter`]); yields an error
+/// (and then ends) if the structure cannot be read.
+pub struct Iter<'a, 'r, K, V, M: MemView> {
+    map: &'a MapRef<'r, K, V, M>,
+    partition: usize,
+    array: Option<SlotArrayRef<'a>>,
+    bucket: usize,
+    buffer: Vec<(K, V)>,
+    done: bool,
+}
+
+impl<K, V, M: MemView> fmt::Debug for Iter<'_, '_, K, V, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter")
+            .field("partition", &self.partition)
+            .field("bucket", &self.bucket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, 'r, K: Pod + Eq + Hash, V: Pod, M: MemView> Iterator for Iter<'a, 'r, K, V, M> {
+    type Item = Result<(K, V), CollectionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(kv) = self.buffer.pop() {
+                return Some(Ok(kv));
+            }
+            if self.done {
+                return None;
+            }
+            let array = match self.array {
+                Some(a) => a,
+                None => {
+                    if self.partition >= self.map.map.partitions() {
+                        self.done = true;
+                        return None;
+                    }
+                    let slot = self.map.map.partition_slot(self.partition);
+                    let a = match self.map.array(slot, false) {
+                        Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
+                            self.map.array(slot, true)
+                        }
+                        a => a,
+                    };
+                    match a {
+                        Ok(Some(a)) => {
+                            self.array = Some(a);
+                            self.bucket = FIRST_BUCKET;
+                            a
+                        }
+                        Ok(None) => {
+                            self.partition += 1;
+                            continue;
+                        }
+                        Err(e) => {
+                            self.done = true;
+                            return Some(Err(e));
+                        }
+                    }
+                }
+            };
+            if self.bucket >= array.len() {
+                self.array = None;
+                self.partition += 1;
+                continue;
+            }
+            let b = self.bucket;
+            self.bucket += 1;
+            if let Err(e) = self.map.read_bucket(&array, b, &mut self.buffer) {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! `BiHashMap` at its limits: heap exhaustion, retired memory under steady updates,
+//! partitions written from different nodes, and threads reading while a writer writes.
+
+use bi_collections::map::{BiHashMap, MapConfig};
+use bi_collections::{ApplyBatch, CollectionError, Op};
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, RuntimeConfig};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(100_000_000)
+        .reader_lease(100_000_000)
+}
+
+#[test]
+fn heap_exhaustion_is_an_error_and_the_map_stays_readable() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(4),
+        config(),
+    );
+    let map = BiHashMap::<u64, [u64; 3]>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    let mut inserted = 0u64;
+    let err = loop {
+        match w.insert(inserted, [inserted; 3]) {
+            Ok(None) => inserted += 1,
+            Ok(Some(_)) => unreachable!("keys are new"),
+            Err(e) => break e,
+        }
+        assert!(inserted < 100_000, "the heap never ran out");
+    };
+    assert!(
+        matches!(err, CollectionError::Runtime(BiError::Heap(_))),
+        "{err:?}"
+    );
+    assert!(inserted > 100);
+    assert_eq!(w.len() as u64, inserted);
+    assert_eq!(w.get(&inserted), None, "the failed insert left nothing");
+    // A batch that cannot allocate reports the error and keeps what it applied before.
+    let batch: Vec<Op<u64, [u64; 3]>> = (0..10).map(|k| Op::Insert(k, [7; 3])).collect();
+    let r = w.apply_batch(&batch);
+    assert!(r.is_err());
+    // Another node reads every key that was inserted.
+    s.quiesce_all().unwrap();
+    let reader = map.read_handle(&s.nodes[1]).unwrap();
+    let m = reader.enter();
+    assert_eq!(m.len().unwrap() as u64, inserted);
+    for k in 0..inserted {
+        let v = m.get(&k).unwrap().unwrap();
+        assert!(v == [k; 3] || (k < 10 && v == [7; 3]), "key {k}: {v:?}");
+        assert_eq!(Some(v), w.get(&k));
+    }
+    drop(m);
+    // Freeing keys and letting the grace period pass makes room again.
+    // (A removal copies a chain prefix, so it may itself need memory: it fails cleanly
+    // until a grace period gives retired blocks back.)
+    let grace = |w: &mut bi_collections::MapWriteHandle<_, _, _, _>| {
+        for _ in 0..3 {
+            s.emu.advance(100);
+            s.quiesce_all().unwrap();
+            w.reclaim().unwrap();
+        }
+    };
+    for k in 0..inserted / 2 {
+        let mut tries = 0;
+        loop {
+            match w.remove(&k) {
+                Ok(v) => {
+                    assert!(v.is_some());
+                    break;
+                }
+                Err(CollectionError::Runtime(BiError::Heap(_))) if tries < 3 => {
+                    tries += 1;
+                    grace(&mut w);
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(w.get(&k), None, "key {k}");
+    }
+    for _ in 0..4 {
+        s.emu.advance(100);
+        s.quiesce_all().unwrap();
+        w.reclaim().unwrap();
+    }
+    assert_eq!(w.insert(1, [1; 3]).unwrap(), None);
+    s.quiesce_all().unwrap();
+    let m = reader.enter();
+    assert_eq!(m.get(&1).unwrap(), Some([1; 3]));
+    assert_eq!(m.get(&2).unwrap(), None);
+    assert_eq!(m.len().unwrap() as u64, inserted - inserted / 2 + 1);
+}
+
+#[test]
+fn retired_memory_stays_bounded_under_steady_updates() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 19)
+            .with_nodes(3)
+            .with_log_ring_entries(2048),
+        |c| c.seed(8).eviction_rate(0.02).clock_skew(5),
+        config().skew(10),
+    );
+    let map = BiHashMap::<u32, u64>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    let readers: Vec<_> = (1..3)
+        .map(|n| map.read_handle(&s.nodes[n]).unwrap())
+        .collect();
+    let keys = 64u32;
+    for k in 0..keys {
+        w.insert(k, 0).unwrap();
+    }
+    let rounds = if cfg!(miri) { 200 } else { 6_000 };
+    let mut max_retired = 0usize;
+    for i in 0..rounds {
+        let k = (i as u32 * 7) % keys;
+        w.insert(k, i).unwrap();
+        let r = &readers[i as usize % 2];
+        let got = r.get(&k).unwrap().unwrap();
+        assert!(got <= i);
+        if i % 16 == 0 {
+            s.quiesce_all().unwrap();
+            w.reclaim().unwrap();
+        }
+        s.emu.advance(2);
+        max_retired = max_retired.max(w.writer().retired_bytes());
+    }
+    // Two or three pass intervals' worth of replaced chains, not everything ever retired.
+    let line = s.region.layout().line_size().get();
+    let per_update = 4 * line; // a replaced prefix is a few nodes
+    assert!(
+        max_retired < 64 * per_update,
+        "retired bytes peaked at {max_retired}"
+    );
+    for _ in 0..4 {
+        s.emu.advance(100);
+        s.quiesce_all().unwrap();
+        w.reclaim().unwrap();
+    }
+    assert_eq!(w.writer().retired_bytes(), 0);
+    assert_eq!(s.emu.total_stats().reuse_hazards, 0);
+}
+
+#[test]
+fn partitions_written_from_different_nodes_are_read_as_one_map() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 19).with_nodes(3),
+        |c| c.seed(2).eviction_rate(0.01),
+        config(),
+    );
+    let stride = s.slot(1) - s.slot(0);
+    let map = BiHashMap::<u64, u64>::partitioned(s.slot(0), stride, 3).unwrap();
+    let mut writers: Vec<_> = (0..3)
+        .map(|n| {
+            map.partition_write_handle(s.writer(n), n..n + 1, MapConfig::new())
+                .unwrap()
+        })
+        .collect();
+    let n = if cfg!(miri) { 30 } else { 600 };
+    for k in 0..n {
+        let p = map.partition_of(&k);
+        assert!(
+            writers[(p + 1) % 3].insert(k, k).is_err(),
+            "not its partition"
+        );
+        assert_eq!(writers[p].insert(k, k * 3).unwrap(), None);
+    }
+    assert!(
+        writers.iter().all(|w| w.len() > n as usize / 6),
+        "keys spread"
+    );
+    let r = map.read_handle(&s.nodes[0]).unwrap();
+    for k in 0..n {
+        assert_eq!(r.get(&k).unwrap(), Some(k * 3));
+    }
+    s.quiesce_all().unwrap();
+    let m = r.enter();
+    assert_eq!(m.len().unwrap(), n as usize);
+    assert_eq!(m.iter().count(), n as usize);
+    assert!(BiHashMap::<u64, u64>::partitioned(s.slot(0), 0, 3).is_err());
+    assert!(BiHashMap::<u64, u64>::partitioned(s.slot(0), stride, 0).is_err());
+}
+
+/// Real threads: a writer thread updates keys whose values check themselves, reader
+/// threads on two other nodes read them, a pass thread runs every node's pass. No read
+/// ever returns a torn or foreign value, and no reused block is ever accepted.
+#[test]
+fn threads_read_while_the_writer_writes() {
+    let s = Arc::new(Setup::with(
+        RegionConfig::new(1 << 20)
+            .with_nodes(3)
+            .with_log_ring_entries(4096),
+        |c| c.seed(12).eviction_rate(0.01),
+        config(),
+    ));
+    let map = BiHashMap::<u32, [u64; 2]>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let keys = 200u32;
+    let check = |k: u32, v: [u64; 2]| v[1] == v[0].wrapping_mul(31) ^ u64::from(k);
+    let mut threads = Vec::new();
+    for node in 1..3 {
+        let (s, stop, reads) = (s.clone(), stop.clone(), reads.clone());
+        threads.push(std::thread::spawn(move || {
+            let r = map.read_handle(&s.nodes[node]).unwrap();
+            let mut k = node as u32;
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(v) = r.get(&k).unwrap() {
+                    assert!(check(k, v), "key {k}: {v:?}");
+                }
+                k = (k + 7) % keys;
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    {
+        let (s, stop) = (s.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                s.quiesce_all().unwrap();
+                s.emu.advance(50);
+                std::thread::yield_now();
+            }
+        }));
+    }
+    let rounds = if cfg!(miri) { 50 } else { 3_000 };
+    for i in 0..rounds as u64 {
+        let k = (i * 13 % u64::from(keys)) as u32;
+        if i % 5 == 4 {
+            w.remove(&k).unwrap();
+        } else {
+            w.insert(k, [i, i.wrapping_mul(31) ^ u64::from(k)]).unwrap();
+        }
+        if i % 32 == 0 {
+            w.reclaim().unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    assert_eq!(s.emu.total_stats().reuse_hazards, 0);
+}

@@ -1,0 +1,312 @@
+//! Model-based test of `BiHashMap` against `HashMap` under the non-coherence emulator:
+//! random inserts, removals and batches (growing and shrinking the table) on the writer
+//! node, reads on the other nodes, passes and reclaims in between, with adversarial
+//! hardware events (evictions, prefetch, clock skew).
+//!
+//! What is checked:
+//! - between passes, a read on node `n` returns a value that was current at some moment
+//!   since the start of `n`'s last pass (every key keeps its version history), and a miss
+//!   is returned only for a key absent now (lazy invalidation);
+//! - after a pass on every node, reads, `len` and iteration are exact;
+//! - every load of a reused block's old incarnation was rejected (zero such loads when
+//!   prefetch is off);
+//! - retired memory is all given back once the passes have run.
+
+use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
+use bi_collections::{ApplyBatch, Op};
+use bi_core::heap::BumpHeap;
+use bi_core::mem::EmulatedNode;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::RuntimeConfig;
+use bi_core::runtime::testing::Setup;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+type Key = u32;
+type Value = [u64; 2];
+
+#[derive(Clone, Debug)]
+enum Step {
+    Insert(Key, u64),
+    Remove(Key),
+    Batch(Vec<(Key, Option<u64>)>),
+    Read(usize, Key),
+    Pass(usize),
+    Reclaim,
+    Advance(u64),
+}
+
+fn step(keys: Key, nodes: usize) -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (0..keys, any::<u64>()).prop_map(|(k, v)| Step::Insert(k, v)),
+        4 => (0..keys).prop_map(Step::Remove),
+        1 => prop::collection::vec((0..keys, prop::option::of(any::<u64>())), 1..40)
+            .prop_map(Step::Batch),
+        8 => (1..nodes, 0..keys).prop_map(|(n, k)| Step::Read(n, k)),
+        2 => (0..nodes).prop_map(Step::Pass),
+        1 => Just(Step::Reclaim),
+        2 => (0..200u64).prop_map(Step::Advance),
+    ]
+}
+
+/// A value that names its key and version, so a torn or misplaced value cannot pass.
+fn value(key: Key, v: u64) -> Value {
+    [v, v ^ (u64::from(key) << 32) ^ 0x5a5a]
+}
+
+struct Model {
+    current: HashMap<Key, Value>,
+    /// Per key: (step at which it was published, value or absent), oldest first.
+    history: HashMap<Key, Vec<(u64, Option<Value>)>>,
+    /// Per node: step at which its last pass started.
+    last_pass: Vec<u64>,
+}
+
+impl Model {
+    fn set(&mut self, at: u64, k: Key, v: Option<Value>) {
+        match v {
+            Some(v) => self.current.insert(k, v),
+            None => self.current.remove(&k),
+        };
+        self.history.entry(k).or_default().push((at, v));
+    }
+
+    /// Values of `k` current at some moment in `since ..= now`.
+    fn allowed(&self, k: Key, since: u64) -> Vec<Option<Value>> {
+        let h = self.history.get(&k).map_or(&[][..], |v| &v[..]);
+        let mut out = vec![
+            h.iter()
+                .rev()
+                .find(|(at, _)| *at <= since)
+                .and_then(|(_, v)| *v),
+        ];
+        out.extend(h.iter().filter(|(at, _)| *at > since).map(|(_, v)| *v));
+        out
+    }
+}
+
+fn machine(seed: u64, skew: u64, evictions: f64, prefetch: bool) -> Setup {
+    let (adjacent, random) = if prefetch { (0.2, 0.02) } else { (0.0, 0.0) };
+    Setup::with(
+        RegionConfig::new(1 << 20)
+            .with_nodes(3)
+            .with_log_ring_entries(4096),
+        |c| {
+            c.seed(seed)
+                .eviction_rate(evictions)
+                .adjacent_prefetch_rate(adjacent)
+                .random_prefetch_rate(random)
+                .clock_skew(skew)
+        },
+        RuntimeConfig::default()
+            .node_lease(100_000_000)
+            .reader_lease(100_000_000)
+            .skew(2 * skew),
+    )
+}
+
+type Writer = MapWriteHandle<Key, Value, EmulatedNode, BumpHeap>;
+type ReadHandle = MapReadHandle<Key, Value, EmulatedNode>;
+
+fn check_exact(model: &Model, readers: &[ReadHandle], keys: Key) {
+    for r in readers {
+        let m = r.enter();
+        for k in 0..keys {
+            assert_eq!(
+                m.get(&k).unwrap(),
+                model.current.get(&k).copied(),
+                "key {k}"
+            );
+        }
+        assert_eq!(m.len().unwrap(), model.current.len());
+        let mut all: Vec<(Key, Value)> = m.iter().collect::<Result<_, _>>().unwrap();
+        all.sort();
+        let mut want: Vec<(Key, Value)> = model.current.iter().map(|(k, v)| (*k, *v)).collect();
+        want.sort();
+        assert_eq!(all, want);
+    }
+}
+
+fn run(seed: u64, skew: u64, evictions: f64, prefetch: bool, steps: &[Step], keys: Key) {
+    let s = machine(seed, skew, evictions, prefetch);
+    let map = BiHashMap::<Key, Value>::at(s.slot(0));
+    let mut w: Writer = map
+        .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
+        .unwrap();
+    let readers: Vec<ReadHandle> = (1..3)
+        .map(|n| map.read_handle(&s.nodes[n]).unwrap())
+        .collect();
+    let mut model = Model {
+        current: HashMap::new(),
+        history: HashMap::new(),
+        last_pass: vec![0; 3],
+    };
+    let mut max_buckets = 0;
+    let mut min_buckets_after_max = usize::MAX;
+    for (i, st) in steps.iter().enumerate() {
+        let at = i as u64 + 1;
+        match st {
+            Step::Insert(k, v) => {
+                let old = w.insert(*k, value(*k, *v)).unwrap();
+                assert_eq!(old, model.current.get(k).copied());
+                model.set(at, *k, Some(value(*k, *v)));
+            }
+            Step::Remove(k) => {
+                let old = w.remove(k).unwrap();
+                assert_eq!(old, model.current.get(k).copied());
+                model.set(at, *k, None);
+            }
+            Step::Batch(ops) => {
+                let ops: Vec<Op<Key, Value>> = ops
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Some(v) => Op::Insert(*k, value(*k, *v)),
+                        None => Op::Remove(*k),
+                    })
+                    .collect();
+                let rep = w.apply_batch(&ops).unwrap();
+                assert_eq!(rep.applied, ops.len());
+                for op in ops {
+                    match op {
+                        Op::Insert(k, v) => model.set(at, k, Some(v)),
+                        Op::Remove(k) => model.set(at, k, None),
+                    }
+                }
+            }
+            Step::Read(n, k) => {
+                let got = readers[n - 1].get(k).unwrap();
+                let allowed = model.allowed(*k, model.last_pass[*n]);
+                assert!(
+                    allowed.contains(&got),
+                    "node {n} key {k}: got {got:?}, allowed {allowed:?}"
+                );
+                if got.is_none() {
+                    assert!(!model.current.contains_key(k), "a miss re-reads fresh");
+                }
+                let wrote = w.get(k);
+                assert_eq!(wrote, model.current.get(k).copied());
+            }
+            Step::Pass(n) => {
+                model.last_pass[*n] = at;
+                s.nodes[*n].quiesce().unwrap();
+            }
+            Step::Reclaim => {
+                w.reclaim().unwrap();
+            }
+            Step::Advance(t) => s.emu.advance(*t),
+        }
+        s.emu.advance(3);
+        assert_eq!(w.len(), model.current.len());
+        let b = w.capacity();
+        if b >= max_buckets {
+            max_buckets = b;
+            min_buckets_after_max = usize::MAX;
+        }
+        min_buckets_after_max = min_buckets_after_max.min(b);
+    }
+    // Everyone passes: reads are exact.
+    for (n, p) in model.last_pass.iter_mut().enumerate() {
+        *p = steps.len() as u64 + 1;
+        s.nodes[n].quiesce().unwrap();
+    }
+    check_exact(&model, &readers, keys);
+    // Retired memory all comes back after the grace period.
+    for _ in 0..4 {
+        s.emu.advance(10 * skew + 10);
+        s.quiesce_all().unwrap();
+        w.reclaim().unwrap();
+    }
+    assert_eq!(w.pending_retirements(), 0);
+    assert_eq!(
+        w.writer().retired_blocks(),
+        0,
+        "everything retired was reclaimed"
+    );
+    let stats = s.emu.total_stats();
+    let rejected: u64 = s.nodes.iter().map(|n| n.mismatches()).sum();
+    assert!(
+        stats.reuse_hazards <= rejected,
+        "every old-incarnation load was rejected: {} > {rejected}",
+        stats.reuse_hazards
+    );
+    if !prefetch {
+        assert_eq!(stats.reuse_hazards, 0);
+    }
+}
+
+fn cases() -> u32 {
+    if cfg!(miri) { 2 } else { 64 }
+}
+
+fn len() -> std::ops::Range<usize> {
+    if cfg!(miri) { 5..20 } else { 50..300 }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn quiet_hardware(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
+        run(seed, 0, 0.0, false, &steps, 48);
+    }
+
+    #[test]
+    fn evictions_and_skew(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
+        run(seed, 30, 0.05, false, &steps, 48);
+    }
+
+    #[test]
+    fn evictions_prefetch_and_skew(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
+        run(seed, 30, 0.05, true, &steps, 48);
+    }
+}
+
+/// The table grows past its start and shrinks back as keys come and go, and readers on
+/// other nodes follow every resize.
+#[test]
+fn the_table_grows_and_shrinks_while_readers_read() {
+    let keys: Key = if cfg!(miri) { 40 } else { 400 };
+    for seed in 0..if cfg!(miri) { 1 } else { 4 } {
+        let s = machine(seed, 10, 0.02, true);
+        let map = BiHashMap::<Key, Value>::at(s.slot(0));
+        let mut w = map
+            .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
+            .unwrap();
+        let r = map.read_handle(&s.nodes[2]).unwrap();
+        let start = w.capacity();
+        for k in 0..keys {
+            w.insert(k, value(k, 1)).unwrap();
+            // Lazy invalidation: found at once on another node, across resizes.
+            assert_eq!(r.get(&k).unwrap(), Some(value(k, 1)));
+            if k % 50 == 0 {
+                s.quiesce_all().unwrap();
+                w.reclaim().unwrap();
+            }
+        }
+        let grown = w.capacity();
+        assert!(grown >= keys as usize && grown > start, "{grown}");
+        for k in 0..keys - 3 {
+            assert_eq!(w.remove(&k).unwrap(), Some(value(k, 1)));
+            // Removed: gone, or (between passes) its last value, never anything else.
+            let got = r.get(&k).unwrap();
+            assert!(
+                got.is_none() || got == Some(value(k, 1)),
+                "key {k}: {got:?}"
+            );
+            if k % 50 == 0 {
+                s.quiesce_all().unwrap();
+                w.reclaim().unwrap();
+            }
+        }
+        assert!(w.capacity() < grown / 8, "shrunk to {}", w.capacity());
+        s.quiesce_all().unwrap();
+        let m = r.enter();
+        assert_eq!(m.len().unwrap(), 3);
+        for k in keys - 3..keys {
+            assert_eq!(m.get(&k).unwrap(), Some(value(k, 1)));
+        }
+        drop(m);
+        let rejected: u64 = s.nodes.iter().map(|n| n.mismatches()).sum();
+        assert!(s.emu.total_stats().reuse_hazards <= rejected);
+    }
+}

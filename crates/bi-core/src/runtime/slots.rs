@@ -1,0 +1,681 @@
+//! Slot arrays: runtime-sized objects whose payload is `n` link slots, updated in place by
+//! their writer one slot at a time.
+//!
+//! # Why
+//!
+//! A hash table's bucket array is the one shared object that must *not* be copied on
+//! every update: copying a million-slot array to change one bucket would make every
+//! insert cost megabytes. So the array is allocated once (per resize), published through
+//! an ordinary slot, and then each bucket is a slot of its own that the writer updates
+//! with the same protocol as any other slot: store the link, write the slot's line back,
+//! fence, log the line in the modified ring (so every node's pass invalidates it). Readers
+//! read *one* slot of the array, never the whole array.
+//!
+//! # Layout
+//!
+//! A slot array is an object like any other ([`object`](super::object)): line 0 starts
+//! with the 32-byte header (generation, logged time, size = `8 n`, flags, block length),
+//! every later line with an 8-byte stamp equal to the generation, and the payload is `n`
+//! words scattered over the rest of the lines. Header, stamp and line sizes are all
+//! multiples of 8, so every slot lies wholly inside one line and is read and written with
+//! one 8-byte access.
+//!
+//! # Why reading one slot is sound
+//!
+//! A retired array's block may be reused once its grace period has passed, and a reader's
+//! node may still cache (or prefetch) lines of it. A reader therefore validates, for the
+//! slot it reads, that the slot's line belongs to the incarnation its link names:
+//!
+//! 1. the header (line 0) must carry the link's generation, no FREED mark and the size
+//!    of a slot array, and still carry the generation after the size was read (so the
+//!    length belongs to this incarnation: [`BiGuard::load_slots`] / [`BiGuard::slots`] do
+//!    this once per section and keep the full 64-bit generation);
+//! 2. the stamp of the slot's line (for line 0, the header's generation) must equal that
+//!    generation both *before* and *after* the slot word is read. Memory only ever moves
+//!    forward through generations (a reused block gets one more than every stamp it
+//!    holds, see `Writer::alloc`), so a line that shows the generation on both sides of
+//!    the read gave a word of that incarnation, even if it was dropped and refilled in
+//!    between.
+//!
+//! A mismatch means an old copy: the reader invalidates the line, fences and tries once
+//! more; a second mismatch means the array link itself is stale, and the caller re-reads
+//! the slot that holds it ([`BiGuard::load_slots_fresh`]).
+//!
+//! Updating a slot in place keeps the grace argument of the [runtime](super) valid,
+//! because that argument never needed slots to be immutable, only that:
+//!
+//! - every slot store is written back and its line logged in the modified ring *before*
+//!   anything it unlinks is retired (the same `store_link` path as
+//!   [`Writer::publish_link`]), so each node's pass invalidates the slot's line, wherever
+//!   the slot lives, and later sections on that node see the replacement;
+//! - the slot's line has a single writer: the array's header and stamps are written by
+//!   its allocating writer only, and so are its slots (this writer checks that it
+//!   allocated the array);
+//! - the array itself is retired like any object (FREED mark, freed ring) only after the
+//!   slot that held it was republished, so readers still inside a section that reached
+//!   it are protected by the same two passes, and after reuse the stamps no longer match.
+//!
+//! A modified-ring entry for a slot line may outlive the array and name a line of a later
+//! object: invalidating a line is always harmless.
+//!
+//! Words of an array need not be links: [`Writer::publish_word_in`] and
+//! [`BiGuard::load_word_in`] store and read plain counters with the same protocol (a hash
+//! map keeps its length this way).
+//!
+//! ```
+//! use bi_core::runtime::testing::Setup;
+//!
+//! let s = Setup::new(2, 7);
+//! let mut w = s.writer(0);
+//! let array = w.alloc_slots(16).unwrap();
+//! w.publish_slots(s.slot(0), array).unwrap();
+//! let v = w.alloc(42u64).unwrap();
+//! w.publish_in(array, 9, v).unwrap();
+//! s.quiesce_all().unwrap();
+//!
+//! let r = s.nodes[1].reader().unwrap();
+//! let g = r.enter();
+//! let a = g.load_slots(s.slot(0)).unwrap().unwrap();
+//! assert_eq!(a.len(), 16);
+//! assert_eq!(*g.load_in::<u64>(&a, 9).unwrap().unwrap(), 42);
+//! assert!(g.load_in::<u64>(&a, 3).unwrap().is_none());
+//! ```
+
+use super::object::{
+    FREED, HEADER_BYTES, INVALID, Link, MAX_OBJECT_LINES, Mismatch, ObjectHeader, STAMP_BYTES,
+    Shape, TRACKED, check_in, load_header_if, write_object_bytes,
+};
+use super::reader::{BiGuard, Shared};
+use super::ring::LogEntry;
+use super::writer::{BiBox, Unpublished, Writer};
+use super::{BiError, NodeInner};
+use crate::heap::{Block, Heap};
+use crate::mem::MemView;
+use bytemuck::Pod;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+
+/// Names a slot array in a [`Link`]: `Link<SlotArray>` is a link to an array of link
+/// slots (see the [module docs](self)). Never instantiated.
+#[derive(Debug)]
+pub enum SlotArray {}
+
+/// A slot array validated under a guard: its link, full generation and length.
+///
+/// Obtained from [`BiGuard::load_slots`] or [`BiGuard::slots`]; it cannot outlive the
+/// section.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotArrayRef<'g> {
+    link: Link<SlotArray>,
+    generation: u64,
+    len: usize,
+    _guard: PhantomData<&'g ()>,
+}
+
+impl SlotArrayRef<'_> {
+    /// The link the array was reached through.
+    pub fn link(&self) -> Link<SlotArray> {
+        self.link
+    }
+
+    /// Number of slots (from the array's header).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the array has no slot.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where word `i` of an array at `base` lives: (line index, offset of the word).
+fn word_position(line: usize, base: usize, i: usize) -> (usize, usize) {
+    let first = (line - HEADER_BYTES) / 8;
+    if i < first {
+        (0, base + HEADER_BYTES + 8 * i)
+    } else {
+        let per = (line - STAMP_BYTES) / 8;
+        let j = i - first;
+        let l = 1 + j / per;
+        (l, base + l * line + STAMP_BYTES + 8 * (j % per))
+    }
+}
+
+/// Payload bytes of an array of `n` slots.
+fn array_bytes(n: usize) -> Result<usize, BiError> {
+    n.checked_mul(8)
+        .filter(|&b| b <= u32::MAX as usize)
+        .ok_or(BiError::TooLarge { bytes: usize::MAX })
+}
+
+/// Checks an array header against a link: generation, no FREED mark, a whole number of
+/// words. Returns the number of slots.
+fn check_header(h: &ObjectHeader, link: Link<SlotArray>) -> Option<usize> {
+    let ok = h.generation & 0xFFFF == link.generation()
+        && h.generation != INVALID
+        && h.flags & FREED == 0
+        && h.size.is_multiple_of(8);
+    ok.then_some(h.size as usize / 8)
+}
+
+impl<V: MemView, H: Heap> Writer<V, H> {
+    /// The most slots one array may hold with this runtime's line size (an object spans
+    /// at most [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES) lines).
+    pub fn max_slots(&self) -> usize {
+        let line = self.inner.line;
+        (line - HEADER_BYTES) / 8 + (MAX_OBJECT_LINES - 1) * ((line - STAMP_BYTES) / 8)
+    }
+
+    /// Allocates an array of `n` null slots and [seals](Writer::seal) it: written back,
+    /// no fence yet (the next publication fences once). Publish it with
+    /// [`publish_slots`](Self::publish_slots).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(100).unwrap();
+    /// assert_eq!(w.slots_len(a).unwrap(), 100);
+    /// assert!(w.slot_in::<u64>(a, 99).unwrap().is_null());
+    /// w.discard_slots(a).unwrap();
+    /// ```
+    pub fn alloc_slots(&mut self, n: usize) -> Result<Link<SlotArray>, BiError> {
+        self.alloc_slots_with(n, |_| 0)
+    }
+
+    /// Allocates and seals an array holding `words` (raw links or counters): the way to
+    /// build a whole array (a resized bucket array) before publishing it, without logging
+    /// every slot.
+    pub fn alloc_slots_from(&mut self, words: &[u64]) -> Result<Link<SlotArray>, BiError> {
+        self.alloc_slots_with(words.len(), |i| words[i])
+    }
+
+    fn alloc_slots_with(
+        &mut self,
+        n: usize,
+        word: impl Fn(usize) -> u64,
+    ) -> Result<Link<SlotArray>, BiError> {
+        let line = self.inner.line;
+        let shape = Shape::new(array_bytes(n)?, line)?;
+        let (block, generation) = self.alloc_block(&shape)?;
+        let written = self.write_array(block, &shape, generation, n, word);
+        if let Err(e) = written {
+            let _ = self.heap.free(block);
+            return Err(e);
+        }
+        self.unfenced = true;
+        self.live.insert(block.offset);
+        Ok(Link::new(block.offset, generation))
+    }
+
+    fn write_array(
+        &self,
+        block: Block,
+        shape: &Shape,
+        generation: u64,
+        n: usize,
+        word: impl Fn(usize) -> u64,
+    ) -> Result<(), BiError> {
+        let inner = &self.inner;
+        let view = &inner.view;
+        let header = ObjectHeader {
+            generation,
+            logged_time: inner.clock.now(),
+            size: shape.size as u32,
+            flags: if inner.config.track_objects {
+                TRACKED
+            } else {
+                0
+            },
+            block_len: block.len as u64,
+        };
+        let mut bytes = Vec::with_capacity(shape.size);
+        for i in 0..n {
+            bytes.extend_from_slice(&word(i).to_ne_bytes());
+        }
+        write_object_bytes(view, block.offset, shape, header, &bytes)?;
+        for i in shape.lines..block.len / inner.line {
+            view.store(block.offset + i * inner.line, &generation)?;
+        }
+        view.writeback(block.offset, block.len)?;
+        Ok(())
+    }
+
+    /// The header of an array this writer allocated and has not retired.
+    fn own_array(&self, array: Link<SlotArray>) -> Result<(ObjectHeader, usize), BiError> {
+        let inner = &self.inner;
+        let at = array.offset();
+        check_in(inner.layout.heap(), at, inner.line, "heap")?;
+        if !self.live.contains(&at) {
+            return Err(BiError::StaleLink { offset: at });
+        }
+        let h: ObjectHeader = inner.view.load(at)?;
+        let n = check_header(&h, array).ok_or(BiError::StaleLink { offset: at })?;
+        check_in(inner.layout.heap(), at, h.block_len as usize, "heap")?;
+        Ok((h, n))
+    }
+
+    /// Offset of slot `i` of `array`.
+    fn slot_offset(&self, array: Link<SlotArray>, i: usize) -> Result<usize, BiError> {
+        let (_, n) = self.own_array(array)?;
+        if i >= n {
+            return Err(BiError::OutOfSection {
+                offset: i,
+                section: "slot array (index)",
+            });
+        }
+        Ok(word_position(self.inner.line, array.offset(), i).1)
+    }
+
+    /// Number of slots of an array this writer allocated.
+    pub fn slots_len(&self, array: Link<SlotArray>) -> Result<usize, BiError> {
+        Ok(self.own_array(array)?.1)
+    }
+
+    /// The link now in slot `i` (this writer's own, always current, view).
+    pub fn slot_in<T>(&self, array: Link<SlotArray>, i: usize) -> Result<Link<T>, BiError> {
+        Ok(Link::from_raw(self.word_in(array, i)?))
+    }
+
+    /// The raw word now in slot `i`.
+    pub fn word_in(&self, array: Link<SlotArray>, i: usize) -> Result<u64, BiError> {
+        let at = self.slot_offset(array, i)?;
+        Ok(self.inner.view.load(at)?)
+    }
+
+    /// Publishes `array` into the `u64` slot at `slot` (a root slot, or a slot inside an
+    /// object): same protocol as [`publish_link`](Self::publish_link). Returns the link
+    /// that was there; retire the old array with [`retire_slots`](Self::retire_slots).
+    pub fn publish_slots(
+        &mut self,
+        slot: usize,
+        array: Link<SlotArray>,
+    ) -> Result<Link<SlotArray>, BiError> {
+        self.wait(|w| {
+            w.check_slot(slot)?;
+            Self::reserve(&w.inner, &mut w.modified, 1)?;
+            Ok(Link::from_raw(w.store_link(
+                slot,
+                array.raw(),
+                None,
+                false,
+            )?))
+        })
+    }
+
+    /// Stores `link` into slot `i` of `array` without waiting for ring space: stores it,
+    /// writes the slot's line back, fences and logs the line, exactly as
+    /// [`try_publish_link`](Self::try_publish_link). Returns the old link.
+    pub fn try_publish_link_in<T: Pod>(
+        &mut self,
+        array: Link<SlotArray>,
+        i: usize,
+        link: Link<T>,
+    ) -> Result<Link<T>, BiError> {
+        let at = self.slot_offset(array, i)?;
+        self.try_publish_link(at, link)
+    }
+
+    /// [`try_publish_link_in`](Self::try_publish_link_in), waiting for ring space.
+    pub fn publish_link_in<T: Pod>(
+        &mut self,
+        array: Link<SlotArray>,
+        i: usize,
+        link: Link<T>,
+    ) -> Result<Link<T>, BiError> {
+        let at = self.slot_offset(array, i)?;
+        self.publish_link(at, link)
+    }
+
+    /// Publishes a new object into slot `i` of `array` (as [`publish`](Self::publish)).
+    pub fn publish_in<T: Pod>(
+        &mut self,
+        array: Link<SlotArray>,
+        i: usize,
+        new: BiBox<T>,
+    ) -> Result<Link<T>, Unpublished<T>> {
+        match self.slot_offset(array, i) {
+            Ok(at) => self.publish(at, new),
+            Err(error) => Err(Unpublished { error, bibox: new }),
+        }
+    }
+
+    /// Stores a plain word (a counter) into slot `i` of `array`, with the protocol of
+    /// [`publish_link_in`](Self::publish_link_in). Returns the old word.
+    pub fn publish_word_in(
+        &mut self,
+        array: Link<SlotArray>,
+        i: usize,
+        word: u64,
+    ) -> Result<u64, BiError> {
+        let at = self.slot_offset(array, i)?;
+        self.wait(|w| {
+            Self::reserve(&w.inner, &mut w.modified, 1)?;
+            w.store_link(at, word, None, false)
+        })
+    }
+
+    /// Stores several words (raw links or counters) into slots of `array` as one batch:
+    /// every store, one write-back per touched line, **one** fence, one append of the
+    /// touched lines to the modified ring. Returns the old words in order.
+    ///
+    /// All indices are checked before anything is stored; on an error nothing was
+    /// stored. More touched lines than the modified ring holds is [`BiError::LogFull`]:
+    /// split the batch. Without waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(8).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// let old = w.try_publish_words_in(a, &[(0, 10), (7, 70)]).unwrap();
+    /// assert_eq!(old, [0, 0]);
+    /// assert_eq!((w.word_in(a, 0).unwrap(), w.word_in(a, 7).unwrap()), (10, 70));
+    /// ```
+    pub fn try_publish_words_in(
+        &mut self,
+        array: Link<SlotArray>,
+        updates: &[(usize, u64)],
+    ) -> Result<Vec<u64>, BiError> {
+        if updates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (_, n) = self.own_array(array)?;
+        let line = self.inner.line;
+        let mut offsets = Vec::with_capacity(updates.len());
+        for &(i, _) in updates {
+            if i >= n {
+                return Err(BiError::OutOfSection {
+                    offset: i,
+                    section: "slot array (index)",
+                });
+            }
+            offsets.push(word_position(line, array.offset(), i).1);
+        }
+        let mut lines: Vec<usize> = offsets.iter().map(|&at| at - at % line).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        Self::reserve(&self.inner, &mut self.modified, lines.len())?;
+        let inner = &self.inner;
+        let view = &inner.view;
+        if self.unfenced {
+            view.fence();
+            self.unfenced = false;
+        }
+        let mut old = Vec::with_capacity(updates.len());
+        for (&at, &(_, word)) in offsets.iter().zip(updates) {
+            old.push(view.load::<u64>(at)?);
+            view.store(at, &word)?;
+        }
+        for &l in &lines {
+            view.writeback(l, line)?;
+        }
+        view.fence();
+        let t = inner.clock.now();
+        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
+        self.modified.append(view, &entries)?;
+        let visible = inner.clock.refresh();
+        self.modified.visible(entries.len(), visible);
+        Ok(old)
+    }
+
+    /// [`try_publish_words_in`](Self::try_publish_words_in), waiting for ring space.
+    pub fn publish_words_in(
+        &mut self,
+        array: Link<SlotArray>,
+        updates: &[(usize, u64)],
+    ) -> Result<Vec<u64>, BiError> {
+        self.wait(|w| w.try_publish_words_in(array, updates))
+    }
+
+    /// Retires an array (unpublish it first): FREED mark, freed ring, reclaimed after a
+    /// grace period, like [`retire`](Self::retire). The objects its slots link to are
+    /// not retired.
+    pub fn retire_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
+        let (h, _) = match self.own_array(array) {
+            Ok(x) => x,
+            Err(e) => {
+                let h: ObjectHeader = self.inner.view.load(array.offset())?;
+                if h.flags & FREED != 0 && h.generation & 0xFFFF == array.generation() {
+                    return Err(BiError::AlreadyRetired {
+                        offset: array.offset(),
+                    });
+                }
+                return Err(e);
+            }
+        };
+        let size = h.size as usize;
+        self.wait(|w| w.try_retire_sized(&[array], size))
+    }
+
+    /// Gives back an array that never became reachable from a published slot.
+    pub fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
+        let (h, _) = self.own_array(array)?;
+        self.live.remove(&array.offset());
+        Ok(self.heap.free(Block {
+            offset: array.offset(),
+            len: h.block_len as usize,
+            reused: false,
+        })?)
+    }
+}
+
+/// Reads word `i` of `array`, checking the line's stamp before and after. No cache
+/// operation.
+fn read_word<V: MemView>(
+    view: &V,
+    line: usize,
+    array: &SlotArrayRef<'_>,
+    i: usize,
+) -> Result<Result<u64, Mismatch>, BiError> {
+    let base = array.link.offset();
+    let (l, at) = word_position(line, base, i);
+    let stamp_at = base + l * line;
+    let before = view.load_u64(stamp_at)?;
+    if before != array.generation {
+        return Ok(Err(Mismatch::Stale));
+    }
+    let word = view.load_u64(at)?;
+    let after = view.load_u64(stamp_at)?;
+    if after != array.generation {
+        return Ok(Err(Mismatch::Stale));
+    }
+    Ok(Ok(word))
+}
+
+impl<'r, V: MemView> BiGuard<'r, V> {
+    /// Reads the array link stored in the `u64` slot at `slot` and validates the array's
+    /// header. `Ok(None)` for null. On a mismatch it invalidates the header line, fences
+    /// and reads once more, then retries from a freshly fetched slot
+    /// ([`load_slots_fresh`](Self::load_slots_fresh)).
+    pub fn load_slots(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
+        let link = Link::<SlotArray>::from_raw(self.slot_word(slot)?);
+        match self.resolve_slots(link)? {
+            Ok(a) => Ok(a),
+            Err(Mismatch::Stale) => self.load_slots_fresh(slot),
+        }
+    }
+
+    /// Like [`load_slots`](Self::load_slots), but first invalidates the slot's line and
+    /// fences (lazy invalidation). [`BiError::StaleLink`] if the array still does not
+    /// validate.
+    pub fn load_slots_fresh(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
+        let view = self.view();
+        view.invalidate(slot, 8)?;
+        view.fence();
+        let link = Link::<SlotArray>::from_raw(self.slot_word(slot)?);
+        match self.resolve_slots(link)? {
+            Ok(a) => Ok(a),
+            Err(Mismatch::Stale) => Err(BiError::StaleLink {
+                offset: link.offset(),
+            }),
+        }
+    }
+
+    /// Validates an array reached through a link found elsewhere. `Ok(None)` for null,
+    /// [`BiError::StaleLink`] when it does not validate after one invalidation.
+    pub fn slots(&self, link: Link<SlotArray>) -> Result<Option<SlotArrayRef<'_>>, BiError> {
+        match self.resolve_slots(link)? {
+            Ok(a) => Ok(a),
+            Err(Mismatch::Stale) => Err(BiError::StaleLink {
+                offset: link.offset(),
+            }),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn resolve_slots(
+        &self,
+        link: Link<SlotArray>,
+    ) -> Result<Result<Option<SlotArrayRef<'_>>, Mismatch>, BiError> {
+        if link.is_null() {
+            return Ok(Ok(None));
+        }
+        let inner = self.inner();
+        let view = self.view();
+        let at = link.offset();
+        check_in(inner.layout.heap(), at, inner.line, "heap")?;
+        let read = |view: &V| -> Result<Option<SlotArrayRef<'_>>, BiError> {
+            let Some(h) = load_header_if(view, at, link.generation())? else {
+                return Ok(None);
+            };
+            let Some(len) = check_header(&h, link) else {
+                return Ok(None);
+            };
+            let shape = Shape::new(h.size as usize, inner.line)?;
+            check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
+            // The header's words may come from different fills of the line: the length
+            // is trusted only if the generation is still there after it was read.
+            if view.load_u64(at)? != h.generation {
+                return Ok(None);
+            }
+            Ok(Some(SlotArrayRef {
+                link,
+                generation: h.generation,
+                len,
+                _guard: PhantomData,
+            }))
+        };
+        if let Some(a) = read(view)? {
+            return Ok(Ok(Some(a)));
+        }
+        inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
+        view.invalidate(at, inner.line)?;
+        view.fence();
+        Ok(read(view)?.map(Some).ok_or(Mismatch::Stale))
+    }
+
+    /// Reads word `i` of `array`, retrying once after invalidating its line.
+    fn word_checked(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
+        if i >= array.len {
+            return Err(BiError::OutOfSection {
+                offset: i,
+                section: "slot array (index)",
+            });
+        }
+        let inner = self.inner();
+        let view = self.view();
+        if let Ok(w) = read_word(view, inner.line, array, i)? {
+            return Ok(w);
+        }
+        inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
+        let (l, _) = word_position(inner.line, array.link.offset(), i);
+        view.invalidate(array.link.offset() + l * inner.line, inner.line)?;
+        view.fence();
+        read_word(view, inner.line, array, i)?.map_err(|Mismatch::Stale| BiError::StaleLink {
+            offset: array.link.offset(),
+        })
+    }
+
+    /// Reads slot `i` of `array` and the object its link names, with no cache operation
+    /// on a hit. `Ok(None)` for a null slot.
+    ///
+    /// If the slot's line does not belong to the array's incarnation even after one
+    /// invalidation, the array is stale: [`BiError::StaleLink`] (re-read the slot that
+    /// holds the array). If the object does not validate, the slot is re-read fresh
+    /// ([`load_in_fresh`](Self::load_in_fresh)).
+    pub fn load_in<T: Pod>(
+        &self,
+        array: &SlotArrayRef<'_>,
+        i: usize,
+    ) -> Result<Option<Shared<'_, T>>, BiError> {
+        let link = Link::<T>::from_raw(self.word_checked(array, i)?);
+        match self.resolve(link)? {
+            Ok(v) => Ok(v),
+            Err(Mismatch::Stale) => self.load_in_fresh(array, i),
+        }
+    }
+
+    /// Like [`load_in`](Self::load_in), but first invalidates the slot's line and fences:
+    /// the lazy-invalidation path for a lookup that missed.
+    pub fn load_in_fresh<T: Pod>(
+        &self,
+        array: &SlotArrayRef<'_>,
+        i: usize,
+    ) -> Result<Option<Shared<'_, T>>, BiError> {
+        let link = Link::<T>::from_raw(self.word_in_fresh(array, i)?);
+        match self.resolve(link)? {
+            Ok(v) => Ok(v),
+            Err(Mismatch::Stale) => Err(BiError::StaleLink {
+                offset: link.offset(),
+            }),
+        }
+    }
+
+    /// The link in slot `i` of `array`, without reading the object it names.
+    pub fn link_in<T>(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<Link<T>, BiError> {
+        Ok(Link::from_raw(self.word_checked(array, i)?))
+    }
+
+    /// The plain word in slot `i` of `array` (a counter stored with
+    /// [`Writer::publish_word_in`]).
+    pub fn load_word_in(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
+        self.word_checked(array, i)
+    }
+
+    /// Like [`load_word_in`](Self::load_word_in) after invalidating the slot's line.
+    pub fn word_in_fresh(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
+        if i >= array.len {
+            return Err(BiError::OutOfSection {
+                offset: i,
+                section: "slot array (index)",
+            });
+        }
+        let inner: &NodeInner<V> = self.inner();
+        let (_, at) = word_position(inner.line, array.link.offset(), i);
+        let view = self.view();
+        view.invalidate(at, 8)?;
+        view.fence();
+        self.word_checked(array, i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_positions_follow_the_object_layout() {
+        for line in [32usize, 64, 128] {
+            for n in [1usize, 3, 7, 8, 100] {
+                let shape = Shape::new(n * 8, line).unwrap();
+                let mut expected = Vec::new();
+                for (payload_at, range) in shape.chunks() {
+                    for k in 0..range.len() / 8 {
+                        expected.push(payload_at + 8 * k);
+                    }
+                }
+                assert_eq!(expected.len(), n);
+                for (i, &at) in expected.iter().enumerate() {
+                    let (l, got) = word_position(line, 0, i);
+                    assert_eq!(got, at, "line {line} n {n} i {i}");
+                    assert_eq!(l, at / line);
+                }
+            }
+        }
+    }
+}
