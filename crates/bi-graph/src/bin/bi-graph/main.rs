@@ -1,0 +1,261 @@
+//! `bi-graph`: run PageRank, connected components or shortest paths on a graph file or
+//! a generated Kronecker graph, in the stock (message-passing) and Bounded Incoherence
+//! modes, and compare them. `bi-graph --help` lists the options.
+
+mod args;
+mod progress;
+mod report;
+
+use args::{Cli, CommonArgs, Program};
+use bi_graph::generate::Kronecker;
+use bi_graph::input::GraphReader;
+use bi_graph::{EdgeList, EngineConfig, GraphError, Observer};
+use clap::Parser;
+use report::{Row, Values};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why the tool stopped; printed as `error: <this>`.
+#[derive(Debug)]
+enum Failure {
+    /// Loading or running failed.
+    Graph(GraphError),
+    /// Anything else, already phrased.
+    Message(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Graph(e) => write!(f, "{e}"),
+            Failure::Message(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<GraphError> for Failure {
+    fn from(e: GraphError) -> Self {
+        Failure::Graph(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the selected program needs beyond the common options.
+enum Job {
+    Pagerank {
+        iterations: usize,
+        tolerance: Option<f64>,
+    },
+    Wcc {
+        iterations: Option<usize>,
+    },
+    Sssp {
+        source: u64,
+        iterations: Option<usize>,
+    },
+}
+
+/// The program once the graph is loaded (the source as a dense index).
+#[derive(Clone, Copy)]
+enum Task {
+    Pagerank,
+    Wcc,
+    Sssp(u32),
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let (common, job) = match cli.program {
+        Program::Pagerank(a) => {
+            let iterations = match (a.iterations, a.tolerance) {
+                (Some(n), _) => to_usize(n),
+                (None, Some(_)) => args::TOLERANCE_ITERATION_LIMIT,
+                (None, None) => args::DEFAULT_PAGERANK_ITERATIONS,
+            };
+            let tolerance = a.tolerance;
+            (
+                a.common,
+                Job::Pagerank {
+                    iterations,
+                    tolerance,
+                },
+            )
+        }
+        Program::Wcc(a) => {
+            let iterations = a.iterations.map(to_usize);
+            (a.common, Job::Wcc { iterations })
+        }
+        Program::Sssp(a) => {
+            let (source, iterations) = (a.source, a.iterations.map(to_usize));
+            (a.common, Job::Sssp { source, iterations })
+        }
+    };
+    let observer = progress::Bars::for_terminal();
+    let started = Instant::now();
+    let graph = load(&common, matches!(job, Job::Sssp { .. }), observer.clone())?;
+    eprintln!(
+        "graph: {} vertices, {} edges ({} in {:.2} s)",
+        graph.num_vertices(),
+        graph.num_edges(),
+        if common.input.is_some() {
+            "read"
+        } else {
+            "generated"
+        },
+        started.elapsed().as_secs_f64()
+    );
+    let converge = graph.num_vertices().max(1);
+    let (task, max_iterations, tolerance) = match job {
+        Job::Pagerank {
+            iterations,
+            tolerance,
+        } => (Task::Pagerank, iterations, tolerance),
+        Job::Wcc { iterations } => (Task::Wcc, iterations.unwrap_or(converge), None),
+        Job::Sssp { source, iterations } => {
+            let source = dense_source(&graph, source)?;
+            (Task::Sssp(source), iterations.unwrap_or(converge), None)
+        }
+    };
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut first: Option<Values> = None;
+    for mode in common.mode.modes() {
+        let config = EngineConfig {
+            nodes: to_usize(common.nodes),
+            partitioner: common.partition.into(),
+            mode,
+            backend: common.backend.backend(common.seed),
+            seed: common.seed,
+            max_iterations,
+            tolerance,
+            observer: observer.clone(),
+        };
+        let (values, stats) = match task {
+            Task::Pagerank => {
+                let run = bi_graph::pagerank(&graph, &config)?;
+                (Values::Ranks(run.values), run.stats)
+            }
+            Task::Wcc => {
+                let run = bi_graph::wcc(&graph, &config)?;
+                (Values::Labels(run.values), run.stats)
+            }
+            Task::Sssp(source) => {
+                let run = bi_graph::sssp(&graph, source, &config)?;
+                (Values::Distances(run.values), run.stats)
+            }
+        };
+        let difference = first.as_ref().map(|f| report::compare(f, &values, mode));
+        if first.is_none() {
+            first = Some(values);
+        }
+        rows.push(Row {
+            mode,
+            stats,
+            difference,
+        });
+    }
+
+    let to_stdout = common.output.as_deref() == Some(Path::new("-"));
+    if let (Some(path), Some(values)) = (&common.output, &first) {
+        write_output(path, &graph, values)?;
+    }
+    let table = report::summary(&rows);
+    if to_stdout {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    let disagreeing: Vec<String> = rows
+        .iter()
+        .filter(|r| r.difference.as_ref().is_some_and(|d| d.disagrees))
+        .map(|r| report::mode_name(r.mode).to_owned())
+        .collect();
+    if disagreeing.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Message(format!(
+            "modes disagree with {}: {}",
+            report::mode_name(rows[0].mode),
+            disagreeing.join(", ")
+        )))
+    }
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// The graph from `--input`, or a generated Kronecker graph.
+fn load(
+    common: &CommonArgs,
+    weights_matter: bool,
+    observer: Option<Arc<dyn Observer>>,
+) -> Result<EdgeList, Failure> {
+    match &common.input {
+        Some(path) => {
+            let mut reader = GraphReader::new().allow_negative_weights(!weights_matter);
+            if let Some(o) = observer {
+                reader = reader.observer(o);
+            }
+            Ok(reader.read_path(path)?)
+        }
+        None => {
+            if let Some(o) = &observer {
+                o.start("generate", 0);
+            }
+            let generator = Kronecker {
+                edge_factor: common.edge_factor,
+                ..Kronecker::graph500(common.scale, common.seed)
+            };
+            let graph = generator.generate();
+            if let Some(o) = &observer {
+                o.finish();
+            }
+            Ok(graph?)
+        }
+    }
+}
+
+/// The dense index of the vertex whose original id is `id`.
+fn dense_source(graph: &EdgeList, id: u64) -> Result<u32, Failure> {
+    match graph.ids.binary_search(&id) {
+        Ok(index) => u32::try_from(index)
+            .map_err(|_| Failure::Message(format!("source vertex {id} has no 32-bit index"))),
+        Err(_) => Err(Failure::Message(format!(
+            "unknown source vertex {id}: the graph has no vertex with this id"
+        ))),
+    }
+}
+
+fn write_output(path: &Path, graph: &EdgeList, values: &Values) -> Result<(), Failure> {
+    let io_failure = |source: io::Error| {
+        Failure::Graph(GraphError::Io {
+            file: path.to_path_buf(),
+            source,
+        })
+    };
+    if path == Path::new("-") {
+        let stdout = io::stdout();
+        let mut out = BufWriter::new(stdout.lock());
+        report::write_values(graph, values, &mut out).map_err(io_failure)
+    } else {
+        let file = File::create(path).map_err(io_failure)?;
+        let mut out = BufWriter::new(file);
+        report::write_values(graph, values, &mut out).map_err(io_failure)?;
+        out.flush().map_err(io_failure)
+    }
+}

@@ -1,0 +1,473 @@
+//! The synchronous GAS engine: partitions as nodes sharing one memory without coherence.
+//!
+//! # The model
+//!
+//! A [`VertexProgram`] is written in PowerGraph's gather-apply-scatter shape. The engine
+//! runs it in bulk-synchronous supersteps: every vertex gathers over its edges, its master
+//! applies, changed vertices scatter signals; phases are separated by barriers. The graph
+//! is cut by vertex ([`VertexCut`]): each partition owns a share of the edges, and a vertex
+//! whose edges span several partitions has a master on one of them and a replica on each
+//! of the others. Each partition runs on its own thread, standing for one node (a socket,
+//! a host on a CXL pool), over one shared [`Region`], through the machine's memory
+//! ([`Backend::Hardware`]) or emulated non-coherent caches ([`Backend::Emulated`]).
+//!
+//! # Why references instead of messages
+//!
+//! Replicas need their master's value (to gather over their local edges) and masters
+//! need their replicas' partial sums. PowerGraph moves both as messages. On memory that
+//! every node can load from, that is wasted work: a message is a copy written to a ring,
+//! written back, fenced, polled, invalidated and copied again, in short bursts that
+//! cannot pipeline cache operations. So in the BI modes a replica holds a *reference* to
+//! its master's value slot (a word offset in the region) and reads it in place, and a
+//! replica's partial is stored in its own partition's lines, where the master reads it.
+//! Every line still has exactly one writer (each partition's arrays are line-padded),
+//! so nothing is ever written remotely; the only question is when a reader's cached
+//! copy of someone else's line is refreshed. That is what the modes decide.
+//!
+//! # The three modes
+//!
+//! - [`Mode::Stock`]: the message-passing baseline. Replicas keep private copies;
+//!   replicas send partials to masters and masters send new values to every replica over
+//!   SPSC channels in shared memory, one per ordered pair of partitions
+//!   (`messages_sent` counts them).
+//! - [`Mode::BiOnDemand`]: quiescence in the barrier. Before each barrier a writer writes
+//!   back the lines it wrote and fences once; after it, a reader invalidates exactly the
+//!   remote lines it is about to read (precomputed, coalesced runs) and fences once. No
+//!   reader ever sees data from an earlier superstep: results equal the stock mode's bit
+//!   for bit, because both fold partials in the same (increasing partition) order.
+//! - [`Mode::BiPeriodic`]: quiescence in the background. A per-node pass, every
+//!   [`RunOptions::quiescence_period`], writes back the node's own slots and invalidates
+//!   the remote ones; barriers do no cache work. A replica may therefore read a master's
+//!   value (or a master a replica's partial) from an earlier superstep: *bounded
+//!   staleness*. Every value slot carries the superstep that wrote it, so the engine
+//!   measures what it read (`max_staleness`, in supersteps). Iterative fixed-point
+//!   algorithms such as PageRank converge regardless; to make sure a run does not stop
+//!   on stale evidence, the superstep that would end it is repeated with quiescence in
+//!   the barrier (and, for signalling programs, with every vertex applied), and the run
+//!   stops only if that fresh superstep agrees. Aggregates (one line per partition) are
+//!   always exchanged fresh.
+//!
+//! # Costs
+//!
+//! Per partition: a CSR of its local edges in each direction the program needs, with
+//! gather columns rewritten to the word index of the neighbour's value slot, so the
+//! inner loop is one indexed load per edge with no hashing and no allocation; a few
+//! `u32`s per local vertex. Cache operations are issued per range and fenced once per
+//! batch. Gather is dense (every local vertex, every superstep); signals decide which
+//! masters apply and when a run has reached its fixed point.
+//!
+//! [`VertexCut`]: crate::VertexCut
+//! [`Region`]: bi_core::region::Region
+//! [`Backend::Hardware`]: crate::Backend::Hardware
+//! [`Backend::Emulated`]: crate::Backend::Emulated
+//! [`Mode::Stock`]: crate::Mode::Stock
+//! [`Mode::BiOnDemand`]: crate::Mode::BiOnDemand
+//! [`Mode::BiPeriodic`]: crate::Mode::BiPeriodic
+
+mod barrier;
+mod memory;
+mod plan;
+mod program;
+mod shared;
+mod worker;
+
+pub use program::{EdgeDirection, VertexInfo, VertexProgram};
+
+use crate::config::{Backend, EngineConfig, Mode, RunStats};
+use crate::edge_list::EdgeList;
+use crate::error::GraphError;
+use crate::partition::VertexCut;
+use barrier::PhaseBarrier;
+use bi_core::line::LineSize;
+use bi_core::mem::{Emulator, EmulatorConfig, MemView, NodeStats};
+use bi_core::region::{Layout, Region, RegionConfig};
+use memory::{Counted, LineCounters, MAX_VALUE_BYTES};
+use plan::Needs;
+use shared::SharedLayout;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use worker::{Ctx, Outcome, SyncPlan, Worker};
+
+/// Results of a run: one value per vertex (by dense index) and what was measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run<T> {
+    /// Final value of each vertex, indexed by dense vertex index.
+    pub values: Vec<T>,
+    /// Measurements.
+    pub stats: RunStats,
+}
+
+/// A run with the emulator's oracle counters (when the backend is emulated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DetailedRun<T> {
+    /// The run.
+    pub run: Run<T>,
+    /// Totals over all emulated nodes: stale reads, reuse hazards, lost writes, ...
+    pub emulator: Option<NodeStats>,
+}
+
+/// Engine knobs beyond [`EngineConfig`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOptions {
+    /// Period of the background quiescence pass in [`Mode::BiPeriodic`].
+    pub quiescence_period: Duration,
+    /// Entries per stock-mode channel (a power of two).
+    pub channel_capacity: usize,
+    /// Emulator: probability of a random eviction at each access.
+    pub eviction_rate: f64,
+    /// Emulator: probability of an adjacent and of a random prefetch at each access.
+    pub prefetch_rate: f64,
+    /// Emulator: lines per node cache.
+    pub cache_lines: usize,
+    /// A deliberately broken protocol, for negative controls: readers skip the
+    /// invalidations that quiescence performs in the barrier (writers still write back).
+    /// Under the emulator, the oracle then counts the stale reads that the on-demand mode
+    /// otherwise prevents. Never set it for real work.
+    pub omit_invalidation: bool,
+}
+
+impl Default for RunOptions {
+    /// 5 ms quiescence period, 4096-entry channels, and a mildly adversarial emulator
+    /// (1% evictions and prefetches, 512-line caches).
+    ///
+    /// The paper's evaluation used 1 ms, for supersteps lasting seconds. A pass writes
+    /// back and invalidates every shared line of its node, so with supersteps of tens of
+    /// milliseconds (a scale-18 graph here) 1 ms passes cost more than the supersteps;
+    /// 5 ms keeps the pass a small fraction of a superstep and the staleness to about one
+    /// superstep.
+    fn default() -> Self {
+        RunOptions {
+            quiescence_period: Duration::from_millis(5),
+            channel_capacity: 4096,
+            eviction_rate: 0.01,
+            prefetch_rate: 0.01,
+            cache_lines: 512,
+            omit_invalidation: false,
+        }
+    }
+}
+
+/// Runs `program` on `graph` with default [`RunOptions`].
+///
+/// See [`VertexProgram`] for an example.
+pub fn run<P: VertexProgram>(
+    program: &P,
+    graph: &EdgeList,
+    config: &EngineConfig,
+) -> Result<Run<P::Data>, GraphError> {
+    Ok(run_detailed(program, graph, config, &RunOptions::default())?.run)
+}
+
+fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
+    let sizes = [
+        size_of::<P::Data>(),
+        size_of::<P::Gather>(),
+        size_of::<P::Aggregate>(),
+    ];
+    if sizes.iter().any(|&s| s == 0 || s > MAX_VALUE_BYTES) {
+        return Err(GraphError::InvalidArgument {
+            reason: format!(
+                "vertex data, gather and aggregate types must be 1 to {MAX_VALUE_BYTES} bytes"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `program` on `graph`, with explicit options, and reports the emulator's counters.
+pub fn run_detailed<P: VertexProgram>(
+    program: &P,
+    graph: &EdgeList,
+    config: &EngineConfig,
+    options: &RunOptions,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    check_sizes::<P>()?;
+    if !options.channel_capacity.is_power_of_two() {
+        return Err(GraphError::InvalidArgument {
+            reason: "channel capacity must be a power of two".into(),
+        });
+    }
+    let parts = config.nodes;
+    let cut = VertexCut::new(graph, parts, config.partitioner, config.seed)?;
+    let (gdir, sdir) = (program.gather_direction(), program.scatter_direction());
+    let scatters = !program.always_active();
+    let needs = Needs {
+        incoming: gdir.incoming() || (scatters && sdir.incoming()),
+        outgoing: gdir.outgoing() || (scatters && sdir.outgoing()),
+    };
+    let plans = plan::build(graph, &cut, needs);
+    let n = graph.num_vertices();
+    let mut in_degree = vec![0u32; n];
+    let mut out_degree = vec![0u32; n];
+    for &(u, v) in &graph.edges {
+        out_degree[u as usize] = out_degree[u as usize].saturating_add(1);
+        in_degree[v as usize] = in_degree[v as usize].saturating_add(1);
+    }
+
+    // The region: runtime tables (unused here, but a valid region) then our arrays.
+    let line = LineSize::X86;
+    let base_cfg = RegionConfig::new(0)
+        .with_nodes(parts as u32)
+        .with_readers_per_node(1)
+        .with_log_ring_entries(2)
+        .with_root_entries(1);
+    let min = base_cfg.min_size()?;
+    let heap = Layout::compute(&base_cfg.with_size(min))?.heap().offset;
+    let stock = config.mode == Mode::Stock;
+    let metas = shared::Metas {
+        values: scatters || config.mode == Mode::BiPeriodic,
+        partials: scatters || config.mode == Mode::BiPeriodic,
+    };
+    // Channels for many partitions: keep their total near 64 MiB.
+    let pairs = parts * parts.saturating_sub(1);
+    let budget = (64usize << 20) / (size_of::<shared::Msg>() * pairs.max(1));
+    let capacity = options
+        .channel_capacity
+        .min(1 << budget.max(16).ilog2())
+        .max(16.min(options.channel_capacity));
+    let layout =
+        SharedLayout::new::<P::Data, P::Gather>(heap, line, &plans, metas, stock, capacity)?;
+    let size = layout.end.max(min).next_multiple_of(line.get());
+    let region = Region::anonymous(base_cfg.with_size(size))?;
+    if region.layout().heap().offset != heap {
+        return Err(GraphError::InvalidArgument {
+            reason: "region layout moved with its size".into(),
+        });
+    }
+    let sync = sync_plans(&layout, &plans);
+
+    let counters = Arc::new(LineCounters::default());
+    let emulator = match config.backend {
+        Backend::Hardware => None,
+        Backend::Emulated { seed } => Some(
+            Emulator::over(
+                region.backing().clone(),
+                EmulatorConfig::new(size, parts)
+                    .seed(seed)
+                    .line_size(line)
+                    .cache_lines(options.cache_lines)
+                    .eviction_rate(options.eviction_rate)
+                    .adjacent_prefetch_rate(options.prefetch_rate)
+                    .random_prefetch_rate(options.prefetch_rate),
+            )
+            .map_err(|e| GraphError::InvalidArgument {
+                reason: format!("emulator: {e}"),
+            })?,
+        ),
+    };
+    if stock {
+        for (i, c) in layout.channels.iter().enumerate() {
+            if let Some(c) = c {
+                let producer = i / parts;
+                match &emulator {
+                    Some(emu) => c.init(&emu.node(producer))?,
+                    None => c.init(&region.hardware())?,
+                }
+            }
+        }
+    }
+    let barrier = PhaseBarrier::new(parts);
+    let ctx = Ctx {
+        program,
+        plans: &plans,
+        layout: &layout,
+        sync: &sync,
+        in_degree: &in_degree,
+        out_degree: &out_degree,
+        mode: config.mode,
+        max_iterations: config.max_iterations,
+        barrier: &barrier,
+        observer: config.observer.as_deref(),
+        omit_invalidation: options.omit_invalidation,
+    };
+    if let Some(o) = &config.observer {
+        o.start("supersteps", config.max_iterations as u64);
+    }
+    let outcomes = match &emulator {
+        Some(emu) => run_all(&ctx, options, |p| {
+            (Counted::new(emu.node(p), counters.clone()), None)
+        }),
+        None => {
+            let words = region.backing().words();
+            run_all(&ctx, options, |p| {
+                let _ = p;
+                (
+                    Counted::new(region.hardware(), counters.clone()),
+                    Some(words),
+                )
+            })
+        }
+    };
+    if let Some(o) = &config.observer {
+        o.finish();
+    }
+    let outcomes = outcomes?;
+
+    let mut values = vec![bytemuck::Zeroable::zeroed(); n];
+    let mut stats = RunStats {
+        replication_factor: cut.replication_factor(),
+        lines_written_back: counters.written_back.load(Ordering::Relaxed),
+        lines_invalidated: counters.invalidated.load(Ordering::Relaxed),
+        ..RunStats::default()
+    };
+    for o in outcomes {
+        for (v, d) in o.masters {
+            values[v as usize] = d;
+        }
+        stats.iterations = stats.iterations.max(o.iterations);
+        stats.compute_time = stats.compute_time.max(o.compute_time);
+        stats.messages_sent += o.messages;
+        stats.max_staleness = stats.max_staleness.max(o.max_staleness);
+    }
+    if stats.iterations > 0 {
+        stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
+    }
+    Ok(DetailedRun {
+        run: Run { values, stats },
+        emulator: emulator.map(|e| e.total_stats()),
+    })
+}
+
+/// Which lines each partition publishes and which it must drop to see the others.
+fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> {
+    let ext = |e: shared::Extent| (e.offset, e.len);
+    plans
+        .iter()
+        .enumerate()
+        .map(|(p, plan)| {
+            let remote_values = (0..plan.locals())
+                .filter(|&l| usize::from(plan.master_of[l]) != p)
+                .map(|l| {
+                    let m = usize::from(plan.master_of[l]);
+                    layout.value_word(m, plan.master_index[l] as usize) * 8
+                })
+                .collect();
+            let remote_partials = (0..plans.len())
+                .filter(|&q| q != p)
+                .map(|q| layout.segment_range(q, p, plans[q].replicas_of(p)))
+                .filter(|&(_, len)| len > 0)
+                .collect();
+            // Only the masters with replicas are read elsewhere: a prefix of the array.
+            let read = plan.mirrored * layout.value_stride * 8;
+            let values = layout.values[p];
+            SyncPlan {
+                own_values: (
+                    values.offset,
+                    read.next_multiple_of(layout.line).min(values.len),
+                ),
+                own_partials: ext(layout.partials[p]),
+                own_aggregate: ext(layout.aggregates[p]),
+                remote_values: layout.runs(remote_values),
+                remote_partials,
+                remote_aggregates: (0..plans.len())
+                    .filter(|&q| q != p)
+                    .map(|q| ext(layout.aggregates[q]))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Runs every partition on its own thread (and, in periodic mode, its quiescence thread).
+fn run_all<'a, P, V, F>(
+    ctx: &'a Ctx<'a, P>,
+    options: &RunOptions,
+    view_of: F,
+) -> Result<Vec<Outcome<P::Data>>, GraphError>
+where
+    P: VertexProgram,
+    V: MemView + 'a,
+    F: Fn(usize) -> (V, Option<&'a [AtomicU64]>),
+{
+    let parts = ctx.plans.len();
+    // The partition that failed first; the others fail only because it broke the barrier.
+    let first_failure: Mutex<Option<usize>> = Mutex::new(None);
+    let background_error: Mutex<Option<GraphError>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let outcomes = std::thread::scope(|s| {
+        let mut background = Vec::new();
+        if ctx.mode == Mode::BiPeriodic && parts > 1 {
+            for p in 0..parts {
+                let (view, _) = view_of(p);
+                let (sync, stop, period) = (&ctx.sync[p], &stop, options.quiescence_period);
+                background.push(s.spawn(move || quiescence_loop(&view, sync, period, stop)));
+            }
+        }
+        let workers: Vec<_> = (0..parts)
+            .map(|p| {
+                let (view, direct) = view_of(p);
+                let first_failure = &first_failure;
+                s.spawn(move || {
+                    let r = Worker::new(ctx, p, view, direct).and_then(Worker::run);
+                    if r.is_err() {
+                        let mut slot = first_failure.lock().unwrap_or_else(|e| e.into_inner());
+                        if slot.is_none() && !ctx.barrier.is_aborted() {
+                            *slot = Some(p);
+                        }
+                        drop(slot);
+                        ctx.barrier.abort();
+                    }
+                    r
+                })
+            })
+            .collect();
+        let results: Vec<_> = workers
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        for h in background {
+            if let Ok(Err(e)) = h.join() {
+                let mut slot = background_error.lock().unwrap_or_else(|e| e.into_inner());
+                slot.get_or_insert(GraphError::Runtime(e.into()));
+            }
+        }
+        results
+    });
+    let first = first_failure
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    let mut outcomes = outcomes;
+    if let Some(p) = first
+        && p < outcomes.len()
+    {
+        // Report the failure itself rather than its consequences elsewhere.
+        outcomes.swap(0, p);
+    }
+    let outcomes: Vec<_> = outcomes.into_iter().collect::<Result<_, _>>()?;
+    if let Some(e) = background_error
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+    {
+        return Err(e);
+    }
+    Ok(outcomes)
+}
+
+fn panicked() -> GraphError {
+    GraphError::InvalidArgument {
+        reason: "a partition thread panicked".into(),
+    }
+}
+
+/// The background quiescence pass of one node: write back its own slots, drop the lines
+/// of others it reads, once per period.
+fn quiescence_loop<V: MemView>(
+    view: &V,
+    sync: &SyncPlan,
+    period: Duration,
+    stop: &AtomicBool,
+) -> Result<(), bi_core::mem::MemError> {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(period);
+        view.writeback(sync.own_values.0, sync.own_values.1)?;
+        view.writeback(sync.own_partials.0, sync.own_partials.1)?;
+        view.fence();
+        for &(o, l) in sync.remote_values.iter().chain(&sync.remote_partials) {
+            view.invalidate(o, l)?;
+        }
+        view.fence();
+    }
+    Ok(())
+}

@@ -1,0 +1,227 @@
+//! Where each partition's shared arrays lie in the region.
+//!
+//! Every array belongs to exactly one partition, which is its only writer, and starts on
+//! a line boundary and is padded to whole lines: no line is ever written by two
+//! partitions, so no write-back can clobber another partition's bytes.
+//!
+//! ```text
+//! per partition p:  values[p]    one slot per master:  data words | meta word
+//!                   partials[p]  one slot per replica: gather words | meta word,
+//!                                grouped by master partition, in vertex order
+//!                   aggregate[p] one line: aggregate words | changed count
+//! per ordered pair: channel p -> q (stock mode only)
+//! ```
+//!
+//! A meta word is `stamp << 1 | flag`: the stamp is the superstep that wrote the slot
+//! (values: 0 at initialisation, `t + 1` after the apply of superstep `t`; partials:
+//! `t + 1` in superstep `t`, 0 = never written), the flag says "changed" (values) or
+//! "signalled" (partials). Meta words exist only where someone reads them: PageRank in
+//! the stock and on-demand modes has 8-byte value slots, eight to a line, like a plain
+//! array of ranks.
+
+use super::memory::words_of;
+use super::plan::PartPlan;
+use crate::error::GraphError;
+use bi_core::channel::ChannelLayout;
+use bi_core::line::LineSize;
+
+/// A stock-mode message: `[index | flag << 32, meta, value word 0, value word 1]`.
+pub(crate) type Msg = [u64; 4];
+
+/// Byte ranges of one partition's arrays.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Extent {
+    pub offset: usize,
+    pub len: usize,
+}
+
+/// The placement of every shared array of a run.
+#[derive(Debug)]
+pub(crate) struct SharedLayout {
+    pub line: usize,
+    /// Whether value slots carry a meta word.
+    pub value_meta: bool,
+    /// Whether partial slots carry a meta word.
+    pub partial_meta: bool,
+    /// Words per value slot (data and meta, rounded up to a power of two).
+    pub value_stride: usize,
+    /// Words per partial slot.
+    pub partial_stride: usize,
+    /// `segments[q][m]`: first slot, in partition `q`'s partial array, of the replicas
+    /// whose master is `m` (they follow in increasing vertex order, which is `m`'s master
+    /// order, so a master reads each replica partition's segment front to back).
+    pub segments: Vec<Vec<usize>>,
+    pub values: Vec<Extent>,
+    pub partials: Vec<Extent>,
+    pub aggregates: Vec<Extent>,
+    /// `channels[p * parts + q]`: partition `p` sends to `q`.
+    pub channels: Vec<Option<ChannelLayout<Msg>>>,
+    /// Bytes needed from the first offset.
+    pub end: usize,
+}
+
+fn stride(data_words: usize, meta: bool) -> usize {
+    (data_words + usize::from(meta)).next_power_of_two()
+}
+
+/// Which meta words a run needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Metas {
+    /// Value slots carry stamps and "changed" flags (scatter, staleness).
+    pub values: bool,
+    /// Partial slots carry stamps and signals.
+    pub partials: bool,
+}
+
+impl SharedLayout {
+    /// Lays out the arrays from `base` (line-aligned) on.
+    pub fn new<D, G>(
+        base: usize,
+        line: LineSize,
+        plans: &[PartPlan],
+        metas: Metas,
+        channels: bool,
+        capacity: usize,
+    ) -> Result<SharedLayout, GraphError> {
+        let l = line.get();
+        let value_stride = stride(words_of::<D>(), metas.values);
+        let partial_stride = stride(words_of::<G>(), metas.partials);
+        let parts = plans.len();
+        let segments: Vec<Vec<usize>> = plans
+            .iter()
+            .enumerate()
+            .map(|(q, plan)| {
+                let mut start = vec![0usize; parts];
+                let mut at = 0;
+                for (m, s) in start.iter_mut().enumerate() {
+                    *s = at;
+                    if m != q {
+                        at += plan.replicas_of(m);
+                    }
+                }
+                start
+            })
+            .collect();
+        let mut at = base;
+        let overflow = || GraphError::InvalidArgument {
+            reason: "the graph does not fit the address space".into(),
+        };
+        let mut take = |bytes: usize| -> Result<Extent, GraphError> {
+            let len = bytes
+                .checked_next_multiple_of(l)
+                .ok_or_else(overflow)?
+                .max(l);
+            let e = Extent { offset: at, len };
+            at = at.checked_add(len).ok_or_else(overflow)?;
+            Ok(e)
+        };
+        let mut values = Vec::new();
+        let mut partials = Vec::new();
+        let mut aggregates = Vec::new();
+        for plan in plans {
+            values.push(take(plan.masters.len() * value_stride * 8)?);
+            partials.push(take(
+                (plan.locals() - plan.masters.len()) * partial_stride * 8,
+            )?);
+            aggregates.push(take(32)?);
+        }
+        let mut chans = vec![None; parts * parts];
+        if channels {
+            for p in 0..parts {
+                for q in 0..parts {
+                    if p != q {
+                        let offset = take(0)?.offset;
+                        let layout = ChannelLayout::<Msg>::new(offset, capacity, line)?;
+                        // `take(0)` reserved one line; reserve the rest of the channel.
+                        take(layout.len().saturating_sub(l))?;
+                        chans[p * parts + q] = Some(layout);
+                    }
+                }
+            }
+        }
+        if at > (u32::MAX as usize) * 8 {
+            return Err(GraphError::InvalidArgument {
+                reason: format!("{at} bytes of shared arrays exceed 32-bit word indices"),
+            });
+        }
+        Ok(SharedLayout {
+            line: l,
+            value_meta: metas.values,
+            partial_meta: metas.partials,
+            value_stride,
+            partial_stride,
+            segments,
+            values,
+            partials,
+            aggregates,
+            channels: chans,
+            end: at,
+        })
+    }
+
+    /// Word index of master `i`'s value slot on partition `p`.
+    #[inline]
+    pub fn value_word(&self, p: usize, i: usize) -> usize {
+        self.values[p].offset / 8 + i * self.value_stride
+    }
+
+    /// Word index of slot `k` of partition `p`'s partial array.
+    #[inline]
+    pub fn partial_word(&self, p: usize, k: usize) -> usize {
+        self.partials[p].offset / 8 + k * self.partial_stride
+    }
+
+    /// Byte range of the segment of partition `q`'s partials read by master `m`.
+    pub fn segment_range(&self, q: usize, m: usize, replicas: usize) -> (usize, usize) {
+        let start = self.partial_word(q, self.segments[q][m]) * 8;
+        let len = replicas * self.partial_stride * 8;
+        let first = start - start % self.line;
+        let end = (start + len).next_multiple_of(self.line);
+        (first, if len == 0 { 0 } else { end - first })
+    }
+
+    /// Coalesced line ranges `(offset, len)` covering the given byte offsets.
+    pub fn runs(&self, mut offsets: Vec<usize>) -> Vec<(usize, usize)> {
+        let l = self.line;
+        for o in &mut offsets {
+            *o -= *o % l;
+        }
+        offsets.sort_unstable();
+        offsets.dedup();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for o in offsets {
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == o => *len += l,
+                _ => runs.push((o, l)),
+            }
+        }
+        runs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_coalesce_lines() {
+        let layout = SharedLayout {
+            line: 64,
+            value_meta: true,
+            partial_meta: true,
+            value_stride: 2,
+            partial_stride: 2,
+            segments: vec![],
+            values: vec![],
+            partials: vec![],
+            aggregates: vec![],
+            channels: vec![],
+            end: 0,
+        };
+        assert_eq!(
+            layout.runs(vec![130, 64, 70, 256, 400]),
+            vec![(64, 128), (256, 64), (384, 64)]
+        );
+        assert!(layout.runs(vec![]).is_empty());
+    }
+}

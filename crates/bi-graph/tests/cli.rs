@@ -1,0 +1,312 @@
+//! The `bi-graph` tool, run as a user runs it.
+#![cfg(feature = "cli")]
+#![cfg(not(miri))] // spawns processes
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bi_graph(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bi-graph"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A small SNAP file: ids 5, 10, 20, 30 and 7000000000; 30 is dangling (no out-edge);
+/// 7000000000 -> 5 is a separate component; 40 only has a self-loop.
+const SNAP: &str = "\
+# FromNodeId\tToNodeId
+10\t20
+20\t10
+20\t30
+10\t30
+7000000000\t5
+
+40 40
+";
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `vertex_id -> value` from an output file, checking its format on the way.
+fn values(path: &Path) -> BTreeMap<u64, String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|line| {
+            let (id, value) = line.split_once('\t').expect("id<TAB>value");
+            assert!(!value.contains('\t'), "{line:?}");
+            (id.parse().expect("integer id"), value.to_owned())
+        })
+        .collect()
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = bi_graph(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
+#[test]
+fn pagerank_writes_every_original_id_and_ranks_summing_to_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "g.txt", SNAP);
+    let output = dir.path().join("ranks.tsv");
+    let out = run_ok(&[
+        "pagerank",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+        "--iterations",
+        "50",
+        "--nodes",
+        "2",
+    ]);
+    let ranks = values(&output);
+    assert_eq!(
+        ranks.keys().copied().collect::<Vec<_>>(),
+        [5, 10, 20, 30, 40, 7_000_000_000]
+    );
+    let ranks: BTreeMap<u64, f64> = ranks
+        .into_iter()
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect();
+    let total: f64 = ranks.values().sum();
+    assert!((total - 1.0).abs() < 1e-6, "ranks sum to {total}");
+    // 30 receives from both 10 and 20; 7000000000 receives nothing but teleports.
+    assert!(ranks[&30] > ranks[&10] && ranks[&30] > ranks[&7_000_000_000]);
+    assert!(ranks[&5] > ranks[&7_000_000_000]);
+    assert!(stdout(&out).contains("bi-on-demand"), "{}", stdout(&out));
+}
+
+#[test]
+fn wcc_labels_are_the_smallest_original_id_of_each_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "g.txt", SNAP);
+    let output = dir.path().join("wcc.tsv");
+    run_ok(&[
+        "wcc",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+        "--mode",
+        "stock",
+    ]);
+    let labels = values(&output);
+    let expected: BTreeMap<u64, String> = [
+        (5, "5"),
+        (10, "10"),
+        (20, "10"),
+        (30, "10"),
+        (40, "40"),
+        (7_000_000_000, "5"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_owned()))
+    .collect();
+    assert_eq!(labels, expected);
+}
+
+#[test]
+fn sssp_takes_an_original_source_and_omits_unreachable_vertices() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "w.txt",
+        "100 200 1.5\n200 300 2\n100 300 4\n300 100 1\n900 100 1\n",
+    );
+    let output = dir.path().join("d.tsv");
+    run_ok(&[
+        "sssp",
+        "--input",
+        input.to_str().unwrap(),
+        "--source",
+        "100",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let d = values(&output);
+    let expected: BTreeMap<u64, String> = [(100, "0"), (200, "1.5"), (300, "3.5")]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect();
+    assert_eq!(d, expected);
+}
+
+#[test]
+fn an_unknown_sssp_source_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "g.txt", SNAP);
+    let out = bi_graph(&["sssp", "--input", input.to_str().unwrap(), "--source", "11"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("error: unknown source vertex 11"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn matrix_market_isolated_vertices_are_written_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(
+        dir.path(),
+        "m.mtx",
+        "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 2\n2 1\n3 2\n",
+    );
+    let output = dir.path().join("wcc.tsv");
+    run_ok(&[
+        "wcc",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let labels = values(&output);
+    assert_eq!(labels.len(), 4);
+    assert_eq!(labels[&3], "1");
+    assert_eq!(labels[&4], "4");
+}
+
+#[test]
+fn malformed_input_names_file_and_line_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "bad.txt", "1 2\n# fine\n3 four\n");
+    let out = bi_graph(&["pagerank", "--input", input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let expected = format!("error: {}:3: target id 'four'", input.display());
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_file_is_an_error_naming_it() {
+    let out = bi_graph(&["wcc", "--input", "/nonexistent/graph.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: /nonexistent/graph.txt:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn wrong_arguments_are_usage_errors() {
+    for args in [
+        &["pagerank", "--iterations", "5", "--tolerance", "1e-6"][..],
+        &["pagerank", "--mode", "fast"],
+        &["pagerank", "--partition", "metis"],
+        &["pagerank", "--nodes", "0"],
+        &["pagerank", "--tolerance", "-1"],
+        &["pagerank", "--input", "g.txt", "--scale", "10"],
+        &["sssp"],
+        &["wcc", "--tolerance", "1e-3"],
+        &["bfs"],
+    ] {
+        let out = bi_graph(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+    let out = bi_graph(&["pagerank", "--iterations", "5", "--tolerance", "1e-6"]);
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn help_documents_every_option_and_its_default() {
+    let out = run_ok(&["pagerank", "--help"]);
+    let help = stdout(&out);
+    for option in [
+        "--input",
+        "--iterations",
+        "--tolerance",
+        "--nodes",
+        "--partition",
+        "--mode",
+        "--output",
+        "--seed",
+        "--scale",
+        "--edge-factor",
+        "--backend",
+        "random",
+        "oblivious",
+        "grid",
+        "stock",
+        "bi-on-demand",
+        "bi-periodic",
+        "all",
+        "[default: 16]",
+        "[default: 20]",
+        "[default: 2]",
+    ] {
+        assert!(
+            help.contains(option),
+            "pagerank --help lacks {option}:\n{help}"
+        );
+    }
+    let sssp = stdout(&run_ok(&["sssp", "--help"]));
+    assert!(sssp.contains("--source"), "{sssp}");
+    let top = stdout(&run_ok(&["--help"]));
+    for program in ["pagerank", "wcc", "sssp"] {
+        assert!(top.contains(program), "{top}");
+    }
+}
+
+#[test]
+fn mode_all_runs_three_modes_and_a_generated_graph_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("ranks.tsv");
+    let out = run_ok(&[
+        "pagerank",
+        "--scale",
+        "8",
+        "--iterations",
+        "5",
+        "--mode",
+        "all",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let table = stdout(&out);
+    for mode in [
+        "stock",
+        "bi-on-demand",
+        "bi-periodic",
+        "time/step",
+        "replication",
+    ] {
+        assert!(table.contains(mode), "{table}");
+    }
+    assert_eq!(table.lines().count(), 4, "{table}");
+    let ranks = values(&output);
+    assert_eq!(ranks.len(), 256);
+    assert_eq!(
+        ranks.keys().copied().collect::<Vec<_>>(),
+        (0..256).collect::<Vec<u64>>()
+    );
+}
+
+#[test]
+fn output_dash_writes_values_to_stdout_and_the_summary_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "g.txt", SNAP);
+    let out = run_ok(&["wcc", "--input", input.to_str().unwrap(), "--output", "-"]);
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(text.lines().all(|l| l.split('\t').count() == 2), "{text}");
+    assert!(stderr(&out).contains("time/step"));
+}
