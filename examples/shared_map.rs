@@ -1,0 +1,432 @@
+//! One writer process and several reader processes share a `BiHashMap` through a region
+//! file, each process acting as one node. Readers measure how stale what they read is;
+//! midway, one reader is killed with SIGKILL and the writer checks that reclamation
+//! resumes once the dead node's lease has expired.
+//!
+//! ```sh
+//! cargo run --release --example shared_map
+//! cargo run --release --example shared_map -- --json --readers 3 --millis 3000
+//! ```
+//!
+//! Each process acts as one node of the region (node 0 writes, nodes 1.. read) and runs
+//! its own background quiescence pass. The writer records when each heartbeat version
+//! became visible and readers record which versions they saw when, in files next to the
+//! region, from which the parent computes staleness: the time a reader kept reading a
+//! value after its successor had been published. (On a coherent machine this is zero;
+//! the bound is what the protocol guarantees where caches are not coherent.)
+//!
+//! With `--json` the run prints one JSON object:
+//! `{"readers": n, "writes": n, "reads": n, "lost_writes": 0, "max_staleness_us": x,
+//! "bound_us": y, "killed_reader_recovered": true}`. The process exits with status 1
+//! if a write was lost, staleness exceeded the bound or reclamation did not resume.
+
+use bi::alloc::NodeHeap;
+use bi::collections::{ApplyBatch, BiHashMap, Op};
+use bi::core::heap::Heap;
+use bi::core::mem::Hardware;
+use bi::core::ptr::ShPtr;
+use bi::core::region::{Region, RegionConfig};
+use bi::core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
+use clap::{Parser, ValueEnum};
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Name of the root that holds the map's slot.
+const ROOT: &str = "shared_map";
+/// Keys the writer updates round-robin; key 0 is the writer's heartbeat.
+const KEYS: u64 = 4096;
+/// A value: the version written, and 0 (the final round writes a marker instead).
+type Value = [u64; 2];
+/// Key under which the writer publishes how many rounds it wrote, once it is done.
+const DONE: u64 = u64::MAX;
+
+/// Share a hash map between processes through a region file.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Print one JSON object instead of a report.
+    #[arg(long)]
+    json: bool,
+    /// Reader processes (one is killed midway; at least 2).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=14))]
+    readers: u32,
+    /// How long the writer writes, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(200..=600_000))]
+    millis: u64,
+    /// Background quiescence period of every node, in microseconds.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
+    period_us: u64,
+    /// Region file (a temporary file by default).
+    #[arg(long)]
+    region: Option<PathBuf>,
+    /// Internal: the role of a child process.
+    #[arg(long, value_enum, hide = true)]
+    role: Option<Role>,
+    /// Internal: the node a child process runs as.
+    #[arg(long, hide = true, default_value_t = 0)]
+    node: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Role {
+    Writer,
+    Reader,
+}
+
+fn main() {
+    let args = Args::parse();
+    let result = match args.role {
+        Some(Role::Writer) => writer(&args),
+        Some(Role::Reader) => reader(&args),
+        None => parent(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("shared_map: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn runtime_config(period: Duration) -> RuntimeConfig {
+    // Leases of 200 periods (at least 200 ms): long enough for a pass that invalidates the
+    // whole heap on a busy machine, short enough that a killed node is excluded quickly.
+    let lease = (period.as_nanos() as u64)
+        .saturating_mul(200)
+        .max(50_000_000);
+    RuntimeConfig::default()
+        .node_lease(lease)
+        .reader_lease(lease)
+        .log_full_timeout(Duration::from_secs(2))
+}
+
+fn node_runtime(
+    region: &Region,
+    node: usize,
+    period: Duration,
+) -> Result<NodeRuntime<Hardware>, Box<dyn Error>> {
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    Ok(NodeRuntime::new(
+        region.hardware(),
+        *region.layout(),
+        node,
+        runtime_config(period),
+        clock,
+    )?)
+}
+
+/// A line of `key=value` pairs a child prints for the parent.
+fn report(pairs: &[(&str, u64)]) {
+    let line: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("{}", line.join(" "));
+    let _ = std::io::stdout().flush();
+}
+
+fn parse_report(line: &str) -> impl Fn(&str) -> Option<u64> + '_ {
+    move |key| {
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.parse().ok())
+    }
+}
+
+fn spawn(args: &Args, region: &Path, role: &str, node: usize) -> Result<Child, Box<dyn Error>> {
+    Ok(Command::new(std::env::current_exe()?)
+        .arg("--role")
+        .arg(role)
+        .arg("--node")
+        .arg(node.to_string())
+        .arg("--region")
+        .arg(region)
+        .arg("--millis")
+        .arg(args.millis.to_string())
+        .arg("--period-us")
+        .arg(args.period_us.to_string())
+        .arg("--readers")
+        .arg(args.readers.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?)
+}
+
+fn last_line(child: Child) -> Result<String, Box<dyn Error>> {
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(format!("a child process failed: {}", out.status).into());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.lines().last().unwrap_or_default().to_owned())
+}
+
+/// The writer publishes heartbeat version `v` at writer time `t_v`; a reader that starts
+/// a lookup at `t0` and sees version `v` read a value that had been superseded for
+/// `t0 - t_{v+1}` (zero if `v` was still current). Writer and readers share one host
+/// clock (CLOCK_MONOTONIC), so the times compare directly.
+fn staleness(published: &[u64], seen: &[(u64, u64)]) -> u64 {
+    seen.iter()
+        .filter_map(|&(v, t0)| {
+            let next = published.get(v as usize + 1)?;
+            Some(t0.saturating_sub(*next))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn read_pairs(path: &Path) -> Result<Vec<(u64, u64)>, Box<dyn Error>> {
+    let text = std::fs::read_to_string(path)?;
+    text.lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').ok_or("malformed record line")?;
+            Ok((a.parse()?, b.parse()?))
+        })
+        .collect()
+}
+
+fn write_pairs(path: &Path, pairs: impl Iterator<Item = (u64, u64)>) -> Result<(), Box<dyn Error>> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for (a, b) in pairs {
+        writeln!(out, "{a} {b}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = args
+        .region
+        .clone()
+        .unwrap_or_else(|| dir.path().join("shared_map.region"));
+    let nodes = args.readers + 1;
+    Region::create(
+        &path,
+        RegionConfig::new(32 << 20)
+            .with_nodes(nodes)
+            .with_log_ring_entries(1 << 14),
+    )?;
+    let mut writer = spawn(args, &path, "writer", 0)?;
+    // Wait until the writer has created the map and named its root.
+    let mut ready = String::new();
+    BufReader::new(writer.stdout.as_mut().ok_or("no writer stdout")?).read_line(&mut ready)?;
+    if !ready.starts_with("ready") {
+        return Err(format!("writer did not start: {ready:?}").into());
+    }
+    let mut readers = (1..nodes as usize)
+        .map(|n| spawn(args, &path, "reader", n))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Every reader has run a pass and is reading: let the writer go.
+    for r in &mut readers {
+        let mut line = String::new();
+        BufReader::new(r.stdout.as_mut().ok_or("no reader stdout")?).read_line(&mut line)?;
+        if !line.starts_with("ready") {
+            return Err(format!("a reader did not start: {line:?}").into());
+        }
+    }
+    writeln!(writer.stdin.as_mut().ok_or("no writer stdin")?, "go")?;
+    // Kill the reader of node 1 midway, inside or outside a read section.
+    std::thread::sleep(Duration::from_millis(args.millis / 2));
+    let mut victim = readers.remove(0);
+    let killed_at = TickClock::new().now();
+    let killed = victim.kill();
+    victim.wait()?;
+    killed?;
+
+    let w = last_line(writer)?;
+    let w = parse_report(&w);
+    let writes = w("writes").ok_or("writer report lacks writes")?;
+    let bound = w("bound_ns").ok_or("writer report lacks bound")?;
+    // (time, blocks freed) of every reclaim that ran with node 1 excluded.
+    let excluded = read_pairs(&path.with_extension("excluded"))?;
+    let after: Vec<_> = excluded.iter().filter(|(t, _)| *t > killed_at).collect();
+    let excluded_at = after.first().map_or(0, |(t, _)| *t);
+    let freed_after: u64 = after.iter().map(|(_, f)| f).sum();
+    let early = excluded.len() - after.len();
+    let published: Vec<u64> = read_pairs(&record_path(&path, 0))?
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    let (mut reads, mut lost, mut regressions, mut max_stale) = (0u64, 0u64, 0u64, 0u64);
+    for (i, r) in readers.into_iter().enumerate() {
+        let line = last_line(r)?;
+        let r = parse_report(&line);
+        reads += r("reads").ok_or("reader report lacks reads")?;
+        lost += r("lost").ok_or("reader report lacks lost")?;
+        regressions += r("regressions").ok_or("reader report lacks regressions")?;
+        let seen = read_pairs(&record_path(&path, i + 2))?;
+        max_stale = max_stale.max(staleness(&published, &seen));
+    }
+    // Recovered: after the kill, the writer excluded the dead node and freed memory again.
+    let recovered = !after.is_empty() && freed_after > 0;
+    if args.json {
+        println!(
+            "{{\"readers\": {}, \"writes\": {writes}, \"reads\": {reads}, \"lost_writes\": {lost}, \"max_staleness_us\": {:.3}, \"bound_us\": {:.1}, \"killed_reader_recovered\": {recovered}}}",
+            args.readers,
+            max_stale as f64 / 1e3,
+            bound as f64 / 1e3
+        );
+    } else {
+        println!(
+            "shared_map: 1 writer and {} reader processes over {}",
+            args.readers,
+            path.display()
+        );
+        println!("  writes {writes}, reads {reads}, lost writes {lost}, regressions {regressions}");
+        println!(
+            "  max staleness {:.3} us (bound {:.1} us: two passes plus clock skew)",
+            max_stale as f64 / 1e3,
+            bound as f64 / 1e3
+        );
+        println!(
+            "  node 1 killed midway; excluded {:.1} ms later, then {freed_after} blocks freed: recovered = {recovered}",
+            excluded_at.saturating_sub(killed_at) as f64 / 1e6
+        );
+        if early > 0 {
+            println!(
+                "  (node 1 was also excluded during {early} reclaims while alive: its passes were late on a busy machine)"
+            );
+        }
+    }
+    if lost > 0 || regressions > 0 || max_stale > bound || !recovered {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Where node `node` leaves its records (next to the region file).
+fn record_path(region: &Path, node: usize) -> PathBuf {
+    region.with_extension(format!("node{node}"))
+}
+
+fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
+    let path = args.region.as_ref().ok_or("--region is required")?;
+    let region = Region::open(path)?;
+    let period = Duration::from_micros(args.period_us);
+    let rt = node_runtime(&region, 0, period)?;
+    let layout = *region.layout();
+    let heap = NodeHeap::for_node(&layout, 0)?;
+    let slot = heap.alloc(8)?.offset;
+    let view = region.hardware();
+    let map = BiHashMap::<u64, Value>::at(slot);
+    let mut handle = map.write_handle(rt.writer(heap)?)?;
+    region.set_root(&view, ROOT, ShPtr::<u64>::new(slot as u64))?;
+    let background = rt.start_background(period);
+    let clock = rt.clock().clone();
+
+    // published[v] = when heartbeat version v became visible.
+    let mut published = vec![0u64];
+    handle.insert(0, [0, clock.refresh()])?;
+    report(&[("ready", 1)]);
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go)?;
+    let start = Instant::now();
+    let run = Duration::from_millis(args.millis);
+    let (mut writes, mut key) = (1u64, 1u64);
+    let mut excluded: Vec<(u64, u64)> = Vec::new();
+    while start.elapsed() < run {
+        let version = published.len() as u64;
+        let mut ops = Vec::with_capacity(33);
+        ops.push(Op::Insert(0, [version, 0]));
+        for _ in 0..32 {
+            ops.push(Op::Insert(key, [version, 0]));
+            key = key % (KEYS - 1) + 1;
+        }
+        handle.apply_batch(&ops)?;
+        published.push(clock.refresh());
+        writes += ops.len() as u64;
+        let r = handle.reclaim()?;
+        // Every reclaim that ran with node 1 excluded, and what it freed (a live node can
+        // be excluded for a while on a busy machine too, and come back).
+        if r.grace.lease_expired.contains(&1) {
+            excluded.push((clock.refresh(), r.freed_blocks as u64));
+        }
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    // The final round: every key gets a known value; then, in a later batch, DONE. A
+    // batch publishes its buckets one by one, so a reader may see part of a batch before
+    // the rest; once it sees DONE, the whole final round was published before.
+    let ops: Vec<_> = (1..KEYS)
+        .map(|k| Op::Insert(k, [u64::MAX - k, 0]))
+        .collect();
+    handle.apply_batch(&ops)?;
+    handle.insert(DONE, [published.len() as u64, 0])?;
+    writes += ops.len() as u64 + 1;
+    write_pairs(
+        &record_path(path, 0),
+        published.iter().enumerate().map(|(v, &t)| (v as u64, t)),
+    )?;
+    write_pairs(&path.with_extension("excluded"), excluded.into_iter())?;
+    // Keep passing while the readers finish (they stop once they see DONE).
+    std::thread::sleep(Duration::from_millis(300) + period * 20);
+    background.stop();
+    let bound = 2 * period.as_nanos() as u64 + rt.config().skew_bound();
+    report(&[("writes", writes), ("bound_ns", bound)]);
+    Ok(())
+}
+
+fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
+    let path = args.region.as_ref().ok_or("--region is required")?;
+    let region = Region::open(path)?;
+    let period = Duration::from_micros(args.period_us);
+    let rt = node_runtime(&region, args.node, period)?;
+    let view = region.hardware();
+    let slot: ShPtr<u64> = region.root(&view, ROOT)?.ok_or("no shared_map root")?;
+    let map = BiHashMap::<u64, Value>::at(slot.offset() as usize);
+    let handle = map.read_handle(&rt)?;
+    rt.quiesce()?;
+    let background = rt.start_background(period);
+    let clock = rt.clock().clone();
+    report(&[("ready", 1)]);
+    // For each heartbeat version seen, the latest time a lookup that saw it started.
+    let mut seen: BTreeMap<u64, u64> = BTreeMap::new();
+    let (mut reads, mut regressions) = (0u64, 0u64);
+    let mut last = vec![0u64; KEYS as usize];
+    let mut probe = args.node as u64;
+    loop {
+        let t0 = clock.refresh();
+        let view = handle.enter();
+        if view.get(&DONE)?.is_some() {
+            break;
+        }
+        if let Some([v, _]) = view.get(&0)? {
+            let t = seen.entry(v).or_insert(t0);
+            *t = (*t).max(t0);
+        }
+        for _ in 0..16 {
+            probe = probe
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let k = 1 + (probe >> 33) % (KEYS - 1);
+            if let Some([v, _]) = view.get(&k)? {
+                // Versions of one key never go backwards on one node.
+                if v < last[k as usize] {
+                    regressions += 1;
+                }
+                last[k as usize] = v;
+            }
+        }
+        reads += 18;
+        drop(view);
+        // Leave the cores to the writer and the pass threads (few cores serve every process).
+        std::thread::yield_now();
+    }
+    // After two passes of this node, every key must hold its final value.
+    rt.quiesce()?;
+    rt.quiesce()?;
+    let view = handle.enter();
+    let lost = (1..KEYS)
+        .filter(|k| !matches!(view.get(k), Ok(Some([v, 0])) if v == u64::MAX - k))
+        .count() as u64;
+    drop(view);
+    background.stop();
+    write_pairs(&record_path(path, args.node), seen.into_iter())?;
+    report(&[
+        ("reads", reads),
+        ("lost", lost),
+        ("regressions", regressions),
+    ]);
+    Ok(())
+}
