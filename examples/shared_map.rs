@@ -153,6 +153,19 @@ fn spawn(args: &Args, region: &Path, role: &str, node: usize) -> Result<Child, B
         .spawn()?)
 }
 
+/// Child processes that are killed if the parent returns early (an error), so no reader
+/// is left spinning without its writer.
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 fn last_line(child: Child) -> Result<String, Box<dyn Error>> {
     let out = child.wait_with_output()?;
     if !out.status.success() {
@@ -208,33 +221,35 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
             .with_nodes(nodes)
             .with_log_ring_entries(1 << 14),
     )?;
-    let mut writer = spawn(args, &path, "writer", 0)?;
+    // kids.0[0] is the writer, kids.0[n] the reader of node n.
+    let mut kids = Children(vec![spawn(args, &path, "writer", 0)?]);
     // Wait until the writer has created the map and named its root.
     let mut ready = String::new();
-    BufReader::new(writer.stdout.as_mut().ok_or("no writer stdout")?).read_line(&mut ready)?;
+    BufReader::new(kids.0[0].stdout.as_mut().ok_or("no writer stdout")?).read_line(&mut ready)?;
     if !ready.starts_with("ready") {
         return Err(format!("writer did not start: {ready:?}").into());
     }
-    let mut readers = (1..nodes as usize)
-        .map(|n| spawn(args, &path, "reader", n))
-        .collect::<Result<Vec<_>, _>>()?;
+    for n in 1..nodes as usize {
+        kids.0.push(spawn(args, &path, "reader", n)?);
+    }
     // Every reader has run a pass and is reading: let the writer go.
-    for r in &mut readers {
+    for r in &mut kids.0[1..] {
         let mut line = String::new();
         BufReader::new(r.stdout.as_mut().ok_or("no reader stdout")?).read_line(&mut line)?;
         if !line.starts_with("ready") {
             return Err(format!("a reader did not start: {line:?}").into());
         }
     }
-    writeln!(writer.stdin.as_mut().ok_or("no writer stdin")?, "go")?;
+    writeln!(kids.0[0].stdin.as_mut().ok_or("no writer stdin")?, "go")?;
     // Kill the reader of node 1 midway, inside or outside a read section.
     std::thread::sleep(Duration::from_millis(args.millis / 2));
-    let mut victim = readers.remove(0);
+    let mut victim = kids.0.remove(1);
     let killed_at = TickClock::new().now();
     let killed = victim.kill();
     victim.wait()?;
     killed?;
 
+    let writer = kids.0.remove(0);
     let w = last_line(writer)?;
     let w = parse_report(&w);
     let writes = w("writes").ok_or("writer report lacks writes")?;
@@ -250,13 +265,13 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
         .map(|(_, t)| t)
         .collect();
     let (mut reads, mut lost, mut regressions, mut max_stale) = (0u64, 0u64, 0u64, 0u64);
-    for (i, r) in readers.into_iter().enumerate() {
-        let line = last_line(r)?;
+    for node in 2..nodes as usize {
+        let line = last_line(kids.0.remove(0))?;
         let r = parse_report(&line);
         reads += r("reads").ok_or("reader report lacks reads")?;
         lost += r("lost").ok_or("reader report lacks lost")?;
         regressions += r("regressions").ok_or("reader report lacks regressions")?;
-        let seen = read_pairs(&record_path(&path, i + 2))?;
+        let seen = read_pairs(&record_path(&path, node))?;
         max_stale = max_stale.max(staleness(&published, &seen));
     }
     // Recovered: after the kill, the writer excluded the dead node and freed memory again.
@@ -385,7 +400,13 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
     let (mut reads, mut regressions) = (0u64, 0u64);
     let mut last = vec![0u64; KEYS as usize];
     let mut probe = args.node as u64;
+    // A reader whose writer died never sees DONE: give up well after the writer's end.
+    let deadline =
+        Instant::now() + Duration::from_millis(args.millis * 3) + Duration::from_secs(10);
     loop {
+        if Instant::now() > deadline {
+            return Err("the writer never finished (gave up waiting for DONE)".into());
+        }
         let t0 = clock.refresh();
         let view = handle.enter();
         if view.get(&DONE)?.is_some() {
