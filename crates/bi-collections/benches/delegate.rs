@@ -8,13 +8,25 @@
 //! map is benchmarked by adding one line to `main`. `BI_BENCH_QUICK=1` (or `-- --quick`)
 //! shortens the run. After criterion's groups it prints, per structure, the median, p99
 //! and p99.9 latency of a synchronous update measured one by one.
+//!
+//! Two structures: `LocalBTree`, a private `BTreeMap` (the cost of delegation alone), and
+//! `BiTree`, the shared Bonsai tree over a region of its own with a background pass every
+//! millisecond on each of its two nodes; the server reclaims the tree's retired nodes
+//! every 64 operations, so memory stays bounded however long criterion runs.
 
+use bi_alloc::NodeHeap;
 use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+use bi_collections::tree::{BiTree, TreeWriteHandle};
 use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+use bi_core::mem::Hardware;
 use bi_core::region::{Region, RegionConfig};
+use bi_core::runtime::{
+    Background, Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
+};
 use criterion::{Criterion, Throughput};
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -47,6 +59,84 @@ impl ApplyBatch<u64, u64> for LocalBTree {
             }
         }
         report.applied = ops.len();
+        Ok(report)
+    }
+}
+
+/// A shared `BiTree` on two nodes over real memory, with background passes running.
+struct SharedTree {
+    // Field order is drop order: passes stop before the runtimes and the region go.
+    _backgrounds: Vec<Background>,
+    nodes: Vec<NodeRuntime<Hardware>>,
+    _region: Region,
+}
+
+impl SharedTree {
+    fn new() -> SharedTree {
+        let region = Region::anonymous(
+            RegionConfig::new(64 << 20)
+                .with_nodes(2)
+                .with_log_ring_entries(1 << 14),
+        )
+        .expect("tree region");
+        let layout = *region.layout();
+        let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+        let nodes: Vec<_> = (0..2)
+            .map(|i| {
+                NodeRuntime::new(
+                    region.hardware(),
+                    layout,
+                    i,
+                    RuntimeConfig::default(),
+                    clock.clone(),
+                )
+                .expect("runtime")
+            })
+            .collect();
+        let backgrounds = nodes
+            .iter()
+            .map(|n| n.start_background(DEFAULT_PASS_PERIOD))
+            .collect();
+        SharedTree {
+            _backgrounds: backgrounds,
+            nodes,
+            _region: region,
+        }
+    }
+
+    /// The tree's write handle on node 0, filled with the even keys of `0..KEYS` (the
+    /// updates then hit a tree of `KEYS / 2` to `KEYS` entries).
+    fn writer(&self) -> ReclaimingTree {
+        let layout = self.nodes[0].layout();
+        let heap = NodeHeap::for_node(layout, 0).expect("heap");
+        let slot = layout.root_entry(0).expect("root slot").offset;
+        let mut w = BiTree::<u64, u64>::at(slot)
+            .write_handle(self.nodes[0].writer(heap).expect("writer"))
+            .expect("write handle");
+        let entries: Vec<(u64, u64)> = (0..KEYS / 2).map(|i| (2 * i, i)).collect();
+        w.load_sorted(&entries).expect("build");
+        ReclaimingTree { tree: w, since: 0 }
+    }
+}
+
+/// Operations between two reclaims of the tree's retired nodes (as in the tree bench).
+const RECLAIM_EVERY: usize = 64;
+
+/// The tree's write handle, reclaiming retired nodes once at least `RECLAIM_EVERY`
+/// operations were applied since the last time.
+struct ReclaimingTree {
+    tree: TreeWriteHandle<u64, u64, Hardware, NodeHeap>,
+    since: usize,
+}
+
+impl ApplyBatch<u64, u64> for ReclaimingTree {
+    fn apply_batch(&mut self, ops: &[Op<u64, u64>]) -> Result<BatchReport, CollectionError> {
+        let report = self.tree.apply_batch(ops)?;
+        self.since += ops.len();
+        if self.since >= RECLAIM_EVERY {
+            self.since = 0;
+            self.tree.reclaim()?;
+        }
         Ok(report)
     }
 }
@@ -157,11 +247,12 @@ fn main() {
             .measurement_time(Duration::from_secs(1))
             .sample_size(20);
     }
-    // One line per structure: a shared tree or hash map plugs in here.
-    let results = [(
-        "local_btreemap",
-        bench_structure(&mut c, quick, "local_btreemap", LocalBTree::default),
-    )];
+    // One call per structure: a shared tree or hash map plugs in here.
+    let local = bench_structure(&mut c, quick, "local_btreemap", LocalBTree::default);
+    // Built after the stand-in's run, so its background passes do not disturb it.
+    let tree = SharedTree::new();
+    let shared = bench_structure(&mut c, quick, "bi_tree", || tree.writer());
+    let results = [("local_btreemap", local), ("bi_tree", shared)];
     c.final_summary();
 
     println!("synchronous delegated insert, one client thread and one server thread, ns");
