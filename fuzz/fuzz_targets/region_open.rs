@@ -47,7 +47,7 @@ fn recipe(data: &[u8]) {
     let mut bytes = region.to_bytes();
     let roots = region.layout().root_directory();
     let patches = data.get(8..).unwrap_or_default();
-    for patch in patches.chunks_exact(3) {
+    for patch in patches.as_chunks::<3>().0 {
         let pos = usize::from(u16::from_le_bytes([patch[0], patch[1]]));
         // Even positions land in the header, odd ones in the root directory.
         let at = if pos % 2 == 0 {

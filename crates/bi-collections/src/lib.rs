@@ -18,6 +18,7 @@ pub mod op;
 
 pub mod delegate;
 pub mod map;
+pub mod testing;
 pub mod tree;
 
 pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};

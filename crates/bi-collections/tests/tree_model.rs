@@ -9,6 +9,7 @@
 //! come back once every node has passed.
 
 use bi_alloc::NodeHeap;
+use bi_collections::testing::{History, Violation, check_reuse_hazards};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::heap::Heap;
@@ -17,7 +18,6 @@ use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 
 const KEYS: u64 = 48;
@@ -48,50 +48,6 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// Every value each key had, with the publication sequence number from which it held.
-struct History {
-    seq: u64,
-    versions: Vec<Vec<(u64, Option<u64>)>>,
-    lens: Vec<(u64, usize)>,
-    model: BTreeMap<u64, u64>,
-}
-
-impl History {
-    fn new() -> Self {
-        History {
-            seq: 0,
-            versions: vec![vec![(0, None)]; KEYS as usize],
-            lens: vec![(0, 0)],
-            model: BTreeMap::new(),
-        }
-    }
-
-    /// Records the model after one publication.
-    fn published(&mut self, changed: &HashSet<u64>) {
-        self.seq += 1;
-        for &k in changed {
-            self.versions[k as usize].push((self.seq, self.model.get(&k).copied()));
-        }
-        self.lens.push((self.seq, self.model.len()));
-    }
-
-    /// Values `k` had at some publication in `since..=now`.
-    fn allowed(&self, k: u64, since: u64) -> Vec<Option<u64>> {
-        let v = &self.versions[k as usize];
-        let start = v.iter().rposition(|(s, _)| *s <= since).unwrap_or(0);
-        v[start..].iter().map(|(_, x)| *x).collect()
-    }
-
-    fn allowed_len(&self, since: u64) -> Vec<usize> {
-        let start = self
-            .lens
-            .iter()
-            .rposition(|(s, _)| *s <= since)
-            .unwrap_or(0);
-        self.lens[start..].iter().map(|(_, x)| *x).collect()
-    }
-}
-
 fn setup(seed: u64) -> Setup {
     Setup::with(
         RegionConfig::new(1 << 20).with_nodes(3),
@@ -118,70 +74,55 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
     let readers: Vec<Option<TreeReadHandle<u64, u64, EmulatedNode>>> = (0..3)
         .map(|n| (n != 0).then(|| tree.read_handle(&s.nodes[n]).unwrap()))
         .collect();
-    let mut h = History::new();
-    // Publication sequence number at the start of each node's last pass.
-    let mut pass_start = [0u64; 3];
+    let mut h = History::<u64, u64>::new(3);
     let mut next_value = 1u64;
     let mut writes_since_pass = 0;
     let mut stale_hits = 0u64;
-    let pass = |n: usize, h: &History, pass_start: &mut [u64; 3]| {
-        pass_start[n] = h.seq;
+    let pass = |n: usize, h: &mut History<u64, u64>| {
+        h.pass_started(n);
         s.nodes[n].quiesce().unwrap();
     };
+    let fail = |v: Violation| TestCaseError::fail(v.to_string());
     for st in steps {
         match st {
             Step::Insert(k) => {
                 let v = next_value;
                 next_value += 1;
                 let old = w.insert(*k, v).unwrap();
-                prop_assert_eq!(old, h.model.insert(*k, v));
-                h.published(&HashSet::from([*k]));
+                prop_assert_eq!(old, h.model().get(k).copied());
+                h.publish([(*k, Some(v))]);
                 writes_since_pass += 1;
             }
             Step::Remove(k) => {
                 let old = w.remove(k).unwrap();
-                prop_assert_eq!(old, h.model.remove(k));
+                prop_assert_eq!(old, h.model().get(k).copied());
                 if old.is_some() {
-                    h.published(&HashSet::from([*k]));
+                    h.publish([(*k, None)]);
                 }
                 writes_since_pass += 1;
             }
             Step::Batch(ops) => {
-                let mut changed = HashSet::new();
                 let ops: Vec<Op<u64, u64>> = ops
                     .iter()
                     .map(|&(ins, k)| {
-                        changed.insert(k);
                         if ins {
                             next_value += 1;
-                            h.model.insert(k, next_value);
                             Op::Insert(k, next_value)
                         } else {
-                            h.model.remove(&k);
                             Op::Remove(k)
                         }
                     })
                     .collect();
                 w.apply_batch(&ops).unwrap();
-                h.published(&changed);
+                h.publish_ops(&ops);
                 writes_since_pass += 1;
             }
             Step::Get(n, k) => {
                 let got = readers[*n].as_ref().unwrap().get(k).unwrap();
-                let ok = h.allowed(*k, pass_start[*n]);
-                prop_assert!(
-                    ok.contains(&got),
-                    "node {} get {}: {:?} not in {:?}",
-                    n,
-                    k,
-                    got,
-                    ok
-                );
-                // A miss re-reads the root from memory: only a key absent now may miss.
-                if got.is_none() {
-                    prop_assert_eq!(h.model.get(k), None, "node {} missed key {}", n, k);
-                }
-                stale_hits += u64::from(got.is_some() && got != h.model.get(k).copied());
+                // The value was current since the node's last pass; only a key absent
+                // now may miss (a miss re-reads the root from memory).
+                h.check_get(*n, k, got).map_err(fail)?;
+                stale_hits += u64::from(got.is_some() && got != h.model().get(k).copied());
             }
             Step::Range(n, a, b) => {
                 let got = readers[*n]
@@ -191,35 +132,27 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
                     .range((Bound::Included(*a), Bound::Excluded(*b)))
                     .unwrap();
                 prop_assert!(got.windows(2).all(|p| p[0].0 < p[1].0));
-                for (k, v) in &got {
-                    prop_assert!(*a <= *k && *k < *b);
-                    prop_assert!(h.allowed(*k, pass_start[*n]).contains(&Some(*v)));
-                }
+                h.check_scan(*n, &got, |k| *a <= *k && *k < *b)
+                    .map_err(fail)?;
             }
             Step::Iter(n) => {
                 let got = readers[*n].as_ref().unwrap().enter().iter().unwrap();
                 prop_assert!(got.windows(2).all(|p| p[0].0 < p[1].0));
-                for (k, v) in &got {
-                    prop_assert!(h.allowed(*k, pass_start[*n]).contains(&Some(*v)));
-                }
-                // Every key absent from the result may have been absent then.
-                let seen: HashSet<u64> = got.iter().map(|(k, _)| *k).collect();
-                for k in (0..KEYS).filter(|k| !seen.contains(k)) {
-                    prop_assert!(h.allowed(k, pass_start[*n]).contains(&None));
-                }
+                // Every value allowed, and every key left out may have been absent then.
+                h.check_scan(*n, &got, |_| true).map_err(fail)?;
             }
             Step::Len(n) => {
                 let got = readers[*n].as_ref().unwrap().len().unwrap();
-                prop_assert!(h.allowed_len(pass_start[*n]).contains(&got));
+                h.check_len(*n, got).map_err(fail)?;
             }
-            Step::Pass(n) => pass(*n, &h, &mut pass_start),
+            Step::Pass(n) => pass(*n, &mut h),
         }
         w.check_invariants()
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         // Keep the rings and the small heap from filling: every node passes now and then.
         if writes_since_pass >= 16 {
             for n in 0..3 {
-                pass(n, &h, &mut pass_start);
+                pass(n, &mut h);
             }
             w.reclaim().unwrap();
             writes_since_pass = 0;
@@ -227,22 +160,22 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
     }
     // After a pass on every node, every read is exact.
     for n in 0..3 {
-        pass(n, &h, &mut pass_start);
+        pass(n, &mut h);
     }
-    let all: Vec<_> = h.model.iter().map(|(k, v)| (*k, *v)).collect();
+    let all: Vec<_> = h.model().iter().map(|(k, v)| (*k, *v)).collect();
     for r in readers.iter().flatten() {
         let v = r.enter();
         prop_assert_eq!(&v.iter().unwrap(), &all);
         prop_assert_eq!(v.len().unwrap(), all.len());
         prop_assert_eq!(
             v.range(5..20).unwrap(),
-            h.model
+            h.model()
                 .range(5..20)
                 .map(|(k, v)| (*k, *v))
                 .collect::<Vec<_>>()
         );
         for k in 0..KEYS {
-            prop_assert_eq!(v.get(&k).unwrap(), h.model.get(&k).copied());
+            prop_assert_eq!(v.get(&k).unwrap(), h.model().get(&k).copied());
         }
     }
     // Retired memory comes back: after two more rounds of passes nothing is pending and
@@ -253,16 +186,9 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
     w.reclaim().unwrap();
     prop_assert_eq!(w.unretired(), 0);
     prop_assert_eq!(w.writer().retired_blocks(), 0);
-    prop_assert_eq!(w.writer().heap().stats().live, h.model.len() * 128);
+    prop_assert_eq!(w.writer().heap().stats().live, h.model().len() * 128);
     // Every load of an older incarnation's line was rejected by the generation check.
-    let hazards = s.emu.total_stats().reuse_hazards;
-    let rejected: u64 = s.nodes.iter().map(|n| n.mismatches()).sum();
-    prop_assert!(
-        hazards <= rejected,
-        "{} hazards, {} rejected",
-        hazards,
-        rejected
-    );
+    check_reuse_hazards(&s, false).map_err(fail)?;
     STALE_HITS.fetch_add(stale_hits, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }

@@ -222,8 +222,11 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         Ok(self.len()? == 0)
     }
 
-    /// Every entry, partition by partition, bucket by bucket (each bucket read as it is
-    /// when reached: not a snapshot of a map being written).
+    /// Every entry, partition by partition. Each partition is read whole from one bucket
+    /// array before its entries are yielded: if the writer replaced the array meanwhile
+    /// (a resize retires the old chains), the partition is read again from the new one,
+    /// so no entry is yielded twice. Partitions are read one after another, so the
+    /// result is not a snapshot of a map being written across partitions.
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -245,8 +248,6 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         Iter {
             map: self,
             partition: 0,
-            array: None,
-            bucket: 0,
             buffer: Vec::new(),
             done: false,
         }
@@ -295,13 +296,51 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     }
 }
 
+impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
+    /// Reads every entry of partition `p` into `out` from one bucket array; starts again
+    /// from the array in memory when a link turns out stale (the array was replaced).
+    fn read_partition(&self, p: usize, out: &mut Vec<(K, V)>) -> Result<(), CollectionError> {
+        let slot = self.map.partition_slot(p);
+        let mut bucket = Vec::new();
+        let mut last = None;
+        for attempt in 0..=FRESH_ATTEMPTS {
+            out.clear();
+            let array = match self.array(slot, attempt > 0) {
+                Ok(Some(a)) => a,
+                Ok(None) => return Ok(()),
+                Err(e @ CollectionError::Runtime(BiError::StaleLink { .. })) => {
+                    last = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut stale = None;
+            for b in FIRST_BUCKET..array.len() {
+                match self.read_bucket(&array, b, &mut bucket) {
+                    Ok(()) => out.append(&mut bucket),
+                    Err(e @ CollectionError::Runtime(BiError::StaleLink { .. })) => {
+                        stale = Some(e);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            match stale {
+                None => return Ok(()),
+                Some(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or(CollectionError::Runtime(BiError::StaleLink {
+            offset: slot,
+        })))
+    }
+}
+
 /// Iterator over a map's entries under one section ([`MapRef::iter`]); yields an error
 /// (and then ends) if the structure cannot be read.
 pub struct Iter<'a, 'r, K, V, M: MemView> {
     map: &'a MapRef<'r, K, V, M>,
     partition: usize,
-    array: Option<SlotArrayRef<'a>>,
-    bucket: usize,
     buffer: Vec<(K, V)>,
     done: bool,
 }
@@ -310,7 +349,6 @@ impl<K, V, M: MemView> fmt::Debug for Iter<'_, '_, K, V, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iter")
             .field("partition", &self.partition)
-            .field("bucket", &self.bucket)
             .finish_non_exhaustive()
     }
 }
@@ -323,48 +361,14 @@ impl<'a, 'r, K: Pod + Eq + Hash, V: Pod, M: MemView> Iterator for Iter<'a, 'r, K
             if let Some(kv) = self.buffer.pop() {
                 return Some(Ok(kv));
             }
-            if self.done {
+            if self.done || self.partition >= self.map.map.partitions() {
+                self.done = true;
                 return None;
             }
-            let array = match self.array {
-                Some(a) => a,
-                None => {
-                    if self.partition >= self.map.map.partitions() {
-                        self.done = true;
-                        return None;
-                    }
-                    let slot = self.map.map.partition_slot(self.partition);
-                    let a = match self.map.array(slot, false) {
-                        Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                            self.map.array(slot, true)
-                        }
-                        a => a,
-                    };
-                    match a {
-                        Ok(Some(a)) => {
-                            self.array = Some(a);
-                            self.bucket = FIRST_BUCKET;
-                            a
-                        }
-                        Ok(None) => {
-                            self.partition += 1;
-                            continue;
-                        }
-                        Err(e) => {
-                            self.done = true;
-                            return Some(Err(e));
-                        }
-                    }
-                }
-            };
-            if self.bucket >= array.len() {
-                self.array = None;
-                self.partition += 1;
-                continue;
-            }
-            let b = self.bucket;
-            self.bucket += 1;
-            if let Err(e) = self.map.read_bucket(&array, b, &mut self.buffer) {
+            let p = self.partition;
+            self.partition += 1;
+            if let Err(e) = self.map.read_partition(p, &mut self.buffer) {
+                self.buffer.clear();
                 self.done = true;
                 return Some(Err(e));
             }
