@@ -287,11 +287,14 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
                     self.unretired.drain(..n);
                 }
                 Err(BiError::LogFull { capacity, .. }) => {
-                    let smaller = (n / 2).min(capacity as usize);
-                    if smaller == 0 || n <= 1 {
+                    // Retire what fits now; the rest waits for a pass to make room (the
+                    // refusal is cheap: the writer checks room before the nodes).
+                    let used = self.store.writer.ring_usage().1;
+                    let free = (capacity as usize).saturating_sub(used);
+                    if free == 0 || free >= n {
                         return Ok(());
                     }
-                    chunk = smaller;
+                    chunk = free;
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -572,6 +572,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let inner = &self.inner;
         let view = &inner.view;
         let shape = Shape::new(size, inner.line)?;
+        // Room first: a full ring is the common refusal, and finding it must not cost a
+        // look at every object (callers retry when a pass has made room).
+        Self::reserve(inner, &mut self.freed, links.len())?;
         let mut headers = Vec::with_capacity(links.len());
         let mut seen = HashSet::with_capacity(links.len());
         for link in links {
@@ -597,7 +600,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             check_in(inner.layout.heap(), at, h.block_len as usize, "heap")?;
             headers.push((at, h));
         }
-        Self::reserve(inner, &mut self.freed, links.len())?;
         let now = inner.clock.now();
         let mut entries = Vec::with_capacity(headers.len());
         for (at, h) in &mut headers {
