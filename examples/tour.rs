@@ -39,7 +39,7 @@ use bi::core::runtime::testing::Setup;
 use bi::core::runtime::{NodeRuntime, RuntimeConfig};
 use bi::graph::generate::Kronecker;
 use bi::graph::{
-    Backend, EdgeList, EngineConfig, Mode, PageRank, Partitioner, RunOptions, RunStats, VertexInfo,
+    Backend, EdgeList, EngineConfig, Mode, PageRank, Partitioner, RunOptions, RunStats,
     run_detailed,
 };
 use clap::Parser;
@@ -941,10 +941,6 @@ fn pagerank_modes(
     seed: u64,
     options: &RunOptions,
 ) -> Result<Vec<GraphRow>, Box<dyn Error>> {
-    let mut out_degree = vec![0u32; graph.num_vertices()];
-    for &(u, _) in &graph.edges {
-        out_degree[u as usize] += 1;
-    }
     let program = PageRank::new(graph.num_vertices(), Some(1e-10));
     [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic]
         .into_iter()
@@ -960,21 +956,7 @@ fn pagerank_modes(
                 observer: None,
             };
             let run = run_detailed(&program, graph, &config, options)?;
-            let ranks = run
-                .run
-                .values
-                .iter()
-                .zip(&out_degree)
-                .enumerate()
-                .map(|(v, (&data, &out_degree))| {
-                    let info = VertexInfo {
-                        id: v as u32,
-                        in_degree: 0,
-                        out_degree,
-                    };
-                    PageRank::rank(&info, data)
-                })
-                .collect();
+            let ranks = PageRank::ranks(graph, &run.run.values);
             Ok(GraphRow {
                 backend: label,
                 mode,

@@ -40,6 +40,25 @@ impl PageRank {
         }
     }
 
+    /// The ranks that a run's published values (indexed by vertex) stand for: what
+    /// [`pagerank`] returns, for callers of [`run`](crate::run) or
+    /// [`run_detailed`](crate::run_detailed).
+    pub fn ranks(graph: &EdgeList, values: &[f64]) -> Vec<f64> {
+        values
+            .iter()
+            .zip(out_degrees(graph))
+            .enumerate()
+            .map(|(v, (&data, out_degree))| {
+                let info = VertexInfo {
+                    id: v as u32,
+                    in_degree: 0,
+                    out_degree,
+                };
+                PageRank::rank(&info, data)
+            })
+            .collect()
+    }
+
     /// The rank a published value stands for.
     pub fn rank(vertex: &VertexInfo, data: f64) -> f64 {
         if vertex.out_degree == 0 {
@@ -132,21 +151,7 @@ impl VertexProgram for PageRank {
 pub fn pagerank(graph: &EdgeList, config: &EngineConfig) -> Result<Run<f64>, GraphError> {
     let program = PageRank::new(graph.num_vertices(), config.tolerance);
     let run = run(&program, graph, config)?;
-    let out_degree = out_degrees(graph);
-    let values = run
-        .values
-        .iter()
-        .zip(&out_degree)
-        .enumerate()
-        .map(|(v, (&data, &out_degree))| {
-            let info = VertexInfo {
-                id: v as u32,
-                in_degree: 0,
-                out_degree,
-            };
-            PageRank::rank(&info, data)
-        })
-        .collect();
+    let values = PageRank::ranks(graph, &run.values);
     Ok(Run {
         values,
         stats: run.stats,
