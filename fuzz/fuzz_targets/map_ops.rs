@@ -17,12 +17,11 @@
 use arbitrary::{Arbitrary, Unstructured};
 use bi_alloc::NodeHeap;
 use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
-use bi_collections::testing::{History, Violation, check_reuse_hazards, is_resource_exhaustion};
+use bi_collections::testing::{
+    Hardware, History, Violation, check_failed_write, check_reuse_hazards, is_resource_exhaustion,
+};
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::mem::EmulatedNode;
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
-use bi_core::runtime::testing::Setup;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 
@@ -112,44 +111,21 @@ fn mirror(w: &Writer) -> BTreeMap<Key, Value> {
 /// model after a prefix of `ops` (no prefix for a single operation). Records what was
 /// published.
 fn failed(w: &Writer, h: &mut History<Key, Value>, ops: &[Op<Key, Value>], e: &CollectionError) {
-    assert!(is_resource_exhaustion(e), "unexpected error: {e}");
     let actual = mirror(w);
     assert_eq!(w.len(), actual.len());
-    let n = h
-        .matching_prefix(ops, &actual)
-        .unwrap_or_else(|| panic!("after {e}, the map is no prefix of {ops:?}"));
-    if n > 0 {
-        h.publish_ops(&ops[..n]);
-    }
+    check_failed_write(h, ops, &actual, e).unwrap();
 }
 
 fn run(input: Input) {
-    let eviction = f64::from(input.eviction) / 255.0 * 0.2;
-    let adjacent = f64::from(input.adjacent_prefetch % 4) * 0.1;
-    let random = f64::from(input.random_prefetch % 4) * 0.02;
-    let skew = u64::from(input.skew % 32);
-    let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(NODES as u32),
-        |c| {
-            c.seed(input.seed)
-                .eviction_rate(eviction)
-                .adjacent_prefetch_rate(adjacent)
-                .random_prefetch_rate(random)
-                .clock_skew(skew)
-                .cache_lines(256)
-        },
-        RuntimeConfig::default()
-            .node_lease(1 << 40)
-            .reader_lease(1 << 40)
-            .skew(2 * skew),
-    );
-    let arena = s.arena(0);
-    let heap_len = ((2 + usize::from(input.heap_kib % 16)) * 1024).min(arena.len());
-    let heap = NodeHeap::new(
-        arena.start..arena.start + heap_len,
-        s.region.layout().line_size(),
-    )
-    .unwrap();
+    let hw = Hardware {
+        seed: input.seed,
+        eviction: input.eviction,
+        adjacent_prefetch: input.adjacent_prefetch,
+        random_prefetch: input.random_prefetch,
+        skew: input.skew,
+        heap_kib: input.heap_kib,
+    };
+    let (s, heap) = hw.build(NODES);
     let map = BiHashMap::<Key, Value>::at(s.slot(0));
     let mut w: Writer = match map.write_handle_with(
         s.nodes[0].writer(heap).unwrap(),
@@ -252,13 +228,13 @@ fn run(input: Input) {
     }
     // Retired memory all comes back after the grace period.
     for _ in 0..4 {
-        s.emu.advance(4 * skew + 1);
+        s.emu.advance(4 * hw.skew_ticks() + 1);
         s.quiesce_all().unwrap();
         w.reclaim().unwrap();
     }
     assert_eq!(w.pending_retirements(), 0);
     assert_eq!(w.writer().retired_blocks(), 0);
-    check(check_reuse_hazards(&s, adjacent == 0.0 && random == 0.0));
+    check(check_reuse_hazards(&s, !hw.prefetches()));
 }
 
 fuzz_target!(|input: Input| run(input));

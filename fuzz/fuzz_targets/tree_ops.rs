@@ -16,14 +16,11 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use bi_alloc::NodeHeap;
-use bi_collections::testing::{History, check_reuse_hazards, is_resource_exhaustion};
+use bi_collections::testing::{Hardware, History, check_failed_write, check_reuse_hazards};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::EmulatedNode;
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
-use bi_core::runtime::testing::Setup;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -106,44 +103,21 @@ fn failed(
     ops: &[Op<u64, u64>],
     e: &bi_collections::CollectionError,
 ) {
-    assert!(is_resource_exhaustion(e), "unexpected error: {e}");
     w.check_invariants().unwrap();
     let actual: BTreeMap<u64, u64> = w.iter().unwrap().into_iter().collect();
-    let n = h
-        .matching_prefix(ops, &actual)
-        .unwrap_or_else(|| panic!("after {e}, the tree is no prefix of {ops:?}"));
-    if n > 0 {
-        h.publish_ops(&ops[..n]);
-    }
+    check_failed_write(h, ops, &actual, e).unwrap();
 }
 
 fn run(input: Input) {
-    let eviction = f64::from(input.eviction) / 255.0 * 0.2;
-    let adjacent = f64::from(input.adjacent_prefetch % 4) * 0.1;
-    let random = f64::from(input.random_prefetch % 4) * 0.02;
-    let skew = u64::from(input.skew % 32);
-    let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(NODES as u32),
-        |c| {
-            c.seed(input.seed)
-                .eviction_rate(eviction)
-                .adjacent_prefetch_rate(adjacent)
-                .random_prefetch_rate(random)
-                .clock_skew(skew)
-                .cache_lines(256)
-        },
-        RuntimeConfig::default()
-            .node_lease(1 << 40)
-            .reader_lease(1 << 40)
-            .skew(2 * skew),
-    );
-    let arena = s.arena(0);
-    let heap_len = ((2 + usize::from(input.heap_kib % 16)) * 1024).min(arena.len());
-    let heap = NodeHeap::new(
-        arena.start..arena.start + heap_len,
-        s.region.layout().line_size(),
-    )
-    .unwrap();
+    let hw = Hardware {
+        seed: input.seed,
+        eviction: input.eviction,
+        adjacent_prefetch: input.adjacent_prefetch,
+        random_prefetch: input.random_prefetch,
+        skew: input.skew,
+        heap_kib: input.heap_kib,
+    };
+    let (s, heap) = hw.build(NODES);
     let tree = BiTree::<u64, u64>::at(s.slot(0));
     let mut w: Writer = tree.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
     let readers: Vec<Reader> = (1..NODES)
@@ -261,14 +235,14 @@ fn run(input: Input) {
     // Retired memory comes back once every node has passed twice more: the heap then
     // holds exactly the published tree.
     for _ in 0..3 {
-        s.emu.advance(4 * skew + 1);
+        s.emu.advance(4 * hw.skew_ticks() + 1);
         s.quiesce_all().unwrap();
         w.reclaim().unwrap();
     }
     assert_eq!(w.unretired(), 0);
     assert_eq!(w.writer().retired_blocks(), 0);
     assert_eq!(w.writer().heap().stats().live, h.model().len() * BLOCK);
-    check(check_reuse_hazards(&s, adjacent == 0.0 && random == 0.0));
+    check(check_reuse_hazards(&s, !hw.prefetches()));
 }
 
 fuzz_target!(|input: Input| run(input));

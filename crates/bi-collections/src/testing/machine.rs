@@ -1,9 +1,100 @@
 //! Checks on the emulated machine as a whole: reuse hazards and legal failures.
 
-use super::Violation;
-use crate::CollectionError;
-use bi_core::runtime::BiError;
+use super::{History, Violation};
+use crate::{CollectionError, Op};
+use bi_alloc::NodeHeap;
+use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, RuntimeConfig};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+/// A small emulated machine described by a few bytes (what a fuzzer chooses): event
+/// rates, clock skew and the size of node 0's heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hardware {
+    /// Emulator seed.
+    pub seed: u64,
+    /// Eviction rate, scaled to 0..0.2.
+    pub eviction: u8,
+    /// Adjacent-line prefetch rate: `(b % 4) * 0.1`.
+    pub adjacent_prefetch: u8,
+    /// Random prefetch rate: `(b % 4) * 0.02`.
+    pub random_prefetch: u8,
+    /// Per-node clock skew bound in ticks: `b % 32` (the runtime is told twice that).
+    pub skew: u8,
+    /// Node 0's heap: `2 + b % 16` KiB, small enough to be exhausted.
+    pub heap_kib: u8,
+}
+
+impl Hardware {
+    /// The emulator's per-node clock skew bound, in ticks.
+    pub fn skew_ticks(&self) -> u64 {
+        u64::from(self.skew % 32)
+    }
+
+    /// Whether the machine prefetches at all (without prefetch, reuse hazards must be 0).
+    pub fn prefetches(&self) -> bool {
+        !self.adjacent_prefetch.is_multiple_of(4) || !self.random_prefetch.is_multiple_of(4)
+    }
+
+    /// The machine (`nodes` nodes, 256 KiB, 256-line caches, leases too long to expire)
+    /// and a heap over the start of node 0's arena.
+    ///
+    /// # Panics
+    ///
+    /// On impossible parameters (a test fixture).
+    pub fn build(&self, nodes: usize) -> (Setup, NodeHeap) {
+        let eviction = f64::from(self.eviction) / 255.0 * 0.2;
+        let adjacent = f64::from(self.adjacent_prefetch % 4) * 0.1;
+        let random = f64::from(self.random_prefetch % 4) * 0.02;
+        let skew = self.skew_ticks();
+        let s = Setup::with(
+            RegionConfig::new(1 << 18).with_nodes(nodes as u32),
+            |c| {
+                c.seed(self.seed)
+                    .eviction_rate(eviction)
+                    .adjacent_prefetch_rate(adjacent)
+                    .random_prefetch_rate(random)
+                    .clock_skew(skew)
+                    .cache_lines(256)
+            },
+            RuntimeConfig::default()
+                .node_lease(1 << 40)
+                .reader_lease(1 << 40)
+                .skew(2 * skew),
+        );
+        let arena = s.arena(0);
+        let len = ((2 + usize::from(self.heap_kib % 16)) * 1024).min(arena.len());
+        let heap = NodeHeap::new(
+            arena.start..arena.start + len,
+            s.region.layout().line_size(),
+        )
+        .expect("heap over node 0's arena");
+        (s, heap)
+    }
+}
+
+/// After a failed write: the error must be a legal one, and `actual` (the writer's
+/// contents) the model after a prefix of `ops` (nothing, for a single operation: pass an
+/// empty `ops`). Records in `h` what was published.
+pub fn check_failed_write<K: Ord + Clone + Debug, V: Eq + Clone + Debug>(
+    h: &mut History<K, V>,
+    ops: &[Op<K, V>],
+    actual: &BTreeMap<K, V>,
+    e: &CollectionError,
+) -> Result<(), Violation> {
+    if !is_resource_exhaustion(e) {
+        return Err(Violation::new(format!("unexpected error: {e}")));
+    }
+    let n = h.matching_prefix(ops, actual).ok_or_else(|| {
+        Violation::new(format!("after {e}, the contents are no prefix of {ops:?}"))
+    })?;
+    if n > 0 {
+        h.publish_ops(&ops[..n]);
+    }
+    Ok(())
+}
 
 /// Every load of an older incarnation of a reused block (counted by the emulator's
 /// oracle) must have been rejected by a reader's generation check: the oracle's count may

@@ -54,7 +54,7 @@ mod history;
 mod machine;
 
 pub use history::History;
-pub use machine::{check_reuse_hazards, is_resource_exhaustion};
+pub use machine::{Hardware, check_failed_write, check_reuse_hazards, is_resource_exhaustion};
 
 use std::fmt;
 
