@@ -11,7 +11,7 @@
 
 use super::{Hazard, Variant, two_runtimes};
 use bi_core::mem::MemView;
-use bi_core::runtime::object::HEADER_BYTES;
+use bi_core::runtime::object::STAMP_BYTES;
 use bytemuck::{Pod, Zeroable};
 
 pub(super) const HAZARD: Hazard = Hazard {
@@ -77,7 +77,7 @@ fn run(variant: Variant, seed: u64) -> u64 {
     let n1 = s.emu.node(1);
     let accepted = match variant {
         Variant::Broken => {
-            let at = kept.offset() + HEADER_BYTES;
+            let at = kept.offset() + STAMP_BYTES;
             let account: Account = n1.load(at).expect("in bounds");
             account.tag != ACCOUNT
         }

@@ -18,7 +18,7 @@ fn config() -> RuntimeConfig {
 #[test]
 fn heap_exhaustion_is_an_error_and_the_map_stays_readable() {
     let s = Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(2),
+        RegionConfig::new(1 << 17).with_nodes(2),
         |c| c.seed(4),
         config(),
     );

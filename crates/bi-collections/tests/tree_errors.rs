@@ -10,7 +10,7 @@ use bi_core::runtime::BiError;
 use bi_core::runtime::testing::Setup;
 use std::collections::BTreeMap;
 
-const BLOCK: usize = 128; // a u64 -> u64 node: two lines
+const BLOCK: usize = 64; // a u64 -> u64 node: one line (one stamp word, 36 bytes of payload)
 
 fn is_exhausted(e: &CollectionError) -> bool {
     matches!(

@@ -179,14 +179,14 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
         }
     }
     // Retired memory comes back: after two more rounds of passes nothing is pending and
-    // the heap holds exactly the published tree (two lines per node).
+    // the heap holds exactly the published tree (one line per node).
     for _ in 0..2 {
         s.quiesce_all().unwrap();
     }
     w.reclaim().unwrap();
     prop_assert_eq!(w.unretired(), 0);
     prop_assert_eq!(w.writer().retired_blocks(), 0);
-    prop_assert_eq!(w.writer().heap().stats().live, h.model().len() * 128);
+    prop_assert_eq!(w.writer().heap().stats().live, h.model().len() * 64);
     // Every load of an older incarnation's line was rejected by the generation check.
     check_reuse_hazards(&s, false).map_err(fail)?;
     STALE_HITS.fetch_add(stale_hits, std::sync::atomic::Ordering::Relaxed);

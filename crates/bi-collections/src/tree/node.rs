@@ -6,8 +6,9 @@ use std::fmt;
 /// One node of a [`BiTree`](super::BiTree) in shared memory.
 ///
 /// The layout is `key | value | left | right | size`, packed: with `u64` keys and values
-/// that is 36 bytes, which the runtime stores in two cache lines (a 32-byte header takes
-/// the first line's head); with `u32` keys and values, 28 bytes fit in one line. `left`
+/// that is 36 bytes, which the runtime stores in one 64-byte line beside the line's
+/// 8-byte stamp (up to 56 bytes of node fit one line: keys and values of up to 16 bytes
+/// together). `left`
 /// and `right` are raw [`Link`](bi_core::runtime::Link)s (offset and generation; zero is
 /// an empty subtree) and `size` counts the nodes of the subtree rooted here.
 ///

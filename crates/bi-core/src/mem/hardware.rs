@@ -1,22 +1,25 @@
 //! The hardware view: real shared memory and real cache instructions.
 //!
-//! Loads and stores go through [`Backing`]'s atomic words, so a concurrent write by another
-//! thread or process is a race between atomics (well defined), never a data race on plain
-//! memory; on x86_64 those aligned atomic accesses are ordinary moves. The cache operations
-//! check the range against the memory, then issue one instruction per line through
-//! [`CacheOps`]; [`MemView::fence`] is the ops' fence.
+//! The view holds the base address and length of the memory directly (the [`Backing`] is
+//! kept alive beside them), so an aligned, in-bounds word load or store is one bounds
+//! check and one atomic access: no pointer chase, no match on the kind of memory. Words
+//! are `AtomicU64`, so a concurrent write by another thread or process is a race between
+//! atomics (well defined), never a data race on plain memory; on x86_64 those aligned
+//! atomic accesses are ordinary moves. The cache operations check the range against the
+//! memory, then issue one instruction per line through [`CacheOps`]; [`MemView::fence`] is
+//! the ops' fence.
 
-use super::{Backing, MemError, MemView, check_range};
+use super::{Backing, MemError, MemView, check_range, load_u64s_by_word};
 use crate::cache::CacheOps;
 use crate::line::LineSize;
-use crate::primitive::sync::atomic::Ordering;
+use crate::primitive::sync::atomic::{AtomicU64, Ordering};
 use bytemuck::Pod;
 use std::sync::Arc;
 
 /// One node's view of real shared memory: plain loads and stores, and the processor's own
 /// cache instructions.
 ///
-/// Cheap to clone (an `Arc` and a few bytes); clones share the memory.
+/// Cheap to clone (an `Arc`, a pointer and a few bytes); clones share the memory.
 ///
 /// ```
 /// use bi_core::mem::{Backing, Hardware, MemView};
@@ -33,9 +36,22 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Hardware {
+    /// `mem`'s words: the first of `words` atomic words that live as long as `mem`.
+    base: *const AtomicU64,
+    /// Number of words at `base`.
+    words: usize,
     mem: Arc<Backing>,
     ops: CacheOps,
 }
+
+// SAFETY: `base` points into the memory `mem` owns (heap words or a shared mapping), which
+// is only ever accessed through atomic words, from any thread; `Backing` itself is
+// `Send + Sync`, and the pointer is never used after `mem` (held by the same value) is
+// dropped. So moving or sharing a `Hardware` between threads is as sound as sharing the
+// `Arc<Backing>` it carries.
+unsafe impl Send for Hardware {}
+// SAFETY: see `Send`: every access through `base` is an atomic operation.
+unsafe impl Sync for Hardware {}
 
 impl Hardware {
     /// A view of `mem` using the processor's best instructions ([`CacheOps::detect`]).
@@ -58,7 +74,13 @@ impl Hardware {
     /// assert!(view.flush(0, 1024).is_ok());
     /// ```
     pub fn with_ops(mem: Arc<Backing>, ops: CacheOps) -> Hardware {
-        Hardware { mem, ops }
+        let words = mem.words();
+        Hardware {
+            base: words.as_ptr(),
+            words: words.len(),
+            mem,
+            ops,
+        }
     }
 
     /// The shared memory.
@@ -74,25 +96,44 @@ impl Hardware {
     /// Start of `offset .. offset + len` in this process, after checking the range.
     #[inline]
     fn range_ptr(&self, offset: usize, len: usize) -> Result<*const u8, MemError> {
-        check_range(offset, len, self.mem.size())?;
+        check_range(offset, len, self.size())?;
         // Stays inside (or one past the end of) the backing allocation: checked above.
-        Ok(self.mem.base_ptr().wrapping_add(offset))
+        Ok(self.base.cast::<u8>().wrapping_add(offset))
     }
-}
 
-impl Hardware {
+    /// The word at byte `offset`, if `offset` is a multiple of 8 inside the memory: the
+    /// one bounds check of an aligned access.
+    #[inline(always)]
+    fn word(&self, offset: usize) -> Option<&AtomicU64> {
+        let index = offset / 8;
+        if offset.is_multiple_of(8) && index < self.words {
+            // SAFETY: `index < self.words`, so `base + index` is inside the word array
+            // of `self.mem`, which `self` keeps alive for at least the returned borrow.
+            Some(unsafe { &*self.base.add(index) })
+        } else {
+            None
+        }
+    }
+
     /// The slow path of `load_u64`: an unaligned or out-of-range offset.
     #[cold]
     #[inline(never)]
     fn load_u64_unaligned(&self, offset: usize) -> Result<u64, MemError> {
         self.load(offset)
     }
+
+    /// The slow path of `store_u64`.
+    #[cold]
+    #[inline(never)]
+    fn store_u64_unaligned(&self, offset: usize, value: u64) -> Result<(), MemError> {
+        self.store(offset, &value)
+    }
 }
 
 impl MemView for Hardware {
     #[inline]
     fn size(&self) -> usize {
-        self.mem.size()
+        self.words * 8
     }
 
     #[inline]
@@ -113,28 +154,38 @@ impl MemView for Hardware {
         self.mem.store_bytes(offset, bytemuck::bytes_of(value))
     }
 
-    #[inline]
+    #[inline(always)]
     fn load_u64(&self, offset: usize) -> Result<u64, MemError> {
-        match self.mem.word(offset) {
+        match self.word(offset) {
             Some(word) => Ok(word.load(Ordering::Acquire)),
             None => self.load_u64_unaligned(offset),
         }
     }
 
-    #[inline]
-    fn load_words(&self, offset: usize, out: &mut [u8]) -> Result<(), MemError> {
-        // One range check, then fixed-size word copies (see `Backing::load_bytes`).
-        self.mem.load_bytes(offset, out)
+    #[inline(always)]
+    fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
+        let first = offset / 8;
+        match first.checked_add(out.len()) {
+            Some(end) if offset.is_multiple_of(8) && end <= self.words => {
+                for (k, w) in out.iter_mut().enumerate() {
+                    // SAFETY: `first + k < end <= self.words`: inside the word array of
+                    // `self.mem`, alive as long as `self`.
+                    *w = unsafe { &*self.base.add(first + k) }.load(Ordering::Acquire);
+                }
+                Ok(())
+            }
+            _ => load_u64s_by_word(self, offset, out),
+        }
     }
 
-    #[inline]
+    #[inline(always)]
     fn store_u64(&self, offset: usize, value: u64) -> Result<(), MemError> {
-        match self.mem.word(offset) {
+        match self.word(offset) {
             Some(word) => {
                 word.store(value, Ordering::Release);
                 Ok(())
             }
-            None => self.store(offset, &value),
+            None => self.store_u64_unaligned(offset, value),
         }
     }
 

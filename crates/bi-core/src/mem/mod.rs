@@ -93,6 +93,26 @@ pub(crate) fn check_range(offset: usize, len: usize, size: usize) -> Result<(), 
     }
 }
 
+/// [`MemView::load_u64s`] one word at a time (the default, and the slow path of views
+/// with a faster one).
+#[inline]
+pub(crate) fn load_u64s_by_word<V: MemView>(
+    view: &V,
+    offset: usize,
+    out: &mut [u64],
+) -> Result<(), MemError> {
+    let len = 8 * out.len();
+    for (k, w) in out.iter_mut().enumerate() {
+        let at = (8 * k).checked_add(offset).ok_or(MemError::OutOfBounds {
+            offset,
+            len,
+            size: view.size(),
+        })?;
+        *w = view.load_u64(at)?;
+    }
+    Ok(())
+}
+
 /// One node's view of shared memory: loads and stores through that node's cache, and the
 /// cache operations that move lines between the cache and memory.
 ///
@@ -165,24 +185,16 @@ pub trait MemView: Clone + Send + Sync {
         self.load(offset)
     }
 
-    /// Reads `out.len()` bytes starting at the 8-byte aligned `offset`, one aligned word
-    /// at a time, through this node's cache (the last word may be read whole and copied
-    /// in part, so the range is rounded up to a word).
+    /// Reads the `out.len()` consecutive 8-byte words starting at `offset` through this
+    /// node's cache, in order.
     ///
-    /// The default issues one [`load_u64`](Self::load_u64) per word; [`Hardware`] checks
-    /// the range once and copies with plain loads, which is what the runtime's object
-    /// reads use on the read path.
+    /// The default issues one [`load_u64`](Self::load_u64) per word (so the emulator
+    /// sees, and its oracle judges, every word); [`Hardware`] checks the whole range once
+    /// and then loads each word with one move, which is what the runtime's validated
+    /// object reads use on the read path.
     #[inline]
-    fn load_words(&self, offset: usize, out: &mut [u8]) -> Result<(), MemError> {
-        let (whole, tail) = out.as_chunks_mut::<8>();
-        for (k, chunk) in whole.iter_mut().enumerate() {
-            *chunk = self.load_u64(offset + 8 * k)?.to_ne_bytes();
-        }
-        if !tail.is_empty() {
-            let w = self.load_u64(offset + 8 * whole.len())?;
-            tail.copy_from_slice(&w.to_ne_bytes()[..tail.len()]);
-        }
-        Ok(())
+    fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
+        load_u64s_by_word(self, offset, out)
     }
 
     /// Writes the 8-byte word `value` at `offset` into this node's cache.

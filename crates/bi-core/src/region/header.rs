@@ -13,7 +13,12 @@
 //! a pure function of a byte slice, which is what the fuzz target and the property tests
 //! drive.
 //!
-//! # Format (version 1)
+//! # Format (version 2)
+//!
+//! Version 2 changed what the heap holds, not the header: objects carry one stamp word per
+//! line (see `runtime::object`) instead of version 1's 32-byte header, so a version 1
+//! region's objects cannot be read by this code and its file is refused as
+//! [`RegionError::UnsupportedVersion`].
 //!
 //! All integers little-endian. [`HEADER_LEN`] bytes, at offset 0 of the region; the header
 //! section is that rounded up to a whole line, the rest of it zero.
@@ -21,7 +26,7 @@
 //! | offset | size | field |
 //! |---:|---:|---|
 //! | 0 | 8 | magic `b"BIREGION"` |
-//! | 8 | 4 | format version (1) |
+//! | 8 | 4 | format version (2) |
 //! | 12 | 4 | header length in bytes (136) |
 //! | 16 | 8 | total region size in bytes |
 //! | 24 | 4 | line size in bytes |
@@ -46,7 +51,7 @@ use super::layout::{Layout, RegionConfig, Section, SectionKind};
 /// The first eight bytes of every region.
 pub const MAGIC: [u8; 8] = *b"BIREGION";
 /// The header format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Length of the encoded header in bytes.
 pub const HEADER_LEN: usize = 136;
 
@@ -202,7 +207,7 @@ impl Header {
             return Err(RegionError::InvalidParameter {
                 name: "header_len",
                 value: header_len.into(),
-                reason: "must be 136 in format version 1",
+                reason: "must be 136 in format version 2",
             });
         }
         let line = u32_at(b, offsets::LINE_SIZE);
@@ -214,7 +219,7 @@ impl Header {
             return Err(RegionError::InvalidParameter {
                 name: "reserved",
                 value: reserved.into(),
-                reason: "must be zero in format version 1",
+                reason: "must be zero in format version 2",
             });
         }
         let size = u64_at(b, offsets::SIZE);

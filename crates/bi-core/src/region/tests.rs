@@ -134,7 +134,19 @@ fn every_open_error_from_crafted_bytes() {
             r,
             Err(E::UnsupportedVersion {
                 found: 9,
-                supported: 1
+                supported: FORMAT_VERSION
+            })
+        ),
+        "{r:?}"
+    );
+    // A region written by version 1 (objects with a 32-byte header) is refused.
+    let r = crafted(|b| put_u32(b, offsets::VERSION, 1), false);
+    assert!(
+        matches!(
+            r,
+            Err(E::UnsupportedVersion {
+                found: 1,
+                supported: 2
             })
         ),
         "{r:?}"

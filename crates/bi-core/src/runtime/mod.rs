@@ -21,8 +21,8 @@
 //! 3. **Prefetch.** Hardware may refill any line at any moment, including a freed block's
 //!    line between the last invalidation and the block's reuse. No invalidation schedule
 //!    prevents that, so objects carry their identity: every line of an object starts with
-//!    the object's *generation* (bumped at every reuse and rewrite), and a link carries
-//!    the generation it expects. A reader checks every line it uses; a mismatch means "old
+//!    the object's *generation* (bumped at every reuse and rewrite; [`Stamp`]), and a
+//!    link carries the generation it expects. A reader checks every line it uses; a mismatch means "old
 //!    copy": it invalidates the object's lines, fences and reads once more, and if it
 //!    still does not match, the *link* is stale and the caller re-reads the slot
 //!    (lazy invalidation). The same check catches a multi-line object whose first line
@@ -88,7 +88,7 @@
 //!   invalidates (and fences) the modified tail only *after* loading the freed tail.
 //! - **Partly written lines.** Dirty lines can be evicted at any moment, so memory may
 //!   hold any prefix of a writer's stores. Each line is written stamp := invalid, payload,
-//!   stamp := generation, and [`BiBox::set`] after allocation rewrites under a *new*
+//!   stamp := generation (see [`object`] for why that order suffices), and [`BiBox::set`] after allocation rewrites under a *new*
 //!   generation (another node may already cache the first version's lines).
 //! - **Generations must beat every stale line**, not just the old header: a heap that
 //!   splits or merges blocks puts old stamps of other objects into a new block, so the
@@ -98,8 +98,8 @@
 //! - **Self-exclusion is checked after publishing the record**: a writer can exclude a
 //!   node while that node's pass is still running, so the node compares its clock *after*
 //!   writing its record back with its previous heartbeat plus the lease.
-//! - **Retire only your own objects**: setting FREED writes the header line, which
-//!   belongs to the allocating writer; a writer refuses links it did not allocate.
+//! - **Retire only your own objects**: setting FREED writes the object's first line,
+//!   which belongs to the allocating writer; a writer refuses links it did not allocate.
 //! - **The oracle's reuse hazards cannot all be prevented**: a prefetcher may refill a
 //!   freed block's line after every invalidation and before reuse, and a reader whose
 //!   slot line is not cached sees a new link before its pass. What the protocol
@@ -183,9 +183,9 @@ pub use clock::{Clock, EmulatedClock, TickClock};
 pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};
 pub use error::BiError;
 pub use grace::GracePoint;
-pub use object::Link;
+pub use object::{Fetch, Generation, Link, Stamp};
 pub use pass::{NodeRecord, PassReport};
-pub use reader::{BiGuard, Reader, Shared};
+pub use reader::{BiGuard, Reader, ReaderState, Shared};
 pub use slots::{SlotArray, SlotArrayRef};
 pub use writer::{BiBox, ReclaimReport, Unpublished, Writer};
 

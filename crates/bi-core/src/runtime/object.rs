@@ -1,22 +1,44 @@
-//! Object layout and generation-tagged links.
+//! Object layout: one stamp word per line, generation-tagged links, and the one
+//! validated read.
 //!
-//! An object of type `T: Pod` occupies a heap block of whole lines:
+//! An object of type `T: Pod` occupies a heap block of whole lines, and every line starts
+//! with one 8-byte [`Stamp`]:
 //!
 //! ```text
-//! line 0:  generation u64 | logged_time u64 | size u32 | flags u32 | block_len u64 | payload...
-//! line i:  stamp u64 (= generation)                                                | payload...
+//! line 0:  stamp (generation | FREED | TRACKED) | payload bytes 0 .. L-8
+//! line i:  stamp (generation | TRACKED)          | payload bytes i(L-8) .. (i+1)(L-8)
 //! ```
 //!
-//! The payload bytes of `T` are scattered over the lines after the header or stamp and
-//! gathered back on read. Every line carries the generation, so a reader can tell, line by
-//! line, whether the copy it holds belongs to the incarnation its link names: a prefetched
-//! line of an older incarnation, or an older version of a later line, shows a different
-//! stamp.
+//! Nothing else lives in the object: the block's length is the heap's (its size class,
+//! remembered by the writer that allocated it), the time an object was logged is its ring
+//! entry's, and the payload's size is the type's. A 64-byte line carries 56 bytes of
+//! payload, so a tree node of a few words is one line: one cache miss per level, as in a
+//! coherent tree.
 //!
-//! Writes to each line go stamp := [`INVALID`], payload, stamp := generation. A dirty line
-//! may reach memory at any moment (eviction), so other nodes can see any prefix of these
-//! stores; with this order, a line whose stamp matches is complete, and a partly written
-//! line matches no link at all.
+//! # Why every line carries the generation
+//!
+//! A reader can tell, line by line, whether the copy it holds belongs to the incarnation
+//! its link names: a prefetched line of an older incarnation, or an older version of a
+//! later line, shows a different stamp. The generation of a reused block is one more than
+//! every stamp found in its lines, so no stale line of any earlier object ever matches.
+//!
+//! # Why partial write-backs are harmless
+//!
+//! A dirty line may reach memory at any moment (eviction), so other nodes can see any
+//! prefix of a writer's stores to it. Each line is therefore written in the order
+//! stamp := [`Stamp::INVALID`], payload, stamp := the object's stamp. A line whose stamp
+//! matches a link was completely written; a line caught half way holds `INVALID` (which
+//! matches no link) or an older stamp (which matches only the older link). Retiring sets
+//! FREED in line 0's stamp with one word store: a reader sees the flag or not, never
+//! half of it.
+//!
+//! # The read
+//!
+//! [`fetch`] is the read path's one validated read: bounds check, load the stamp, compare
+//! with the link, copy the payload words, load the stamp again (a line dropped and refilled
+//! while it was copied shows a newer stamp). No cache operation, no fence. It answers
+//! [`Fetch::Value`], [`Fetch::Null`] or [`Fetch::Stale`]; what to do about a stale copy
+//! (invalidate, fence, read again) is the guard's business and written once there.
 
 use super::BiError;
 use crate::mem::MemView;
@@ -25,36 +47,136 @@ use bytemuck::{Pod, Zeroable};
 use std::fmt;
 use std::marker::PhantomData;
 
-/// Bytes of the header at the start of line 0.
-pub const HEADER_BYTES: usize = 32;
-/// Bytes of the stamp at the start of every later line.
+/// Bytes of the stamp at the start of every line.
 pub const STAMP_BYTES: usize = 8;
-/// A stamp no link can match: written first into a line being rewritten.
-pub const INVALID: u64 = u64::MAX;
-/// Header flag: writers log this object in the modified ring when publishing it.
-pub const TRACKED: u32 = 1;
-/// Header flag: the object was retired.
-pub const FREED: u32 = 2;
 /// Most lines one object may span (a log entry packs the line count in 16 bits).
 pub const MAX_OBJECT_LINES: usize = 0xFFFF;
+/// Payload bytes that [`fetch`] reads through its one-line fast path (a 64-byte line's
+/// payload).
+pub const ONE_LINE_PAYLOAD: usize = 56;
 
 const OFFSET_BITS: u32 = 48;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+/// Bits of the generation a [`Link`] carries.
+const LINK_GENERATION_MASK: u64 = 0xFFFF;
 
-/// The header at the start of an object's first line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct ObjectHeader {
-    /// Incarnation of the block (bumped on every reuse and every rewrite).
-    pub generation: u64,
-    /// Writer time at which the object was last logged.
-    pub logged_time: u64,
-    /// Payload bytes (`size_of::<T>()`).
-    pub size: u32,
-    /// [`TRACKED`], [`FREED`].
-    pub flags: u32,
-    /// Bytes of the heap block holding the object.
-    pub block_len: u64,
+/// The incarnation number of a heap block: bumped at every reuse and every rewrite, so
+/// that a stale copy of any line never matches a newer link.
+///
+/// ```
+/// use bi_core::runtime::object::Generation;
+///
+/// let g = Generation::new(0x1_0005);
+/// assert_eq!(g.next().get(), 0x1_0006);
+/// assert_eq!(g.link_bits(), 5); // a link keeps the low 16 bits
+/// assert_eq!(Generation::MAX.next(), Generation::MAX); // saturates
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Generation(u64);
+
+impl Generation {
+    /// The largest generation (a block that reaches it keeps it; see `next`).
+    pub const MAX: Generation = Generation(Stamp::GENERATION - 1);
+
+    /// The generation `g` (clamped to [`MAX`](Self::MAX)).
+    pub const fn new(g: u64) -> Generation {
+        Generation(if g > Self::MAX.0 { Self::MAX.0 } else { g })
+    }
+
+    /// The number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The next generation (saturating).
+    #[must_use]
+    pub const fn next(self) -> Generation {
+        Generation::new(self.0 + 1)
+    }
+
+    /// The bits of this generation a [`Link`] carries.
+    pub const fn link_bits(self) -> u64 {
+        self.0 & LINK_GENERATION_MASK
+    }
+}
+
+/// The word at the start of every line of an object: its [`Generation`] and two flags,
+/// FREED (line 0 only: the object was retired) and TRACKED (writers log the object in the
+/// modified ring when they publish it).
+///
+/// The matching rule lives here and nowhere else: a link names the object whose line
+/// stamps carry the link's generation bits and no FREED mark
+/// ([`matches`](Self::matches)).
+///
+/// ```
+/// use bi_core::runtime::Link;
+/// use bi_core::runtime::object::{Generation, Stamp};
+///
+/// let s = Stamp::new(Generation::new(7), false);
+/// let link: Link<u64> = Link::new(4096, 7);
+/// assert!(s.matches(link.generation()));
+/// assert!(!s.freed().matches(link.generation()));
+/// assert!(!Stamp::INVALID.matches(link.generation()));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// A stamp no link matches: written first into a line being rewritten.
+    pub const INVALID: Stamp = Stamp(u64::MAX);
+    const FREED: u64 = 1 << 63;
+    const TRACKED: u64 = 1 << 62;
+    const GENERATION: u64 = Self::TRACKED - 1;
+
+    /// The stamp of a live object of generation `g`.
+    pub const fn new(g: Generation, tracked: bool) -> Stamp {
+        Stamp(g.0 | if tracked { Self::TRACKED } else { 0 })
+    }
+
+    /// The stamp as stored.
+    pub const fn from_raw(raw: u64) -> Stamp {
+        Stamp(raw)
+    }
+
+    /// The stored word.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// Whether a link carrying `link_generation` names this line's object: the
+    /// generation bits agree and the object is not FREED (so never for
+    /// [`INVALID`](Self::INVALID)).
+    #[inline(always)]
+    pub const fn matches(self, link_generation: u64) -> bool {
+        self.0 & (Self::FREED | LINK_GENERATION_MASK) == link_generation
+    }
+
+    /// The generation (meaningless for [`INVALID`](Self::INVALID)).
+    pub const fn generation(self) -> Generation {
+        Generation(self.0 & Self::GENERATION)
+    }
+
+    /// Whether this is the stamp of a line being rewritten.
+    pub const fn is_invalid(self) -> bool {
+        self.0 == Self::INVALID.0
+    }
+
+    /// Whether the object was retired.
+    pub const fn is_freed(self) -> bool {
+        self.0 & Self::FREED != 0 && !self.is_invalid()
+    }
+
+    /// Whether writers log the object when publishing it.
+    pub const fn is_tracked(self) -> bool {
+        self.0 & Self::TRACKED != 0 && !self.is_invalid()
+    }
+
+    /// The same stamp with the FREED mark.
+    #[must_use]
+    pub const fn freed(self) -> Stamp {
+        Stamp(self.0 | Self::FREED)
+    }
 }
 
 /// A shared, generation-tagged reference to a `T`: the offset of the object in the low
@@ -80,7 +202,9 @@ impl<T> Link<T> {
     /// A link to the object at `offset` with generation `generation` (only its low 16
     /// bits are kept).
     pub const fn new(offset: usize, generation: u64) -> Link<T> {
-        Link::from_raw(((generation & 0xFFFF) << OFFSET_BITS) | (offset as u64 & OFFSET_MASK))
+        Link::from_raw(
+            ((generation & LINK_GENERATION_MASK) << OFFSET_BITS) | (offset as u64 & OFFSET_MASK),
+        )
     }
 
     /// The null link.
@@ -171,21 +295,13 @@ pub(crate) struct Shape {
 
 impl Shape {
     pub(crate) fn new(size: usize, line: usize) -> Result<Shape, BiError> {
-        if line < HEADER_BYTES {
+        if line < 2 * STAMP_BYTES {
             return Err(BiError::BadConfig {
-                reason: "the runtime needs lines of at least 32 bytes",
+                reason: "the runtime needs lines of at least 16 bytes",
             });
         }
-        let first = line - HEADER_BYTES;
-        let later = line - STAMP_BYTES;
-        // Small objects (the common case on the read path) need no division.
-        let lines = if size <= first {
-            1
-        } else if size - first <= later {
-            2
-        } else {
-            1 + (size - first).div_ceil(later)
-        };
+        let per = line - STAMP_BYTES;
+        let lines = if size <= per { 1 } else { size.div_ceil(per) };
         if lines > MAX_OBJECT_LINES || size > u32::MAX as usize {
             return Err(BiError::TooLarge { bytes: size });
         }
@@ -196,24 +312,24 @@ impl Shape {
         self.lines * self.line
     }
 
+    /// Payload bytes per line.
+    pub(crate) fn per_line(&self) -> usize {
+        self.line - STAMP_BYTES
+    }
+
     /// For each line: (offset of its payload within the block, payload range in `T`).
     pub(crate) fn chunks(&self) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
-        let mut at = 0usize;
+        let per = self.per_line();
         (0..self.lines).map(move |i| {
-            let (start, room) = if i == 0 {
-                (HEADER_BYTES, self.line - HEADER_BYTES)
-            } else {
-                (i * self.line + STAMP_BYTES, self.line - STAMP_BYTES)
-            };
-            let end = (at + room).min(self.size);
-            let r = at..end;
-            at = end;
-            (start, r)
+            let start = (i * per).min(self.size);
+            let end = ((i + 1) * per).min(self.size);
+            (i * self.line + STAMP_BYTES, start..end)
         })
     }
 }
 
 /// Checks that `offset .. offset + len` lies in `section`.
+#[inline(always)]
 pub(crate) fn check_in(
     section: Section,
     offset: usize,
@@ -223,121 +339,151 @@ pub(crate) fn check_in(
     if section.contains(offset, len) {
         Ok(())
     } else {
-        Err(BiError::OutOfSection {
-            offset,
-            section: name,
-        })
+        Err(out_of(offset, name))
     }
+}
+
+#[cold]
+fn out_of(offset: usize, section: &'static str) -> BiError {
+    BiError::OutOfSection { offset, section }
 }
 
 /// Stores `bytes` (payload) at `at` word by word (the last word zero-padded).
 fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiError> {
-    for (k, chunk) in bytes.chunks(8).enumerate() {
+    let (whole, tail) = bytes.as_chunks::<8>();
+    for (k, w) in whole.iter().enumerate() {
+        view.store_u64(at + 8 * k, u64::from_ne_bytes(*w))?;
+    }
+    if !tail.is_empty() {
         let mut w = [0u8; 8];
-        w[..chunk.len()].copy_from_slice(chunk);
-        view.store(at + 8 * k, &u64::from_ne_bytes(w))?;
+        w[..tail.len()].copy_from_slice(tail);
+        view.store_u64(at + 8 * whole.len(), u64::from_ne_bytes(w))?;
     }
     Ok(())
 }
 
-/// Loads the header at `at` (one load, so a stale copy costs one look at an old line)
-/// and returns it if its generation's low 16 bits are `expected` and it is not a line
-/// being rewritten.
-pub(crate) fn load_header_if<V: MemView>(
-    view: &V,
-    at: usize,
-    expected: u64,
-) -> Result<Option<ObjectHeader>, BiError> {
-    let h: ObjectHeader = view.load(at)?;
-    Ok((h.generation & 0xFFFF == expected && h.generation != INVALID).then_some(h))
-}
-
-/// Writes a whole object (header and stamped payload) into `view`'s cache, in the order
-/// that makes partial write-backs harmless (see the module docs).
-pub(crate) fn write_object<V: MemView, T: Pod>(
+/// Writes a whole object (stamps and payload) into `view`'s cache, in the order that
+/// makes partial write-backs harmless (see the module docs). `bytes.len() == shape.size`.
+pub(crate) fn write_object<V: MemView>(
     view: &V,
     offset: usize,
     shape: &Shape,
-    header: ObjectHeader,
-    value: &T,
-) -> Result<(), BiError> {
-    write_object_bytes(view, offset, shape, header, bytemuck::bytes_of(value))
-}
-
-/// [`write_object`] for a payload given as bytes (`bytes.len() == shape.size`).
-pub(crate) fn write_object_bytes<V: MemView>(
-    view: &V,
-    offset: usize,
-    shape: &Shape,
-    header: ObjectHeader,
+    stamp: Stamp,
     bytes: &[u8],
 ) -> Result<(), BiError> {
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
         let line_at = offset + i * shape.line;
-        if i == 0 {
-            let mut h = header;
-            h.generation = INVALID;
-            view.store(line_at, &h)?;
-        } else {
-            view.store(line_at, &INVALID)?;
-        }
+        view.store_u64(line_at, Stamp::INVALID.raw())?;
         store_words(view, offset + payload_at, &bytes[range])?;
-        view.store(line_at, &header.generation)?;
+        view.store_u64(line_at, stamp.raw())?;
     }
     Ok(())
 }
 
-/// Why a read did not produce a value.
+/// What a validated read found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mismatch {
-    /// A line's stamp, the header's generation, size or FREED mark did not fit the link.
+pub enum Fetch<T> {
+    /// The object the link names, copied whole.
+    Value(T),
+    /// The link was null.
+    Null,
+    /// This node's copy of some line belongs to another incarnation (an old copy, a
+    /// line being rewritten, a retired object): invalidate and read again, or the link
+    /// itself is stale.
     Stale,
 }
 
-/// Reads and validates the object `link` names: its header (generation, size, not
-/// FREED), then each line's payload, checking each line's stamp before and after the copy
-/// (a line dropped and refilled while we copied shows a new stamp). This is the read
-/// path's hit case, so it loads only the header words it checks and copies whole words.
+impl<T> Fetch<T> {
+    /// The value, converted.
+    #[inline(always)]
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Fetch<U> {
+        match self {
+            Fetch::Value(v) => Fetch::Value(f(v)),
+            Fetch::Null => Fetch::Null,
+            Fetch::Stale => Fetch::Stale,
+        }
+    }
+}
+
+/// A value kept at an 8-byte boundary: shared records are often packed (alignment 1),
+/// and moving them at odd offsets through the read path's return values (behind an enum
+/// tag) costs more than reading them.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(8))]
+pub(crate) struct WordAligned<T>(pub(crate) T);
+
+/// The validated read of the object `link` names (see the module docs): on a hit, one
+/// bounds check, the stamp, the payload words and the stamp again, with no cache
+/// operation and no fence. A link outside the heap is an error, not a stale copy.
 #[inline(always)]
-pub(crate) fn read_object<V: MemView, T: Pod>(
+pub(crate) fn fetch<V: MemView, T: Pod>(
     view: &V,
     heap: Section,
+    line: usize,
     link: Link<T>,
-    shape: &Shape,
-) -> Result<Result<T, Mismatch>, BiError> {
-    let offset = link.offset();
-    check_in(heap, offset, shape.bytes(), "heap")?;
-    // Header words 0 (generation) and 2 (size, flags); see `ObjectHeader`.
-    // A stale line is rejected on its first word, before anything else is read from it.
-    let generation = view.load_u64(offset)?;
-    if generation & 0xFFFF != link.generation() || generation == INVALID {
-        return Ok(Err(Mismatch::Stale));
+) -> Result<Fetch<WordAligned<T>>, BiError> {
+    if link.is_null() {
+        return Ok(Fetch::Null);
     }
-    let [size, flags]: [u32; 2] = bytemuck::cast(view.load_u64(offset + 16)?);
-    if flags & FREED != 0 || size as usize != shape.size {
-        return Ok(Err(Mismatch::Stale));
+    let size = size_of::<T>();
+    if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > line {
+        return fetch_lines(view, heap, line, link);
     }
-    let mut value = T::zeroed();
-    let out = bytemuck::bytes_of_mut(&mut value);
-    let mut done = (shape.line - HEADER_BYTES).min(shape.size);
-    view.load_words(offset + HEADER_BYTES, &mut out[..done])?;
-    if view.load_u64(offset)? != generation {
-        return Ok(Err(Mismatch::Stale));
+    let at = link.offset();
+    check_in(heap, at, line, "heap")?;
+    // A stale line is rejected on its stamp, before anything else is read from it.
+    let stamp = view.load_u64(at)?;
+    if !Stamp(stamp).matches(link.generation()) {
+        return Ok(Fetch::Stale);
     }
-    let mut line_at = offset;
-    while done < shape.size {
-        line_at += shape.line;
-        if view.load_u64(line_at)? != generation {
-            return Ok(Err(Mismatch::Stale));
+    let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
+    view.load_u64s(at + STAMP_BYTES, &mut words[..size.div_ceil(8)])?;
+    if view.load_u64(at)? != stamp {
+        return Ok(Fetch::Stale);
+    }
+    let mut value = WordAligned(T::zeroed());
+    bytemuck::bytes_of_mut(&mut value.0).copy_from_slice(&bytemuck::cast_slice(&words)[..size]);
+    Ok(Fetch::Value(value))
+}
+
+/// [`fetch`] for an object of several lines: each line's stamp is checked before and
+/// after its payload is copied, and must equal line 0's.
+#[inline(never)]
+fn fetch_lines<V: MemView, T: Pod>(
+    view: &V,
+    heap: Section,
+    line: usize,
+    link: Link<T>,
+) -> Result<Fetch<WordAligned<T>>, BiError> {
+    let shape = Shape::new(size_of::<T>(), line)?;
+    let at = link.offset();
+    check_in(heap, at, shape.bytes(), "heap")?;
+    let stamp = view.load_u64(at)?;
+    if !Stamp(stamp).matches(link.generation()) {
+        return Ok(Fetch::Stale);
+    }
+    let mut value = WordAligned(T::zeroed());
+    let out = bytemuck::bytes_of_mut(&mut value.0);
+    let mut words = [0u64; 16];
+    for (i, (payload_at, range)) in shape.chunks().enumerate() {
+        let line_at = at + i * line;
+        if i > 0 && view.load_u64(line_at)? != stamp {
+            return Ok(Fetch::Stale);
         }
-        let end = (done + shape.line - STAMP_BYTES).min(shape.size);
-        view.load_words(line_at + STAMP_BYTES, &mut out[done..end])?;
-        if view.load_u64(line_at)? != generation {
-            return Ok(Err(Mismatch::Stale));
+        let (mut from, mut done) = (at + payload_at, range.start);
+        while done < range.end {
+            let take = (range.end - done).min(8 * words.len());
+            let w = &mut words[..take.div_ceil(8)];
+            view.load_u64s(from, w)?;
+            out[done..done + take].copy_from_slice(&bytemuck::cast_slice(w)[..take]);
+            done += take;
+            from += take.next_multiple_of(8);
         }
-        done = end;
+        if view.load_u64(line_at)? != stamp {
+            return Ok(Fetch::Stale);
+        }
     }
-    Ok(Ok(value))
+    Ok(Fetch::Value(value))
 }
 
 #[cfg(test)]
@@ -346,19 +492,27 @@ mod tests {
 
     #[test]
     fn shapes_cover_the_payload_exactly() {
-        for line in [32usize, 64, 128] {
-            for size in [0usize, 1, 8, 24, 31, 32, 33, 56, 100, 1000] {
+        for line in [16usize, 32, 64, 128] {
+            for size in [0usize, 1, 8, 24, 31, 32, 33, 56, 57, 100, 1000] {
                 let s = Shape::new(size, line).unwrap();
                 let mut next = 0;
                 for (i, (at, r)) in s.chunks().enumerate() {
                     assert_eq!(r.start, next);
                     next = r.end;
-                    assert!(at >= i * line && at + r.len() <= (i + 1) * line);
+                    assert_eq!(at, i * line + STAMP_BYTES);
+                    assert!(r.len() <= line - STAMP_BYTES);
                 }
                 assert_eq!(next, size);
+                assert_eq!(s.lines, size.max(1).div_ceil(line - STAMP_BYTES));
             }
         }
-        assert!(Shape::new(8, 16).is_err());
+        assert_eq!(
+            Shape::new(56, 64).unwrap().lines,
+            1,
+            "56 bytes fit one line"
+        );
+        assert_eq!(Shape::new(57, 64).unwrap().lines, 2);
+        assert!(Shape::new(8, 8).is_err());
         assert!(matches!(
             Shape::new(usize::MAX / 2, 64),
             Err(BiError::TooLarge { .. })
@@ -372,5 +526,26 @@ mod tests {
         assert_eq!(l.generation(), 0x2345);
         let raw: u64 = bytemuck::cast(l);
         assert_eq!(raw, l.raw());
+    }
+
+    #[test]
+    fn stamps_match_only_live_objects_of_their_generation() {
+        for g in [0u64, 1, 0xFFFF, 0x1_0000, Generation::MAX.get()] {
+            let g = Generation::new(g);
+            for tracked in [false, true] {
+                let s = Stamp::new(g, tracked);
+                assert_eq!((s.generation(), s.is_tracked()), (g, tracked));
+                assert!(s.matches(g.link_bits()));
+                assert!(!s.matches(g.next().link_bits()) || g == Generation::MAX);
+                assert!(!s.is_freed() && s.freed().is_freed());
+                assert!(!s.freed().matches(g.link_bits()));
+                assert_eq!(s.freed().generation(), g);
+                assert_ne!(s, Stamp::INVALID);
+            }
+        }
+        for bits in [0u64, 1, 0xFFFF] {
+            assert!(!Stamp::INVALID.matches(bits));
+        }
+        assert!(!Stamp::INVALID.is_freed() && !Stamp::INVALID.is_tracked());
     }
 }

@@ -21,7 +21,7 @@
 
 use super::config::Policy;
 use super::ring::{LogEntry, RingGeom, read_entries};
-use super::{BiError, NodeInner};
+use super::{BiError, NodeInner, ReaderState};
 use crate::mem::MemView;
 use crate::region::RingKind;
 use bytemuck::{Pod, Zeroable};
@@ -176,13 +176,11 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     let per_node = inner.layout.config().readers_per_node() as usize;
     for r in 0..per_node {
         let at = inner.reader_record(r)?;
-        // One word per reader: `enter_tick << 1 | 1` while inside a section, 0 outside.
-        let state = view.load_u64(at)?;
-        if state & 1 == 1 {
-            if (state >> 1).saturating_add(cfg.reader_lease) < s {
+        if let Some(entered) = ReaderState::from_raw(view.load_u64(at)?).enter_tick() {
+            if entered.saturating_add(cfg.reader_lease) < s {
                 expired_readers.push(r);
             } else {
-                oldest = oldest.min(state >> 1);
+                oldest = oldest.min(entered);
             }
         }
     }

@@ -1,16 +1,21 @@
 //! The read side: reader records, guards and validated copies.
 //!
 //! A [`Reader`] owns one record (one line) in its node's part of the reader table, whose
-//! first word is its state: `(enter_tick << 1) | 1` inside a section, 0 outside. The enter
-//! tick doubles as the reader's heartbeat for the reader lease: only a reader that stays
-//! inside one section too long can hold reclamation back. Only the reader's own thread
-//! writes the record, and only into its node's cache: the
-//! node's quiescence pass reads it through the same (node-coherent) cache. Nothing on the
-//! read path writes back, invalidates or fences (except the documented
+//! first word is its [`ReaderState`]: the enter tick while inside a section, "outside"
+//! otherwise. The enter tick doubles as the reader's heartbeat for the reader lease: only
+//! a reader that stays inside one section too long can hold reclamation back. Only the
+//! reader's own thread writes the record, and only into its node's cache: the node's
+//! quiescence pass reads it through the same (node-coherent) cache. Nothing on the read
+//! path writes back, invalidates or fences (except the documented
 //! [`ReaderOrdering::Fence`](super::ReaderOrdering::Fence) fallback), so a read section
-//! costs a clock load, two stores and two compiler fences.
+//! costs what liburcu's memb flavour costs: enter loads the coarse clock word the reader
+//! holds directly, stores its state and issues a compiler fence; exit issues a compiler
+//! fence and stores "outside".
+//!
+//! Every validated read goes through one skeleton ([`BiGuard::validated`]): read; on a
+//! stale copy, invalidate the lines, fence and read once more.
 
-use super::object::{Link, Mismatch, Shape, read_object};
+use super::object::{Fetch, Link, Shape, WordAligned, fetch};
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
@@ -20,6 +25,56 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{Ordering, compiler_fence, fence};
+
+/// The first word of a reader record: whether the reader is inside a read section and,
+/// if so, the clock tick at which it entered.
+///
+/// ```
+/// use bi_core::runtime::ReaderState;
+///
+/// let s = ReaderState::inside(42);
+/// assert_eq!((s.is_inside(), s.enter_tick()), (true, Some(42)));
+/// assert_eq!(ReaderState::from_raw(s.raw()), s);
+/// assert!(!ReaderState::OUTSIDE.is_inside());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct ReaderState(u64);
+
+impl ReaderState {
+    /// Not in a section.
+    pub const OUTSIDE: ReaderState = ReaderState(0);
+
+    /// Inside a section entered at `tick` (ticks past 2^63 wrap; clocks never get there).
+    #[inline(always)]
+    pub const fn inside(tick: u64) -> ReaderState {
+        ReaderState((tick << 1) | 1)
+    }
+
+    /// From the stored word.
+    pub const fn from_raw(raw: u64) -> ReaderState {
+        ReaderState(raw)
+    }
+
+    /// The stored word.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// Whether the reader is inside a section.
+    pub const fn is_inside(self) -> bool {
+        self.0 & 1 == 1
+    }
+
+    /// The tick at which the current section began, if inside one.
+    pub const fn enter_tick(self) -> Option<u64> {
+        if self.is_inside() {
+            Some(self.0 >> 1)
+        } else {
+            None
+        }
+    }
+}
 
 /// A registered reader of one node: one per thread (`!Sync`).
 ///
@@ -80,9 +135,10 @@ impl<V: MemView> Reader<V> {
                 Some(word) => word.load(Ordering::Acquire),
                 None => self.inner.clock.now(),
             };
-            let view = &self.view;
             // Errors are impossible here: the record offset was checked at registration.
-            let _ = view.store_u64(self.record, (t << 1) | 1);
+            let _ = self
+                .view
+                .store_u64(self.record, ReaderState::inside(t).raw());
             if self.fence_on_enter {
                 fence(Ordering::SeqCst);
             } else {
@@ -114,15 +170,17 @@ impl<V: MemView> Reader<V> {
             } else {
                 compiler_fence(Ordering::SeqCst);
             }
-            let view = &self.view;
-            let _ = view.store_u64(self.record, 0);
+            let _ = self.view.store_u64(self.record, ReaderState::OUTSIDE.raw());
         }
     }
 }
 
 impl<V: MemView> Drop for Reader<V> {
     fn drop(&mut self) {
-        let _ = self.inner.view.store_u64(self.record, 0);
+        let _ = self
+            .inner
+            .view
+            .store_u64(self.record, ReaderState::OUTSIDE.raw());
         self.inner.release_reader(self.index);
     }
 }
@@ -141,12 +199,24 @@ impl<V: MemView> Drop for BiGuard<'_, V> {
 
 /// A validated copy of a shared object, tied to the guard it was read under.
 pub struct Shared<'g, T> {
-    value: T,
+    /// Word-aligned, whatever `T`'s alignment: shared records are often packed
+    /// (alignment 1), and moving them at odd offsets through the read path's return
+    /// values costs more than reading them.
+    value: WordAligned<T>,
     link: Link<T>,
     _guard: PhantomData<&'g ()>,
 }
 
 impl<T> Shared<'_, T> {
+    #[inline(always)]
+    fn new(value: WordAligned<T>, link: Link<T>) -> Self {
+        Shared {
+            value,
+            link,
+            _guard: PhantomData,
+        }
+    }
+
     /// The link this object was reached through.
     pub fn link(&self) -> Link<T> {
         self.link
@@ -156,14 +226,14 @@ impl<T> Shared<'_, T> {
 impl<T> Deref for Shared<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.value
+        &self.value.0
     }
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Shared<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")
-            .field("value", &self.value)
+            .field("value", &self.value.0)
             .field("link", &self.link)
             .finish()
     }
@@ -200,37 +270,98 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     #[inline]
     pub fn load<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
         let link: Link<T> = Link::from_raw(self.slot_word(slot)?);
-        match self.resolve(link)? {
-            Ok(v) => Ok(v),
-            Err(Mismatch::Stale) => self.load_fresh(slot),
+        match self.fetch(link)? {
+            Fetch::Value(v) => Ok(Some(v)),
+            Fetch::Null => Ok(None),
+            Fetch::Stale => self.load_fresh(slot),
         }
     }
 
     /// Like [`load`](Self::load), but first invalidates the slot's line and fences (the
     /// lazy-invalidation path for a resolution failure).
     pub fn load_fresh<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
-        let view = self.view();
-        view.invalidate(slot, 8)?;
-        view.fence();
-        let link: Link<T> = Link::from_raw(self.slot_word(slot)?);
-        match self.resolve(link)? {
-            Ok(v) => Ok(v),
-            Err(Mismatch::Stale) => Err(BiError::StaleLink {
-                offset: link.offset(),
-            }),
-        }
+        let link: Link<T> = Link::from_raw(self.slot_word_fresh(slot)?);
+        self.follow(link)
     }
 
     /// Reads the object a link found inside another object names. `Ok(None)` for null;
     /// [`BiError::StaleLink`] when it does not validate after one invalidation.
     #[inline]
     pub fn follow<T: Pod>(&self, link: Link<T>) -> Result<Option<Shared<'_, T>>, BiError> {
-        match self.resolve(link)? {
-            Ok(v) => Ok(v),
-            Err(Mismatch::Stale) => Err(BiError::StaleLink {
+        match self.fetch(link)? {
+            Fetch::Value(v) => Ok(Some(v)),
+            Fetch::Null => Ok(None),
+            Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
             }),
         }
+    }
+
+    /// The validated read of the object `link` names, retried once after invalidating its
+    /// lines: [`Fetch::Stale`] then means the link itself is stale (re-read whatever held
+    /// it, from memory). The hit path has no cache operation and no fence.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::Fetch;
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::Link;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(7u32).unwrap();
+    /// let link = b.link();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert!(matches!(g.fetch(link).unwrap(), Fetch::Value(v) if *v == 7));
+    /// assert!(matches!(g.fetch(Link::<u32>::null()).unwrap(), Fetch::Null));
+    /// // The same block under another generation: not this object.
+    /// let wrong = Link::<u32>::new(link.offset(), link.generation() + 1);
+    /// assert!(matches!(g.fetch(wrong).unwrap(), Fetch::Stale));
+    /// ```
+    #[inline(always)]
+    pub fn fetch<T: Pod>(&self, link: Link<T>) -> Result<Fetch<Shared<'_, T>>, BiError> {
+        let inner = self.inner();
+        let heap = inner.layout.heap();
+        let read = || fetch(&inner.view, heap, inner.line, link);
+        let f = self.validated(read()?, read, || {
+            let len = Shape::new(size_of::<T>(), inner.line)?.bytes();
+            Ok((link.offset(), len))
+        })?;
+        Ok(f.map(|v| Shared::new(v, link)))
+    }
+
+    /// The one "read, on a stale copy invalidate and fence, read again" skeleton: given
+    /// what `read` found first, and if that was a stale copy, counts a mismatch,
+    /// invalidates the byte range `lines()` names, fences and runs `read` once more. (The
+    /// first read is the caller's, so that the hit path is inlined where it is used.)
+    #[inline(always)]
+    pub(super) fn validated<R>(
+        &self,
+        first: Fetch<R>,
+        read: impl Fn() -> Result<Fetch<R>, BiError>,
+        lines: impl FnOnce() -> Result<(usize, usize), BiError>,
+    ) -> Result<Fetch<R>, BiError> {
+        match first {
+            Fetch::Stale => self.read_again(read, lines),
+            hit => Ok(hit),
+        }
+    }
+
+    /// The slow path of [`validated`](Self::validated).
+    #[cold]
+    #[inline(never)]
+    fn read_again<R>(
+        &self,
+        read: impl Fn() -> Result<Fetch<R>, BiError>,
+        lines: impl FnOnce() -> Result<(usize, usize), BiError>,
+    ) -> Result<Fetch<R>, BiError> {
+        let inner = self.inner();
+        inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
+        let (at, len) = lines()?;
+        inner.view.invalidate(at, len)?;
+        inner.view.fence();
+        read()
     }
 
     /// Invalidates the lines holding each of `offsets` (one word each) and fences once:
@@ -244,6 +375,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         Ok(())
     }
 
+    #[inline(always)]
     pub(super) fn slot_word(&self, slot: usize) -> Result<u64, BiError> {
         if !slot.is_multiple_of(8) {
             return Err(BiError::OutOfSection {
@@ -254,34 +386,11 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         Ok(self.view().load_u64(slot)?)
     }
 
-    /// Reads and validates; on a mismatch invalidates the object's lines, fences and reads
-    /// once more. The hit path has no cache operation.
-    #[allow(clippy::type_complexity)]
-    #[inline(always)]
-    pub(super) fn resolve<T: Pod>(
-        &self,
-        link: Link<T>,
-    ) -> Result<Result<Option<Shared<'_, T>>, Mismatch>, BiError> {
-        if link.is_null() {
-            return Ok(Ok(None));
-        }
-        let inner = &self.reader.inner;
-        let shape = Shape::new(size_of::<T>(), inner.line)?;
-        let heap = inner.layout.heap();
+    /// The word at `slot`, read from memory: its line is invalidated and fenced first.
+    pub(super) fn slot_word_fresh(&self, slot: usize) -> Result<u64, BiError> {
         let view = self.view();
-        let mut r = read_object(view, heap, link, &shape)?;
-        if r.is_err() {
-            inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
-            view.invalidate(link.offset(), shape.bytes())?;
-            view.fence();
-            r = read_object(view, heap, link, &shape)?;
-        }
-        Ok(r.map(|value| {
-            Some(Shared {
-                value,
-                link,
-                _guard: PhantomData,
-            })
-        }))
+        view.invalidate(slot, 8)?;
+        view.fence();
+        self.slot_word(slot)
     }
 }

@@ -13,10 +13,9 @@
 //!
 //! # Layout
 //!
-//! A slot array is an object like any other ([`object`](super::object)): line 0 starts
-//! with the 32-byte header (generation, logged time, size = `8 n`, flags, block length),
-//! every later line with an 8-byte stamp equal to the generation, and the payload is `n`
-//! words scattered over the rest of the lines. Header, stamp and line sizes are all
+//! A slot array is an object like any other ([`object`](super::object)): every line
+//! starts with its 8-byte stamp, and the payload is `n + 1` words scattered over the rest
+//! of the lines: first the number of slots `n`, then the slots. Stamp and line sizes are
 //! multiples of 8, so every slot lies wholly inside one line and is read and written with
 //! one 8-byte access.
 //!
@@ -26,12 +25,12 @@
 //! node may still cache (or prefetch) lines of it. A reader therefore validates, for the
 //! slot it reads, that the slot's line belongs to the incarnation its link names:
 //!
-//! 1. the header (line 0) must carry the link's generation, no FREED mark and the size
-//!    of a slot array, and still carry the generation after the size was read (so the
-//!    length belongs to this incarnation: [`BiGuard::load_slots`] / [`BiGuard::slots`] do
-//!    this once per section and keep the full 64-bit generation);
-//! 2. the stamp of the slot's line (for line 0, the header's generation) must equal that
-//!    generation both *before* and *after* the slot word is read. Memory only ever moves
+//! 1. line 0's stamp must match the link (its generation, no FREED mark), and still be
+//!    the same after the slot count was read (so the count belongs to this incarnation:
+//!    [`BiGuard::load_slots`] / [`BiGuard::slots`] do this once per section and keep the
+//!    whole stamp);
+//! 2. the stamp of the slot's line must equal that stamp both *before* and *after* the
+//!    slot word is read. Memory only ever moves
 //!    forward through generations (a reused block gets one more than every stamp it
 //!    holds, see `Writer::alloc`), so a line that shows the generation on both sides of
 //!    the read gave a word of that incarnation, even if it was dropped and refilled in
@@ -81,19 +80,15 @@
 //! assert!(g.load_in::<u64>(&a, 3).unwrap().is_none());
 //! ```
 
-use super::object::{
-    FREED, HEADER_BYTES, INVALID, Link, MAX_OBJECT_LINES, Mismatch, ObjectHeader, STAMP_BYTES,
-    Shape, TRACKED, check_in, load_header_if, write_object_bytes,
-};
+use super::BiError;
+use super::object::{Fetch, Link, MAX_OBJECT_LINES, STAMP_BYTES, Shape, Stamp, check_in};
 use super::reader::{BiGuard, Shared};
 use super::ring::LogEntry;
 use super::writer::{BiBox, Unpublished, Writer};
-use super::{BiError, NodeInner};
 use crate::heap::{Block, Heap};
 use crate::mem::MemView;
 use bytemuck::Pod;
 use std::marker::PhantomData;
-use std::sync::atomic::Ordering;
 
 /// Names a slot array in a [`Link`]: `Link<SlotArray>` is a link to an array of link
 /// slots (see the [module docs](self)). Never instantiated.
@@ -107,7 +102,7 @@ pub enum SlotArray {}
 #[derive(Clone, Copy, Debug)]
 pub struct SlotArrayRef<'g> {
     link: Link<SlotArray>,
-    generation: u64,
+    stamp: Stamp,
     len: usize,
     _guard: PhantomData<&'g ()>,
 }
@@ -118,7 +113,7 @@ impl SlotArrayRef<'_> {
         self.link
     }
 
-    /// Number of slots (from the array's header).
+    /// Number of slots (from the array's first payload word).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -129,42 +124,31 @@ impl SlotArrayRef<'_> {
     }
 }
 
-/// Where word `i` of an array at `base` lives: (line index, offset of the word).
-fn word_position(line: usize, base: usize, i: usize) -> (usize, usize) {
-    let first = (line - HEADER_BYTES) / 8;
-    if i < first {
-        (0, base + HEADER_BYTES + 8 * i)
-    } else {
-        let per = (line - STAMP_BYTES) / 8;
-        let j = i - first;
-        let l = 1 + j / per;
-        (l, base + l * line + STAMP_BYTES + 8 * (j % per))
-    }
+/// Where payload word `j` of an object at `base` lives: (line index, offset of the word).
+fn word_position(line: usize, base: usize, j: usize) -> (usize, usize) {
+    let per = (line - STAMP_BYTES) / 8;
+    let l = j / per;
+    (l, base + l * line + STAMP_BYTES + 8 * (j % per))
 }
 
-/// Payload bytes of an array of `n` slots.
+/// Where slot `i` of an array at `base` lives (payload word 0 is the slot count).
+fn slot_position(line: usize, base: usize, i: usize) -> (usize, usize) {
+    word_position(line, base, i + 1)
+}
+
+/// Payload bytes of an array of `n` slots (the count word and the slots).
 fn array_bytes(n: usize) -> Result<usize, BiError> {
-    n.checked_mul(8)
+    n.checked_add(1)
+        .and_then(|w| w.checked_mul(8))
         .filter(|&b| b <= u32::MAX as usize)
         .ok_or(BiError::TooLarge { bytes: usize::MAX })
-}
-
-/// Checks an array header against a link: generation, no FREED mark, a whole number of
-/// words. Returns the number of slots.
-fn check_header(h: &ObjectHeader, link: Link<SlotArray>) -> Option<usize> {
-    let ok = h.generation & 0xFFFF == link.generation()
-        && h.generation != INVALID
-        && h.flags & FREED == 0
-        && h.size.is_multiple_of(8);
-    ok.then_some(h.size as usize / 8)
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
     /// The most slots one array may hold with this runtime's line size (an object spans
     /// at most [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES) lines).
     pub fn max_slots(&self) -> usize {
-        let line = self.inner.line;
-        (line - HEADER_BYTES) / 8 + (MAX_OBJECT_LINES - 1) * ((line - STAMP_BYTES) / 8)
+        MAX_OBJECT_LINES * ((self.inner.line - STAMP_BYTES) / 8) - 1
     }
 
     /// Allocates an array of `n` null slots and [seals](Writer::seal) it: written back,
@@ -197,64 +181,36 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         n: usize,
         word: impl Fn(usize) -> u64,
     ) -> Result<Link<SlotArray>, BiError> {
-        let line = self.inner.line;
-        let shape = Shape::new(array_bytes(n)?, line)?;
+        let shape = Shape::new(array_bytes(n)?, self.inner.line)?;
         let (block, generation) = self.alloc_block(&shape)?;
-        let written = self.write_array(block, &shape, generation, n, word);
+        let mut bytes = Vec::with_capacity(shape.size);
+        bytes.extend_from_slice(&(n as u64).to_ne_bytes());
+        for i in 0..n {
+            bytes.extend_from_slice(&word(i).to_ne_bytes());
+        }
+        let written = self
+            .write_block(block, &shape, self.stamp(generation), &bytes)
+            .and_then(|()| Ok(self.inner.view.writeback(block.offset, block.len)?));
         if let Err(e) = written {
             let _ = self.heap.free(block);
             return Err(e);
         }
         self.unfenced = true;
-        self.live.insert(block.offset);
-        Ok(Link::new(block.offset, generation))
+        self.live.insert(block.offset, block.len);
+        Ok(Link::new(block.offset, generation.get()))
     }
 
-    fn write_array(
-        &self,
-        block: Block,
-        shape: &Shape,
-        generation: u64,
-        n: usize,
-        word: impl Fn(usize) -> u64,
-    ) -> Result<(), BiError> {
-        let inner = &self.inner;
-        let view = &inner.view;
-        let header = ObjectHeader {
-            generation,
-            logged_time: inner.clock.now(),
-            size: shape.size as u32,
-            flags: if inner.config.track_objects {
-                TRACKED
-            } else {
-                0
-            },
-            block_len: block.len as u64,
-        };
-        let mut bytes = Vec::with_capacity(shape.size);
-        for i in 0..n {
-            bytes.extend_from_slice(&word(i).to_ne_bytes());
-        }
-        write_object_bytes(view, block.offset, shape, header, &bytes)?;
-        for i in shape.lines..block.len / inner.line {
-            view.store(block.offset + i * inner.line, &generation)?;
-        }
-        view.writeback(block.offset, block.len)?;
-        Ok(())
-    }
-
-    /// The header of an array this writer allocated and has not retired.
-    fn own_array(&self, array: Link<SlotArray>) -> Result<(ObjectHeader, usize), BiError> {
-        let inner = &self.inner;
+    /// The block length and slot count of an array this writer allocated and has not
+    /// retired.
+    fn own_array(&self, array: Link<SlotArray>) -> Result<(usize, usize), BiError> {
+        let len = self.own_block(array)?;
         let at = array.offset();
-        check_in(inner.layout.heap(), at, inner.line, "heap")?;
-        if !self.live.contains(&at) {
-            return Err(BiError::StaleLink { offset: at });
+        let (_, count_at) = word_position(self.inner.line, at, 0);
+        let n = self.inner.view.load_u64(count_at)? as usize;
+        match array_bytes(n).and_then(|b| Shape::new(b, self.inner.line)) {
+            Ok(shape) if shape.bytes() <= len => Ok((len, n)),
+            _ => Err(BiError::StaleLink { offset: at }),
         }
-        let h: ObjectHeader = inner.view.load(at)?;
-        let n = check_header(&h, array).ok_or(BiError::StaleLink { offset: at })?;
-        check_in(inner.layout.heap(), at, h.block_len as usize, "heap")?;
-        Ok((h, n))
     }
 
     /// Offset of slot `i` of `array`.
@@ -266,7 +222,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 section: "slot array (index)",
             });
         }
-        Ok(word_position(self.inner.line, array.offset(), i).1)
+        Ok(slot_position(self.inner.line, array.offset(), i).1)
     }
 
     /// Number of slots of an array this writer allocated.
@@ -394,7 +350,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                     section: "slot array (index)",
                 });
             }
-            offsets.push(word_position(line, array.offset(), i).1);
+            offsets.push(slot_position(line, array.offset(), i).1);
         }
         let mut lines: Vec<usize> = offsets.iter().map(|&at| at - at % line).collect();
         lines.sort_unstable();
@@ -436,67 +392,89 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// grace period, like [`retire`](Self::retire). The objects its slots link to are
     /// not retired.
     pub fn retire_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
-        let (h, _) = match self.own_array(array) {
-            Ok(x) => x,
-            Err(e) => {
-                let h: ObjectHeader = self.inner.view.load(array.offset())?;
-                if h.flags & FREED != 0 && h.generation & 0xFFFF == array.generation() {
-                    return Err(BiError::AlreadyRetired {
-                        offset: array.offset(),
-                    });
-                }
-                return Err(e);
-            }
-        };
-        let size = h.size as usize;
-        self.wait(|w| w.try_retire_sized(&[array], size))
+        if self.own_array(array).is_err() {
+            return Err(self.not_retirable(array));
+        }
+        self.wait(|w| w.try_retire_links(&[array]))
     }
 
     /// Gives back an array that never became reachable from a published slot.
     pub fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
-        let (h, _) = self.own_array(array)?;
+        let (len, _) = self.own_array(array)?;
         self.live.remove(&array.offset());
         Ok(self.heap.free(Block {
             offset: array.offset(),
-            len: h.block_len as usize,
+            len,
             reused: false,
         })?)
     }
 }
 
-/// Reads word `i` of `array`, checking the line's stamp before and after. No cache
+/// Reads slot `i` of `array`, checking its line's stamp before and after. No cache
 /// operation.
-fn read_word<V: MemView>(
+#[inline(always)]
+fn read_slot<V: MemView>(
     view: &V,
     line: usize,
     array: &SlotArrayRef<'_>,
     i: usize,
-) -> Result<Result<u64, Mismatch>, BiError> {
+) -> Result<Fetch<u64>, BiError> {
     let base = array.link.offset();
-    let (l, at) = word_position(line, base, i);
+    let (l, at) = slot_position(line, base, i);
     let stamp_at = base + l * line;
-    let before = view.load_u64(stamp_at)?;
-    if before != array.generation {
-        return Ok(Err(Mismatch::Stale));
+    if view.load_u64(stamp_at)? != array.stamp.raw() {
+        return Ok(Fetch::Stale);
     }
     let word = view.load_u64(at)?;
-    let after = view.load_u64(stamp_at)?;
-    if after != array.generation {
-        return Ok(Err(Mismatch::Stale));
+    if view.load_u64(stamp_at)? != array.stamp.raw() {
+        return Ok(Fetch::Stale);
     }
-    Ok(Ok(word))
+    Ok(Fetch::Value(word))
+}
+
+/// Reads and validates the array `link` names: its stamp, its slot count, its stamp again.
+fn read_array<'g, V: MemView>(
+    view: &V,
+    heap: crate::region::Section,
+    line: usize,
+    link: Link<SlotArray>,
+) -> Result<Fetch<SlotArrayRef<'g>>, BiError> {
+    if link.is_null() {
+        return Ok(Fetch::Null);
+    }
+    let at = link.offset();
+    check_in(heap, at, line, "heap")?;
+    let stamp = Stamp::from_raw(view.load_u64(at)?);
+    if !stamp.matches(link.generation()) {
+        return Ok(Fetch::Stale);
+    }
+    let len = view.load_u64(word_position(line, at, 0).1)? as usize;
+    // The words of line 0 may come from different fills of the line: the count is
+    // trusted only if the stamp is still there after it was read.
+    if view.load_u64(at)? != stamp.raw() {
+        return Ok(Fetch::Stale);
+    }
+    let shape = Shape::new(array_bytes(len)?, line)?;
+    check_in(heap, at, shape.bytes(), "heap")?;
+    Ok(Fetch::Value(SlotArrayRef {
+        link,
+        stamp,
+        len,
+        _guard: PhantomData,
+    }))
 }
 
 impl<'r, V: MemView> BiGuard<'r, V> {
-    /// Reads the array link stored in the `u64` slot at `slot` and validates the array's
-    /// header. `Ok(None)` for null. On a mismatch it invalidates the header line, fences
-    /// and reads once more, then retries from a freshly fetched slot
+    /// Reads the array link stored in the `u64` slot at `slot` and validates the array
+    /// (stamp and slot count). `Ok(None)` for null. On a mismatch it invalidates line 0,
+    /// fences and reads once more, then retries from a freshly fetched slot
     /// ([`load_slots_fresh`](Self::load_slots_fresh)).
     pub fn load_slots(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
         let link = Link::<SlotArray>::from_raw(self.slot_word(slot)?);
-        match self.resolve_slots(link)? {
-            Ok(a) => Ok(a),
-            Err(Mismatch::Stale) => self.load_slots_fresh(slot),
+        match self.fetch_slots(link)? {
+            Fetch::Value(a) => Ok(Some(a)),
+            Fetch::Null => Ok(None),
+            Fetch::Stale => self.load_slots_fresh(slot),
         }
     }
 
@@ -504,91 +482,56 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// fences (lazy invalidation). [`BiError::StaleLink`] if the array still does not
     /// validate.
     pub fn load_slots_fresh(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
-        let view = self.view();
-        view.invalidate(slot, 8)?;
-        view.fence();
-        let link = Link::<SlotArray>::from_raw(self.slot_word(slot)?);
-        match self.resolve_slots(link)? {
-            Ok(a) => Ok(a),
-            Err(Mismatch::Stale) => Err(BiError::StaleLink {
-                offset: link.offset(),
-            }),
-        }
+        let link = Link::<SlotArray>::from_raw(self.slot_word_fresh(slot)?);
+        self.slots(link)
     }
 
     /// Validates an array reached through a link found elsewhere. `Ok(None)` for null,
     /// [`BiError::StaleLink`] when it does not validate after one invalidation.
     pub fn slots(&self, link: Link<SlotArray>) -> Result<Option<SlotArrayRef<'_>>, BiError> {
-        match self.resolve_slots(link)? {
-            Ok(a) => Ok(a),
-            Err(Mismatch::Stale) => Err(BiError::StaleLink {
+        match self.fetch_slots(link)? {
+            Fetch::Value(a) => Ok(Some(a)),
+            Fetch::Null => Ok(None),
+            Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
             }),
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn resolve_slots(
-        &self,
-        link: Link<SlotArray>,
-    ) -> Result<Result<Option<SlotArrayRef<'_>>, Mismatch>, BiError> {
-        if link.is_null() {
-            return Ok(Ok(None));
-        }
+    /// The validated read of an array, retried once after invalidating its line 0.
+    fn fetch_slots(&self, link: Link<SlotArray>) -> Result<Fetch<SlotArrayRef<'_>>, BiError> {
         let inner = self.inner();
-        let view = self.view();
-        let at = link.offset();
-        check_in(inner.layout.heap(), at, inner.line, "heap")?;
-        let read = |view: &V| -> Result<Option<SlotArrayRef<'_>>, BiError> {
-            let Some(h) = load_header_if(view, at, link.generation())? else {
-                return Ok(None);
-            };
-            let Some(len) = check_header(&h, link) else {
-                return Ok(None);
-            };
-            let shape = Shape::new(h.size as usize, inner.line)?;
-            check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
-            // The header's words may come from different fills of the line: the length
-            // is trusted only if the generation is still there after it was read.
-            if view.load_u64(at)? != h.generation {
-                return Ok(None);
-            }
-            Ok(Some(SlotArrayRef {
-                link,
-                generation: h.generation,
-                len,
-                _guard: PhantomData,
-            }))
-        };
-        if let Some(a) = read(view)? {
-            return Ok(Ok(Some(a)));
-        }
-        inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
-        view.invalidate(at, inner.line)?;
-        view.fence();
-        Ok(read(view)?.map(Some).ok_or(Mismatch::Stale))
+        let heap = inner.layout.heap();
+        let read = || read_array(self.view(), heap, inner.line, link);
+        self.validated(read()?, read, || Ok((link.offset(), inner.line)))
     }
 
-    /// Reads word `i` of `array`, retrying once after invalidating its line.
-    fn word_checked(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
-        if i >= array.len {
-            return Err(BiError::OutOfSection {
+    fn check_index(array: &SlotArrayRef<'_>, i: usize) -> Result<(), BiError> {
+        if i < array.len {
+            Ok(())
+        } else {
+            Err(BiError::OutOfSection {
                 offset: i,
                 section: "slot array (index)",
-            });
+            })
         }
-        let inner = self.inner();
-        let view = self.view();
-        if let Ok(w) = read_word(view, inner.line, array, i)? {
-            return Ok(w);
+    }
+
+    /// Reads slot `i` of `array`, retrying once after invalidating its line;
+    /// [`BiError::StaleLink`] (for the array) if it still does not validate.
+    #[inline]
+    fn word_checked(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
+        Self::check_index(array, i)?;
+        let line = self.inner().line;
+        let base = array.link.offset();
+        let read = || read_slot(self.view(), line, array, i);
+        let f = self.validated(read()?, read, || {
+            Ok((base + slot_position(line, base, i).0 * line, line))
+        })?;
+        match f {
+            Fetch::Value(w) => Ok(w),
+            _ => Err(BiError::StaleLink { offset: base }),
         }
-        inner.stats.mismatches.fetch_add(1, Ordering::Relaxed);
-        let (l, _) = word_position(inner.line, array.link.offset(), i);
-        view.invalidate(array.link.offset() + l * inner.line, inner.line)?;
-        view.fence();
-        read_word(view, inner.line, array, i)?.map_err(|Mismatch::Stale| BiError::StaleLink {
-            offset: array.link.offset(),
-        })
     }
 
     /// Reads slot `i` of `array` and the object its link names, with no cache operation
@@ -598,15 +541,17 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// invalidation, the array is stale: [`BiError::StaleLink`] (re-read the slot that
     /// holds the array). If the object does not validate, the slot is re-read fresh
     /// ([`load_in_fresh`](Self::load_in_fresh)).
+    #[inline]
     pub fn load_in<T: Pod>(
         &self,
         array: &SlotArrayRef<'_>,
         i: usize,
     ) -> Result<Option<Shared<'_, T>>, BiError> {
         let link = Link::<T>::from_raw(self.word_checked(array, i)?);
-        match self.resolve(link)? {
-            Ok(v) => Ok(v),
-            Err(Mismatch::Stale) => self.load_in_fresh(array, i),
+        match self.fetch(link)? {
+            Fetch::Value(v) => Ok(Some(v)),
+            Fetch::Null => Ok(None),
+            Fetch::Stale => self.load_in_fresh(array, i),
         }
     }
 
@@ -618,12 +563,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         i: usize,
     ) -> Result<Option<Shared<'_, T>>, BiError> {
         let link = Link::<T>::from_raw(self.word_in_fresh(array, i)?);
-        match self.resolve(link)? {
-            Ok(v) => Ok(v),
-            Err(Mismatch::Stale) => Err(BiError::StaleLink {
-                offset: link.offset(),
-            }),
-        }
+        self.follow(link)
     }
 
     /// The link in slot `i` of `array`, without reading the object it names.
@@ -639,14 +579,8 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Like [`load_word_in`](Self::load_word_in) after invalidating the slot's line.
     pub fn word_in_fresh(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
-        if i >= array.len {
-            return Err(BiError::OutOfSection {
-                offset: i,
-                section: "slot array (index)",
-            });
-        }
-        let inner: &NodeInner<V> = self.inner();
-        let (_, at) = word_position(inner.line, array.link.offset(), i);
+        Self::check_index(array, i)?;
+        let (_, at) = slot_position(self.inner().line, array.link.offset(), i);
         let view = self.view();
         view.invalidate(at, 8)?;
         view.fence();
@@ -660,7 +594,7 @@ mod tests {
 
     #[test]
     fn word_positions_follow_the_object_layout() {
-        for line in [32usize, 64, 128] {
+        for line in [16usize, 32, 64, 128] {
             for n in [1usize, 3, 7, 8, 100] {
                 let shape = Shape::new(n * 8, line).unwrap();
                 let mut expected = Vec::new();

@@ -8,16 +8,14 @@
 //! only once [`synchronize`](Writer::synchronize) says every live node is done with it.
 
 use super::grace::{GracePoint, grace};
-use super::object::{
-    FREED, INVALID, Link, ObjectHeader, STAMP_BYTES, Shape, TRACKED, check_in, write_object,
-};
+use super::object::{Generation, Link, Shape, Stamp, check_in, write_object};
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::{BiError, NodeInner};
 use crate::heap::{Block, Heap};
 use crate::mem::MemView;
 use crate::region::RingKind;
 use bytemuck::Pod;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +30,7 @@ use std::time::Instant;
 pub struct BiBox<T> {
     block: Block,
     shape: Shape,
-    generation: u64,
+    generation: Generation,
     value: T,
     dirty: bool,
 }
@@ -58,11 +56,11 @@ impl<T: Pod> BiBox<T> {
     /// publication moves it to the next generation, and this accounts for it).
     pub fn link(&self) -> Link<T> {
         let g = if self.dirty {
-            self.generation.saturating_add(1).min(INVALID - 1)
+            self.generation.next()
         } else {
             self.generation
         };
-        Link::new(self.block.offset, g)
+        Link::new(self.block.offset, g.get())
     }
 }
 
@@ -134,9 +132,10 @@ pub struct Writer<V: MemView, H: Heap> {
     freed: RingWriter,
     retired: VecDeque<Retired>,
     retired_bytes: usize,
-    /// Offsets of the blocks this writer handed out and has not retired: only these may
-    /// be retired (a foreign object's header line belongs to another node's writer).
-    pub(super) live: HashSet<usize>,
+    /// The blocks this writer handed out and has not retired (offset -> block length, as
+    /// the heap gave it): only these may be retired (a foreign object's first line belongs
+    /// to another node's writer), and this is where a block's length is known from.
+    pub(super) live: HashMap<usize, usize>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
@@ -171,7 +170,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             freed,
             retired: VecDeque::new(),
             retired_bytes: 0,
-            live: HashSet::new(),
+            live: HashMap::new(),
             unfenced: false,
         })
     }
@@ -224,13 +223,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             let _ = self.heap.free(block);
             return Err(e);
         }
-        self.live.insert(block.offset);
+        self.live.insert(block.offset, block.len);
         Ok(b)
     }
 
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
-    pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, u64), BiError> {
+    pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
         let inner = &self.inner;
         let block = self.heap.alloc(shape.bytes())?;
         let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
@@ -250,39 +249,44 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         // The new generation exceeds every stamp now in the block's lines (this node is
         // the only writer of its arena, so its own cache holds the latest values), so no
         // stale copy of any line can ever match it.
-        let mut old = 0u64;
+        let mut old = Generation::default();
         for i in 0..block.len / inner.line {
-            let stamp: u64 = view.load(block.offset + i * inner.line)?;
-            if stamp != INVALID {
-                old = old.max(stamp);
+            let stamp = Stamp::from_raw(view.load_u64(block.offset + i * inner.line)?);
+            if !stamp.is_invalid() {
+                old = old.max(stamp.generation());
             }
         }
         if block.reused {
             view.note_reuse(block.offset, block.len)?;
         }
-        Ok((block, old.saturating_add(1).min(INVALID - 1)))
+        Ok((block, old.next()))
+    }
+
+    /// The stamp of this writer's new objects of generation `g`.
+    pub(super) fn stamp(&self, g: Generation) -> Stamp {
+        Stamp::new(g, self.inner.config.track_objects)
+    }
+
+    /// Writes an object's payload under `stamp`, and the stamp into every line of the
+    /// block past the object (so the block's lines agree on one incarnation).
+    pub(super) fn write_block(
+        &self,
+        block: Block,
+        shape: &Shape,
+        stamp: Stamp,
+        bytes: &[u8],
+    ) -> Result<(), BiError> {
+        let view = &self.inner.view;
+        write_object(view, block.offset, shape, stamp, bytes)?;
+        for i in shape.lines..block.len / self.inner.line {
+            view.store_u64(block.offset + i * self.inner.line, stamp.raw())?;
+        }
+        Ok(())
     }
 
     fn write<T: Pod>(&self, b: &BiBox<T>) -> Result<(), BiError> {
-        let header = ObjectHeader {
-            generation: b.generation,
-            logged_time: self.inner.clock.now(),
-            size: b.shape.size as u32,
-            flags: if self.inner.config.track_objects {
-                TRACKED
-            } else {
-                0
-            },
-            block_len: b.block.len as u64,
-        };
-        // Lines of the block past the object keep their stamps coherent too.
-        write_object(&self.inner.view, b.block.offset, &b.shape, header, &b.value)?;
-        for i in b.shape.lines..b.block.len / self.inner.line {
-            let at = b.block.offset + i * self.inner.line;
-            debug_assert!(STAMP_BYTES <= self.inner.line);
-            self.inner.view.store(at, &b.generation)?;
-        }
-        Ok(())
+        let stamp = self.stamp(b.generation);
+        self.write_block(b.block, &b.shape, stamp, bytemuck::bytes_of(&b.value))
     }
 
     /// Gives back a box that was never published (no other node can have its link).
@@ -320,16 +324,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// ```
     pub fn seal<T: Pod>(&mut self, mut b: BiBox<T>) -> Result<Link<T>, BiError> {
         if b.dirty {
-            b.generation = b.generation.saturating_add(1).min(INVALID - 1);
+            b.generation = b.generation.next();
             b.dirty = false;
             self.write(&b)?;
         }
-        let lines = b.block.len / self.inner.line;
-        self.inner
-            .view
-            .writeback(b.block.offset, lines * self.inner.line)?;
+        self.inner.view.writeback(b.block.offset, b.block.len)?;
         self.unfenced = true;
-        Ok(Link::new(b.block.offset, b.generation))
+        Ok(Link::new(b.block.offset, b.generation.get()))
     }
 
     /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object.
@@ -343,17 +344,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// again). Giving back an object that *was* reachable is a logic error: readers
     /// holding its link would then be protected by the generation check only.
     pub fn discard_link<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
-        let inner = &self.inner;
+        let len = self.own_block(link)?;
         let at = link.offset();
-        if !self.live.contains(&at) {
-            return Err(BiError::StaleLink { offset: at });
-        }
-        let h: ObjectHeader = inner.view.load(at)?;
-        if h.generation & 0xFFFF != link.generation() || h.flags & FREED != 0 {
-            return Err(BiError::StaleLink { offset: at });
-        }
-        let len = h.block_len as usize;
-        check_in(inner.layout.heap(), at, len, "heap")?;
         self.live.remove(&at);
         Ok(self.heap.free(Block {
             offset: at,
@@ -381,6 +373,36 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 kind: ring.geom.kind,
                 capacity: ring.geom.capacity,
             })
+        }
+    }
+
+    /// The block length of a live object this writer allocated, after checking that its
+    /// first line still carries `link`'s generation (and no FREED mark).
+    pub(super) fn own_block<T>(&self, link: Link<T>) -> Result<usize, BiError> {
+        let at = link.offset();
+        let len = *self
+            .live
+            .get(&at)
+            .ok_or(BiError::StaleLink { offset: at })?;
+        check_in(self.inner.layout.heap(), at, len, "heap")?;
+        let stamp = Stamp::from_raw(self.inner.view.load_u64(at)?);
+        if stamp.matches(link.generation()) {
+            Ok(len)
+        } else {
+            Err(BiError::StaleLink { offset: at })
+        }
+    }
+
+    /// Why `link` cannot be retired: already retired (FREED with its generation) or not
+    /// a live object of this writer.
+    pub(super) fn not_retirable<T>(&self, link: Link<T>) -> BiError {
+        let at = link.offset();
+        let stamp = self.inner.view.load_u64(at).map(Stamp::from_raw);
+        match stamp {
+            Ok(s) if s.is_freed() && s.generation().link_bits() == link.generation() => {
+                BiError::AlreadyRetired { offset: at }
+            }
+            _ => BiError::StaleLink { offset: at },
         }
     }
 
@@ -417,13 +439,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(Unpublished { error, bibox: new });
         }
         if new.dirty {
-            new.generation = new.generation.saturating_add(1).min(INVALID - 1);
+            new.generation = new.generation.next();
             new.dirty = false;
             if let Err(error) = self.write(&new) {
                 return Err(Unpublished { error, bibox: new });
             }
         }
-        let link = Link::<T>::new(new.block.offset, new.generation);
+        let link = Link::<T>::new(new.block.offset, new.generation.get());
         let object = Some((new.block.offset, new.block.len / self.inner.line));
         match self.store_link(slot, link.raw(), object, tracked) {
             Ok(old) => Ok(Link::from_raw(old)),
@@ -556,58 +578,42 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// checked before anything is marked: on an error, nothing was retired. More links
     /// than the freed ring holds is [`BiError::LogFull`]; split the batch.
     pub fn try_retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
-        self.try_retire_sized(links, size_of::<T>())
+        self.try_retire_links(links)
     }
 
-    /// [`try_retire_all`](Self::try_retire_all) for objects of `size` payload bytes
-    /// (runtime-sized objects such as slot arrays).
-    pub(super) fn try_retire_sized<T>(
-        &mut self,
-        links: &[Link<T>],
-        size: usize,
-    ) -> Result<(), BiError> {
+    /// [`try_retire_all`](Self::try_retire_all) for links of any type (slot arrays too).
+    pub(super) fn try_retire_links<T>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
         if links.is_empty() {
             return Ok(());
         }
         let inner = &self.inner;
         let view = &inner.view;
-        let shape = Shape::new(size, inner.line)?;
         // Room first: a full ring is the common refusal, and finding it must not cost a
         // look at every object (callers retry when a pass has made room).
         Self::reserve(inner, &mut self.freed, links.len())?;
-        let mut headers = Vec::with_capacity(links.len());
+        let mut blocks = Vec::with_capacity(links.len());
         let mut seen = HashSet::with_capacity(links.len());
-        for link in links {
-            let at = link.offset();
-            check_in(inner.layout.heap(), at, shape.bytes(), "heap")?;
-            if !self.live.contains(&at) || !seen.insert(at) {
-                // Not ours, already retired, or twice in this batch.
-                let h: ObjectHeader = view.load(at)?;
-                let freed = h.flags & FREED != 0 || self.live.contains(&at);
-                return Err(if freed && h.generation & 0xFFFF == link.generation() {
-                    BiError::AlreadyRetired { offset: at }
-                } else {
-                    BiError::StaleLink { offset: at }
+        for &link in links {
+            let len = self.own_block(link).map_err(|_| self.not_retirable(link))?;
+            if !seen.insert(link.offset()) {
+                return Err(BiError::AlreadyRetired {
+                    offset: link.offset(),
                 });
             }
-            let h: ObjectHeader = view.load(at)?;
-            if h.generation & 0xFFFF != link.generation() || h.size as usize != shape.size {
-                return Err(BiError::StaleLink { offset: at });
-            }
-            if h.flags & FREED != 0 {
-                return Err(BiError::AlreadyRetired { offset: at });
-            }
-            check_in(inner.layout.heap(), at, h.block_len as usize, "heap")?;
-            headers.push((at, h));
+            blocks.push(Block {
+                offset: link.offset(),
+                len,
+                reused: false,
+            });
         }
         let now = inner.clock.now();
-        let mut entries = Vec::with_capacity(headers.len());
-        for (at, h) in &mut headers {
-            h.flags |= FREED;
-            h.logged_time = now;
-            view.store(*at, h)?;
-            view.writeback(*at, inner.line)?;
-            entries.push(LogEntry::new(*at, h.block_len as usize / inner.line, now));
+        let mut entries = Vec::with_capacity(blocks.len());
+        for b in &blocks {
+            // One word: a reader sees the FREED mark or the live stamp, never a mix.
+            let stamp = Stamp::from_raw(view.load_u64(b.offset)?);
+            view.store_u64(b.offset, stamp.freed().raw())?;
+            view.writeback(b.offset, inner.line)?;
+            entries.push(LogEntry::new(b.offset, b.len / inner.line, now));
         }
         view.fence();
         self.freed.append(view, &entries)?;
@@ -615,18 +621,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         // the fence: a pass starting more than D later has certainly read them.
         let visible = inner.clock.refresh();
         self.freed.visible(entries.len(), visible);
-        for (at, h) in headers {
-            let len = h.block_len as usize;
-            self.retired.push_back(Retired {
-                block: Block {
-                    offset: at,
-                    len,
-                    reused: false,
-                },
-                visible,
-            });
-            self.retired_bytes += len;
-            self.live.remove(&at);
+        for block in blocks {
+            self.retired.push_back(Retired { block, visible });
+            self.retired_bytes += block.len;
+            self.live.remove(&block.offset);
         }
         Ok(())
     }

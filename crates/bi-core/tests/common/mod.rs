@@ -4,18 +4,18 @@
 
 use bytemuck::{Pod, Zeroable};
 
-/// A multi-line value (four 64-byte lines) that checks itself: every word is derived
+/// A multi-line value (200 bytes: four 64-byte lines) that checks itself: every word is derived
 /// from `id`.
 #[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
 #[repr(C)]
 pub struct Val {
     pub id: u64,
-    pub words: [u64; 20],
+    pub words: [u64; 24],
 }
 
 impl Val {
     pub fn new(id: u64) -> Val {
-        let mut words = [0; 20];
+        let mut words = [0; 24];
         for (i, w) in words.iter_mut().enumerate() {
             *w = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i as u64;
         }
