@@ -66,6 +66,7 @@ fn size_of_tree<K, V, S: NodeSource<K, V>>(s: &S, t: S::Ref) -> Result<usize, S:
 }
 
 /// Looks `key` up, starting at an already-read root.
+#[inline]
 pub(crate) fn get_from<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: Option<Parts<K, V, S::Ref>>,

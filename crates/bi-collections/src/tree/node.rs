@@ -5,10 +5,11 @@ use std::fmt;
 
 /// One node of a [`BiTree`](super::BiTree) in shared memory.
 ///
-/// The layout is `key | value | left | right | size`, packed: with `u64` keys and values
-/// that is 36 bytes, which the runtime stores in one 64-byte line beside the line's
-/// 8-byte stamp (up to 56 bytes of node fit one line: keys and values of up to 16 bytes
-/// together). `left`
+/// The layout is `key | value | left | right | size`, packed, with a 64-bit `size` so that
+/// a node of word-sized keys and values is a whole number of words (the read path moves
+/// it word by word): with `u64` keys and values that is 40 bytes, which the runtime
+/// stores in one 64-byte line beside the line's 8-byte stamp (up to 56 bytes of node fit
+/// one line: keys and values of up to 32 bytes together). `left`
 /// and `right` are raw [`Link`](bi_core::runtime::Link)s (offset and generation; zero is
 /// an empty subtree) and `size` counts the nodes of the subtree rooted here.
 ///
@@ -21,7 +22,7 @@ pub struct Node<K, V> {
     value: V,
     left: u64,
     right: u64,
-    size: u32,
+    size: u64,
 }
 
 // SAFETY: `Node` is `repr(C, packed)`, so it has no padding bytes anywhere (packed
@@ -38,7 +39,7 @@ unsafe impl<K: Pod, V: Pod> Pod for Node<K, V> {}
 
 impl<K: Pod, V: Pod> Node<K, V> {
     /// A node from its parts.
-    pub(crate) fn new(key: K, value: V, left: u64, right: u64, size: u32) -> Self {
+    pub(crate) fn new(key: K, value: V, left: u64, right: u64, size: u64) -> Self {
         Node {
             key,
             value,
@@ -69,7 +70,7 @@ impl<K: Pod, V: Pod> Node<K, V> {
     }
 
     /// Nodes in the subtree rooted here.
-    pub fn size(&self) -> u32 {
+    pub fn size(&self) -> u64 {
         self.size
     }
 }
@@ -94,8 +95,8 @@ mod tests {
 
     #[test]
     fn packed_sizes() {
-        assert_eq!(size_of::<Node<u64, u64>>(), 36);
-        assert_eq!(size_of::<Node<u32, u32>>(), 28);
+        assert_eq!(size_of::<Node<u64, u64>>(), 40);
+        assert_eq!(size_of::<Node<u32, u32>>(), 32);
         assert_eq!(align_of::<Node<u64, u64>>(), 1);
         let n = Node::new(1u64, 2u64, 3, 4, 5);
         let back: Node<u64, u64> = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&n));

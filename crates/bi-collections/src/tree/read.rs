@@ -5,24 +5,19 @@ use super::algo::{self, NodeSource, Parts};
 use super::node::Node;
 use crate::CollectionError;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, BiGuard, Link, Reader, Shared};
+use bi_core::runtime::object::Fetch;
+use bi_core::runtime::{BiError, BiGuard, Link, Reader, Search, Shared};
 use bytemuck::Pod;
+use std::cmp::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::RangeBounds;
-
-/// How many times a read starts over from a freshly loaded root before it gives up
-/// (each restart follows a newer publication; only a writer publishing faster than a
-/// reader can walk the tree exhausts it).
-const ATTEMPTS: usize = 16;
-
-/// A root as read: its raw link (zero: empty tree) and, if any, the node.
-type Root<K, V> = (u64, Option<Parts<K, V, u64>>);
 
 fn is_stale(e: &CollectionError) -> bool {
     matches!(e, CollectionError::Runtime(BiError::StaleLink { .. }))
 }
 
+#[inline(always)]
 fn parts<K: Pod, V: Pod>(n: &Shared<'_, Node<K, V>>) -> Parts<K, V, u64> {
     Parts {
         key: n.key(),
@@ -47,6 +42,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView> NodeSource<K, V> for GuardSource<'_, '_, 
         0
     }
 
+    #[inline(always)]
     fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
         match self.guard.follow(Link::<Node<K, V>>::from_raw(r))? {
             Some(n) => Ok(parts(&n)),
@@ -168,84 +164,70 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
         }
     }
 
-    /// The root (raw link and node), from this node's cache or (`fresh`) from memory.
-    fn root(&self, fresh: bool) -> Result<Root<K, V>, CollectionError> {
-        let mut fresh = fresh;
-        let mut last = None;
-        for _ in 0..ATTEMPTS {
-            let r = if fresh {
-                self.guard.load_fresh::<Node<K, V>>(self.slot)
-            } else {
-                self.guard.load::<Node<K, V>>(self.slot)
+    /// One search for `key` in the version whose root link is `root`: one validated read
+    /// per level, straight from the node's fields.
+    #[inline(always)]
+    fn search(&self, root: u64, key: &K) -> Result<Search<V>, BiError> {
+        let mut link = root;
+        loop {
+            let step = self
+                .guard
+                .fetch_with(Link::<Node<K, V>>::from_raw(link), |n| {
+                    match key.cmp(&n.key()) {
+                        Ordering::Equal => Ok(n.value()),
+                        Ordering::Less => Err(n.left()),
+                        Ordering::Greater => Err(n.right()),
+                    }
+                })?;
+            link = match step {
+                Fetch::Value(Ok(value)) => return Ok(Search::Found(value)),
+                Fetch::Value(Err(next)) => next,
+                Fetch::Null => return Ok(Search::Missing),
+                Fetch::Stale => return Ok(Search::Stale),
             };
-            match r {
-                Ok(Some(n)) => return Ok((n.link().raw(), Some(parts(&n)))),
-                Ok(None) => return Ok((0, None)),
-                // The slot moved on while the root was being read: read it again.
-                Err(e @ BiError::StaleLink { .. }) => {
-                    last = Some(e);
-                    fresh = true;
-                }
-                Err(e) => return Err(e.into()),
-            }
         }
-        Err(last.map_or(
-            CollectionError::Corrupt {
-                reason: "root slot unreadable",
-            },
-            CollectionError::from,
-        ))
     }
 
-    /// Runs `f` on the cached root; if it meets a stale link, on a fresh root.
+    /// Runs `f` on the version whose root link is in the slot (cached, then fresh from
+    /// memory when `f` meets a stale link): lazy invalidation for whole-tree reads.
     fn with_root<T>(
         &self,
         f: impl Fn(&GuardSource<'_, 'r, K, V, M>, u64) -> Result<T, CollectionError>,
     ) -> Result<T, CollectionError> {
         let src = self.source();
-        let mut root = self.root(false)?.0;
-        let mut last = None;
-        for _ in 0..ATTEMPTS {
+        let found = self.guard.lazy(|entry| {
+            let root = self.guard.slot_word(self.slot, entry)?;
             match f(&src, root) {
-                Err(e) if is_stale(&e) => {
-                    last = Some(e);
-                    root = self.root(true)?.0;
-                }
-                r => return r,
+                Ok(v) => Ok(Search::Found(v)),
+                Err(e) if is_stale(&e) => Ok(Search::Stale),
+                Err(e) => Err(e),
             }
-        }
-        Err(last.unwrap_or(CollectionError::Corrupt {
-            reason: "no attempt made",
-        }))
+        })?;
+        found.ok_or(CollectionError::Corrupt {
+            reason: "a whole-tree read reported a miss",
+        })
     }
 
     /// The value of `key`.
     ///
     /// On a miss (or a stale link) the root slot is re-read from memory; if a newer root
-    /// is there, the search runs again on it.
+    /// is there, the search runs again on it ([`BiGuard::lazy`]).
+    #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
-        let src = self.source();
-        let mut root = self.root(false)?;
-        let mut last = None;
-        for _ in 0..ATTEMPTS {
-            let used = root.0;
-            let stale = match algo::get_from(&src, root.1, key) {
-                Ok(Some(v)) => return Ok(Some(v)),
-                Ok(None) => false,
-                Err(e) if is_stale(&e) => {
-                    last = Some(e);
-                    true
-                }
-                Err(e) => return Err(e),
-            };
-            root = self.root(true)?;
-            if !stale && root.0 == used {
-                return Ok(None);
+        // A root already searched without success names the same immutable version: it
+        // need not be searched again.
+        let mut missed = None;
+        Ok(self.guard.lazy(|entry| {
+            let root = self.guard.slot_word(self.slot, entry)?;
+            if missed == Some(root) {
+                return Ok::<_, BiError>(Search::Missing);
             }
-        }
-        Err(last.unwrap_or(CollectionError::Corrupt {
-            reason: "the root changed at every attempt",
-        }))
+            let found = self.search(root, key)?;
+            if matches!(found, Search::Missing) {
+                missed = Some(root);
+            }
+            Ok(found)
+        })?)
     }
 
     /// Whether `key` is present (see [`get`](Self::get)).
@@ -255,7 +237,13 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
 
     /// The number of entries of the version this node sees (the root's subtree size).
     pub fn len(&self) -> Result<usize, CollectionError> {
-        Ok(self.root(false)?.1.map_or(0, |n| n.size))
+        self.with_root(|src, root| {
+            if root == 0 {
+                Ok(0)
+            } else {
+                Ok(src.read(root)?.size)
+            }
+        })
     }
 
     /// Whether the version this node sees is empty.

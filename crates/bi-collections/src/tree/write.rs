@@ -44,10 +44,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore
 
 impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<K, V, M, H> {
     fn create(&mut self, p: Parts<K, V, u64>) -> Result<u64, CollectionError> {
-        let size = u32::try_from(p.size).map_err(|_| CollectionError::Corrupt {
-            reason: "a tree of more than 2^32 - 1 nodes",
-        })?;
-        let node = Node::new(p.key, p.value, p.left, p.right, size);
+        let node = Node::new(p.key, p.value, p.left, p.right, p.size as u64);
         let link = self.writer.alloc_sealed(node)?;
         self.index.insert(link.raw(), node);
         Ok(link.raw())

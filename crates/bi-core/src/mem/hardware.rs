@@ -9,10 +9,10 @@
 //! memory, then issue one instruction per line through [`CacheOps`]; [`MemView::fence`] is
 //! the ops' fence.
 
-use super::{Backing, MemError, MemView, check_range, load_u64s_by_word};
+use super::{Backing, MemError, MemView, check_range};
 use crate::cache::CacheOps;
 use crate::line::LineSize;
-use crate::primitive::sync::atomic::{AtomicU64, Ordering};
+use crate::primitive::sync::atomic::{AtomicU64, Ordering, fence};
 use bytemuck::Pod;
 use std::sync::Arc;
 
@@ -122,6 +122,21 @@ impl Hardware {
         self.load(offset)
     }
 
+    /// Why `load_u64s` refused `offset .. offset + 8 * words`.
+    #[cold]
+    #[inline(never)]
+    fn words_error(&self, offset: usize, words: usize) -> MemError {
+        if offset.is_multiple_of(8) {
+            MemError::OutOfBounds {
+                offset,
+                len: words.saturating_mul(8),
+                size: self.size(),
+            }
+        } else {
+            MemError::Misaligned { offset }
+        }
+    }
+
     /// The slow path of `store_u64`.
     #[cold]
     #[inline(never)]
@@ -165,17 +180,21 @@ impl MemView for Hardware {
     #[inline(always)]
     fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
         let first = offset / 8;
-        match first.checked_add(out.len()) {
-            Some(end) if offset.is_multiple_of(8) && end <= self.words => {
-                for (k, w) in out.iter_mut().enumerate() {
-                    // SAFETY: `first + k < end <= self.words`: inside the word array of
-                    // `self.mem`, alive as long as `self`.
-                    *w = unsafe { &*self.base.add(first + k) }.load(Ordering::Acquire);
-                }
-                Ok(())
-            }
-            _ => load_u64s_by_word(self, offset, out),
+        let fits = first <= self.words && out.len() <= self.words - first;
+        if !(offset.is_multiple_of(8) && fits) {
+            // The error path never touches `out`, so a caller's buffer stays local to it
+            // (and in registers).
+            return Err(self.words_error(offset, out.len()));
         }
+        for (k, w) in out.iter_mut().enumerate() {
+            // SAFETY: `first + k < first + out.len() <= self.words`: inside the word
+            // array of `self.mem`, alive as long as `self`.
+            *w = unsafe { &*self.base.add(first + k) }.load(Ordering::Relaxed);
+        }
+        // Orders the words before every later load (the stamp read after them); they
+        // come after every earlier acquire load (the stamp read before them).
+        fence(Ordering::Acquire);
+        Ok(())
     }
 
     #[inline(always)]
@@ -187,6 +206,11 @@ impl MemView for Hardware {
             }
             None => self.store_u64_unaligned(offset, value),
         }
+    }
+
+    #[inline]
+    fn direct_word(&self, offset: usize) -> Option<&AtomicU64> {
+        self.word(offset)
     }
 
     #[inline]

@@ -41,6 +41,7 @@ pub use emulated::*;
 pub use hardware::Hardware;
 
 use crate::line::LineSize;
+use crate::primitive::sync::atomic::AtomicU64;
 use bytemuck::Pod;
 use std::fmt;
 
@@ -55,6 +56,11 @@ pub enum MemError {
         len: usize,
         /// Size of the memory in bytes.
         size: usize,
+    },
+    /// A word access at an offset that is not a multiple of 8.
+    Misaligned {
+        /// The offset asked for.
+        offset: usize,
     },
     /// The memory could not be allocated or mapped with the requested size.
     BadSize {
@@ -72,6 +78,12 @@ impl fmt::Display for MemError {
                 f,
                 "access of {len} bytes at offset {offset} is outside the {size}-byte shared memory"
             ),
+            MemError::Misaligned { offset } => {
+                write!(
+                    f,
+                    "word access at offset {offset}, which is not 8-byte aligned"
+                )
+            }
             MemError::BadSize { requested, reason } => {
                 write!(
                     f,
@@ -101,6 +113,9 @@ pub(crate) fn load_u64s_by_word<V: MemView>(
     offset: usize,
     out: &mut [u64],
 ) -> Result<(), MemError> {
+    if !offset.is_multiple_of(8) {
+        return Err(MemError::Misaligned { offset });
+    }
     let len = 8 * out.len();
     for (k, w) in out.iter_mut().enumerate() {
         let at = (8 * k).checked_add(offset).ok_or(MemError::OutOfBounds {
@@ -185,13 +200,16 @@ pub trait MemView: Clone + Send + Sync {
         self.load(offset)
     }
 
-    /// Reads the `out.len()` consecutive 8-byte words starting at `offset` through this
-    /// node's cache, in order.
+    /// Reads the `out.len()` consecutive 8-byte words starting at the 8-byte aligned
+    /// `offset` through this node's cache ([`MemError::Misaligned`] otherwise): the
+    /// payload of a validated read.
     ///
-    /// The default issues one [`load_u64`](Self::load_u64) per word (so the emulator
-    /// sees, and its oracle judges, every word); [`Hardware`] checks the whole range once
-    /// and then loads each word with one move, which is what the runtime's validated
-    /// object reads use on the read path.
+    /// The words are read after every earlier load of this thread and before every later
+    /// one, but not necessarily in order among themselves (a seqlock's data read: the
+    /// stamps on both sides are what order them). The default issues one
+    /// [`load_u64`](Self::load_u64) per word, in order (so the emulator sees, and its
+    /// oracle judges, every word); [`Hardware`] checks the whole range once and then
+    /// loads each word with one move.
     #[inline]
     fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
         load_u64s_by_word(self, offset, out)
@@ -204,6 +222,19 @@ pub trait MemView: Clone + Send + Sync {
     #[inline]
     fn store_u64(&self, offset: usize, value: u64) -> Result<(), MemError> {
         self.store(offset, &value)
+    }
+
+    /// The 8-byte word at the aligned `offset` as an atomic this process may access
+    /// directly, if the view has one: [`Hardware`] does (its memory is mapped in this
+    /// process and a load or store is the processor's own), the emulator does not (every
+    /// access goes through its cache model). A reader keeps its state word this way, so
+    /// that entering and leaving a section is one store each.
+    ///
+    /// A load or store through the word means exactly what [`load_u64`](Self::load_u64)
+    /// or [`store_u64`](Self::store_u64) at `offset` means on this view.
+    fn direct_word(&self, offset: usize) -> Option<&AtomicU64> {
+        let _ = offset;
+        None
     }
 
     /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap

@@ -414,20 +414,26 @@ pub(crate) struct WordAligned<T>(pub(crate) T);
 
 /// The validated read of the object `link` names (see the module docs): on a hit, one
 /// bounds check, the stamp, the payload words and the stamp again, with no cache
-/// operation and no fence. A link outside the heap is an error, not a stale copy.
+/// operation and no fence; then `f` looks at the validated copy. A link outside the heap
+/// is an error, not a stale copy.
+///
+/// `f` lets a caller take out just what it needs (a key comparison and the next link, on
+/// a search path), so that the copy never leaves this inlined function and stays in
+/// registers.
 #[inline(always)]
-pub(crate) fn fetch<V: MemView, T: Pod>(
+pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     view: &V,
     heap: Section,
     line: usize,
     link: Link<T>,
-) -> Result<Fetch<WordAligned<T>>, BiError> {
+    f: impl FnOnce(&T) -> R,
+) -> Result<Fetch<R>, BiError> {
     if link.is_null() {
         return Ok(Fetch::Null);
     }
     let size = size_of::<T>();
     if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > line {
-        return fetch_lines(view, heap, line, link);
+        return Ok(fetch_lines(view, heap, line, link)?.map(|v| f(&v.0)));
     }
     let at = link.offset();
     check_in(heap, at, line, "heap")?;
@@ -437,13 +443,20 @@ pub(crate) fn fetch<V: MemView, T: Pod>(
         return Ok(Fetch::Stale);
     }
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
-    view.load_u64s(at + STAMP_BYTES, &mut words[..size.div_ceil(8)])?;
+    let n = size.div_ceil(8);
+    view.load_u64s(at + STAMP_BYTES, &mut words[..n])?;
     if view.load_u64(at)? != stamp {
         return Ok(Fetch::Stale);
     }
+    // Whole words into the value's (word-aligned, word-padded) storage, so that reading
+    // its fields reads exactly the words written here.
     let mut value = WordAligned(T::zeroed());
-    bytemuck::bytes_of_mut(&mut value.0).copy_from_slice(&bytemuck::cast_slice(&words)[..size]);
-    Ok(Fetch::Value(value))
+    // SAFETY: `WordAligned<T>` is 8-aligned and its size is `size_of::<T>()` rounded up
+    // to a multiple of 8, so `n = size.div_ceil(8)` words fit in `value`, which does not
+    // overlap the local `words`; every bit pattern is a valid `T` (`T: Pod`), and the
+    // bytes written past `T` are padding.
+    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), (&raw mut value).cast::<u64>(), n) };
+    Ok(Fetch::Value(f(&value.0)))
 }
 
 /// [`fetch`] for an object of several lines: each line's stamp is checked before and

@@ -15,7 +15,7 @@
 //! Every validated read goes through one skeleton ([`BiGuard::validated`]): read; on a
 //! stale copy, invalidate the lines, fence and read once more.
 
-use super::object::{Fetch, Link, Shape, WordAligned, fetch};
+use super::object::{Fetch, Link, Shape, WordAligned, fetch_with};
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
@@ -23,6 +23,7 @@ use bytemuck::Pod;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{Ordering, compiler_fence, fence};
 
@@ -91,20 +92,38 @@ impl ReaderState {
 /// ```
 pub struct Reader<V: MemView> {
     pub(crate) inner: Arc<NodeInner<V>>,
-    /// Copies of what `enter` and `exit` touch, one pointer away instead of two.
+    /// What `enter` and `exit` touch, held here directly: the view, the node's coarse
+    /// clock word and (where the view has one) the state word itself.
     view: V,
     coarse: Option<Arc<AtomicU64>>,
+    state: Option<StateWord>,
     fence_on_enter: bool,
     pub(crate) index: usize,
     pub(crate) record: usize,
+    /// Open sections (nested guards count; the outermost one enters and leaves).
     depth: Cell<u32>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
+/// The reader's state word as the view's own atomic ([`MemView::direct_word`]).
+struct StateWord(NonNull<AtomicU64>);
+
+// SAFETY: the word is an atomic, which any thread may store to; the memory it lives in is
+// kept alive by the `Reader`'s own clone of the view (see `Reader::new`), wherever the
+// reader is moved.
+unsafe impl Send for StateWord {}
+
 impl<V: MemView> Reader<V> {
     pub(crate) fn new(inner: Arc<NodeInner<V>>, index: usize, record: usize) -> Reader<V> {
+        let view = inner.view.clone();
+        // The word lives in the shared memory `view` holds (not inside `view` itself), so
+        // it stays put when the reader and its view move.
+        let state = view
+            .direct_word(record)
+            .map(|w| StateWord(NonNull::from(w)));
         Reader {
-            view: inner.view.clone(),
+            view,
+            state,
             coarse: inner.clock.coarse_word(),
             fence_on_enter: inner.fence_on_enter,
             inner,
@@ -135,10 +154,7 @@ impl<V: MemView> Reader<V> {
                 Some(word) => word.load(Ordering::Acquire),
                 None => self.inner.clock.now(),
             };
-            // Errors are impossible here: the record offset was checked at registration.
-            let _ = self
-                .view
-                .store_u64(self.record, ReaderState::inside(t).raw());
+            self.store_state(ReaderState::inside(t));
             if self.fence_on_enter {
                 fence(Ordering::SeqCst);
             } else {
@@ -157,6 +173,7 @@ impl<V: MemView> Reader<V> {
         self.depth.get() > 0
     }
 
+    #[inline(always)]
     fn exit(&self) {
         let d = self.depth.get();
         self.depth.set(d.saturating_sub(1));
@@ -170,7 +187,21 @@ impl<V: MemView> Reader<V> {
             } else {
                 compiler_fence(Ordering::SeqCst);
             }
-            let _ = self.view.store_u64(self.record, ReaderState::OUTSIDE.raw());
+            self.store_state(ReaderState::OUTSIDE);
+        }
+    }
+
+    /// Stores the state word: one store where the view has the word directly.
+    #[inline(always)]
+    fn store_state(&self, state: ReaderState) {
+        match &self.state {
+            // SAFETY: the pointer came from `self.view.direct_word` and points into the
+            // shared memory that `self.view` keeps alive for as long as `self` lives.
+            Some(word) => unsafe { word.0.as_ref() }.store(state.raw(), Ordering::Release),
+            // Errors are impossible here: the record offset was checked at registration.
+            None => {
+                let _ = self.view.store_u64(self.record, state.raw());
+            }
         }
     }
 }
@@ -192,6 +223,7 @@ pub struct BiGuard<'r, V: MemView> {
 }
 
 impl<V: MemView> Drop for BiGuard<'_, V> {
+    #[inline(always)]
     fn drop(&mut self) {
         self.reader.exit();
     }
@@ -269,7 +301,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// ```
     #[inline]
     pub fn load<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
-        let link: Link<T> = Link::from_raw(self.slot_word(slot)?);
+        let link: Link<T> = Link::from_raw(self.cached_slot_word(slot)?);
         match self.fetch(link)? {
             Fetch::Value(v) => Ok(Some(v)),
             Fetch::Null => Ok(None),
@@ -280,7 +312,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// Like [`load`](Self::load), but first invalidates the slot's line and fences (the
     /// lazy-invalidation path for a resolution failure).
     pub fn load_fresh<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
-        let link: Link<T> = Link::from_raw(self.slot_word_fresh(slot)?);
+        let link: Link<T> = Link::from_raw(self.fresh_slot_word(slot)?);
         self.follow(link)
     }
 
@@ -321,14 +353,40 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// ```
     #[inline(always)]
     pub fn fetch<T: Pod>(&self, link: Link<T>) -> Result<Fetch<Shared<'_, T>>, BiError> {
+        self.fetch_with(link, |v| Shared::new(WordAligned(*v), link))
+    }
+
+    /// [`fetch`](Self::fetch), handing the validated copy to `f` instead of returning it:
+    /// the form for search paths, which need a comparison and the next link, not the
+    /// whole object (so the copy stays in registers). `f` runs once per validated copy:
+    /// twice if the first copy was stale and the second one validated.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::Fetch;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc([3u64, 4]).unwrap();
+    /// let link = b.link();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.fetch_with(link, |v| v[0] + v[1]).unwrap(), Fetch::Value(7));
+    /// ```
+    #[inline(always)]
+    pub fn fetch_with<T: Pod, R>(
+        &self,
+        link: Link<T>,
+        f: impl Fn(&T) -> R,
+    ) -> Result<Fetch<R>, BiError> {
         let inner = self.inner();
         let heap = inner.layout.heap();
-        let read = || fetch(&inner.view, heap, inner.line, link);
-        let f = self.validated(read()?, read, || {
+        let read = || fetch_with(&inner.view, heap, inner.line, link, &f);
+        self.validated(read()?, read, || {
             let len = Shape::new(size_of::<T>(), inner.line)?.bytes();
             Ok((link.offset(), len))
-        })?;
-        Ok(f.map(|v| Shared::new(v, link)))
+        })
     }
 
     /// The one "read, on a stale copy invalidate and fence, read again" skeleton: given
@@ -376,7 +434,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     #[inline(always)]
-    pub(super) fn slot_word(&self, slot: usize) -> Result<u64, BiError> {
+    pub(super) fn cached_slot_word(&self, slot: usize) -> Result<u64, BiError> {
         if !slot.is_multiple_of(8) {
             return Err(BiError::OutOfSection {
                 offset: slot,
@@ -387,10 +445,10 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// The word at `slot`, read from memory: its line is invalidated and fenced first.
-    pub(super) fn slot_word_fresh(&self, slot: usize) -> Result<u64, BiError> {
+    pub(super) fn fresh_slot_word(&self, slot: usize) -> Result<u64, BiError> {
         let view = self.view();
         view.invalidate(slot, 8)?;
         view.fence();
-        self.slot_word(slot)
+        self.cached_slot_word(slot)
     }
 }

@@ -470,7 +470,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// fences and reads once more, then retries from a freshly fetched slot
     /// ([`load_slots_fresh`](Self::load_slots_fresh)).
     pub fn load_slots(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
-        let link = Link::<SlotArray>::from_raw(self.slot_word(slot)?);
+        let link = Link::<SlotArray>::from_raw(self.cached_slot_word(slot)?);
         match self.fetch_slots(link)? {
             Fetch::Value(a) => Ok(Some(a)),
             Fetch::Null => Ok(None),
@@ -482,7 +482,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// fences (lazy invalidation). [`BiError::StaleLink`] if the array still does not
     /// validate.
     pub fn load_slots_fresh(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
-        let link = Link::<SlotArray>::from_raw(self.slot_word_fresh(slot)?);
+        let link = Link::<SlotArray>::from_raw(self.fresh_slot_word(slot)?);
         self.slots(link)
     }
 

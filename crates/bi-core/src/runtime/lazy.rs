@@ -1,0 +1,109 @@
+//! Lazy invalidation: the one loop every shared structure's lookup runs.
+//!
+//! A reader searches a structure through its node's cache, which may hold a version up to
+//! one staleness bound old. That is fine for a key the cached version has, but a miss may
+//! only mean "not yet seen here": a key whose insertion was published *before* the lookup
+//! began must be found. And a walk may meet a stale link (a node the writer has retired
+//! since this node's copy of its parent was fetched). In both cases the answer is the
+//! same: read the structure's entry points (root slot, bucket slot) again from memory and
+//! search once more. [`BiGuard::lazy`] is that loop, written once for every structure;
+//! the structure supplies one search, told whether to read its entry points from the
+//! cache or from memory.
+
+use super::BiError;
+use super::reader::BiGuard;
+use crate::mem::MemView;
+
+/// How many times a lookup starts over from entry points read fresh from memory when a
+/// link it follows turns out stale. Each attempt follows a newer publication; only a
+/// writer replacing the same path again and again between two reads exhausts them.
+pub const FRESH_ATTEMPTS: usize = 16;
+
+/// Where a search reads its entry points (root and bucket slots) from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// Through this node's cache (the hit path: no cache operation).
+    Cached,
+    /// From memory: invalidate the slot's line and fence first.
+    Fresh,
+}
+
+/// What one search of a structure found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Search<T> {
+    /// The answer.
+    Found(T),
+    /// The version searched does not have it.
+    Missing,
+    /// A link on the way did not validate: start again from fresh entry points.
+    Stale,
+}
+
+impl<V: MemView> BiGuard<'_, V> {
+    /// Runs `search` through the cache; on a miss or a stale link, again from entry points
+    /// read fresh from memory, until it finds the answer, misses in a fresh version, or
+    /// has met a stale link [`FRESH_ATTEMPTS`] times in a row
+    /// ([`BiError::StaleLink`]).
+    ///
+    /// So a key whose insertion was published before the call is always found, and the
+    /// hit path costs one search with no cache operation.
+    ///
+    /// ```
+    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::object::Fetch;
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::{BiError, Link};
+    ///
+    /// let s = Setup::new(2, 3);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// // Node 1 has not run a pass, yet the value published before the lookup is found.
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let found = g.lazy(|entry| {
+    ///     let link = Link::<u64>::from_raw(g.slot_word(s.slot(0), entry)?);
+    ///     Ok::<_, BiError>(match g.fetch(link)? {
+    ///         Fetch::Value(v) => Search::Found(*v),
+    ///         Fetch::Null => Search::Missing,
+    ///         Fetch::Stale => Search::Stale,
+    ///     })
+    /// });
+    /// assert_eq!(found.unwrap(), Some(5));
+    /// ```
+    #[inline]
+    pub fn lazy<T, E: From<BiError>>(
+        &self,
+        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+    ) -> Result<Option<T>, E> {
+        match search(Entry::Cached)? {
+            Search::Found(v) => Ok(Some(v)),
+            _ => self.lazy_fresh(search),
+        }
+    }
+
+    /// The part of [`lazy`](Self::lazy) past the cached attempt.
+    #[inline(never)]
+    fn lazy_fresh<T, E: From<BiError>>(
+        &self,
+        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+    ) -> Result<Option<T>, E> {
+        for _ in 0..FRESH_ATTEMPTS {
+            match search(Entry::Fresh)? {
+                Search::Found(v) => return Ok(Some(v)),
+                Search::Missing => return Ok(None),
+                Search::Stale => {}
+            }
+        }
+        Err(BiError::StaleLink { offset: 0 }.into())
+    }
+
+    /// The word in the 8-byte slot at `slot`, through the cache or from memory.
+    #[inline(always)]
+    pub fn slot_word(&self, slot: usize, entry: Entry) -> Result<u64, BiError> {
+        match entry {
+            Entry::Cached => self.cached_slot_word(slot),
+            Entry::Fresh => self.fresh_slot_word(slot),
+        }
+    }
+}
