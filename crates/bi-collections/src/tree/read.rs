@@ -5,7 +5,7 @@ use super::algo::{self, NodeSource, Parts};
 use super::node::Node;
 use crate::CollectionError;
 use bi_core::mem::MemView;
-use bi_core::runtime::object::Fetch;
+use bi_core::runtime::walk::Step;
 use bi_core::runtime::{BiError, BiGuard, Link, Reader, Search, Shared};
 use bytemuck::Pod;
 use std::cmp::Ordering;
@@ -168,24 +168,13 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// per level, straight from the node's fields.
     #[inline(always)]
     fn search(&self, root: u64, key: &K) -> Result<Search<V>, BiError> {
-        let mut link = root;
-        loop {
-            let step = self
-                .guard
-                .fetch_with(Link::<Node<K, V>>::from_raw(link), |n| {
-                    match key.cmp(&n.key()) {
-                        Ordering::Equal => Ok(n.value()),
-                        Ordering::Less => Err(n.left()),
-                        Ordering::Greater => Err(n.right()),
-                    }
-                })?;
-            link = match step {
-                Fetch::Value(Ok(value)) => return Ok(Search::Found(value)),
-                Fetch::Value(Err(next)) => next,
-                Fetch::Null => return Ok(Search::Missing),
-                Fetch::Stale => return Ok(Search::Stale),
-            };
-        }
+        self.guard.walk(Link::<Node<K, V>>::from_raw(root), |n| {
+            match key.cmp(&n.key()) {
+                Ordering::Equal => Step::Found(n.value()),
+                Ordering::Less => Step::Next(Link::from_raw(n.left())),
+                Ordering::Greater => Step::Next(Link::from_raw(n.right())),
+            }
+        })
     }
 
     /// Runs `f` on the version whose root link is in the slot (cached, then fresh from

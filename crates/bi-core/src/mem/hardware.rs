@@ -198,6 +198,34 @@ impl MemView for Hardware {
     }
 
     #[inline(always)]
+    fn load_stamped(
+        &self,
+        offset: usize,
+        out: &mut [u64],
+        accept: impl FnOnce(u64) -> bool,
+    ) -> Result<Option<(u64, u64)>, MemError> {
+        let first = offset / 8;
+        let fits = first < self.words && out.len() < self.words - first;
+        if !(offset.is_multiple_of(8) && fits) {
+            return Err(self.words_error(offset, out.len() + 1));
+        }
+        // SAFETY: words `first ..= first + out.len()` are inside the
+        // word array of `self.mem` (checked above), alive as long as `self`.
+        let stamp = unsafe { &*self.base.add(first) };
+        let before = stamp.load(Ordering::Acquire);
+        if !accept(before) {
+            return Ok(None);
+        }
+        for (k, w) in out.iter_mut().enumerate() {
+            // SAFETY: see above.
+            *w = unsafe { &*self.base.add(first + 1 + k) }.load(Ordering::Relaxed);
+        }
+        // The words before every later load, the stamp's second reading included.
+        fence(Ordering::Acquire);
+        Ok(Some((before, stamp.load(Ordering::Relaxed))))
+    }
+
+    #[inline(always)]
     fn store_u64(&self, offset: usize, value: u64) -> Result<(), MemError> {
         match self.word(offset) {
             Some(word) => {

@@ -215,6 +215,29 @@ pub trait MemView: Clone + Send + Sync {
         load_u64s_by_word(self, offset, out)
     }
 
+    /// Reads a stamped record: the 8-byte word at the aligned `offset` (its stamp) and,
+    /// only if `accept(stamp)`, the `out.len()` words after it (as
+    /// [`load_u64s`](Self::load_u64s)) and then the stamp again. Returns both stamps, or
+    /// `None` if the first was refused (then nothing else was read).
+    ///
+    /// This is the shape of every validated read (a seqlock's read side): a caller
+    /// trusts the words if the stamps agree with each other and with what it expected.
+    /// The default is the three steps above; [`Hardware`] checks the whole range once.
+    #[inline(always)]
+    fn load_stamped(
+        &self,
+        offset: usize,
+        out: &mut [u64],
+        accept: impl FnOnce(u64) -> bool,
+    ) -> Result<Option<(u64, u64)>, MemError> {
+        let before = self.load_u64(offset)?;
+        if !accept(before) {
+            return Ok(None);
+        }
+        self.load_u64s(offset + 8, out)?;
+        Ok(Some((before, self.load_u64(offset)?)))
+    }
+
     /// Writes the 8-byte word `value` at `offset` into this node's cache.
     ///
     /// The same as `store(offset, &value)`; on [`Hardware`] an aligned word is one atomic

@@ -338,11 +338,12 @@ impl Section {
     }
 
     /// Whether `offset .. offset + len` lies inside this section.
+    #[inline(always)]
     pub const fn contains(&self, offset: usize, len: usize) -> bool {
-        match offset.checked_add(len) {
-            Some(end) => offset >= self.offset && end <= self.end(),
-            None => false,
-        }
+        // `offset - self.offset` wraps to a huge value below the section, so one
+        // comparison covers both ends, and nothing here can overflow.
+        let rel = offset.wrapping_sub(self.offset);
+        rel <= self.len && len <= self.len - rel
     }
 }
 

@@ -177,6 +177,7 @@ mod reader;
 pub mod ring;
 pub mod slots;
 pub mod testing;
+pub mod walk;
 mod writer;
 
 pub use background::Background;

@@ -437,16 +437,13 @@ pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     }
     let at = link.offset();
     check_in(heap, at, line, "heap")?;
-    // A stale line is rejected on its stamp, before anything else is read from it.
-    let stamp = view.load_u64(at)?;
-    if !Stamp(stamp).matches(link.generation()) {
-        return Ok(Fetch::Stale);
-    }
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
     let n = size.div_ceil(8);
-    view.load_u64s(at + STAMP_BYTES, &mut words[..n])?;
-    if view.load_u64(at)? != stamp {
-        return Ok(Fetch::Stale);
+    // A stale line is rejected on its stamp, before anything else is read from it.
+    let read = view.load_stamped(at, &mut words[..n], |s| Stamp(s).matches(link.generation()))?;
+    match read {
+        Some((before, after)) if before == after => {}
+        _ => return Ok(Fetch::Stale),
     }
     // Whole words into the value's (word-aligned, word-padded) storage, so that reading
     // its fields reads exactly the words written here.
