@@ -6,16 +6,13 @@ use super::node::Node;
 use super::{BiHashMap, FIRST_BUCKET, LEN_WORD, key_hash};
 use crate::CollectionError;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, BiGuard, Reader, SlotArrayRef};
+use bi_core::runtime::lazy::FRESH_ATTEMPTS;
+use bi_core::runtime::walk::Step;
+use bi_core::runtime::{BiError, BiGuard, Entry, Link, Reader, Search, SlotArrayRef};
 use bytemuck::Pod;
 use std::fmt;
 use std::hash::Hash;
 
-/// How many times a lookup starts again from fresh slots when a link it follows turns
-/// out stale (the writer retired a node it was walking). Each attempt reads the root and
-/// the bucket straight from memory, so only a writer replacing the same chain again and
-/// again between two reads of it can exhaust them.
-const FRESH_ATTEMPTS: usize = 16;
 
 fn corrupt(reason: &'static str) -> CollectionError {
     CollectionError::Corrupt { reason }
@@ -100,13 +97,6 @@ impl<K, V, M: MemView> fmt::Debug for MapRef<'_, K, V, M> {
     }
 }
 
-/// A lookup's answer, or why it must start again from fresh slots.
-enum Walk<V> {
-    Found(V),
-    Missing,
-    Stale,
-}
-
 impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// The guard of this section.
     pub fn guard(&self) -> &BiGuard<'r, M> {
@@ -117,26 +107,50 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     ///
     /// The hit path reads the root slot, the bucket slot and the chain through this
     /// node's cache, with no cache operation. On a miss (or a stale link), it reads the
-    /// root and the bucket again from memory and searches once more: a key whose
-    /// insertion was published before this call began is always found.
+    /// root and the bucket again from memory and searches once more ([`BiGuard::lazy`]):
+    /// a key whose insertion was published before this call began is always found.
+    #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         let h = key_hash(key);
         let slot = self
             .map
             .partition_slot(partition_of(h, self.map.partitions()));
-        if let Walk::Found(v) = self.walk(slot, h, key, false)? {
-            return Ok(Some(v));
-        }
-        for _ in 0..FRESH_ATTEMPTS {
-            match self.walk(slot, h, key, true)? {
-                Walk::Found(v) => return Ok(Some(v)),
-                Walk::Missing => return Ok(None),
-                Walk::Stale => {}
+        self.guard.lazy(|entry| self.search(slot, h, key, entry))
+    }
+
+    /// One search for `key` from the partition's root slot read through `entry`.
+    #[inline(always)]
+    fn search(
+        &self,
+        slot: usize,
+        h: u64,
+        key: &K,
+        entry: Entry,
+    ) -> Result<Search<V>, CollectionError> {
+        let array = match self.array(slot, entry) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Ok(Search::Missing),
+            Err(CollectionError::Runtime(BiError::StaleLink { .. })) => return Ok(Search::Stale),
+            Err(e) => return Err(e),
+        };
+        let b = FIRST_BUCKET + bucket_of(h, array.len() - FIRST_BUCKET);
+        let g = &self.guard;
+        let head = match entry {
+            Entry::Cached => g.link_in::<Node<K, V>>(&array, b),
+            Entry::Fresh => g.word_in_fresh(&array, b).map(Link::from_raw),
+        };
+        let head = match head {
+            Ok(l) => l,
+            Err(BiError::StaleLink { .. }) => return Ok(Search::Stale),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(g.walk(head, |n| {
+            if n.key() == *key {
+                Step::Found(n.value())
+            } else {
+                Step::Next(n.next())
             }
-        }
-        Err(CollectionError::Runtime(BiError::StaleLink {
-            offset: slot,
-        }))
+        })?)
     }
 
     /// Whether `key` is present.
@@ -144,11 +158,14 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         Ok(self.get(key)?.is_some())
     }
 
-    fn array(&self, slot: usize, fresh: bool) -> Result<Option<SlotArrayRef<'_>>, CollectionError> {
-        let a = if fresh {
-            self.guard.load_slots_fresh(slot)
-        } else {
-            self.guard.load_slots(slot)
+    fn array(
+        &self,
+        slot: usize,
+        entry: Entry,
+    ) -> Result<Option<SlotArrayRef<'_>>, CollectionError> {
+        let a = match entry {
+            Entry::Cached => self.guard.load_slots(slot),
+            Entry::Fresh => self.guard.load_slots_fresh(slot),
         };
         match a {
             Ok(Some(a)) => {
@@ -166,47 +183,15 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         }
     }
 
-    fn walk(&self, slot: usize, h: u64, key: &K, fresh: bool) -> Result<Walk<V>, CollectionError> {
-        let array = match self.array(slot, fresh) {
-            Ok(Some(a)) => a,
-            Ok(None) => return Ok(Walk::Missing),
-            Err(CollectionError::Runtime(BiError::StaleLink { .. })) => return Ok(Walk::Stale),
-            Err(e) => return Err(e),
-        };
-        let b = FIRST_BUCKET + bucket_of(h, array.len() - FIRST_BUCKET);
-        let g = &self.guard;
-        let head = if fresh {
-            g.load_in_fresh::<Node<K, V>>(&array, b)
-        } else {
-            g.load_in::<Node<K, V>>(&array, b)
-        };
-        let mut at = match head {
-            Ok(n) => n,
-            Err(BiError::StaleLink { .. }) => return Ok(Walk::Stale),
-            Err(e) => return Err(e.into()),
-        };
-        while let Some(node) = at {
-            if node.key() == *key {
-                return Ok(Walk::Found(node.value()));
-            }
-            at = match g.follow(node.next()) {
-                Ok(n) => n,
-                Err(BiError::StaleLink { .. }) => return Ok(Walk::Stale),
-                Err(e) => return Err(e.into()),
-            };
-        }
-        Ok(Walk::Missing)
-    }
-
     /// Number of keys, as published (each partition's count read once; between passes
     /// possibly stale by the runtime's bound).
     pub fn len(&self) -> Result<usize, CollectionError> {
         let mut total = 0usize;
         for p in 0..self.map.partitions() {
             let slot = self.map.partition_slot(p);
-            let array = match self.array(slot, false) {
+            let array = match self.array(slot, Entry::Cached) {
                 Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                    self.array(slot, true)?
+                    self.array(slot, Entry::Fresh)?
                 }
                 a => a?,
             };
@@ -305,7 +290,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
         let mut last = None;
         for attempt in 0..=FRESH_ATTEMPTS {
             out.clear();
-            let array = match self.array(slot, attempt > 0) {
+            let array = match self.array(slot, if attempt > 0 { Entry::Fresh } else { Entry::Cached }) {
                 Ok(Some(a)) => a,
                 Ok(None) => return Ok(()),
                 Err(e @ CollectionError::Runtime(BiError::StaleLink { .. })) => {
