@@ -6,13 +6,12 @@ use super::node::Node;
 use super::{BiHashMap, FIRST_BUCKET, LEN_WORD, key_hash};
 use crate::CollectionError;
 use bi_core::mem::MemView;
-use bi_core::runtime::lazy::FRESH_ATTEMPTS;
 use bi_core::runtime::walk::Step;
 use bi_core::runtime::{BiError, BiGuard, Entry, Link, Reader, Search, SlotArrayRef};
 use bytemuck::Pod;
+use std::cell::RefCell;
 use std::fmt;
 use std::hash::Hash;
-
 
 fn corrupt(reason: &'static str) -> CollectionError {
     CollectionError::Corrupt { reason }
@@ -237,87 +236,48 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
             done: false,
         }
     }
-
-    /// Reads bucket `b` of `array` whole, starting again from a fresh slot if a link
-    /// turns out stale.
-    fn read_bucket(
-        &self,
-        array: &SlotArrayRef<'_>,
-        b: usize,
-        out: &mut Vec<(K, V)>,
-    ) -> Result<(), CollectionError> {
-        let g = &self.guard;
-        for attempt in 0..=FRESH_ATTEMPTS {
-            out.clear();
-            let head = if attempt == 0 {
-                g.load_in::<Node<K, V>>(array, b)
-            } else {
-                g.load_in_fresh::<Node<K, V>>(array, b)
-            };
-            let mut at = match head {
-                Ok(n) => n,
-                Err(BiError::StaleLink { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let mut stale = false;
-            while let Some(node) = at {
-                out.push((node.key(), node.value()));
-                at = match g.follow(node.next()) {
-                    Ok(n) => n,
-                    Err(BiError::StaleLink { .. }) => {
-                        stale = true;
-                        break;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-            }
-            if !stale {
-                return Ok(());
-            }
-        }
-        Err(CollectionError::Runtime(BiError::StaleLink {
-            offset: array.link().offset(),
-        }))
-    }
 }
 
 impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
-    /// Reads every entry of partition `p` into `out` from one bucket array; starts again
-    /// from the array in memory when a link turns out stale (the array was replaced).
+    /// Reads every entry of partition `p` into `out` from one bucket array: through the
+    /// cache first, and again from slots read fresh from memory when a link turns out
+    /// stale (the writer replaced a chain or the whole array meanwhile), by
+    /// [`BiGuard::lazy`].
     fn read_partition(&self, p: usize, out: &mut Vec<(K, V)>) -> Result<(), CollectionError> {
         let slot = self.map.partition_slot(p);
-        let mut bucket = Vec::new();
-        let mut last = None;
-        for attempt in 0..=FRESH_ATTEMPTS {
-            out.clear();
-            let array = match self.array(slot, if attempt > 0 { Entry::Fresh } else { Entry::Cached }) {
+        let g = &self.guard;
+        let entries = RefCell::new(out);
+        let read = g.lazy(|entry| {
+            entries.borrow_mut().clear();
+            let array = match self.array(slot, entry) {
                 Ok(Some(a)) => a,
-                Ok(None) => return Ok(()),
-                Err(e @ CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                    last = Some(e);
-                    continue;
+                Ok(None) => return Ok(Search::Found(())),
+                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
+                    return Ok(Search::Stale);
                 }
                 Err(e) => return Err(e),
             };
-            let mut stale = None;
             for b in FIRST_BUCKET..array.len() {
-                match self.read_bucket(&array, b, &mut bucket) {
-                    Ok(()) => out.append(&mut bucket),
-                    Err(e @ CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                        stale = Some(e);
-                        break;
-                    }
-                    Err(e) => return Err(e),
+                let head = match entry {
+                    Entry::Cached => g.link_in::<Node<K, V>>(&array, b),
+                    Entry::Fresh => g.word_in_fresh(&array, b).map(Link::from_raw),
+                };
+                let head = match head {
+                    Ok(l) => l,
+                    Err(BiError::StaleLink { .. }) => return Ok(Search::Stale),
+                    Err(e) => return Err(e.into()),
+                };
+                let chain = g.walk(head, |n| {
+                    entries.borrow_mut().push((n.key(), n.value()));
+                    Step::<_, ()>::Next(n.next())
+                })?;
+                if matches!(chain, Search::Stale) {
+                    return Ok(Search::Stale);
                 }
             }
-            match stale {
-                None => return Ok(()),
-                Some(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or(CollectionError::Runtime(BiError::StaleLink {
-            offset: slot,
-        })))
+            Ok(Search::Found(()))
+        })?;
+        read.ok_or(corrupt("a partition read reported a miss"))
     }
 }
 

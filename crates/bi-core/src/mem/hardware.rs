@@ -343,6 +343,39 @@ mod tests {
     }
 
     #[test]
+    fn word_runs_and_stamped_reads_check_their_range_once() {
+        let v = view(256);
+        for i in 0..32u64 {
+            v.store_u64(8 * i as usize, 100 + i).unwrap();
+        }
+        let mut out = [0u64; 3];
+        v.load_u64s(16, &mut out).unwrap();
+        assert_eq!(out, [102, 103, 104]);
+        assert_eq!(
+            v.load_u64s(12, &mut out).unwrap_err(),
+            MemError::Misaligned { offset: 12 }
+        );
+        assert!(matches!(
+            v.load_u64s(240, &mut out),
+            Err(MemError::OutOfBounds { offset: 240, .. })
+        ));
+        // A stamped read: refused stamps read nothing else; accepted ones read both stamps.
+        assert_eq!(v.load_stamped(64, &mut out, |s| s == 7).unwrap(), None);
+        assert_eq!(
+            v.load_stamped(64, &mut out, |s| s == 108).unwrap(),
+            Some((108, 108))
+        );
+        assert_eq!(out, [109, 110, 111]);
+        assert!(v.load_stamped(232, &mut out, |_| true).is_err());
+        assert!(v.load_stamped(usize::MAX - 7, &mut out, |_| true).is_err());
+        // The reader's state word is the view's own atomic.
+        let w = v.direct_word(40).unwrap();
+        w.store(5, Ordering::Relaxed);
+        assert_eq!(v.load_u64(40).unwrap(), 5);
+        assert!(v.direct_word(41).is_none() && v.direct_word(256).is_none());
+    }
+
+    #[test]
     #[cfg_attr(
         miri,
         ignore = "issues cache instructions through inline asm, which Miri cannot run"

@@ -409,7 +409,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// The slow path of [`validated`](Self::validated).
     #[cold]
     #[inline(never)]
-    fn read_again<R>(
+    pub(super) fn read_again<R>(
         &self,
         read: impl Fn() -> Result<Fetch<R>, BiError>,
         lines: impl FnOnce() -> Result<(usize, usize), BiError>,

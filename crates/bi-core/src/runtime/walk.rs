@@ -10,7 +10,7 @@
 
 use super::BiError;
 use super::lazy::Search;
-use super::object::{Fetch, Link, fetch_with};
+use super::object::{Fetch, Link, Shape, fetch_with};
 use super::reader::BiGuard;
 use crate::mem::MemView;
 use crate::region::Section;
@@ -93,7 +93,12 @@ impl<V: MemView> BiGuard<'_, V> {
         loop {
             link = match walk_from(&inner.view, heap, line, link, &f)? {
                 Exit::Done(found) => return Ok(found),
-                Exit::Stale(stale) => match self.fetch_with(stale, &f)? {
+                // The tight loop's read was the first one: straight to the second, after
+                // invalidating the object's lines.
+                Exit::Stale(stale) => match self.read_again(
+                    || fetch_with(&inner.view, heap, line, stale, &f),
+                    || Ok((stale.offset(), Shape::new(size_of::<T>(), line)?.bytes())),
+                )? {
                     Fetch::Value(Step::Found(r)) => return Ok(Search::Found(r)),
                     Fetch::Value(Step::Next(next)) => next,
                     Fetch::Null => return Ok(Search::Missing),
