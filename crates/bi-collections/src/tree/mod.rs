@@ -36,9 +36,12 @@
 //!
 //! # Costs
 //!
-//! - Lookup: one node read per level, `O(log n)`, with no cache operation when the
-//!   cached root is current. A node of `u64` keys and values spans two lines (36 bytes
-//!   of payload after the runtime's 32-byte header); `u32` keys and values fit in one.
+//! - Lookup: one validated line per level, `O(log n)`, with no cache operation when
+//!   the cached root is current (the walk is the runtime's
+//!   [`BiGuard::walk`](bi_core::runtime::BiGuard::walk), the miss handling its
+//!   [`lazy`](bi_core::runtime::BiGuard::lazy)). A node of keys and values of up to 32
+//!   bytes together is one line (a `u64 -> u64` node is 40 bytes beside the line's
+//!   8-byte stamp).
 //! - Update: `O(log n)` new nodes (the path, plus at most 3 per rotation), each written
 //!   back without a fence; one fence and one slot store to publish; the replaced nodes
 //!   retired with one more fence. A [batch](crate::ApplyBatch) of `b` operations

@@ -88,9 +88,10 @@
 //!   invalidates (and fences) the modified tail only *after* loading the freed tail.
 //! - **Partly written lines.** Dirty lines can be evicted at any moment, so memory may
 //!   hold any prefix of a writer's stores. Each line is written stamp := invalid, payload,
-//!   stamp := generation (see [`object`] for why that order suffices), and [`BiBox::set`] after allocation rewrites under a *new*
-//!   generation (another node may already cache the first version's lines).
-//! - **Generations must beat every stale line**, not just the old header: a heap that
+//!   stamp := generation (see [`object`] for why that order suffices), and
+//!   [`BiBox::set`] after allocation rewrites under a *new* generation (another node
+//!   may already cache the first version's lines).
+//! - **Generations must beat every stale line**, not just the old first line: a heap that
 //!   splits or merges blocks puts old stamps of other objects into a new block, so the
 //!   new generation is one more than the largest stamp found in any of its lines.
 //! - **A line refilled while being copied**: readers re-check each line's stamp after
@@ -129,6 +130,12 @@
 //!   [`start_background`](NodeRuntime::start_background);
 //! - [`Reader`], [`BiGuard`], [`Shared`] (reader side); [`Writer`], [`BiBox`] (writer
 //!   side); [`Link`] (generation-tagged links);
+//! - the protocol words as types: [`Stamp`] and [`Generation`] (the word at the start of
+//!   every line of an object, and its matching rule), [`ReaderState`] (a reader record's
+//!   word);
+//! - the read path, each written once: [`BiGuard::fetch`] / [`BiGuard::fetch_with`] (the
+//!   validated read of one object: [`Fetch`]), [`walk`] (a search along links),
+//!   [`lazy`] (lazy invalidation: cached first, fresh entry points on a miss);
 //! - [`SlotArray`], [`SlotArrayRef`]: runtime-sized arrays of slots updated in place
 //!   (bucket arrays), see [`slots`] for why reading one slot is sound;
 //! - [`Clock`] ([`TickClock`], [`EmulatedClock`]), [`RuntimeConfig`], [`Policy`].

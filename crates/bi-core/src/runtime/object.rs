@@ -34,9 +34,9 @@
 //!
 //! # The read
 //!
-//! [`fetch`] is the read path's one validated read: bounds check, load the stamp, compare
-//! with the link, copy the payload words, load the stamp again (a line dropped and refilled
-//! while it was copied shows a newer stamp). No cache operation, no fence. It answers
+//! `fetch_with` is the read path's one validated read: bounds check, load the stamp,
+//! compare with the link, copy the payload words, load the stamp again (a line dropped
+//! and refilled while it was copied shows a newer stamp). No cache operation, no fence. It answers
 //! [`Fetch::Value`], [`Fetch::Null`] or [`Fetch::Stale`]; what to do about a stale copy
 //! (invalidate, fence, read again) is the guard's business and written once there.
 
@@ -51,8 +51,8 @@ use std::marker::PhantomData;
 pub const STAMP_BYTES: usize = 8;
 /// Most lines one object may span (a log entry packs the line count in 16 bits).
 pub const MAX_OBJECT_LINES: usize = 0xFFFF;
-/// Payload bytes that [`fetch`] reads through its one-line fast path (a 64-byte line's
-/// payload).
+/// Payload bytes that the validated read reads through its one-line fast path (a 64-byte
+/// line's payload).
 pub const ONE_LINE_PAYLOAD: usize = 56;
 
 const OFFSET_BITS: u32 = 48;

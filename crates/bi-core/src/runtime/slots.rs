@@ -47,7 +47,7 @@
 //!   anything it unlinks is retired (the same `store_link` path as
 //!   [`Writer::publish_link`]), so each node's pass invalidates the slot's line, wherever
 //!   the slot lives, and later sections on that node see the replacement;
-//! - the slot's line has a single writer: the array's header and stamps are written by
+//! - the slot's line has a single writer: the array's count and stamps are written by
 //!   its allocating writer only, and so are its slots (this writer checks that it
 //!   allocated the array);
 //! - the array itself is retired like any object (FREED mark, freed ring) only after the
