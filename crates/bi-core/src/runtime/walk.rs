@@ -4,8 +4,8 @@
 //! look at it, stop or follow one of its links. [`BiGuard::walk`] is that loop, written
 //! once. Its hit path is a tight loop over the validated read of each object: the view,
 //! the heap's bounds and the line size are arguments of one function, so they stay in
-//! registers for the whole walk instead of being fetched again after every load of shared
-//! memory. A stale copy leaves the loop for the guard's invalidate-and-read-again path
+//! registers for the whole walk instead of being fetched again through the guard after
+//! every load of shared memory. A stale copy leaves the loop for the guard's invalidate-and-read-again path
 //! and then the walk goes on.
 
 use super::BiError;
@@ -32,9 +32,10 @@ enum Exit<T, R> {
     Stale(Link<T>),
 }
 
-/// The tight loop: every reference is an argument, so the compiler keeps them in
-/// registers across the walk's loads of shared memory.
-#[inline(never)]
+/// The tight loop: the view, the heap's bounds and the line size are its arguments
+/// (locals once inlined), so the compiler keeps them in registers across the walk's loads
+/// of shared memory instead of fetching them again through the guard after each one.
+#[inline(always)]
 fn walk_from<V: MemView, T: Pod, R>(
     view: &V,
     heap: Section,
