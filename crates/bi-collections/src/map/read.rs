@@ -133,17 +133,10 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
             Err(e) => return Err(e),
         };
         let b = FIRST_BUCKET + bucket_of(h, array.len() - FIRST_BUCKET);
-        let g = &self.guard;
-        let head = match entry {
-            Entry::Cached => g.link_in::<Node<K, V>>(&array, b),
-            Entry::Fresh => g.word_in_fresh(&array, b).map(Link::from_raw),
+        let Some(head) = self.bucket_head(&array, b, entry)? else {
+            return Ok(Search::Stale);
         };
-        let head = match head {
-            Ok(l) => l,
-            Err(BiError::StaleLink { .. }) => return Ok(Search::Stale),
-            Err(e) => return Err(e.into()),
-        };
-        Ok(g.walk(head, |n| {
+        Ok(self.guard.walk(head, |n| {
             if n.key() == *key {
                 Step::Found(n.value())
             } else {
@@ -155,6 +148,27 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         Ok(self.get(key)?.is_some())
+    }
+
+    /// The head link of bucket `b`, through the cache or from memory; `None` when the
+    /// array itself turned out stale.
+    #[inline(always)]
+    fn bucket_head(
+        &self,
+        array: &SlotArrayRef<'_>,
+        b: usize,
+        entry: Entry,
+    ) -> Result<Option<Link<Node<K, V>>>, CollectionError> {
+        let g = &self.guard;
+        let head = match entry {
+            Entry::Cached => g.link_in(array, b),
+            Entry::Fresh => g.word_in_fresh(array, b).map(Link::from_raw),
+        };
+        match head {
+            Ok(l) => Ok(Some(l)),
+            Err(BiError::StaleLink { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn array(
@@ -258,14 +272,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
                 Err(e) => return Err(e),
             };
             for b in FIRST_BUCKET..array.len() {
-                let head = match entry {
-                    Entry::Cached => g.link_in::<Node<K, V>>(&array, b),
-                    Entry::Fresh => g.word_in_fresh(&array, b).map(Link::from_raw),
-                };
-                let head = match head {
-                    Ok(l) => l,
-                    Err(BiError::StaleLink { .. }) => return Ok(Search::Stale),
-                    Err(e) => return Err(e.into()),
+                let Some(head) = self.bucket_head(&array, b, entry)? else {
+                    return Ok(Search::Stale);
                 };
                 let chain = g.walk(head, |n| {
                     entries.borrow_mut().push((n.key(), n.value()));
