@@ -202,15 +202,13 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         let mut total = 0usize;
         for p in 0..self.map.partitions() {
             let slot = self.map.partition_slot(p);
-            let array = match self.array(slot, Entry::Cached) {
-                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                    self.array(slot, Entry::Fresh)?
-                }
-                a => a?,
-            };
-            if let Some(a) = array {
-                total += self.guard.load_word_in(&a, LEN_WORD)? as usize;
-            }
+            let len = self.guard.lazy(|entry| match self.array(slot, entry) {
+                Ok(Some(a)) => Ok(Search::Found(self.guard.load_word_in(&a, LEN_WORD)?)),
+                Ok(None) => Ok(Search::Found(0)),
+                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(Search::Stale),
+                Err(e) => Err(e),
+            })?;
+            total += len.unwrap_or(0) as usize;
         }
         Ok(total)
     }

@@ -122,7 +122,36 @@ impl Hardware {
         self.load(offset)
     }
 
-    /// Why `load_u64s` refused `offset .. offset + 8 * words`.
+    /// The index of the word at `offset`, if the run of `words` words starting there is
+    /// aligned and inside the memory: the one bounds check of a run.
+    #[inline(always)]
+    fn run(&self, offset: usize, words: usize) -> Result<usize, MemError> {
+        let first = offset / 8;
+        if offset.is_multiple_of(8) && first <= self.words && words <= self.words - first {
+            Ok(first)
+        } else {
+            // The error path never touches the caller's buffer, so it stays local to the
+            // caller (and in registers).
+            Err(self.words_error(offset, words))
+        }
+    }
+
+    /// Loads words `first .. first + out.len()` with relaxed ordering (the caller orders
+    /// them with a fence).
+    ///
+    /// # Safety
+    ///
+    /// `first + out.len() <= self.words` (as [`run`](Self::run) checks).
+    #[inline(always)]
+    unsafe fn load_run(&self, first: usize, out: &mut [u64]) {
+        for (k, w) in out.iter_mut().enumerate() {
+            // SAFETY: `first + k < first + out.len() <= self.words` (the caller's
+            // contract): inside the word array of `self.mem`, alive as long as `self`.
+            *w = unsafe { &*self.base.add(first + k) }.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Why `run` refused `offset .. offset + 8 * words`.
     #[cold]
     #[inline(never)]
     fn words_error(&self, offset: usize, words: usize) -> MemError {
@@ -179,18 +208,9 @@ impl MemView for Hardware {
 
     #[inline(always)]
     fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
-        let first = offset / 8;
-        let fits = first <= self.words && out.len() <= self.words - first;
-        if !(offset.is_multiple_of(8) && fits) {
-            // The error path never touches `out`, so a caller's buffer stays local to it
-            // (and in registers).
-            return Err(self.words_error(offset, out.len()));
-        }
-        for (k, w) in out.iter_mut().enumerate() {
-            // SAFETY: `first + k < first + out.len() <= self.words`: inside the word
-            // array of `self.mem`, alive as long as `self`.
-            *w = unsafe { &*self.base.add(first + k) }.load(Ordering::Relaxed);
-        }
+        let first = self.run(offset, out.len())?;
+        // SAFETY: `run` checked that words `first .. first + out.len()` are in memory.
+        unsafe { self.load_run(first, out) };
         // Orders the words before every later load (the stamp read after them); they
         // come after every earlier acquire load (the stamp read before them).
         fence(Ordering::Acquire);
@@ -204,22 +224,16 @@ impl MemView for Hardware {
         out: &mut [u64],
         accept: impl FnOnce(u64) -> bool,
     ) -> Result<Option<(u64, u64)>, MemError> {
-        let first = offset / 8;
-        let fits = first < self.words && out.len() < self.words - first;
-        if !(offset.is_multiple_of(8) && fits) {
-            return Err(self.words_error(offset, out.len() + 1));
-        }
-        // SAFETY: words `first ..= first + out.len()` are inside the
-        // word array of `self.mem` (checked above), alive as long as `self`.
+        let first = self.run(offset, out.len() + 1)?;
+        // SAFETY: `run` checked that words `first ..= first + out.len()` are in memory,
+        // which `self.mem` keeps alive as long as `self`.
         let stamp = unsafe { &*self.base.add(first) };
         let before = stamp.load(Ordering::Acquire);
         if !accept(before) {
             return Ok(None);
         }
-        for (k, w) in out.iter_mut().enumerate() {
-            // SAFETY: see above.
-            *w = unsafe { &*self.base.add(first + 1 + k) }.load(Ordering::Relaxed);
-        }
+        // SAFETY: as above, words `first + 1 ..= first + out.len()`.
+        unsafe { self.load_run(first + 1, out) };
         // The words before every later load, the stamp's second reading included.
         fence(Ordering::Acquire);
         Ok(Some((before, stamp.load(Ordering::Relaxed))))

@@ -105,29 +105,6 @@ pub(crate) fn check_range(offset: usize, len: usize, size: usize) -> Result<(), 
     }
 }
 
-/// [`MemView::load_u64s`] one word at a time (the default, and the slow path of views
-/// with a faster one).
-#[inline]
-pub(crate) fn load_u64s_by_word<V: MemView>(
-    view: &V,
-    offset: usize,
-    out: &mut [u64],
-) -> Result<(), MemError> {
-    if !offset.is_multiple_of(8) {
-        return Err(MemError::Misaligned { offset });
-    }
-    let len = 8 * out.len();
-    for (k, w) in out.iter_mut().enumerate() {
-        let at = (8 * k).checked_add(offset).ok_or(MemError::OutOfBounds {
-            offset,
-            len,
-            size: view.size(),
-        })?;
-        *w = view.load_u64(at)?;
-    }
-    Ok(())
-}
-
 /// One node's view of shared memory: loads and stores through that node's cache, and the
 /// cache operations that move lines between the cache and memory.
 ///
@@ -212,7 +189,19 @@ pub trait MemView: Clone + Send + Sync {
     /// loads each word with one move.
     #[inline]
     fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
-        load_u64s_by_word(self, offset, out)
+        if !offset.is_multiple_of(8) {
+            return Err(MemError::Misaligned { offset });
+        }
+        let len = 8 * out.len();
+        for (k, w) in out.iter_mut().enumerate() {
+            let at = (8 * k).checked_add(offset).ok_or(MemError::OutOfBounds {
+                offset,
+                len,
+                size: self.size(),
+            })?;
+            *w = self.load_u64(at)?;
+        }
+        Ok(())
     }
 
     /// Reads a stamped record: the 8-byte word at the aligned `offset` (its stamp) and,

@@ -328,6 +328,12 @@ impl Shape {
     }
 }
 
+/// The byte range an object of type `T` at `link` spans (what a stale copy of it
+/// invalidates).
+pub(crate) fn object_lines<T>(link: Link<T>, line: usize) -> Result<(usize, usize), BiError> {
+    Ok((link.offset(), Shape::new(size_of::<T>(), line)?.bytes()))
+}
+
 /// Checks that `offset .. offset + len` lies in `section`.
 #[inline(always)]
 pub(crate) fn check_in(
@@ -456,7 +462,7 @@ pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     Ok(Fetch::Value(f(&value.0)))
 }
 
-/// [`fetch`] for an object of several lines: each line's stamp is checked before and
+/// [`fetch_with`] for an object of several lines: each line's stamp is checked before and
 /// after its payload is copied, and must equal line 0's.
 #[inline(never)]
 fn fetch_lines<V: MemView, T: Pod>(

@@ -15,7 +15,7 @@
 //! Every validated read goes through one skeleton ([`BiGuard::validated`]): read; on a
 //! stale copy, invalidate the lines, fence and read once more.
 
-use super::object::{Fetch, Link, Shape, WordAligned, fetch_with};
+use super::object::{Fetch, Link, WordAligned, fetch_with, object_lines};
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
@@ -383,10 +383,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         let inner = self.inner();
         let heap = inner.layout.heap();
         let read = || fetch_with(&inner.view, heap, inner.line, link, &f);
-        self.validated(read()?, read, || {
-            let len = Shape::new(size_of::<T>(), inner.line)?.bytes();
-            Ok((link.offset(), len))
-        })
+        self.validated(read()?, read, || object_lines(link, inner.line))
     }
 
     /// The one "read, on a stale copy invalidate and fence, read again" skeleton: given

@@ -10,7 +10,7 @@
 
 use super::BiError;
 use super::lazy::Search;
-use super::object::{Fetch, Link, Shape, fetch_with};
+use super::object::{Fetch, Link, fetch_with, object_lines};
 use super::reader::BiGuard;
 use crate::mem::MemView;
 use crate::region::Section;
@@ -98,7 +98,7 @@ impl<V: MemView> BiGuard<'_, V> {
                 // invalidating the object's lines.
                 Exit::Stale(stale) => match self.read_again(
                     || fetch_with(&inner.view, heap, line, stale, &f),
-                    || Ok((stale.offset(), Shape::new(size_of::<T>(), line)?.bytes())),
+                    || object_lines(stale, line),
                 )? {
                     Fetch::Value(Step::Found(r)) => return Ok(Search::Found(r)),
                     Fetch::Value(Step::Next(next)) => next,
