@@ -40,8 +40,17 @@ use std::time::{Duration, Instant};
 const ROOT: &str = "shared_map";
 /// Keys the writer updates round-robin; key 0 is the writer's heartbeat.
 const KEYS: u64 = 4096;
-/// A value: the version written, and 0 (the final round writes a marker instead).
-type Value = [u64; 2];
+/// A value: the version written, a second word, and a payload that makes the record too
+/// large to sit in a bucket line (64 bytes with the key): each one lives in its own
+/// object behind a link, so every update retires the old one and reclamation has work.
+type Value = [u64; 8];
+
+fn value(first: u64, second: u64) -> Value {
+    let mut v = [0; 8];
+    v[0] = first;
+    v[1] = second;
+    v
+}
 /// Key under which the writer publishes how many rounds it wrote, once it is done.
 const DONE: u64 = u64::MAX;
 
@@ -333,7 +342,7 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
 
     // published[v] = when heartbeat version v became visible.
     let mut published = vec![0u64];
-    handle.insert(0, [0, clock.refresh()])?;
+    handle.insert(0, value(0, clock.refresh()))?;
     report(&[("ready", 1)]);
     let mut go = String::new();
     std::io::stdin().read_line(&mut go)?;
@@ -344,9 +353,9 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
     while start.elapsed() < run {
         let version = published.len() as u64;
         let mut ops = Vec::with_capacity(33);
-        ops.push(Op::Insert(0, [version, 0]));
+        ops.push(Op::Insert(0, value(version, 0)));
         for _ in 0..32 {
-            ops.push(Op::Insert(key, [version, 0]));
+            ops.push(Op::Insert(key, value(version, 0)));
             key = key % (KEYS - 1) + 1;
         }
         handle.apply_batch(&ops)?;
@@ -364,10 +373,10 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
     // batch publishes its buckets one by one, so a reader may see part of a batch before
     // the rest; once it sees DONE, the whole final round was published before.
     let ops: Vec<_> = (1..KEYS)
-        .map(|k| Op::Insert(k, [u64::MAX - k, 0]))
+        .map(|k| Op::Insert(k, value(u64::MAX - k, 0)))
         .collect();
     handle.apply_batch(&ops)?;
-    handle.insert(DONE, [published.len() as u64, 0])?;
+    handle.insert(DONE, value(published.len() as u64, 0))?;
     writes += ops.len() as u64 + 1;
     write_pairs(
         &record_path(path, 0),
@@ -412,7 +421,7 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
         if view.get(&DONE)?.is_some() {
             break;
         }
-        if let Some([v, _]) = view.get(&0)? {
+        if let Some([v, ..]) = view.get(&0)? {
             let t = seen.entry(v).or_insert(t0);
             *t = (*t).max(t0);
         }
@@ -421,7 +430,7 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let k = 1 + (probe >> 33) % (KEYS - 1);
-            if let Some([v, _]) = view.get(&k)? {
+            if let Some([v, ..]) = view.get(&k)? {
                 // Versions of one key never go backwards on one node.
                 if v < last[k as usize] {
                     regressions += 1;
@@ -439,7 +448,7 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
     rt.quiesce()?;
     let view = handle.enter();
     let lost = (1..KEYS)
-        .filter(|k| !matches!(view.get(k), Ok(Some([v, 0])) if v == u64::MAX - k))
+        .filter(|k| !matches!(view.get(k), Ok(Some([v, 0, ..])) if v == u64::MAX - k))
         .count() as u64;
     drop(view);
     background.stop();

@@ -23,7 +23,28 @@ use bi_core::runtime::testing::Setup;
 use proptest::prelude::*;
 
 type Key = u32;
+/// A value that sits in the bucket line beside its key (two entries per line).
 type Value = [u64; 2];
+/// A value too large for a bucket line: it lives in its own object behind a link.
+type BigValue = [u64; 8];
+
+/// Values the model builds from a key and a version.
+trait TestValue: bytemuck::Pod + Ord + std::fmt::Debug {
+    /// A value that names its key and version, so a torn or misplaced value cannot pass.
+    fn make(key: Key, v: u64) -> Self;
+}
+
+impl TestValue for Value {
+    fn make(key: Key, v: u64) -> Self {
+        [v, v ^ (u64::from(key) << 32) ^ 0x5a5a]
+    }
+}
+
+impl TestValue for BigValue {
+    fn make(key: Key, v: u64) -> Self {
+        std::array::from_fn(|i| v.rotate_left(i as u32 * 8) ^ (u64::from(key) << 32))
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -49,9 +70,8 @@ fn step(keys: Key, nodes: usize) -> impl Strategy<Value = Step> {
     ]
 }
 
-/// A value that names its key and version, so a torn or misplaced value cannot pass.
 fn value(key: Key, v: u64) -> Value {
-    [v, v ^ (u64::from(key) << 32) ^ 0x5a5a]
+    Value::make(key, v)
 }
 
 fn machine(seed: u64, skew: u64, evictions: f64, prefetch: bool) -> Setup {
@@ -74,10 +94,10 @@ fn machine(seed: u64, skew: u64, evictions: f64, prefetch: bool) -> Setup {
     )
 }
 
-type Writer = MapWriteHandle<Key, Value, EmulatedNode, BumpHeap>;
-type ReadHandle = MapReadHandle<Key, Value, EmulatedNode>;
+type Writer<V> = MapWriteHandle<Key, V, EmulatedNode, BumpHeap>;
+type ReadHandle<V> = MapReadHandle<Key, V, EmulatedNode>;
 
-fn check_exact(model: &History<Key, Value>, readers: &[ReadHandle], keys: Key) {
+fn check_exact<V: TestValue>(model: &History<Key, V>, readers: &[ReadHandle<V>], keys: Key) {
     for r in readers {
         let m = r.enter();
         for k in 0..keys {
@@ -88,23 +108,31 @@ fn check_exact(model: &History<Key, Value>, readers: &[ReadHandle], keys: Key) {
             );
         }
         assert_eq!(m.len().unwrap(), model.model().len());
-        let mut all: Vec<(Key, Value)> = m.iter().collect::<Result<_, _>>().unwrap();
+        let mut all: Vec<(Key, V)> = m.iter().collect::<Result<_, _>>().unwrap();
         all.sort();
-        let want: Vec<(Key, Value)> = model.model().iter().map(|(k, v)| (*k, *v)).collect();
+        let want: Vec<(Key, V)> = model.model().iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(all, want);
     }
 }
 
-fn run(seed: u64, skew: u64, evictions: f64, prefetch: bool, steps: &[Step], keys: Key) {
+fn run<V: TestValue>(
+    seed: u64,
+    skew: u64,
+    evictions: f64,
+    prefetch: bool,
+    steps: &[Step],
+    keys: Key,
+) {
+    let value = V::make;
     let s = machine(seed, skew, evictions, prefetch);
-    let map = BiHashMap::<Key, Value>::at(s.slot(0));
-    let mut w: Writer = map
+    let map = BiHashMap::<Key, V>::at(s.slot(0));
+    let mut w: Writer<V> = map
         .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
         .unwrap();
-    let readers: Vec<ReadHandle> = (1..3)
+    let readers: Vec<ReadHandle<V>> = (1..3)
         .map(|n| map.read_handle(&s.nodes[n]).unwrap())
         .collect();
-    let mut model = History::<Key, Value>::new(3);
+    let mut model = History::<Key, V>::new(3);
     let mut max_buckets = 0;
     let mut min_buckets_after_max = usize::MAX;
     for st in steps {
@@ -120,7 +148,7 @@ fn run(seed: u64, skew: u64, evictions: f64, prefetch: bool, steps: &[Step], key
                 model.publish([(*k, None)]);
             }
             Step::Batch(ops) => {
-                let ops: Vec<Op<Key, Value>> = ops
+                let ops: Vec<Op<Key, V>> = ops
                     .iter()
                     .map(|(k, v)| match v {
                         Some(v) => Op::Insert(*k, value(*k, *v)),
@@ -192,17 +220,27 @@ proptest! {
 
     #[test]
     fn quiet_hardware(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
-        run(seed, 0, 0.0, false, &steps, 48);
+        run::<Value>(seed, 0, 0.0, false, &steps, 48);
     }
 
     #[test]
     fn evictions_and_skew(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
-        run(seed, 30, 0.05, false, &steps, 48);
+        run::<Value>(seed, 30, 0.05, false, &steps, 48);
     }
 
     #[test]
     fn evictions_prefetch_and_skew(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
-        run(seed, 30, 0.05, true, &steps, 48);
+        run::<Value>(seed, 30, 0.05, true, &steps, 48);
+    }
+
+    #[test]
+    fn linked_values_quiet_hardware(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
+        run::<BigValue>(seed, 0, 0.0, false, &steps, 48);
+    }
+
+    #[test]
+    fn linked_values_evictions_prefetch_and_skew(seed in any::<u64>(), steps in prop::collection::vec(step(48, 3), len())) {
+        run::<BigValue>(seed, 30, 0.05, true, &steps, 48);
     }
 }
 

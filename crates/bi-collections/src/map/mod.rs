@@ -82,8 +82,8 @@
 //! assert_eq!((m.get(&1).unwrap(), m.len().unwrap()), (Some(11), 1));
 //! ```
 
+mod bucket;
 mod hash;
-mod node;
 mod read;
 mod write;
 
@@ -106,11 +106,6 @@ pub const MAX_PARTITIONS: usize = 4096;
 
 /// Fewest buckets per partition (shrinking stops there).
 pub const MIN_BUCKETS: usize = 8;
-
-/// Word of a partition's array holding its length.
-pub(crate) const LEN_WORD: usize = 0;
-/// Word of a partition's array holding bucket 0.
-pub(crate) const FIRST_BUCKET: usize = 1;
 
 /// How a write handle sizes its tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

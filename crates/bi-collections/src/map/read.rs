@@ -1,13 +1,14 @@
 //! The read side: a registered reader per thread, sections, lookups with lazy
 //! invalidation on a miss, `len` and iteration.
 
+use super::bucket::{
+    BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LEN, LineLink, Pair,
+};
 use super::hash::{bucket_of, partition_of};
-use super::node::Node;
-use super::{BiHashMap, FIRST_BUCKET, LEN_WORD, key_hash};
+use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use bi_core::mem::MemView;
-use bi_core::runtime::walk::Step;
-use bi_core::runtime::{BiError, BiGuard, Entry, Link, Reader, Search, SlotArrayRef};
+use bi_core::runtime::{BiGuard, Entry, Fetch, Link, Reader, Search, lines};
 use bytemuck::Pod;
 use std::cell::RefCell;
 use std::fmt;
@@ -96,6 +97,44 @@ impl<K, V, M: MemView> fmt::Debug for MapRef<'_, K, V, M> {
     }
 }
 
+/// What one line says about a key.
+enum Probe<V> {
+    /// The key, with its value.
+    Found(V),
+    /// Not in this line; the chain goes on (or ends at a null link).
+    Next(LineLink),
+    /// Linked entries whose hash matches (up to three; null links pad), then the rest of
+    /// the chain.
+    Candidates([u64; 3], LineLink),
+}
+
+/// Looks for `key` in one validated copy of a line.
+#[inline(always)]
+fn probe<K: Pod + Eq, V: Pod>(line: &BucketLine, key: &K, h: u64) -> Probe<V> {
+    if Format::<K, V>::INLINE {
+        for j in 0..Format::<K, V>::PER_LINE {
+            if line.is_used(j) && line.key::<K, V>(j) == *key {
+                return Probe::Found(line.value::<K, V>(j));
+            }
+        }
+        Probe::Next(line.next())
+    } else {
+        let mut found = [0u64; 3];
+        let mut n = 0;
+        for j in 0..Format::<K, V>::PER_LINE.min(3) {
+            let (hash, pair) = line.linked::<K, V>(j);
+            if line.is_used(j) && hash == h {
+                found[n] = pair.raw();
+                n += 1;
+            }
+        }
+        Probe::Candidates(found, line.next())
+    }
+}
+
+/// Most lines one chain may have before the map is taken for corrupt (a cycle).
+const MAX_CHAIN: usize = 1 << 20;
+
 impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// The guard of this section.
     pub fn guard(&self) -> &BiGuard<'r, M> {
@@ -104,10 +143,12 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
 
     /// The value of `key`.
     ///
-    /// The hit path reads the root slot, the bucket slot and the chain through this
-    /// node's cache, with no cache operation. On a miss (or a stale link), it reads the
-    /// root and the bucket again from memory and searches once more ([`BiGuard::lazy`]):
-    /// a key whose insertion was published before this call began is always found.
+    /// The hit path reads the root slot, the array's header line and the key's bucket
+    /// line through this node's cache, with no cache operation: for keys and values
+    /// that fit a line together, the bucket line holds the value itself. On a miss (or
+    /// a stale link), it reads the lines again from memory and searches once more
+    /// ([`BiGuard::lazy`]): a key whose insertion was published before this call began
+    /// is always found.
     #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         let h = key_hash(key);
@@ -126,23 +167,43 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         key: &K,
         entry: Entry,
     ) -> Result<Search<V>, CollectionError> {
-        let array = match self.array(slot, entry) {
-            Ok(Some(a)) => a,
-            Ok(None) => return Ok(Search::Missing),
-            Err(CollectionError::Runtime(BiError::StaleLink { .. })) => return Ok(Search::Stale),
-            Err(e) => return Err(e),
+        let g = &self.guard;
+        let Some((array, buckets)) = self.array(slot, entry)? else {
+            return Ok(Search::Missing);
         };
-        let b = FIRST_BUCKET + bucket_of(h, array.len() - FIRST_BUCKET);
-        let Some(head) = self.bucket_head(&array, b, entry)? else {
+        let Some(array) = array else {
             return Ok(Search::Stale);
         };
-        Ok(self.guard.walk(head, |n| {
-            if n.key() == *key {
-                Step::Found(n.value())
-            } else {
-                Step::Next(n.next())
+        let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
+        for _ in 0..MAX_CHAIN {
+            let next = match g.fetch_via(entry, line, |l| probe::<K, V>(l, key, h))? {
+                Fetch::Value(Probe::Found(v)) => return Ok(Search::Found(v)),
+                Fetch::Value(Probe::Next(next)) => next,
+                Fetch::Value(Probe::Candidates(pairs, next)) => {
+                    for raw in pairs.into_iter().filter(|&r| r != 0) {
+                        let pair = Link::<Pair<K, V>>::from_raw(raw);
+                        let hit = g.fetch_via(entry, pair, |p| {
+                            let k = p.key;
+                            (k == *key).then_some(p.value)
+                        })?;
+                        match hit {
+                            Fetch::Value(Some(v)) => return Ok(Search::Found(v)),
+                            Fetch::Value(None) => {}
+                            Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+                        }
+                    }
+                    next
+                }
+                Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+            };
+            if next.is_null() {
+                return Ok(Search::Missing);
             }
-        })?)
+            line = g.line(next, 0)?;
+        }
+        Err(corrupt(
+            "a bucket chain longer than any map makes (a cycle?)",
+        ))
     }
 
     /// Whether `key` is present.
@@ -150,50 +211,47 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         Ok(self.get(key)?.is_some())
     }
 
-    /// The head link of bucket `b`, through the cache or from memory; `None` when the
-    /// array itself turned out stale.
+    /// The array in the partition's root slot and its bucket count, read through `entry`:
+    /// `None` for an empty slot, `Some((None, _))` when the array does not validate.
     #[inline(always)]
-    fn bucket_head(
-        &self,
-        array: &SlotArrayRef<'_>,
-        b: usize,
-        entry: Entry,
-    ) -> Result<Option<Link<Node<K, V>>>, CollectionError> {
-        let g = &self.guard;
-        let head = match entry {
-            Entry::Cached => g.link_in(array, b),
-            Entry::Fresh => g.word_in_fresh(array, b).map(Link::from_raw),
-        };
-        match head {
-            Ok(l) => Ok(Some(l)),
-            Err(BiError::StaleLink { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     fn array(
         &self,
         slot: usize,
         entry: Entry,
-    ) -> Result<Option<SlotArrayRef<'_>>, CollectionError> {
-        let a = match entry {
-            Entry::Cached => self.guard.load_slots(slot),
-            Entry::Fresh => self.guard.load_slots_fresh(slot),
-        };
-        match a {
-            Ok(Some(a)) => {
-                let buckets = a.len().saturating_sub(FIRST_BUCKET);
-                if buckets.is_power_of_two() {
-                    Ok(Some(a))
-                } else {
-                    Err(corrupt(
-                        "a bucket array whose bucket count is not a power of two",
-                    ))
-                }
-            }
-            Ok(None) => Ok(None),
-            Err(e) => Err(e.into()),
+    ) -> Result<Option<(Option<LineLink>, usize)>, CollectionError> {
+        Ok(self
+            .header(slot, entry)?
+            .map(|(array, header)| (array, header.0[HEADER_BUCKETS] as usize)))
+    }
+
+    /// The array in the partition's root slot and its header line, read through `entry`.
+    #[inline(always)]
+    fn header(
+        &self,
+        slot: usize,
+        entry: Entry,
+    ) -> Result<Option<(Option<LineLink>, BucketLine)>, CollectionError> {
+        let g = &self.guard;
+        let array = LineLink::from_raw(g.slot_word(slot, entry)?);
+        if array.is_null() {
+            return Ok(None);
         }
+        let header = match g.fetch_via(entry, g.line(array, 0)?, |l| *l)? {
+            Fetch::Value(h) => h,
+            Fetch::Null | Fetch::Stale => return Ok(Some((None, BucketLine::default()))),
+        };
+        let buckets = header.0[HEADER_BUCKETS];
+        if header.0[HEADER_FORMAT] != Format::<K, V>::CODE {
+            return Err(corrupt(
+                "the map was built with key and value types of other sizes",
+            ));
+        }
+        if !buckets.is_power_of_two() || buckets as usize >= lines::MAX_LINES {
+            return Err(corrupt(
+                "a bucket array whose bucket count is not a power of two",
+            ));
+        }
+        Ok(Some((Some(array), header)))
     }
 
     /// Number of keys, as published (each partition's count read once; between passes
@@ -202,11 +260,12 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         let mut total = 0usize;
         for p in 0..self.map.partitions() {
             let slot = self.map.partition_slot(p);
-            let len = self.guard.lazy(|entry| match self.array(slot, entry) {
-                Ok(Some(a)) => Ok(Search::Found(self.guard.load_word_in(&a, LEN_WORD)?)),
-                Ok(None) => Ok(Search::Found(0)),
-                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(Search::Stale),
-                Err(e) => Err(e),
+            let len = self.guard.lazy(|entry| {
+                Ok::<_, CollectionError>(match self.header(slot, entry)? {
+                    None => Search::Found(0),
+                    Some((None, _)) => Search::Stale,
+                    Some((Some(_), h)) => Search::Found(h.0[HEADER_LEN]),
+                })
             })?;
             total += len.unwrap_or(0) as usize;
         }
@@ -219,10 +278,11 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     }
 
     /// Every entry, partition by partition. Each partition is read whole from one bucket
-    /// array before its entries are yielded: if the writer replaced the array meanwhile
-    /// (a resize retires the old chains), the partition is read again from the new one,
-    /// so no entry is yielded twice. Partitions are read one after another, so the
-    /// result is not a snapshot of a map being written across partitions.
+    /// array before its entries are yielded: if a line turns out stale (the writer
+    /// replaced the array meanwhile, or a chain's overflow line), the partition is read
+    /// again from memory, so no entry is yielded twice. Partitions are read one after
+    /// another and buckets one after another, so the result is not a snapshot of a map
+    /// being written.
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -252,38 +312,73 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
 
 impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
     /// Reads every entry of partition `p` into `out` from one bucket array: through the
-    /// cache first, and again from slots read fresh from memory when a link turns out
-    /// stale (the writer replaced a chain or the whole array meanwhile), by
+    /// cache first, and again from memory when a line turns out stale, by
     /// [`BiGuard::lazy`].
     fn read_partition(&self, p: usize, out: &mut Vec<(K, V)>) -> Result<(), CollectionError> {
         let slot = self.map.partition_slot(p);
-        let g = &self.guard;
         let entries = RefCell::new(out);
-        let read = g.lazy(|entry| {
-            entries.borrow_mut().clear();
-            let array = match self.array(slot, entry) {
-                Ok(Some(a)) => a,
-                Ok(None) => return Ok(Search::Found(())),
-                Err(CollectionError::Runtime(BiError::StaleLink { .. })) => {
-                    return Ok(Search::Stale);
-                }
-                Err(e) => return Err(e),
-            };
-            for b in FIRST_BUCKET..array.len() {
-                let Some(head) = self.bucket_head(&array, b, entry)? else {
+        let read = self
+            .guard
+            .lazy(|entry| -> Result<Search<()>, CollectionError> {
+                entries.borrow_mut().clear();
+                let Some((array, buckets)) = self.array(slot, entry)? else {
+                    return Ok(Search::Found(()));
+                };
+                let Some(array) = array else {
                     return Ok(Search::Stale);
                 };
-                let chain = g.walk(head, |n| {
-                    entries.borrow_mut().push((n.key(), n.value()));
-                    Step::<_, ()>::Next(n.next())
-                })?;
-                if matches!(chain, Search::Stale) {
-                    return Ok(Search::Stale);
+                for b in 0..buckets {
+                    let mut out = entries.borrow_mut();
+                    let chain_start = out.len();
+                    if !self.read_chain(array, b, entry, &mut out, chain_start)? {
+                        return Ok(Search::Stale);
+                    }
+                }
+                Ok(Search::Found(()))
+            })?;
+        read.ok_or(corrupt("a partition read reported a miss"))
+    }
+
+    /// Appends the entries of bucket `b`'s chain to `out`; `false` if a line was stale.
+    /// A key the writer removed and put back further down the chain while the chain was
+    /// read shows up twice: only its first sighting (since `from`) is kept.
+    fn read_chain(
+        &self,
+        array: LineLink,
+        b: usize,
+        entry: Entry,
+        out: &mut Vec<(K, V)>,
+        from: usize,
+    ) -> Result<bool, CollectionError> {
+        let g = &self.guard;
+        let mut line = g.line(array, 1 + b)?;
+        for _ in 0..MAX_CHAIN {
+            let Fetch::Value(l) = g.fetch_via(entry, line, |l| *l)? else {
+                return Ok(false);
+            };
+            for j in l.used_entries::<K, V>() {
+                let (k, v) = if Format::<K, V>::INLINE {
+                    (l.key::<K, V>(j), l.value::<K, V>(j))
+                } else {
+                    let (_, pair) = l.linked::<K, V>(j);
+                    match g.fetch_via(entry, pair, |p| (p.key, p.value))? {
+                        Fetch::Value(kv) => kv,
+                        Fetch::Null | Fetch::Stale => return Ok(false),
+                    }
+                };
+                if !out[from..].iter().any(|(seen, _)| *seen == k) {
+                    out.push((k, v));
                 }
             }
-            Ok(Search::Found(()))
-        })?;
-        read.ok_or(corrupt("a partition read reported a miss"))
+            let next = l.next();
+            if next.is_null() {
+                return Ok(true);
+            }
+            line = g.line(next, 0)?;
+        }
+        Err(corrupt(
+            "a bucket chain longer than any map makes (a cycle?)",
+        ))
     }
 }
 

@@ -1,61 +1,79 @@
 //! The single writer of a map (or of some of its partitions).
 //!
-//! Every change goes through one path: *stage* (allocate and seal new nodes, in a private
-//! copy of each touched chain), *commit* (store every changed bucket slot and the length
-//! with one fence, then adopt the staged chains), *retire* (the replaced nodes, queued and
-//! handed to the runtime in bounded batches). A failure while staging an operation gives
-//! its new nodes back and leaves the published map as it was.
+//! Every change goes through one path: *stage* (edit a private copy of each touched
+//! chain: its bucket line and overflow lines), *commit* (allocate the chain's new
+//! overflow lines, then rewrite every changed line and the header with one fence per
+//! chunk, then adopt the staged chains), *retire* (emptied overflow lines, replaced
+//! pairs and old arrays, queued and handed to the runtime in bounded batches).
+//!
+//! A key that an operation does not remove never changes place: an insert of a present
+//! key rewrites its value where it is, and a new key takes the first free entry of its
+//! chain. So a reader that walks a chain while lines are rewritten one by one always
+//! meets every key that stays (see the [map docs](super)).
 
+use super::bucket::{BucketLine, Format, LineLink, Pair};
 use super::hash::{bucket_of, partition_of};
-use super::node::Node;
-use super::{BiHashMap, FIRST_BUCKET, LEN_WORD, MIN_BUCKETS, MapConfig, key_hash};
+use super::{BiHashMap, MIN_BUCKETS, MapConfig, key_hash};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Link, ReclaimReport, SlotArray, Writer};
+use bi_core::runtime::{BiError, Link, ReclaimReport, Writer, lines};
 use bytemuck::Pod;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Range;
 
 /// Links retired per call to the runtime (each is one freed-ring entry).
 const RETIRE_CHUNK: usize = 32;
-/// Slot stores published per fence when a batch touches many buckets.
+/// Lines rewritten per fence when a batch touches many buckets.
 const PUBLISH_CHUNK: usize = 256;
 
-type NodeLink<K, V> = Link<Node<K, V>>;
+type PairLink<K, V> = Link<Pair<K, V>>;
+/// A pair a batch made, with its key and value.
+type NewPair<K, V> = (PairLink<K, V>, (K, V));
 
-/// The writer's private record of one chain node.
-struct Entry<K, V> {
-    key: K,
-    value: V,
-    link: NodeLink<K, V>,
+/// One line of a chain as its writer knows it: where it lives and what it holds.
+#[derive(Clone, Copy)]
+struct ChainLine {
+    /// The overflow line's own link; `None` for the bucket's line in the array, and for
+    /// a line staged but not yet allocated.
+    link: Option<LineLink>,
+    line: BucketLine,
 }
 
-impl<K: Copy, V: Copy> Clone for Entry<K, V> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<K: Copy, V: Copy> Copy for Entry<K, V> {}
-
-/// One partition as its writer knows it: the published array and a mirror of its chains.
+/// One partition as its writer knows it: the published array and a mirror of its lines.
 struct Partition<K, V> {
     slot: usize,
-    array: Link<SlotArray>,
-    chains: Vec<Vec<Entry<K, V>>>,
+    array: LineLink,
+    /// Line `1 + b` of the array: bucket `b`'s first line.
+    buckets: Vec<BucketLine>,
+    /// Bucket `b`'s overflow lines, in chain order.
+    overflow: Vec<Vec<ChainLine>>,
+    /// Keys and values behind the linked entries (types too large for a line).
+    pairs: HashMap<u64, (K, V)>,
     len: usize,
     /// A failed grow is not retried before the partition holds this many keys.
     grow_after: usize,
 }
 
-/// A staged bucket: its new chain and the nodes the batch made or replaced in it.
-struct StagedBucket<K, V> {
-    chain: Vec<Entry<K, V>>,
-    created: Vec<NodeLink<K, V>>,
-    superseded: Vec<NodeLink<K, V>>,
-    retire: Vec<NodeLink<K, V>>,
+/// A staged bucket: its new chain (line 0 is the bucket's line in the array) and the
+/// pairs the batch made or replaced in it.
+struct Staged<K, V> {
+    chain: Vec<ChainLine>,
+    created: Vec<PairLink<K, V>>,
+    superseded: Vec<PairLink<K, V>>,
+    retire: Vec<PairLink<K, V>>,
+    pairs: Vec<NewPair<K, V>>,
+}
+
+/// A staged bucket ready to publish: the line rewrites, the lines it allocated and the
+/// lines it unlinks.
+struct Ready<K, V> {
+    staged: Staged<K, V>,
+    rewrites: Vec<(LineLink, usize, BucketLine)>,
+    allocated: Vec<LineLink>,
+    unlinked: Vec<LineLink>,
 }
 
 /// What one staged operation did.
@@ -86,8 +104,8 @@ pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
     writer: Writer<M, H>,
     parts: Range<usize>,
     partitions: Vec<Partition<K, V>>,
-    pending_nodes: Vec<NodeLink<K, V>>,
-    pending_arrays: Vec<Link<SlotArray>>,
+    pending_lines: Vec<LineLink>,
+    pending_pairs: Vec<PairLink<K, V>>,
     max_buckets: usize,
 }
 
@@ -96,58 +114,50 @@ impl<K, V, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
         f.debug_struct("MapWriteHandle")
             .field("map", &self.map)
             .field("parts", &self.parts)
-            .field("pending_retirements", &self.pending_nodes.len())
+            .field(
+                "pending_retirements",
+                &(self.pending_lines.len() + self.pending_pairs.len()),
+            )
             .finish_non_exhaustive()
-    }
-}
-
-fn largest_power_of_two_at_most(n: usize) -> usize {
-    if n == 0 {
-        0
-    } else {
-        1 << (usize::BITS - 1 - n.leading_zeros())
     }
 }
 
 impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H> {
     pub(super) fn new(
         map: BiHashMap<K, V>,
-        mut writer: Writer<M, H>,
+        writer: Writer<M, H>,
         parts: Range<usize>,
         config: MapConfig,
     ) -> Result<Self, CollectionError> {
-        let max_buckets = largest_power_of_two_at_most(writer.max_slots() - FIRST_BUCKET);
-        if max_buckets < MIN_BUCKETS {
-            return Err(CollectionError::Corrupt {
-                reason: "the line size leaves no room for a bucket array",
-            });
-        }
+        let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
+        let mut handle = MapWriteHandle {
+            map,
+            writer,
+            parts: parts.clone(),
+            partitions: Vec::with_capacity(parts.len()),
+            pending_lines: Vec::new(),
+            pending_pairs: Vec::new(),
+            max_buckets,
+        };
         let buckets = config.start_buckets(max_buckets);
-        let mut partitions = Vec::with_capacity(parts.len());
-        for p in parts.clone() {
+        for p in parts {
             let slot = map.partition_slot(p);
-            let array = writer.alloc_slots(FIRST_BUCKET + buckets)?;
-            if let Err(e) = writer.publish_slots(slot, array) {
-                let _ = writer.discard_slots(array);
+            let (array, lines) = handle.build_array(buckets, 0, Vec::new(), |_| None)?;
+            if let Err(e) = handle.writer.publish_lines(slot, array) {
+                let _ = handle.writer.discard_lines(array);
                 return Err(e.into());
             }
-            partitions.push(Partition {
+            handle.partitions.push(Partition {
                 slot,
                 array,
-                chains: vec![Vec::new(); buckets],
+                buckets: lines,
+                overflow: vec![Vec::new(); buckets],
+                pairs: HashMap::new(),
                 len: 0,
                 grow_after: 0,
             });
         }
-        Ok(MapWriteHandle {
-            map,
-            writer,
-            parts,
-            partitions,
-            pending_nodes: Vec::new(),
-            pending_arrays: Vec::new(),
-            max_buckets,
-        })
+        Ok(handle)
     }
 
     /// The map this handle writes.
@@ -183,36 +193,42 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         self.len() == 0
     }
 
-    /// Buckets over the partitions this handle writes.
+    /// Buckets (one line each, holding up to a few entries) over the partitions this
+    /// handle writes.
     pub fn capacity(&self) -> usize {
-        self.partitions.iter().map(|p| p.chains.len()).sum()
+        self.partitions.iter().map(|p| p.buckets.len()).sum()
     }
 
     /// Buckets of partition `p` (`None` if this handle does not write it).
     pub fn buckets(&self, p: usize) -> Option<usize> {
-        self.part_index(p).map(|i| self.partitions[i].chains.len())
+        self.part_index(p).map(|i| self.partitions[i].buckets.len())
     }
 
-    /// Most buckets one partition grows to with this line size.
+    /// Most buckets one partition grows to.
     pub fn max_buckets(&self) -> usize {
         self.max_buckets
     }
 
-    /// Replaced nodes and arrays waiting to be handed to the runtime for retirement
-    /// (when its freed ring was full).
+    /// Overflow lines, replaced pairs and old arrays waiting to be handed to the runtime
+    /// for retirement (when its freed ring was full).
     pub fn pending_retirements(&self) -> usize {
-        self.pending_nodes.len() + self.pending_arrays.len()
+        self.pending_lines.len() + self.pending_pairs.len()
     }
 
     /// The value of `key`, from the writer's own (always current) record.
     pub fn get(&self, key: &K) -> Option<V> {
         let h = key_hash(key);
         let pi = self.part_index(partition_of(h, self.map.partitions()))?;
-        let chains = &self.partitions[pi].chains;
-        chains[bucket_of(h, chains.len())]
-            .iter()
-            .find(|e| e.key == *key)
-            .map(|e| e.value)
+        let part = &self.partitions[pi];
+        let b = bucket_of(h, part.buckets.len());
+        let first = ChainLine {
+            link: None,
+            line: part.buckets[b],
+        };
+        std::iter::once(&first)
+            .chain(&part.overflow[b])
+            .find_map(|l| find(part, &l.line, key, h))
+            .map(|(_, v)| v)
     }
 
     /// Whether `key` is present.
@@ -250,11 +266,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
 
     fn apply_one(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
         let mut stage = BTreeMap::new();
-        let outcome = self.stage(&mut stage, op);
-        let outcome = match outcome {
+        let outcome = match self.stage(&mut stage, op) {
             Ok(o) => o,
             Err(e) => {
-                self.abort(stage);
+                self.abort(stage.into_values());
                 return Err(e);
             }
         };
@@ -263,11 +278,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         Ok(outcome)
     }
 
-    /// Stages one operation. On an error, nothing of this operation is staged and its
-    /// new nodes were given back.
+    /// Stages one operation. On an error, nothing of this operation is staged and the
+    /// pair it made was given back.
     fn stage(
         &mut self,
-        stage: &mut BTreeMap<(usize, usize), StagedBucket<K, V>>,
+        stage: &mut BTreeMap<(usize, usize), Staged<K, V>>,
         op: Op<K, V>,
     ) -> Result<Outcome<V>, CollectionError> {
         let key = match op {
@@ -280,204 +295,402 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 reason: "the key belongs to a partition this handle does not write",
             })?;
         let part = &self.partitions[pi];
-        let b = bucket_of(h, part.chains.len());
-        let staged = stage.entry((pi, b)).or_insert_with(|| StagedBucket {
-            chain: part.chains[b].clone(),
+        let b = bucket_of(h, part.buckets.len());
+        let staged = stage.entry((pi, b)).or_insert_with(|| Staged {
+            chain: std::iter::once(ChainLine {
+                link: None,
+                line: part.buckets[b],
+            })
+            .chain(part.overflow[b].iter().copied())
+            .collect(),
             created: Vec::new(),
             superseded: Vec::new(),
             retire: Vec::new(),
+            pairs: Vec::new(),
         });
-        let found = staged.chain.iter().position(|e| e.key == key);
+        let found = staged.chain.iter().enumerate().find_map(|(i, l)| {
+            staged_find(part, &staged.pairs, &l.line, &key, h).map(|(j, v)| (i, j, v))
+        });
         let w = &mut self.writer;
         match (op, found) {
-            (Op::Insert(k, v), None) => {
-                let head = staged.chain.first().map_or(Link::null(), |e| e.link);
-                let link = w.alloc_sealed(Node::new(k, v, head))?;
-                staged.created.push(link);
-                staged.chain.insert(
-                    0,
-                    Entry {
-                        key: k,
-                        value: v,
-                        link,
-                    },
-                );
-                Ok(Outcome::Inserted)
+            (Op::Insert(k, v), found) => {
+                let (i, j, old) = match found {
+                    Some((i, j, old)) => (i, j, Some(old)),
+                    None => {
+                        let free = staged
+                            .chain
+                            .iter()
+                            .enumerate()
+                            .find_map(|(i, l)| l.line.free_entry::<K, V>().map(|j| (i, j)));
+                        let (i, j) = free.unwrap_or_else(|| {
+                            staged.chain.push(ChainLine {
+                                link: None,
+                                line: BucketLine::default(),
+                            });
+                            (staged.chain.len() - 1, 0)
+                        });
+                        (i, j, None)
+                    }
+                };
+                if Format::<K, V>::INLINE {
+                    staged.chain[i].line.put(j, k, v);
+                } else {
+                    let pair = w.alloc_sealed(Pair { key: k, value: v })?;
+                    if old.is_some() {
+                        let (_, replaced) = staged.chain[i].line.linked::<K, V>(j);
+                        drop_pair(staged, replaced);
+                    }
+                    staged.created.push(pair);
+                    staged.pairs.push((pair, (k, v)));
+                    staged.chain[i].line.put_linked(j, h, pair);
+                }
+                Ok(old.map_or(Outcome::Inserted, Outcome::Replaced))
             }
-            (Op::Insert(_, v), Some(j)) => {
-                let old = staged.chain[j].value;
-                rebuild_prefix(w, staged, j, Some(v))?;
-                Ok(Outcome::Replaced(old))
-            }
-            (Op::Remove(_), Some(j)) => {
-                let old = staged.chain[j].value;
-                rebuild_prefix(w, staged, j, None)?;
+            (Op::Remove(_), Some((i, j, old))) => {
+                if !Format::<K, V>::INLINE {
+                    let (_, pair) = staged.chain[i].line.linked::<K, V>(j);
+                    drop_pair(staged, pair);
+                }
+                staged.chain[i].line.clear::<K, V>(j);
                 Ok(Outcome::Removed(old))
             }
             (Op::Remove(_), None) => Ok(Outcome::Absent),
         }
     }
 
-    /// Gives back every node a failed batch made.
-    fn abort(&mut self, stage: BTreeMap<(usize, usize), StagedBucket<K, V>>) {
-        for s in stage.into_values() {
-            for l in s.created {
+    /// Gives back every pair that staged buckets made.
+    fn abort(&mut self, staged: impl IntoIterator<Item = Staged<K, V>>) {
+        for s in staged {
+            for l in s.created.into_iter().chain(s.superseded) {
                 let _ = self.writer.discard_link(l);
             }
         }
     }
 
-    /// Publishes staged buckets, partition by partition, a chunk of slots per fence, and
-    /// adopts each chunk once it is published. On an error, the chunks published so far
-    /// stay (and are adopted); the rest are given back.
+    /// Publishes staged buckets, partition by partition, a chunk of lines per fence, and
+    /// adopts each chunk once it is published. Each chunk rewrites the partition's header
+    /// with the length so far. On an error, the chunks published so far stay (and are
+    /// adopted); the rest are given back.
     fn commit(
         &mut self,
-        stage: BTreeMap<(usize, usize), StagedBucket<K, V>>,
+        stage: BTreeMap<(usize, usize), Staged<K, V>>,
     ) -> Result<(), CollectionError> {
-        let mut items: Vec<((usize, usize), StagedBucket<K, V>)> = stage.into_iter().collect();
+        let mut items: Vec<((usize, usize), Staged<K, V>)> = stage.into_iter().collect();
         let mut failure = None;
         while !items.is_empty() {
             if failure.is_some() {
                 let rest = std::mem::take(&mut items);
-                self.abort(rest.into_iter().collect());
+                self.abort(rest.into_iter().map(|(_, s)| s));
                 break;
             }
             let pi = items[0].0.0;
+            let mut lines = 0;
             let n = items
                 .iter()
-                .take(PUBLISH_CHUNK)
-                .take_while(|((p, _), _)| *p == pi)
+                .take_while(|((p, _), s)| {
+                    lines += s.chain.len();
+                    *p == pi && (lines <= PUBLISH_CHUNK || lines == s.chain.len())
+                })
                 .count();
             let chunk: Vec<_> = items.drain(..n).collect();
-            let part = &self.partitions[pi];
-            let mut len = part.len;
-            let mut updates = Vec::with_capacity(chunk.len() + 1);
-            for ((_, b), s) in &chunk {
-                len = len + s.chain.len() - part.chains[*b].len();
-                let head = s.chain.first().map_or(0, |e| e.link.raw());
-                updates.push((FIRST_BUCKET + b, head));
+            if let Err(e) = self.commit_chunk(pi, chunk) {
+                failure = Some(e);
             }
-            if len != part.len {
-                updates.push((LEN_WORD, len as u64));
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Publishes staged buckets of partition `pi` with one rewrite (one fence).
+    fn commit_chunk(
+        &mut self,
+        pi: usize,
+        chunk: Vec<((usize, usize), Staged<K, V>)>,
+    ) -> Result<(), CollectionError> {
+        let mut ready: Vec<(usize, Ready<K, V>)> = Vec::with_capacity(chunk.len());
+        let mut staged = chunk.into_iter();
+        let mut failure = None;
+        for ((_, b), s) in staged.by_ref() {
+            match self.prepare(pi, b, s) {
+                Ok(r) => ready.push((b, r)),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             }
-            match self.writer.publish_words_in(part.array, &updates) {
-                Ok(_) => {
-                    let part = &mut self.partitions[pi];
-                    part.len = len;
-                    for ((_, b), s) in chunk {
-                        part.chains[b] = s.chain;
-                        for l in s.superseded {
-                            let _ = self.writer.discard_link(l);
+        }
+        let array = self.partitions[pi].array;
+        let mut len = self.partitions[pi].len;
+        let mut rewrites = Vec::new();
+        for (b, r) in &ready {
+            rewrites.extend_from_slice(&r.rewrites);
+            len = len + count(&r.staged.chain) - self.chain_count(pi, *b);
+        }
+        let published = match failure {
+            Some(e) => Err(e),
+            None => {
+                if len != self.partitions[pi].len {
+                    let header = BucketLine::header(
+                        self.partitions[pi].buckets.len(),
+                        len,
+                        Format::<K, V>::CODE,
+                    );
+                    rewrites.push((array, 0, header));
+                }
+                self.writer
+                    .rewrite_lines(&rewrites)
+                    .map_err(CollectionError::from)
+            }
+        };
+        if let Err(e) = published {
+            for (_, r) in ready {
+                for l in r.allocated {
+                    let _ = self.writer.discard_lines(l);
+                }
+                self.abort([r.staged]);
+            }
+            self.abort(staged.map(|(_, s)| s));
+            return Err(e);
+        }
+        let part = &mut self.partitions[pi];
+        part.len = len;
+        for (b, r) in ready {
+            let mut chain = r.staged.chain.into_iter();
+            if let Some(first) = chain.next() {
+                part.buckets[b] = first.line;
+            }
+            part.overflow[b] = chain.collect();
+            for (link, kv) in r.staged.pairs {
+                part.pairs.insert(link.raw(), kv);
+            }
+            for l in r.staged.superseded.iter().chain(&r.staged.retire) {
+                part.pairs.remove(&l.raw());
+            }
+            for l in r.staged.superseded {
+                let _ = self.writer.discard_link(l);
+            }
+            self.pending_pairs.extend(r.staged.retire);
+            self.pending_lines.extend(r.unlinked);
+        }
+        Ok(())
+    }
+
+    /// Keys in bucket `b`'s published chain.
+    fn chain_count(&self, pi: usize, b: usize) -> usize {
+        let part = &self.partitions[pi];
+        let first = ChainLine {
+            link: None,
+            line: part.buckets[b],
+        };
+        count(std::iter::once(&first).chain(&part.overflow[b]))
+    }
+
+    /// Makes a staged chain publishable: drops emptied overflow lines, allocates new ones
+    /// (from the tail, so each links to a line already written) and lists the rewrites
+    /// of lines that changed. On an error, the lines it allocated were given back.
+    fn prepare(
+        &mut self,
+        pi: usize,
+        b: usize,
+        mut s: Staged<K, V>,
+    ) -> Result<Ready<K, V>, CollectionError> {
+        let mut unlinked = Vec::new();
+        let mut first = true;
+        s.chain.retain(|l| {
+            let keep = first || !l.line.is_empty();
+            if !keep && let Some(link) = l.link {
+                unlinked.push(link);
+            }
+            first = false;
+            keep
+        });
+        let mut allocated = Vec::new();
+        let mut next = LineLink::null();
+        for i in (0..s.chain.len()).rev() {
+            let l = &mut s.chain[i];
+            l.line.set_next(next);
+            if i > 0 && l.link.is_none() {
+                match self.writer.alloc_lines(&[l.line]) {
+                    Ok(link) => {
+                        allocated.push(link);
+                        l.link = Some(link);
+                    }
+                    Err(e) => {
+                        for a in allocated {
+                            let _ = self.writer.discard_lines(a);
                         }
-                        self.pending_nodes.extend(s.retire);
+                        self.abort([s]);
+                        return Err(e.into());
                     }
                 }
-                Err(e) => {
-                    self.abort(chunk.into_iter().collect());
-                    failure = Some(e);
-                }
+            }
+            next = l.link.unwrap_or(LineLink::null());
+        }
+        let part = &self.partitions[pi];
+        let mut rewrites = Vec::new();
+        if s.chain[0].line != part.buckets[b] {
+            rewrites.push((part.array, 1 + b, s.chain[0].line));
+        }
+        for l in &s.chain[1..] {
+            let link = l.link.unwrap_or(LineLink::null());
+            let was = part.overflow[b].iter().find(|o| o.link == l.link);
+            if was.is_some_and(|o| o.line != l.line) {
+                rewrites.push((link, 0, l.line));
             }
         }
-        match failure {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
+        Ok(Ready {
+            staged: s,
+            rewrites,
+            allocated,
+            unlinked,
+        })
     }
 
     /// Resizes partitions whose load left the band, then queues retirements.
     fn after_commit(&mut self) -> Result<(), CollectionError> {
+        let per = Format::<K, V>::PER_LINE;
         for pi in 0..self.partitions.len() {
             let part = &self.partitions[pi];
-            let (len, buckets) = (part.len, part.chains.len());
-            if len > buckets && buckets < self.max_buckets && len >= part.grow_after {
-                let target = len.next_power_of_two().min(self.max_buckets);
-                if self.resize(pi, target).is_err() {
+            let (len, buckets) = (part.len, part.buckets.len());
+            // Grow past half full (a bucket's line then rarely overflows), to half that.
+            let target = (len * 2 / per + 1).next_power_of_two();
+            if len > buckets * per / 2 && buckets < self.max_buckets && len >= part.grow_after {
+                if self.resize(pi, target.min(self.max_buckets)).is_err() {
                     // The map stays correct with longer chains; retry after more growth.
                     self.partitions[pi].grow_after = len + len / 2 + 1;
                 }
-            } else if len < buckets / 4 && buckets > MIN_BUCKETS {
-                let target = (len.max(1).next_power_of_two() * 2).max(MIN_BUCKETS);
+            } else if len < buckets * per / 8 && buckets > MIN_BUCKETS {
                 // A failed shrink (heap exhausted) leaves the larger table in place.
-                let _ = self.resize(pi, target);
+                let _ = self.resize(pi, target.max(MIN_BUCKETS));
             }
         }
         self.flush_retired()
     }
 
-    /// Builds partition `pi` anew with `buckets` buckets from copies of its nodes,
-    /// publishes the new array and queues the old array and nodes for retirement.
+    /// Allocates (sealed, not published) a bucket array of `buckets` buckets holding
+    /// `len` keys, whose bucket `b` starts with `first(b)` (empty for `None`) and goes on
+    /// to the overflow line `heads[b]` names. Returns it with its bucket lines.
+    fn build_array(
+        &mut self,
+        buckets: usize,
+        len: usize,
+        heads: Vec<Option<LineLink>>,
+        first: impl Fn(usize) -> Option<BucketLine>,
+    ) -> Result<(LineLink, Vec<BucketLine>), CollectionError> {
+        let mut lines = Vec::with_capacity(buckets + 1);
+        lines.push(BucketLine::header(buckets, len, Format::<K, V>::CODE));
+        for b in 0..buckets {
+            let mut l = first(b).unwrap_or_default();
+            l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
+            lines.push(l);
+        }
+        let array = self.writer.alloc_lines(&lines)?;
+        lines.remove(0);
+        Ok((array, lines))
+    }
+
+    /// Builds partition `pi` anew with `buckets` buckets from its entries, publishes the
+    /// new array and queues the old array and overflow lines for retirement. Pairs stay
+    /// where they are: the new lines link to them.
     fn resize(&mut self, pi: usize, buckets: usize) -> Result<(), CollectionError> {
         let part = &self.partitions[pi];
-        let mut chains: Vec<Vec<Entry<K, V>>> = vec![Vec::new(); buckets];
-        for e in part.chains.iter().flatten() {
-            chains[bucket_of(key_hash(&e.key), buckets)].push(*e);
+        let mut chains: Vec<Vec<BucketLine>> = vec![vec![BucketLine::default()]; buckets];
+        for (b, first) in part.buckets.iter().enumerate() {
+            for l in std::iter::once(first).chain(part.overflow[b].iter().map(|o| &o.line)) {
+                for j in l.used_entries::<K, V>() {
+                    let h = if Format::<K, V>::INLINE {
+                        key_hash(&l.key::<K, V>(j))
+                    } else {
+                        l.linked::<K, V>(j).0
+                    };
+                    let chain = &mut chains[bucket_of(h, buckets)];
+                    let last = chain.len() - 1;
+                    let (i, e) = match chain[last].free_entry::<K, V>() {
+                        Some(e) => (last, e),
+                        None => {
+                            chain.push(BucketLine::default());
+                            (last + 1, 0)
+                        }
+                    };
+                    copy_entry::<K, V>(l, j, &mut chain[i], e);
+                }
+            }
         }
-        let mut words = vec![0u64; FIRST_BUCKET + buckets];
-        words[LEN_WORD] = part.len as u64;
-        let mut created = Vec::with_capacity(part.len);
+        // Overflow lines first, from each chain's tail.
+        let mut allocated = Vec::new();
+        let mut overflow: Vec<Vec<ChainLine>> = vec![Vec::new(); buckets];
+        let mut heads = vec![None; buckets];
         let mut built = Ok(());
         'build: for (b, chain) in chains.iter_mut().enumerate() {
-            let mut next = Link::null();
-            for e in chain.iter_mut().rev() {
-                match self.writer.alloc_sealed(Node::new(e.key, e.value, next)) {
-                    Ok(l) => {
-                        created.push(l);
-                        e.link = l;
-                        next = l;
+            let mut next = LineLink::null();
+            for line in chain[1..].iter_mut().rev() {
+                line.set_next(next);
+                match self.writer.alloc_lines(&[*line]) {
+                    Ok(link) => {
+                        allocated.push(link);
+                        overflow[b].push(ChainLine {
+                            link: Some(link),
+                            line: *line,
+                        });
+                        next = link;
                     }
-                    Err(err) => {
-                        built = Err(err);
+                    Err(e) => {
+                        built = Err(e.into());
                         break 'build;
                     }
                 }
             }
-            words[FIRST_BUCKET + b] = next.raw();
+            overflow[b].reverse();
+            heads[b] = (!next.is_null()).then_some(next);
         }
-        let published = built.and_then(|()| {
-            let array = self.writer.alloc_slots_from(&words)?;
-            match self.writer.publish_slots(part.slot, array) {
-                Ok(_) => Ok(array),
-                Err(e) => {
-                    let _ = self.writer.discard_slots(array);
-                    Err(e)
+        let len = self.partitions[pi].len;
+        let published = built
+            .and_then(|()| self.build_array(buckets, len, heads, |b| Some(chains[b][0])))
+            .and_then(|(array, lines)| {
+                let slot = self.partitions[pi].slot;
+                match self.writer.publish_lines(slot, array) {
+                    Ok(_) => Ok((array, lines)),
+                    Err(e) => {
+                        let _ = self.writer.discard_lines(array);
+                        Err(e.into())
+                    }
                 }
-            }
-        });
-        let array = match published {
+            });
+        let (array, lines) = match published {
             Ok(a) => a,
             Err(e) => {
-                for l in created {
-                    let _ = self.writer.discard_link(l);
+                for l in allocated {
+                    let _ = self.writer.discard_lines(l);
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
         let part = &mut self.partitions[pi];
-        let old_chains = std::mem::replace(&mut part.chains, chains);
-        self.pending_arrays
+        let old_overflow = std::mem::replace(&mut part.overflow, overflow);
+        part.buckets = lines;
+        self.pending_lines
             .push(std::mem::replace(&mut part.array, array));
-        self.pending_nodes
-            .extend(old_chains.iter().flatten().map(|e| e.link));
+        self.pending_lines
+            .extend(old_overflow.iter().flatten().filter_map(|o| o.link));
         Ok(())
     }
 
     /// Retires queued links in bounded batches; stops quietly when the freed ring is full
     /// (they stay queued for the next call).
     fn flush_retired(&mut self) -> Result<(), CollectionError> {
-        while let Some(&a) = self.pending_arrays.last() {
-            match self.writer.retire_slots(a) {
-                Ok(()) => {
-                    self.pending_arrays.pop();
-                }
+        while !self.pending_lines.is_empty() {
+            let n = self.pending_lines.len().min(RETIRE_CHUNK);
+            let at = self.pending_lines.len() - n;
+            match self.writer.try_retire_lines(&self.pending_lines[at..]) {
+                Ok(()) => self.pending_lines.truncate(at),
                 Err(BiError::LogFull { .. }) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
         }
-        while !self.pending_nodes.is_empty() {
-            let n = self.pending_nodes.len().min(RETIRE_CHUNK);
-            let at = self.pending_nodes.len() - n;
-            match self.writer.try_retire_all(&self.pending_nodes[at..]) {
-                Ok(()) => self.pending_nodes.truncate(at),
+        while !self.pending_pairs.is_empty() {
+            let n = self.pending_pairs.len().min(RETIRE_CHUNK);
+            let at = self.pending_pairs.len() - n;
+            match self.writer.try_retire_all(&self.pending_pairs[at..]) {
+                Ok(()) => self.pending_pairs.truncate(at),
                 Err(BiError::LogFull { .. }) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
@@ -486,63 +699,76 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 }
 
-/// Replaces the chain prefix `0..=j` of a staged bucket with fresh copies: node `j` gets
-/// `replacement` (or is dropped when `None`), and every node before it is copied so that
-/// the new head leads to the unchanged suffix. Copies are made from the tail side, so
-/// each links to a node already sealed.
-fn rebuild_prefix<K: Pod, V: Pod, M: MemView, H: Heap>(
-    w: &mut Writer<M, H>,
-    staged: &mut StagedBucket<K, V>,
-    j: usize,
-    replacement: Option<V>,
-) -> Result<(), CollectionError> {
-    let chain = &staged.chain;
-    let mut next = chain.get(j + 1).map_or(Link::null(), |e| e.link);
-    let mut made: Vec<Entry<K, V>> = Vec::with_capacity(j + 1);
-    let mut result = Ok(());
-    let targets = replacement
-        .map(|v| (chain[j].key, v))
-        .into_iter()
-        .chain(chain[..j].iter().rev().map(|e| (e.key, e.value)));
-    for (key, value) in targets {
-        match w.alloc_sealed(Node::new(key, value, next)) {
-            Ok(link) => {
-                made.push(Entry { key, value, link });
-                next = link;
-            }
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    if let Err(e) = result {
-        for m in made {
-            let _ = w.discard_link(m.link);
-        }
-        return Err(e.into());
-    }
-    made.reverse();
-    let created: HashSet<u64> = staged.created.iter().map(|l| l.raw()).collect();
-    for old in &staged.chain[..=j] {
-        if created.contains(&old.link.raw()) {
-            staged.superseded.push(old.link);
+/// Keys held by a chain's lines.
+fn count<'a>(chain: impl IntoIterator<Item = &'a ChainLine>) -> usize {
+    chain.into_iter().map(|l| l.line.entries()).sum()
+}
+
+/// The entry of `key` in `line` (its index and value), with the partition's pairs.
+fn find<K: Pod + Eq, V: Pod>(
+    part: &Partition<K, V>,
+    line: &BucketLine,
+    key: &K,
+    h: u64,
+) -> Option<(usize, V)> {
+    staged_find(part, &[], line, key, h)
+}
+
+/// [`find`], also looking at pairs a batch made.
+fn staged_find<K: Pod + Eq, V: Pod>(
+    part: &Partition<K, V>,
+    staged: &[NewPair<K, V>],
+    line: &BucketLine,
+    key: &K,
+    h: u64,
+) -> Option<(usize, V)> {
+    line.used_entries::<K, V>().find_map(|j| {
+        if Format::<K, V>::INLINE {
+            (line.key::<K, V>(j) == *key).then(|| (j, line.value::<K, V>(j)))
         } else {
-            staged.retire.push(old.link);
+            let (hash, pair) = line.linked::<K, V>(j);
+            if hash != h {
+                return None;
+            }
+            let (k, v) = part.pairs.get(&pair.raw()).copied().or_else(|| {
+                staged
+                    .iter()
+                    .rev()
+                    .find(|(l, _)| *l == pair)
+                    .map(|&(_, kv)| kv)
+            })?;
+            (k == *key).then_some((j, v))
         }
+    })
+}
+
+/// A pair the batch no longer links: given back at once if the batch made it, retired
+/// otherwise.
+fn drop_pair<K, V>(staged: &mut Staged<K, V>, pair: PairLink<K, V>) {
+    if staged.created.contains(&pair) {
+        staged.created.retain(|&l| l != pair);
+        staged.superseded.push(pair);
+    } else {
+        staged.retire.push(pair);
     }
-    staged.created.extend(made.iter().map(|e| e.link));
-    staged.chain.splice(..=j, made);
-    Ok(())
+}
+
+/// Copies entry `j` of `from` into entry `e` of `to`.
+fn copy_entry<K: Pod, V: Pod>(from: &BucketLine, j: usize, to: &mut BucketLine, e: usize) {
+    if Format::<K, V>::INLINE {
+        to.put(e, from.key::<K, V>(j), from.value::<K, V>(j));
+    } else {
+        let (h, pair) = from.linked::<K, V>(j);
+        to.put_linked(e, h, pair);
+    }
 }
 
 impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
     for MapWriteHandle<K, V, M, H>
 {
-    /// Stages every operation (new nodes sealed, no fence), publishes every changed
-    /// bucket and length with one fence per partition (per 256 buckets), then queues the
-    /// replaced nodes for retirement in bounded batches. Nodes made and replaced inside
-    /// the batch are given back at once.
+    /// Stages every operation, allocates the chains' new overflow lines, rewrites every
+    /// changed line and the header with one fence per partition (per 256 lines), then
+    /// queues emptied lines and replaced pairs for retirement in bounded batches.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
         let mut stage = BTreeMap::new();
         let mut report = BatchReport::default();

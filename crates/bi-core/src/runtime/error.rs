@@ -74,6 +74,12 @@ pub enum BiError {
         /// Payload bytes.
         bytes: usize,
     },
+    /// A line rewritten in place has used up its versions (2^46 rewrites): rewriting it
+    /// again could not be told apart from an older copy. Copy the record elsewhere.
+    VersionsExhausted {
+        /// Offset of the line.
+        offset: usize,
+    },
     /// A configuration value or the line size cannot work.
     BadConfig {
         /// Why.
@@ -108,6 +114,9 @@ impl fmt::Display for BiError {
                 write!(f, "the object at offset {offset} was already retired")
             }
             BiError::TooLarge { bytes } => write!(f, "an object of {bytes} bytes is too large"),
+            BiError::VersionsExhausted { offset } => {
+                write!(f, "the line at offset {offset} has used up its versions")
+            }
             BiError::BadConfig { reason } => write!(f, "bad runtime configuration: {reason}"),
         }
     }

@@ -177,7 +177,36 @@ impl Stamp {
     pub const fn freed(self) -> Stamp {
         Stamp(self.0 | Self::FREED)
     }
+
+    /// The stamp of the next version of a line rewritten in place
+    /// ([`lines`](super::lines)): the generation advances by one step above the bits a
+    /// link carries, so links to the line keep matching while every older copy of it
+    /// shows a different stamp. `None` once the generation is exhausted (after 2^46
+    /// rewrites of one line): a rewrite that could not be told apart from an older
+    /// version must not happen.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(7), true);
+    /// let t = s.next_version().unwrap();
+    /// assert_ne!(s, t);
+    /// assert!(t.matches(7) && t.is_tracked());
+    /// ```
+    #[must_use]
+    pub const fn next_version(self) -> Option<Stamp> {
+        let g = (self.0 & Self::GENERATION) + VERSION_STEP;
+        if self.is_invalid() || g > Generation::MAX.0 {
+            None
+        } else {
+            Some(Stamp((self.0 & !Self::GENERATION) | g))
+        }
+    }
 }
+
+/// How far a line's generation advances when the line is rewritten in place: past the
+/// bits a [`Link`] carries.
+const VERSION_STEP: u64 = LINK_GENERATION_MASK + 1;
 
 /// A shared, generation-tagged reference to a `T`: the offset of the object in the low
 /// 48 bits and the low 16 bits of its generation in the top 16. Zero is null.
@@ -306,6 +335,22 @@ impl Shape {
             return Err(BiError::TooLarge { bytes: size });
         }
         Ok(Shape { line, size, lines })
+    }
+
+    /// The shape of `n` lines of `line_payload` bytes each, one record per line (a
+    /// [line array](super::lines)).
+    pub(crate) fn of_lines(n: usize, line_payload: usize, line: usize) -> Result<Shape, BiError> {
+        let one = Shape::new(line_payload, line)?;
+        if one.lines != 1 || n == 0 || n > super::lines::MAX_LINES {
+            return Err(BiError::TooLarge {
+                bytes: n.saturating_mul(line),
+            });
+        }
+        Ok(Shape {
+            line,
+            size: n * one.per_line(),
+            lines: n,
+        })
     }
 
     pub(crate) fn bytes(&self) -> usize {

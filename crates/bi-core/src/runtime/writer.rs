@@ -8,7 +8,7 @@
 //! only once [`synchronize`](Writer::synchronize) says every live node is done with it.
 
 use super::grace::{GracePoint, grace};
-use super::object::{Generation, Link, Shape, Stamp, check_in, write_object};
+use super::object::{Generation, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, write_object};
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::{BiError, NodeInner};
 use crate::heap::{Block, Heap};
@@ -276,10 +276,23 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         stamp: Stamp,
         bytes: &[u8],
     ) -> Result<(), BiError> {
-        let view = &self.inner.view;
-        write_object(view, block.offset, shape, stamp, bytes)?;
-        for i in shape.lines..block.len / self.inner.line {
-            view.store_u64(block.offset + i * self.inner.line, stamp.raw())?;
+        write_object(&self.inner.view, block.offset, shape, stamp, bytes)?;
+        self.stamp_rest(block, shape.lines, stamp)
+    }
+
+    /// Writes `stamp` into the lines of `block` from line `from` on (the lines past the
+    /// object, so that the block's lines agree on one incarnation).
+    pub(super) fn stamp_rest(
+        &self,
+        block: Block,
+        from: usize,
+        stamp: Stamp,
+    ) -> Result<(), BiError> {
+        let line = self.inner.line;
+        for i in from..block.len / line {
+            self.inner
+                .view
+                .store_u64(block.offset + i * line, stamp.raw())?;
         }
         Ok(())
     }
@@ -606,14 +619,24 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 reused: false,
             });
         }
+        // A block longer than one entry covers (a large line array) takes several.
+        let pieces = |b: &Block| (b.len / inner.line).div_ceil(MAX_OBJECT_LINES).max(1);
+        let needed: usize = blocks.iter().map(pieces).sum();
+        if needed > links.len() {
+            Self::reserve(inner, &mut self.freed, needed)?;
+        }
         let now = inner.clock.now();
-        let mut entries = Vec::with_capacity(blocks.len());
+        let mut entries = Vec::with_capacity(needed);
         for b in &blocks {
             // One word: a reader sees the FREED mark or the live stamp, never a mix.
             let stamp = Stamp::from_raw(view.load_u64(b.offset)?);
             view.store_u64(b.offset, stamp.freed().raw())?;
             view.writeback(b.offset, inner.line)?;
-            entries.push(LogEntry::new(b.offset, b.len / inner.line, now));
+            let lines = b.len / inner.line;
+            for first in (0..lines.max(1)).step_by(MAX_OBJECT_LINES) {
+                let n = (lines - first).min(MAX_OBJECT_LINES);
+                entries.push(LogEntry::new(b.offset + first * inner.line, n, now));
+            }
         }
         view.fence();
         self.freed.append(view, &entries)?;

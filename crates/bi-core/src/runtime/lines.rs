@@ -1,0 +1,273 @@
+//! Line arrays: objects whose lines are small records, each rewritten in place by its
+//! writer, one version at a time.
+//!
+//! # Why
+//!
+//! Copy-on-write costs a reader one more line per lookup whenever the record it wants
+//! lives behind a link. A hash table whose buckets are whole lines holding their keys and
+//! values (as CLHT's are) answers a lookup from the one line the hash names, but only if
+//! a bucket can change without being copied. A line array makes that safe: the array is
+//! allocated, published and retired like any object, and between those, its writer
+//! rewrites single lines in place.
+//!
+//! # Layout
+//!
+//! `n` lines, each the usual 8-byte [`Stamp`] followed by one record `T` of at most one
+//! line's payload (56 bytes with 64-byte lines). Record `i` is line `i`;
+//! [`BiGuard::line`] names it with a `Link<T>` that carries the array's generation, so
+//! the ordinary validated read ([`BiGuard::fetch_with`]) reads it.
+//!
+//! # Versions
+//!
+//! A rewrite gives the line the next version of its stamp ([`Stamp::next_version`]):
+//! the generation advances above the bits a link carries, so the array's links keep
+//! matching while no older copy of the line shows the new stamp. The line is written in
+//! the order of every object write, stamp := [`Stamp::INVALID`], record, stamp := the new
+//! version, so memory only ever holds the old version whole, a line whose stamp matches
+//! nothing, or the new version whole. A reader that finds the same matching stamp before
+//! and after copying the record copied one version whole, even if its copy of the line
+//! was dropped and refilled meanwhile (the refill shows another version).
+//!
+//! # What readers see, and when
+//!
+//! A reader may hold an old version of a line until its node's next pass: every rewrite
+//! is written back, fenced and logged in the modified ring, exactly like a slot store, so
+//! the pass invalidates the line, and a reader that must see the latest version (a
+//! lookup that missed) invalidates the line itself and fences before reading
+//! ([`BiGuard::fetch_via`] with [`Entry::Fresh`](super::Entry::Fresh)). A record that
+//! links to new objects is rewritten only after they were written back and fenced (the
+//! rewrite fences first when sealed objects wait).
+//!
+//! The grace argument is unchanged: rewriting a line never reuses memory, and the array
+//! itself is retired (FREED mark on line 0, freed ring) only after the slot that held it
+//! was republished; the block is reused only after two passes of every node, with a
+//! generation above every version any of its lines ever had.
+//!
+//! ```
+//! use bi_core::runtime::testing::Setup;
+//! use bi_core::runtime::{Entry, Fetch};
+//!
+//! let s = Setup::new(2, 7);
+//! let mut w = s.writer(0);
+//! let array = w.alloc_lines(&[[1u64, 2], [3, 4], [5, 6]]).unwrap();
+//! w.publish_lines(s.slot(0), array).unwrap();
+//! w.rewrite_lines(&[(array, 1, [30, 40])]).unwrap();
+//!
+//! let r = s.nodes[1].reader().unwrap();
+//! let g = r.enter();
+//! let line = g.line(array, 1).unwrap();
+//! // Node 1 has not passed: read from memory, as a lookup that missed would.
+//! let sum = g.fetch_via(Entry::Fresh, line, |v| v[0] + v[1]).unwrap();
+//! assert_eq!(sum, Fetch::Value(70));
+//! ```
+
+use super::BiError;
+use super::lazy::Entry;
+use super::object::{Link, Shape, Stamp, write_object};
+use super::reader::BiGuard;
+use super::ring::LogEntry;
+use super::writer::Writer;
+use crate::heap::{Block, Heap};
+use crate::mem::MemView;
+use bytemuck::Pod;
+use std::collections::HashMap;
+
+/// Most lines one line array may have (2^24: a GiB of 64-byte lines).
+pub const MAX_LINES: usize = 1 << 24;
+
+/// Names a line array in a [`Link`]: `Link<Lines<T>>` is an array of lines each holding
+/// one `T` (see the [module docs](self)). Never instantiated.
+pub struct Lines<T> {
+    _never: std::convert::Infallible,
+    _record: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<V: MemView, H: Heap> Writer<V, H> {
+    /// Allocates a line array holding `records` (one per line) and seals it: written
+    /// back, no fence yet (the next publication or rewrite fences once). Publish it with
+    /// [`publish_lines`](Self::publish_lines).
+    ///
+    /// [`BiError::TooLarge`] when a `T` does not fit one line's payload, or for no
+    /// records or more than [`MAX_LINES`].
+    pub fn alloc_lines<T: Pod>(&mut self, records: &[T]) -> Result<Link<Lines<T>>, BiError> {
+        let line = self.inner.line;
+        let shape = Shape::of_lines(records.len(), size_of::<T>(), line)?;
+        let one = Shape::new(size_of::<T>(), line)?;
+        let (block, generation) = self.alloc_block(&shape)?;
+        let stamp = self.stamp(generation);
+        let view = &self.inner.view;
+        let written = records
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, r)| {
+                write_object(
+                    view,
+                    block.offset + i * line,
+                    &one,
+                    stamp,
+                    bytemuck::bytes_of(r),
+                )
+            })
+            .and_then(|()| self.stamp_rest(block, records.len(), stamp))
+            .and_then(|()| Ok(view.writeback(block.offset, block.len)?));
+        if let Err(e) = written {
+            let _ = self.heap.free(block);
+            return Err(e);
+        }
+        self.unfenced = true;
+        self.live.insert(block.offset, block.len);
+        Ok(Link::new(block.offset, generation.get()))
+    }
+
+    /// Lines of a live array this writer allocated (the block's, at least as many as were
+    /// allocated).
+    pub fn lines_len<T>(&self, array: Link<Lines<T>>) -> Result<usize, BiError> {
+        Ok(self.own_block(array)? / self.inner.line)
+    }
+
+    /// Rewrites lines of live arrays this writer allocated, in place, as one batch: each
+    /// line gets its next version (see the [module docs](self)); then one write-back per
+    /// line, **one** fence and one append of the lines to the modified ring. A line named
+    /// twice gets the last record given for it.
+    ///
+    /// Everything is checked before anything is written: on an error nothing changed.
+    /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch.
+    /// Without waiting for ring space.
+    pub fn try_rewrite_lines<T: Pod>(
+        &mut self,
+        updates: &[(Link<Lines<T>>, usize, T)],
+    ) -> Result<(), BiError> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let line = self.inner.line;
+        let one = Shape::new(size_of::<T>(), line)?;
+        if one.lines != 1 {
+            return Err(BiError::TooLarge {
+                bytes: size_of::<T>(),
+            });
+        }
+        // Line offset -> (record, next stamp), the last record per line.
+        let mut next: HashMap<usize, (&T, Stamp)> = HashMap::with_capacity(updates.len());
+        for (array, i, record) in updates {
+            if *i >= self.lines_len(*array)? {
+                return Err(BiError::OutOfSection {
+                    offset: *i,
+                    section: "line array (index)",
+                });
+            }
+            let at = array.offset() + i * line;
+            let now = Stamp::from_raw(self.inner.view.load_u64(at)?);
+            let stamp = now
+                .next_version()
+                .ok_or(BiError::VersionsExhausted { offset: at })?;
+            next.insert(at, (record, stamp));
+        }
+        let mut lines: Vec<usize> = next.keys().copied().collect();
+        lines.sort_unstable();
+        Self::reserve(&self.inner, &mut self.modified, lines.len())?;
+        let view = &self.inner.view;
+        if self.unfenced {
+            view.fence();
+            self.unfenced = false;
+        }
+        for &at in &lines {
+            let (record, stamp) = next[&at];
+            write_object(view, at, &one, stamp, bytemuck::bytes_of(record))?;
+            view.writeback(at, line)?;
+        }
+        view.fence();
+        let t = self.inner.clock.now();
+        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
+        self.modified.append(view, &entries)?;
+        let visible = self.inner.clock.refresh();
+        self.modified.visible(entries.len(), visible);
+        Ok(())
+    }
+
+    /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.
+    pub fn rewrite_lines<T: Pod>(
+        &mut self,
+        updates: &[(Link<Lines<T>>, usize, T)],
+    ) -> Result<(), BiError> {
+        self.wait(|w| w.try_rewrite_lines(updates))
+    }
+
+    /// Publishes `array` into the `u64` slot at `slot`, with the protocol of
+    /// [`publish_link`](Self::publish_link). Returns the link that was there; retire the
+    /// old array with [`try_retire_lines`](Self::try_retire_lines).
+    pub fn publish_lines<T>(
+        &mut self,
+        slot: usize,
+        array: Link<Lines<T>>,
+    ) -> Result<Link<Lines<T>>, BiError> {
+        self.wait(|w| {
+            w.check_slot(slot)?;
+            Self::reserve(&w.inner, &mut w.modified, 1)?;
+            Ok(Link::from_raw(w.store_link(
+                slot,
+                array.raw(),
+                None,
+                false,
+            )?))
+        })
+    }
+
+    /// Retires arrays (unpublish them first) like [`try_retire_all`](Self::try_retire_all):
+    /// FREED mark, freed ring, reclaimed after a grace period. Without waiting for ring
+    /// space.
+    pub fn try_retire_lines<T>(&mut self, arrays: &[Link<Lines<T>>]) -> Result<(), BiError> {
+        self.try_retire_links(arrays)
+    }
+
+    /// Gives back an array that never became reachable from a published slot or record.
+    pub fn discard_lines<T>(&mut self, array: Link<Lines<T>>) -> Result<(), BiError> {
+        let len = self.own_block(array)?;
+        self.live.remove(&array.offset());
+        Ok(self.heap.free(Block {
+            offset: array.offset(),
+            len,
+            reused: false,
+        })?)
+    }
+}
+
+impl<V: MemView> BiGuard<'_, V> {
+    /// The link of record `i` of `array`: read it with [`fetch_with`](Self::fetch_with)
+    /// or [`fetch_via`](Self::fetch_via). The index is not checked against the array's
+    /// length (a reader does not know it); the read checks that the line lies in the heap
+    /// and carries the array's generation.
+    #[inline(always)]
+    pub fn line<T>(&self, array: Link<Lines<T>>, i: usize) -> Result<Link<T>, BiError> {
+        let at = i
+            .checked_mul(self.inner().line)
+            .and_then(|o| o.checked_add(array.offset()))
+            .filter(|&o| o < 1 << 48)
+            .ok_or(BiError::OutOfSection {
+                offset: i,
+                section: "line array (index)",
+            })?;
+        Ok(Link::new(at, array.generation()))
+    }
+
+    /// [`fetch_with`](Self::fetch_with) through the cache ([`Entry::Cached`]) or from
+    /// memory ([`Entry::Fresh`]: the object's lines are invalidated and fenced first, so
+    /// an older version that still validates is not what is read).
+    #[inline(always)]
+    pub fn fetch_via<T: Pod, R>(
+        &self,
+        entry: Entry,
+        link: Link<T>,
+        f: impl Fn(&T) -> R,
+    ) -> Result<super::Fetch<R>, BiError> {
+        if let Entry::Fresh = entry
+            && !link.is_null()
+        {
+            let inner = self.inner();
+            let (at, len) = super::object::object_lines(link, inner.line)?;
+            inner.view.invalidate(at, len)?;
+            inner.view.fence();
+        }
+        self.fetch_with(link, f)
+    }
+}
