@@ -104,7 +104,7 @@ use std::ops::Range;
 /// Most partitions one map may have.
 pub const MAX_PARTITIONS: usize = 4096;
 
-/// Fewest buckets per partition (shrinking stops there).
+/// Fewest buckets per partition.
 pub const MIN_BUCKETS: usize = 8;
 
 /// How a write handle sizes its tables.
@@ -128,7 +128,10 @@ impl MapConfig {
     }
 
     /// Buckets per partition to start with (rounded up to a power of two, at least
-    /// [`MIN_BUCKETS`]): size it for the expected keys to avoid resizes while loading.
+    /// [`MIN_BUCKETS`]), and the fewest it shrinks back to: size it for the expected keys
+    /// to avoid resizes while loading. A bucket is one line holding a few entries (three
+    /// `u64 -> u64` pairs); the table grows once a partition holds more than half as many
+    /// keys as its buckets have entries.
     pub fn initial_buckets(mut self, buckets: usize) -> Self {
         self.initial_buckets = buckets;
         self

@@ -13,7 +13,7 @@
 
 use super::bucket::{BucketLine, Format, LineLink, Pair};
 use super::hash::{bucket_of, partition_of};
-use super::{BiHashMap, MIN_BUCKETS, MapConfig, key_hash};
+use super::{BiHashMap, MapConfig, key_hash};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
@@ -106,6 +106,8 @@ pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
     partitions: Vec<Partition<K, V>>,
     pending_lines: Vec<LineLink>,
     pending_pairs: Vec<PairLink<K, V>>,
+    /// Shrinking stops at the configured start size.
+    min_buckets: usize,
     max_buckets: usize,
 }
 
@@ -137,9 +139,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             partitions: Vec::with_capacity(parts.len()),
             pending_lines: Vec::new(),
             pending_pairs: Vec::new(),
+            min_buckets: config.start_buckets(max_buckets),
             max_buckets,
         };
-        let buckets = config.start_buckets(max_buckets);
+        let buckets = handle.min_buckets;
         for p in parts {
             let slot = map.partition_slot(p);
             let (array, lines) = handle.build_array(buckets, 0, Vec::new(), |_| None)?;
@@ -558,9 +561,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                     // The map stays correct with longer chains; retry after more growth.
                     self.partitions[pi].grow_after = len + len / 2 + 1;
                 }
-            } else if len < buckets * per / 8 && buckets > MIN_BUCKETS {
+            } else if len < buckets * per / 8 && buckets > self.min_buckets {
                 // A failed shrink (heap exhausted) leaves the larger table in place.
-                let _ = self.resize(pi, target.max(MIN_BUCKETS));
+                let _ = self.resize(pi, target.max(self.min_buckets));
             }
         }
         self.flush_retired()
