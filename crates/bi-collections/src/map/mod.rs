@@ -3,58 +3,76 @@
 //! # Why this shape
 //!
 //! Readers on other nodes read through caches that nobody invalidates for them on the
-//! read path, and they take no lock. So nothing a reader can reach may ever change under
-//! it in a way it could observe half-done, and nothing it can reach may be reused while
-//! it might still follow a link to it. A relativistic hash table (Triplett, McKenney and
-//! Walpole) has exactly these properties when it is built from three pieces:
+//! read path, and they take no lock. So nothing a reader can reach may change under it in
+//! a way it could observe half-done, and nothing it can reach may be reused while it
+//! might still follow a link to it. At a million keys a lookup misses in cache, and the
+//! layout decides how many misses it pays, so the map is built, as CLHT is, from whole
+//! lines:
 //!
-//! - **Immutable chain nodes.** Each bucket is a singly linked chain of nodes holding one
-//!   key, its value and the link of the next node. A node never changes once published.
-//! - **A bucket array whose slots change in place.** The array is a runtime
-//!   [slot array](bi_core::runtime::slots): each bucket is one 8-byte slot that the
-//!   writer replaces with the runtime's publication protocol (store, write back, fence,
-//!   log the line for every node's quiescence pass). Word 0 of the array holds the
-//!   partition's length, so readers can read `len` too.
+//! - **A bucket is one line** of a runtime [line array](bi_core::runtime::lines),
+//!   holding up to six entries (three `u64 -> u64` pairs) and the link of an overflow
+//!   line. Keys and values that fit 48 bytes together sit in the line itself, so a hit
+//!   reads one line after the root; larger entries hold the key's hash and the link of an
+//!   immutable pair object (one line more).
+//! - **Lines change in place, one version at a time**: the writer rewrites a bucket line
+//!   under the next version of its stamp (the runtime's write order makes a half-written
+//!   line match nothing), writes it back, fences and logs it, so every node's pass
+//!   invalidates it. Line 0 of the array holds the bucket count, the length and the entry
+//!   format (a reader that opens the map with other key or value sizes is refused).
 //! - **One root slot per partition** holding the current array.
 //!
 //! # Updates
 //!
-//! - *Insert of a new key*: a new node whose next link is the current chain head, sealed
-//!   (written back, no fence), then one slot publication (one fence) makes it the head.
-//! - *Update or removal*: copy-on-write of the chain prefix up to the node. The copies are
-//!   built from the tail side (so each copy links to an already sealed node), the new head
-//!   is published into the bucket slot, and the old prefix is retired: readers that
-//!   already hold old nodes keep a consistent chain until the grace period ends.
-//! - *Resize* (grow when the load passes one key per bucket, shrink when it falls under
-//!   a quarter): the writer builds a whole new array whose chains are fresh copies, seals
-//!   it, publishes it into the root slot, and retires the old array and every old node.
-//!   Readers that loaded the old array keep reading it, untouched, until they leave.
-//!   Building copies costs O(n) per resize, amortised O(1) per insert.
-//! - *Batches* ([`ApplyBatch`](crate::ApplyBatch)): every node of a batch is sealed, then
-//!   every changed bucket slot and the length are stored with one fence and one log
-//!   append, then the old nodes are retired together. Nodes created and superseded inside
-//!   one batch were never reachable and are given back at once.
+//! - *Insert of a new key*: into the first free entry of its bucket's chain, or into a new
+//!   overflow line (written, then linked from the chain's last line). One rewrite of the
+//!   bucket line and the header: one fence.
+//! - *Replace or remove*: the key's line is rewritten where it is (a replaced or removed
+//!   pair is retired; an emptied overflow line is unlinked and retired).
+//! - **A key that stays never moves**: a new key only takes a free entry, and a present
+//!   key is rewritten in its place. A reader that walks a chain while its lines are
+//!   rewritten one by one therefore always meets every key that stays.
+//! - *Resize* (grow once a partition holds more than half as many keys as its buckets
+//!   have entries, shrink under an eighth, never below the configured start): the writer
+//!   builds a whole new array and its overflow lines, seals them, publishes the array into
+//!   the root slot and retires the old lines. Readers that loaded the old array keep
+//!   reading it, untouched, until they leave.
+//! - *Batches* ([`ApplyBatch`](crate::ApplyBatch)): every touched chain is staged, new
+//!   overflow lines are written, then every changed line and the header are rewritten
+//!   with one fence per partition (per 256 lines), then replaced objects are retired
+//!   together.
 //!
-//! The writer keeps a private mirror of its chains (keys, values and node links) in
-//! ordinary memory, so it never reads shared memory to find what to copy, and its
-//! [`get`](MapWriteHandle::get) is a local lookup.
+//! The writer keeps a private mirror of its lines in ordinary memory, so it never reads
+//! shared memory to find what to change, and its [`get`](MapWriteHandle::get) is a local
+//! lookup.
 //!
 //! # What readers see, and when
 //!
-//! A lookup hashes the key, reads the root slot, the bucket slot and walks the chain, all
-//! through the node's cache with no cache operation. Every object read is validated
-//! against the generation its link names (the runtime's stamps), so a reader never
-//! accepts bytes of a reused block. Between two quiescence passes of its node, a reader
-//! may see a slot that is stale (by at most the runtime's staleness bound): the value it
-//! returns was current at some moment since its node's last pass.
+//! A lookup hashes the key, reads the root slot, the array's header line and the bucket
+//! line (and overflow lines, if any), all through the node's cache with no cache
+//! operation. Every line read is validated against the generation its link names and
+//! copied between two reads of its stamp, so a reader never accepts a half-written line
+//! or a line of a reused block. Between two quiescence passes of its node, a reader may
+//! see an older version of a line (by at most the runtime's staleness bound): the value
+//! it returns was current at some moment since its node's last pass.
 //!
 //! **Lazy invalidation on a miss**: a lookup that does not find its key (or meets a stale
-//! link) invalidates the root slot and the bucket slot, fences, and searches again from
+//! link) invalidates each line before reading it, fences, and searches again from
 //! memory. So a key whose insertion was published before the lookup began is always
 //! found, even between passes. A hit costs no cache operation at all.
 //!
 //! `len` and iteration read each partition's array at one moment, bucket by bucket; they
 //! are not a snapshot of the whole map while it is being written.
+//!
+//! # Trade-offs
+//!
+//! - **Memory**: a bucket is a whole line even for one key, and the table grows at half
+//!   its entries: about 64 to 128 bytes per `u64 -> u64` key (hashbrown uses about 20).
+//!   The writer's mirror holds as much again in its own memory.
+//! - **Large entries cost a line more**: keys and values over 48 bytes together live in
+//!   their own objects, and every update of one allocates and retires an object.
+//! - **Writes pay a fence each** (a batch pays one per 256 lines): a rewrite must reach
+//!   memory before it is logged.
+//! - **Line size**: at least 64 bytes; a larger line wastes the rest of each bucket.
 //!
 //! # Partitions
 //!
@@ -152,7 +170,8 @@ impl MapConfig {
 ///
 /// `K` and `V` are plain data ([`Pod`]); keys are compared with `Eq` and placed with
 /// [`key_hash`] (their `Hash`), which must therefore agree between processes (it does
-/// for the integer and array types).
+/// for the integer and array types). A map needs lines of at least 64 bytes (a bucket
+/// line's record is 56 bytes).
 pub struct BiHashMap<K, V> {
     first_slot: usize,
     stride: usize,

@@ -271,3 +271,161 @@ impl<V: MemView> BiGuard<'_, V> {
         self.fetch_with(link, f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::Fetch;
+    use crate::runtime::object::Stamp;
+    use crate::runtime::testing::Setup;
+
+    type Rec = [u64; 3];
+
+    fn read(
+        g: &BiGuard<'_, crate::mem::EmulatedNode>,
+        a: Link<Lines<Rec>>,
+        i: usize,
+        e: Entry,
+    ) -> Fetch<Rec> {
+        g.fetch_via(e, g.line(a, i).unwrap(), |r| *r).unwrap()
+    }
+
+    #[test]
+    fn a_cached_old_version_lasts_until_a_pass_and_a_fresh_read_sees_the_new_one() {
+        let s = Setup::new(2, 3);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[[1u64; 3], [2; 3]]).unwrap();
+        w.publish_lines(s.slot(0), a).unwrap();
+        s.quiesce_all().unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        // Node 1 caches version 0 of line 1.
+        assert_eq!(read(&r.enter(), a, 1, Entry::Cached), Fetch::Value([2; 3]));
+        w.rewrite_lines(&[(a, 1, [20; 3])]).unwrap();
+        let g = r.enter();
+        // The old version is whole and still matches the link: bounded staleness.
+        assert_eq!(read(&g, a, 1, Entry::Cached), Fetch::Value([2; 3]));
+        assert_eq!(read(&g, a, 1, Entry::Fresh), Fetch::Value([20; 3]));
+        drop(g);
+        // The rewrite was logged: after a pass, the cached read sees it too.
+        w.rewrite_lines(&[(a, 0, [10; 3])]).unwrap();
+        s.nodes[1].quiesce().unwrap();
+        let g = r.enter();
+        assert_eq!(read(&g, a, 0, Entry::Cached), Fetch::Value([10; 3]));
+        assert_eq!(read(&g, a, 1, Entry::Cached), Fetch::Value([20; 3]));
+    }
+
+    #[test]
+    fn every_rewrite_gets_a_new_stamp_that_still_matches_the_link() {
+        let s = Setup::new(1, 1);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[[0u64; 3]]).unwrap();
+        let view = s.nodes[0].view();
+        let mut stamps = vec![view.load_u64(a.offset()).unwrap()];
+        for v in 1..5u64 {
+            // A line named twice gets its last record.
+            w.rewrite_lines(&[(a, 0, [v; 3]), (a, 0, [v + 100; 3])])
+                .unwrap();
+            let st = view.load_u64(a.offset()).unwrap();
+            assert!(Stamp::from_raw(st).matches(a.generation()));
+            assert!(!stamps.contains(&st));
+            stamps.push(st);
+        }
+        let r = s.nodes[0].reader().unwrap();
+        assert_eq!(read(&r.enter(), a, 0, Entry::Fresh), Fetch::Value([104; 3]));
+    }
+
+    #[test]
+    fn bad_rewrites_are_typed_errors_and_change_nothing() {
+        let s = Setup::new(2, 2);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[[7u64; 3]]).unwrap();
+        let past = w.lines_len(a).unwrap();
+        assert!(matches!(
+            w.try_rewrite_lines(&[(a, 0, [8; 3]), (a, past, [9; 3])]),
+            Err(BiError::OutOfSection { .. })
+        ));
+        let foreign: Link<Lines<Rec>> = Link::new(a.offset(), a.generation() + 1);
+        assert!(matches!(
+            w.try_rewrite_lines(&[(foreign, 0, [9; 3])]),
+            Err(BiError::StaleLink { .. })
+        ));
+        assert!(matches!(
+            w.alloc_lines::<Rec>(&[]),
+            Err(BiError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            w.alloc_lines(&[[0u64; 8]]),
+            Err(BiError::TooLarge { .. })
+        ));
+        let r = s.nodes[1].reader().unwrap();
+        assert_eq!(read(&r.enter(), a, 0, Entry::Fresh), Fetch::Value([7; 3]));
+        // Exhausted versions are refused before anything is written.
+        let top = Stamp::new(crate::runtime::Generation::MAX, false);
+        assert_eq!(top.next_version(), None);
+    }
+
+    #[test]
+    fn a_retired_array_is_reused_under_a_generation_above_all_its_versions() {
+        let s = Setup::new(2, 5);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[[1u64; 3], [2; 3]]).unwrap();
+        w.publish_lines(s.slot(0), a).unwrap();
+        for v in 0..3 {
+            w.rewrite_lines(&[(a, 1, [v; 3])]).unwrap();
+        }
+        let r = s.nodes[1].reader().unwrap();
+        assert_eq!(read(&r.enter(), a, 1, Entry::Fresh), Fetch::Value([2; 3]));
+        let view = s.nodes[0].view();
+        let last = Stamp::from_raw(view.load_u64(a.offset() + 64).unwrap());
+        let empty: Link<Lines<Rec>> = Link::null();
+        w.publish_lines(s.slot(0), empty).unwrap();
+        w.try_retire_lines(&[a]).unwrap();
+        for _ in 0..3 {
+            s.emu.advance(1_000);
+            s.quiesce_all().unwrap();
+            w.reclaim().unwrap();
+        }
+        assert_eq!(w.retired_blocks(), 0);
+        let b = w.alloc_lines(&[[5u64; 3], [6; 3]]).unwrap();
+        assert_eq!(b.offset(), a.offset(), "the bump heap reuses the block");
+        let stamp = |i: usize| Stamp::from_raw(view.load_u64(a.offset() + 64 * i).unwrap());
+        assert!(stamp(0).generation() > last.generation());
+        assert_eq!(stamp(0), stamp(1));
+        // The old link matches none of the new lines.
+        let old = r.enter();
+        assert_eq!(read(&old, a, 0, Entry::Fresh), Fetch::Stale);
+        assert_eq!(read(&old, a, 1, Entry::Fresh), Fetch::Stale);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "writes 70,000 emulated lines")]
+    fn an_array_longer_than_one_log_entry_is_retired_in_pieces() {
+        use crate::region::RegionConfig;
+        use crate::runtime::RuntimeConfig;
+        let s = Setup::with(
+            RegionConfig::new(16 << 20).with_nodes(1),
+            |c| c.seed(1),
+            RuntimeConfig::default(),
+        );
+        let mut w = s.writer(0);
+        let n = crate::runtime::object::MAX_OBJECT_LINES + 5_000;
+        let a = w.alloc_lines(&vec![[1u64]; n]).unwrap();
+        w.publish_lines(s.slot(0), a).unwrap();
+        w.publish_lines(s.slot(0), Link::<Lines<[u64; 1]>>::null())
+            .unwrap();
+        let before = w.ring_usage();
+        w.try_retire_lines(&[a]).unwrap();
+        let after = w.ring_usage();
+        assert_eq!(
+            after.1 - before.1,
+            2,
+            "two freed entries: {before:?} -> {after:?}"
+        );
+        for _ in 0..3 {
+            s.emu.advance(1_000);
+            s.quiesce_all().unwrap();
+            w.reclaim().unwrap();
+        }
+        assert_eq!(w.retired_blocks(), 0);
+    }
+}
