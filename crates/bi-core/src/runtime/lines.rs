@@ -34,7 +34,7 @@
 //! is written back, fenced and logged in the modified ring, exactly like a slot store, so
 //! the pass invalidates the line, and a reader that must see the latest version (a
 //! lookup that missed) invalidates the line itself and fences before reading
-//! ([`BiGuard::fetch_via`] with [`Entry::Fresh`](super::Entry::Fresh)). A record that
+//! ([`BiGuard::fetch_via`] with [`Entry::Fresh`]). A record that
 //! links to new objects is rewritten only after they were written back and fenced (the
 //! rewrite fences first when sealed objects wait).
 //!

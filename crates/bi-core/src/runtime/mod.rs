@@ -136,8 +136,10 @@
 //! - the read path, each written once: [`BiGuard::fetch`] / [`BiGuard::fetch_with`] (the
 //!   validated read of one object: [`Fetch`]), [`walk`] (a search along links),
 //!   [`lazy`] (lazy invalidation: cached first, fresh entry points on a miss);
-//! - [`SlotArray`], [`SlotArrayRef`]: runtime-sized arrays of slots updated in place
-//!   (bucket arrays), see [`slots`] for why reading one slot is sound;
+//! - [`SlotArray`], [`SlotArrayRef`]: runtime-sized arrays of slots updated in place,
+//!   see [`slots`] for why reading one slot is sound;
+//! - [`Lines`]: line arrays whose lines are records rewritten in place under a new
+//!   version of their stamp (a hash map's bucket lines), see [`lines`];
 //! - [`Clock`] ([`TickClock`], [`EmulatedClock`]), [`RuntimeConfig`], [`Policy`].
 //!
 //! # Reader ordering
