@@ -4,7 +4,7 @@
 //! chain: its bucket line and overflow lines), *commit* (allocate the chain's new
 //! overflow lines, then rewrite every changed line and the header with one fence per
 //! chunk, then adopt the staged chains), *retire* (emptied overflow lines, replaced
-//! pairs and old arrays, queued and handed to the runtime in bounded batches).
+//! pairs and old arrays, handed to the writer's deferred retirement).
 //!
 //! A key that an operation does not remove never changes place: an insert of a present
 //! key rewrites its value where it is, and a new key takes the first free entry of its
@@ -17,15 +17,13 @@ use super::{BiHashMap, MapConfig, key_hash};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Link, ReclaimReport, Writer, lines};
+use bi_core::runtime::{Link, ReclaimReport, Writer, lines};
 use bytemuck::Pod;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Range;
 
-/// Links retired per call to the runtime (each is one freed-ring entry).
-const RETIRE_CHUNK: usize = 32;
 /// Lines rewritten per fence when a batch touches many buckets.
 const PUBLISH_CHUNK: usize = 256;
 
@@ -104,8 +102,6 @@ pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
     writer: Writer<M, H>,
     parts: Range<usize>,
     partitions: Vec<Partition<K, V>>,
-    pending_lines: Vec<LineLink>,
-    pending_pairs: Vec<PairLink<K, V>>,
     /// Shrinking stops at the configured start size.
     min_buckets: usize,
     max_buckets: usize,
@@ -116,10 +112,7 @@ impl<K, V, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
         f.debug_struct("MapWriteHandle")
             .field("map", &self.map)
             .field("parts", &self.parts)
-            .field(
-                "pending_retirements",
-                &(self.pending_lines.len() + self.pending_pairs.len()),
-            )
+            .field("pending_retirements", &self.writer.deferred())
             .finish_non_exhaustive()
     }
 }
@@ -137,8 +130,6 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             writer,
             parts: parts.clone(),
             partitions: Vec::with_capacity(parts.len()),
-            pending_lines: Vec::new(),
-            pending_pairs: Vec::new(),
             min_buckets: config.start_buckets(max_buckets),
             max_buckets,
         };
@@ -178,11 +169,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         &self.writer
     }
 
-    /// Gives the writer back. Retirements still queued (see
-    /// [`pending_retirements`](Self::pending_retirements)) are abandoned: their memory
-    /// is not reused.
-    pub fn into_writer(mut self) -> Writer<M, H> {
-        let _ = self.flush_retired();
+    /// Gives the writer back (with its deferred retirements, see
+    /// [`pending_retirements`](Self::pending_retirements)).
+    pub fn into_writer(self) -> Writer<M, H> {
         self.writer
     }
 
@@ -212,10 +201,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         self.max_buckets
     }
 
-    /// Overflow lines, replaced pairs and old arrays waiting to be handed to the runtime
-    /// for retirement (when its freed ring was full).
+    /// Overflow lines, replaced pairs and old arrays waiting for room in the freed ring
+    /// ([`Writer::deferred`]).
     pub fn pending_retirements(&self) -> usize {
-        self.pending_lines.len() + self.pending_pairs.len()
+        self.writer.deferred()
     }
 
     /// The value of `key`, from the writer's own (always current) record.
@@ -256,10 +245,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
     }
 
-    /// Hands queued retirements to the runtime and gives back to the heap every retired
-    /// block whose grace period has passed.
+    /// Logs deferred retirements and gives back to the heap every retired block whose
+    /// grace period has passed.
     pub fn reclaim(&mut self) -> Result<ReclaimReport, CollectionError> {
-        self.flush_retired()?;
         Ok(self.writer.reclaim()?)
     }
 
@@ -456,6 +444,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
         let part = &mut self.partitions[pi];
         part.len = len;
+        let (mut pairs, mut lines) = (Vec::new(), Vec::new());
         for (b, r) in ready {
             let mut chain = r.staged.chain.into_iter();
             if let Some(first) = chain.next() {
@@ -471,10 +460,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             for l in r.staged.superseded {
                 let _ = self.writer.discard_link(l);
             }
-            self.pending_pairs.extend(r.staged.retire);
-            self.pending_lines.extend(r.unlinked);
+            pairs.extend(r.staged.retire);
+            lines.extend(r.unlinked);
         }
-        Ok(())
+        self.writer.defer_retire(pairs)?;
+        Ok(self.writer.defer_retire(lines)?)
     }
 
     /// Keys in bucket `b`'s published chain.
@@ -548,7 +538,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         })
     }
 
-    /// Resizes partitions whose load left the band, then queues retirements.
+    /// Resizes partitions whose load left the band.
     fn after_commit(&mut self) -> Result<(), CollectionError> {
         let per = Format::<K, V>::PER_LINE;
         for pi in 0..self.partitions.len() {
@@ -566,7 +556,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 let _ = self.resize(pi, target.max(self.min_buckets));
             }
         }
-        self.flush_retired()
+        Ok(())
     }
 
     /// Allocates (sealed, not published) a bucket array of `buckets` buckets holding
@@ -592,7 +582,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// Builds partition `pi` anew with `buckets` buckets from its entries, publishes the
-    /// new array and queues the old array and overflow lines for retirement. Pairs stay
+    /// new array and retires the old array and overflow lines. Pairs stay
     /// where they are: the new lines link to them.
     fn resize(&mut self, pi: usize, buckets: usize) -> Result<(), CollectionError> {
         let part = &self.partitions[pi];
@@ -670,35 +660,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         let part = &mut self.partitions[pi];
         let old_overflow = std::mem::replace(&mut part.overflow, overflow);
         part.buckets = lines;
-        self.pending_lines
-            .push(std::mem::replace(&mut part.array, array));
-        self.pending_lines
-            .extend(old_overflow.iter().flatten().filter_map(|o| o.link));
-        Ok(())
-    }
-
-    /// Retires queued links in bounded batches; stops quietly when the freed ring is full
-    /// (they stay queued for the next call).
-    fn flush_retired(&mut self) -> Result<(), CollectionError> {
-        while !self.pending_lines.is_empty() {
-            let n = self.pending_lines.len().min(RETIRE_CHUNK);
-            let at = self.pending_lines.len() - n;
-            match self.writer.try_retire_lines(&self.pending_lines[at..]) {
-                Ok(()) => self.pending_lines.truncate(at),
-                Err(BiError::LogFull { .. }) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        while !self.pending_pairs.is_empty() {
-            let n = self.pending_pairs.len().min(RETIRE_CHUNK);
-            let at = self.pending_pairs.len() - n;
-            match self.writer.try_retire_all(&self.pending_pairs[at..]) {
-                Ok(()) => self.pending_pairs.truncate(at),
-                Err(BiError::LogFull { .. }) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        let old_array = std::mem::replace(&mut part.array, array);
+        let old = old_overflow.iter().flatten().filter_map(|o| o.link);
+        Ok(self
+            .writer
+            .defer_retire(std::iter::once(old_array).chain(old))?)
     }
 }
 

@@ -88,9 +88,6 @@ pub struct TreeWriteHandle<K: Pod + Ord, V: Pod, M: MemView, H: Heap> {
     store: WriterStore<K, V, M, H>,
     tree: BiTree<K, V>,
     root: u64,
-    /// Replaced nodes of published trees whose retirement is still to be logged (the
-    /// freed ring was full).
-    unretired: Vec<Link<Node<K, V>>>,
 }
 
 impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
@@ -99,7 +96,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K
             .field("slot", &self.tree.slot())
             .field("root", &Link::<Node<K, V>>::from_raw(self.root))
             .field("nodes", &self.store.index.len())
-            .field("unretired", &self.unretired.len())
+            .field("unretired", &self.store.writer.deferred())
             .finish_non_exhaustive()
     }
 }
@@ -116,7 +113,6 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             },
             tree,
             root: 0,
-            unretired: Vec::new(),
         })
     }
 
@@ -222,7 +218,6 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// Retires replaced nodes still waiting for room in the freed ring, then gives back
     /// to the heap every retired node whose grace period has passed.
     pub fn reclaim(&mut self) -> Result<ReclaimReport, CollectionError> {
-        self.retire_pending()?;
         Ok(self.store.writer.reclaim()?)
     }
 
@@ -230,7 +225,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// when their batch was published; the next update or [`reclaim`](Self::reclaim)
     /// retries). They are unlinked already; they count toward memory in use.
     pub fn unretired(&self) -> usize {
-        self.unretired.len()
+        self.store.writer.deferred()
     }
 
     fn single(&mut self, op: Op<K, V>) -> Result<Option<V>, CollectionError> {
@@ -268,35 +263,10 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         for r in &replaced {
             self.store.index.remove(r);
         }
-        self.unretired
-            .extend(replaced.into_iter().map(Link::<Node<K, V>>::from_raw));
-        self.retire_pending()
-    }
-
-    /// Logs the retirement of unlinked nodes, in as few groups as the freed ring allows;
-    /// what does not fit stays pending.
-    fn retire_pending(&mut self) -> Result<(), CollectionError> {
-        let mut chunk = self.unretired.len();
-        while !self.unretired.is_empty() {
-            let n = chunk.min(self.unretired.len());
-            match self.store.writer.try_retire_all(&self.unretired[..n]) {
-                Ok(()) => {
-                    self.unretired.drain(..n);
-                }
-                Err(BiError::LogFull { capacity, .. }) => {
-                    // Retire what fits now; the rest waits for a pass to make room (the
-                    // refusal is cheap: the writer checks room before the nodes).
-                    let used = self.store.writer.ring_usage().1;
-                    let free = (capacity as usize).saturating_sub(used);
-                    if free == 0 || free >= n {
-                        return Ok(());
-                    }
-                    chunk = free;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        Ok(self
+            .store
+            .writer
+            .defer_retire(replaced.into_iter().map(Link::<Node<K, V>>::from_raw))?)
     }
 }
 

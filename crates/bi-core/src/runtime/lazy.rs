@@ -14,10 +14,17 @@ use super::BiError;
 use super::reader::BiGuard;
 use crate::mem::MemView;
 
-/// How many times a lookup starts over from entry points read fresh from memory when a
-/// link it follows turns out stale. Each attempt follows a newer publication; only a
-/// writer replacing the same path again and again between two reads exhausts them.
+/// How many times a lookup starts over at once from entry points read fresh from memory
+/// when a link it follows turns out stale. Each attempt follows a newer publication.
 pub const FRESH_ATTEMPTS: usize = 16;
+
+/// How long a lookup keeps starting over (yielding the processor between attempts) once
+/// [`FRESH_ATTEMPTS`] were stale. A line rewritten in place ([`lines`](super::lines))
+/// matches nothing while its writer is between the first and the last store of the
+/// rewrite, and a writer descheduled there holds every fresh reader of that line until
+/// it runs again: a scheduling delay, not an error. Only a link that stays stale this
+/// long is reported ([`BiError::StaleLink`]).
+pub const STALE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Where a search reads its entry points (root and bucket slots) from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,9 +48,10 @@ pub enum Search<T> {
 
 impl<V: MemView> BiGuard<'_, V> {
     /// Runs `search` through the cache; on a miss or a stale link, again from entry points
-    /// read fresh from memory, until it finds the answer, misses in a fresh version, or
-    /// has met a stale link [`FRESH_ATTEMPTS`] times in a row
-    /// ([`BiError::StaleLink`]).
+    /// read fresh from memory, until it finds the answer or misses in a fresh version.
+    /// After [`FRESH_ATTEMPTS`] stale attempts in a row it yields between attempts, and
+    /// reports [`BiError::StaleLink`] once they have stayed stale for
+    /// [`STALE_PATIENCE`].
     ///
     /// So a key whose insertion was published before the call is always found, and the
     /// hit path costs one search with no cache operation.
@@ -88,11 +96,19 @@ impl<V: MemView> BiGuard<'_, V> {
         &self,
         mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        for _ in 0..FRESH_ATTEMPTS {
+        let mut since = None;
+        for attempt in 0.. {
             match search(Entry::Fresh)? {
                 Search::Found(v) => return Ok(Some(v)),
                 Search::Missing => return Ok(None),
-                Search::Stale => {}
+                Search::Stale if attempt < FRESH_ATTEMPTS => {}
+                Search::Stale => {
+                    let start = *since.get_or_insert_with(std::time::Instant::now);
+                    if start.elapsed() > STALE_PATIENCE {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
             }
         }
         Err(BiError::StaleLink { offset: 0 }.into())

@@ -428,4 +428,38 @@ mod tests {
         }
         assert_eq!(w.retired_blocks(), 0);
     }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "sleeps while another thread reads")]
+    fn a_fresh_reader_waits_for_a_writer_caught_between_the_stores_of_a_rewrite() {
+        use crate::runtime::Search;
+        let s = Setup::new(2, 1);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[[1u64; 3]]).unwrap();
+        w.publish_lines(s.slot(0), a).unwrap();
+        let view = s.nodes[0].view();
+        let stamp = view.load_u64(a.offset()).unwrap();
+        let put = |raw: u64| {
+            view.store_u64(a.offset(), raw).unwrap();
+            view.writeback(a.offset(), 64).unwrap();
+            view.fence();
+        };
+        // The writer stopped after the first store of a rewrite: memory holds INVALID.
+        put(Stamp::INVALID.raw());
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                put(stamp);
+            });
+            let r = s.nodes[1].reader().unwrap();
+            let g = r.enter();
+            let found = g.lazy(|e| {
+                Ok::<_, BiError>(match g.fetch_via(e, g.line(a, 0)?, |x| *x)? {
+                    Fetch::Value(v) => Search::Found(v),
+                    _ => Search::Stale,
+                })
+            });
+            assert_eq!(found.unwrap(), Some([1; 3]));
+        });
+    }
 }

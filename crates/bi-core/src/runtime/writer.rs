@@ -136,6 +136,8 @@ pub struct Writer<V: MemView, H: Heap> {
     /// the heap gave it): only these may be retired (a foreign object's first line belongs
     /// to another node's writer), and this is where a block's length is known from.
     pub(super) live: HashMap<usize, usize>,
+    /// Unlinked objects waiting for room in the freed ring ([`Writer::defer_retire`]).
+    deferred: Vec<Link<()>>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
@@ -171,6 +173,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             retired: VecDeque::new(),
             retired_bytes: 0,
             live: HashMap::new(),
+            deferred: Vec::new(),
             unfenced: false,
         })
     }
@@ -652,6 +655,82 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(())
     }
 
+    /// Retires objects that are already unlinked, without ever waiting: they are logged
+    /// in the freed ring now as far as it has room, and the rest wait in this writer's
+    /// bag until the next `defer_retire`, [`flush_deferred`](Self::flush_deferred) or
+    /// [`reclaim`](Self::reclaim) finds room. The one retirement path for structures:
+    /// an update hands over what it replaced and goes on.
+    ///
+    /// Each link is checked first ([`BiError::StaleLink`] or
+    /// [`BiError::AlreadyRetired`]); on an error nothing was deferred.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let old = w.alloc_sealed(1u64).unwrap();
+    /// w.publish_link(s.slot(0), old).unwrap();
+    /// let new = w.alloc_sealed(2u64).unwrap();
+    /// w.publish_link(s.slot(0), new).unwrap();
+    /// w.defer_retire([old]).unwrap();
+    /// assert_eq!((w.deferred(), w.retired_blocks()), (0, 1));
+    /// ```
+    pub fn defer_retire<T>(
+        &mut self,
+        links: impl IntoIterator<Item = Link<T>>,
+    ) -> Result<(), BiError> {
+        let start = self.deferred.len();
+        for link in links {
+            if let Err(e) = self.own_block(link) {
+                self.deferred.truncate(start);
+                return Err(match e {
+                    BiError::StaleLink { .. } => self.not_retirable(link),
+                    e => e,
+                });
+            }
+            self.deferred.push(link.cast());
+        }
+        self.flush_deferred()
+    }
+
+    /// Logs deferred retirements in as few groups as the freed ring takes now; what does
+    /// not fit stays deferred. A full ring is not an error here.
+    pub fn flush_deferred(&mut self) -> Result<(), BiError> {
+        let mut chunk = self.deferred.len();
+        while !self.deferred.is_empty() {
+            let n = chunk.min(self.deferred.len());
+            let group = self.deferred.split_off(self.deferred.len() - n);
+            match self.try_retire_links(&group) {
+                Ok(()) => {}
+                Err(BiError::LogFull { capacity, .. }) => {
+                    self.deferred.extend(group);
+                    let free = (capacity as usize).saturating_sub(self.freed.len());
+                    if free == 0 || free >= n {
+                        return Ok(());
+                    }
+                    chunk = free;
+                }
+                Err(e) => {
+                    // A link deferred twice: retire the rest one by one, drop the
+                    // offender, report it.
+                    for link in group {
+                        if let Err(BiError::LogFull { .. }) = self.try_retire_links(&[link]) {
+                            self.deferred.push(link);
+                        }
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unlinked objects still waiting for room in the freed ring.
+    pub fn deferred(&self) -> usize {
+        self.deferred.len()
+    }
+
     /// [`try_retire_all`](Self::try_retire_all), waiting for ring space.
     pub fn retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
         self.wait(|w| w.try_retire_all(links))
@@ -683,6 +762,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.freed.release(g.min_pass_start, self.inner.config.skew);
         self.modified
             .release(g.min_pass_start, self.inner.config.skew);
+        self.flush_deferred()?;
         let mut report = ReclaimReport::default();
         while let Some(r) = self.retired.front() {
             if r.visible >= g.tick {
