@@ -65,9 +65,8 @@ use super::BiError;
 use super::lazy::Entry;
 use super::object::{Link, Shape, Stamp, write_object};
 use super::reader::BiGuard;
-use super::ring::LogEntry;
 use super::writer::Writer;
-use crate::heap::{Block, Heap};
+use crate::heap::Heap;
 use crate::mem::MemView;
 use bytemuck::Pod;
 use std::collections::HashMap;
@@ -176,13 +175,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             write_object(view, at, &one, stamp, bytemuck::bytes_of(record))?;
             view.writeback(at, line)?;
         }
-        view.fence();
-        let t = self.inner.clock.now();
-        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
-        self.modified.append(view, &entries)?;
-        let visible = self.inner.clock.refresh();
-        self.modified.visible(entries.len(), visible);
-        Ok(())
+        self.fence_and_log_lines(&lines)
     }
 
     /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.
@@ -201,16 +194,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         slot: usize,
         array: Link<Lines<T>>,
     ) -> Result<Link<Lines<T>>, BiError> {
-        self.wait(|w| {
-            w.check_slot(slot)?;
-            Self::reserve(&w.inner, &mut w.modified, 1)?;
-            Ok(Link::from_raw(w.store_link(
-                slot,
-                array.raw(),
-                None,
-                false,
-            )?))
-        })
+        self.wait(|w| Ok(Link::from_raw(w.try_publish_raw(slot, array.raw())?)))
     }
 
     /// Retires arrays (unpublish them first) like [`try_retire_all`](Self::try_retire_all):
@@ -222,13 +206,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Gives back an array that never became reachable from a published slot or record.
     pub fn discard_lines<T>(&mut self, array: Link<Lines<T>>) -> Result<(), BiError> {
-        let len = self.own_block(array)?;
-        self.live.remove(&array.offset());
-        Ok(self.heap.free(Block {
-            offset: array.offset(),
-            len,
-            reused: false,
-        })?)
+        self.discard_block(array)
     }
 }
 

@@ -83,9 +83,8 @@
 use super::BiError;
 use super::object::{Fetch, Link, MAX_OBJECT_LINES, STAMP_BYTES, Shape, Stamp, check_in};
 use super::reader::{BiGuard, Shared};
-use super::ring::LogEntry;
 use super::writer::{BiBox, Unpublished, Writer};
-use crate::heap::{Block, Heap};
+use crate::heap::Heap;
 use crate::mem::MemView;
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -249,16 +248,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         slot: usize,
         array: Link<SlotArray>,
     ) -> Result<Link<SlotArray>, BiError> {
-        self.wait(|w| {
-            w.check_slot(slot)?;
-            Self::reserve(&w.inner, &mut w.modified, 1)?;
-            Ok(Link::from_raw(w.store_link(
-                slot,
-                array.raw(),
-                None,
-                false,
-            )?))
-        })
+        self.wait(|w| Ok(Link::from_raw(w.try_publish_raw(slot, array.raw())?)))
     }
 
     /// Stores `link` into slot `i` of `array` without waiting for ring space: stores it,
@@ -370,12 +360,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         for &l in &lines {
             view.writeback(l, line)?;
         }
-        view.fence();
-        let t = inner.clock.now();
-        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
-        self.modified.append(view, &entries)?;
-        let visible = inner.clock.refresh();
-        self.modified.visible(entries.len(), visible);
+        self.fence_and_log_lines(&lines)?;
         Ok(old)
     }
 
@@ -400,13 +385,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Gives back an array that never became reachable from a published slot.
     pub fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
-        let (len, _) = self.own_array(array)?;
-        self.live.remove(&array.offset());
-        Ok(self.heap.free(Block {
-            offset: array.offset(),
-            len,
-            reused: false,
-        })?)
+        self.own_array(array)?;
+        self.discard_block(array)
     }
 }
 

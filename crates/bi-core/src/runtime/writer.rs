@@ -360,6 +360,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// again). Giving back an object that *was* reachable is a logic error: readers
     /// holding its link would then be protected by the generation check only.
     pub fn discard_link<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
+        self.discard_block(link)
+    }
+
+    /// [`discard_link`](Self::discard_link) for a link of any type.
+    pub(super) fn discard_block<T>(&mut self, link: Link<T>) -> Result<(), BiError> {
         let len = self.own_block(link)?;
         let at = link.offset();
         self.live.remove(&at);
@@ -513,14 +518,29 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         slot: usize,
         link: Link<T>,
     ) -> Result<Link<T>, BiError> {
+        Ok(Link::from_raw(self.try_publish_raw(slot, link.raw())?))
+    }
+
+    /// Stores a raw link of any type (an object's, an array's) into `slot` with the
+    /// protocol of [`try_publish_link`](Self::try_publish_link); returns the old word.
+    pub(super) fn try_publish_raw(&mut self, slot: usize, raw: u64) -> Result<u64, BiError> {
         self.check_slot(slot)?;
         Self::reserve(&self.inner, &mut self.modified, 1)?;
-        Ok(Link::from_raw(self.store_link(
-            slot,
-            link.raw(),
-            None,
-            false,
-        )?))
+        self.store_link(slot, raw, None, false)
+    }
+
+    /// Fences the lines written back since the last fence, then logs them in the modified
+    /// ring (one entry per line), so every node's pass invalidates them. Room must have
+    /// been reserved.
+    pub(super) fn fence_and_log_lines(&mut self, lines: &[usize]) -> Result<(), BiError> {
+        let inner = &self.inner;
+        inner.view.fence();
+        let t = inner.clock.now();
+        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
+        self.modified.append(&inner.view, &entries)?;
+        let visible = inner.clock.refresh();
+        self.modified.visible(entries.len(), visible);
+        Ok(())
     }
 
     /// [`try_publish_link`](Self::try_publish_link), waiting for ring space.
