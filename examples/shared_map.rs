@@ -331,7 +331,7 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
     let period = Duration::from_micros(args.period_us);
     let rt = node_runtime(&region, 0, period)?;
     let layout = *region.layout();
-    let heap = NodeHeap::for_node(&layout, 0)?;
+    let mut heap = NodeHeap::for_node(&layout, 0)?;
     let slot = heap.alloc(8)?.offset;
     let view = region.hardware();
     let map = BiHashMap::<u64, Value>::at(slot);

@@ -34,7 +34,7 @@
 //!
 //! let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
 //! let arenas = Arenas::split(&layout).unwrap();
-//! let heaps: Vec<NodeHeap> = arenas
+//! let mut heaps: Vec<NodeHeap> = arenas
 //!     .iter()
 //!     .map(|a| NodeHeap::new(a.range(), layout.line_size()).unwrap())
 //!     .collect();
@@ -53,6 +53,7 @@
 pub mod arena;
 pub mod class;
 pub mod error;
+mod live;
 pub mod node_heap;
 mod runs;
 

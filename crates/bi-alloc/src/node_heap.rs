@@ -15,13 +15,14 @@
 //! cache as an old object). Objects that were live in the arena before the restart are
 //! then overwritten as the new heap hands their memory out again.
 //!
-//! # Why a lock is fine
+//! # Why no lock
 //!
-//! The state sits behind a standard [`Mutex`]. Allocation and freeing happen on the writer
-//! path only (building a new version of an object, reclaiming after a grace period), never
-//! on the read path, and only the owning node's threads ever take the lock; a short
-//! uncontended lock there costs far less than the write-backs and fences the writer issues
-//! anyway. No atomic operation crosses nodes.
+//! Allocation and freeing happen on the writer path only (building a new version of an
+//! object, reclaiming after a grace period), and a node's writer owns its heap: the
+//! [`Heap`] seam takes `&mut self` to allocate and free. So a size-class allocation is a
+//! pop from a `Vec` and one tag byte written, a free is one tag byte read and cleared and
+//! a push, with no lock and no atomic at all. Code that wants to share one heap between
+//! threads wraps it in a `Mutex` of its own.
 //!
 //! # Why reuse is reported
 //!
@@ -50,13 +51,12 @@
 use crate::arena::Arenas;
 use crate::class::{CLASS_LINES, CLASSES, class_of};
 use crate::error::AllocError;
+use crate::live::{Kind, LiveMap};
 use crate::runs::FreeRuns;
 use bi_core::heap::{Block, Heap, HeapError, HeapStats};
 use bi_core::line::LineSize;
 use bi_core::region::Layout;
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The most lines a size class cuts from the arena at once (fewer for large slots, and
 /// at most a sixteenth of a small arena).
@@ -118,18 +118,13 @@ pub struct NodeHeapStats {
     pub classes: [ClassStats; CLASSES],
 }
 
-/// Where a live block came from.
-#[derive(Clone, Copy, Debug)]
-struct Live {
-    len: usize,
-    /// Size class index, or `None` for a large run.
-    class: Option<u8>,
-}
+/// The tag of a free slot given back without one.
+const NO_TAG: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
 struct ClassState {
-    /// Free slots, most recently freed last (LIFO keeps hot lines hot).
-    free: Vec<usize>,
+    /// Free slots and their tags, most recently freed last (LIFO keeps hot lines hot).
+    free: Vec<(usize, u64)>,
     /// The current chunk: slots `next .. end` are cut but never handed out.
     next: usize,
     end: usize,
@@ -152,7 +147,7 @@ struct State {
     bump_peak: usize,
     runs: FreeRuns,
     classes: [ClassState; CLASSES],
-    live: HashMap<usize, Live>,
+    live: LiveMap,
     stats: HeapStats,
     large: LargeStats,
 }
@@ -167,7 +162,7 @@ struct State {
 /// use bi_core::heap::{Heap, HeapError};
 /// use bi_core::line::LineSize;
 ///
-/// let heap = NodeHeap::new(4096..4096 + 128 * 64, LineSize::X86).unwrap(); // 128 lines
+/// let mut heap = NodeHeap::new(4096..4096 + 128 * 64, LineSize::X86).unwrap(); // 128 lines
 /// let a = heap.alloc(100).unwrap(); // two lines: the 2-line class
 /// assert_eq!((a.offset % 64, a.len, a.reused), (0, 128, false));
 /// heap.free(a).unwrap();
@@ -183,11 +178,17 @@ struct State {
 /// ```
 #[derive(Debug)]
 pub struct NodeHeap {
+    geom: Geom,
+    state: State,
+}
+
+/// What a heap is over: fixed at creation.
+#[derive(Debug)]
+struct Geom {
     arena: Range<usize>,
     line: LineSize,
     /// Lines cut per class refill at most (depends on the arena's size).
     chunk_lines: usize,
-    state: Mutex<State>,
 }
 
 impl NodeHeap {
@@ -209,7 +210,7 @@ impl NodeHeap {
     /// use bi_core::heap::Heap;
     /// use bi_core::line::LineSize;
     ///
-    /// let heap = NodeHeap::reinit(0..4096, LineSize::X86).unwrap();
+    /// let mut heap = NodeHeap::reinit(0..4096, LineSize::X86).unwrap();
     /// assert!(heap.alloc(64).unwrap().reused);
     /// ```
     pub fn reinit(arena: Range<usize>, line: LineSize) -> Result<NodeHeap, HeapError> {
@@ -225,7 +226,7 @@ impl NodeHeap {
     /// use bi_core::region::{Layout, RegionConfig};
     ///
     /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
-    /// let heap = NodeHeap::for_node(&layout, 1).unwrap();
+    /// let mut heap = NodeHeap::for_node(&layout, 1).unwrap();
     /// let block = heap.alloc(200).unwrap();
     /// assert!(layout.heap().contains(block.offset, block.len));
     /// assert!(heap.arena().contains(&block.offset));
@@ -255,7 +256,7 @@ impl NodeHeap {
             bump_peak: arena.start,
             runs: FreeRuns::default(),
             classes: Default::default(),
-            live: HashMap::new(),
+            live: LiveMap::new(arena.start, lines, line.get()),
             stats: HeapStats {
                 capacity: arena.len(),
                 ..HeapStats::default()
@@ -263,16 +264,18 @@ impl NodeHeap {
             large: LargeStats::default(),
         };
         Ok(NodeHeap {
-            arena,
-            line,
-            chunk_lines,
-            state: Mutex::new(state),
+            geom: Geom {
+                arena,
+                line,
+                chunk_lines,
+            },
+            state,
         })
     }
 
     /// The arena this heap allocates in.
     pub fn arena(&self) -> Range<usize> {
-        self.arena.clone()
+        self.geom.arena.clone()
     }
 
     /// All counters, including the arena's footprint and per-class detail.
@@ -282,7 +285,7 @@ impl NodeHeap {
     /// use bi_core::heap::Heap;
     /// use bi_core::line::LineSize;
     ///
-    /// let heap = NodeHeap::new(0..64 * 64, LineSize::X86).unwrap();
+    /// let mut heap = NodeHeap::new(0..64 * 64, LineSize::X86).unwrap();
     /// heap.alloc(64).unwrap();
     /// let s = heap.node_stats();
     /// assert_eq!(s.heap.live, 64);
@@ -291,10 +294,10 @@ impl NodeHeap {
     /// assert_eq!(s.free + s.heap.live, s.heap.capacity);
     /// ```
     pub fn node_stats(&self) -> NodeHeapStats {
-        let st = self.state();
+        let st = &self.state;
         let classes = std::array::from_fn(|i| {
             let c = &st.classes[i];
-            let slot = CLASS_LINES[i] * self.line.get();
+            let slot = CLASS_LINES[i] * self.geom.line.get();
             ClassStats {
                 lines: CLASS_LINES[i],
                 slot_bytes: slot,
@@ -308,10 +311,10 @@ impl NodeHeap {
         });
         NodeHeapStats {
             heap: st.stats,
-            footprint: st.bump - self.arena.start,
-            footprint_peak: st.bump_peak - self.arena.start,
-            untouched: self.arena.end - st.bump,
-            free: self.free_bytes(&st),
+            footprint: st.bump - self.geom.arena.start,
+            footprint_peak: st.bump_peak - self.geom.arena.start,
+            untouched: self.geom.arena.end - st.bump,
+            free: self.geom.free_bytes(st),
             large: LargeStats {
                 free_bytes: st.runs.total(),
                 free_runs: st.runs.count(),
@@ -320,13 +323,9 @@ impl NodeHeap {
             classes,
         }
     }
+}
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        // Every update of the state completes without panicking, so a poisoned lock (a
-        // panic elsewhere while it was held) leaves consistent state: keep serving.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
+impl Geom {
     fn free_bytes(&self, st: &State) -> usize {
         let classes: usize = st
             .classes
@@ -367,10 +366,10 @@ impl NodeHeap {
         st: &mut State,
         class: usize,
         requested: usize,
-    ) -> Result<Block, HeapError> {
+    ) -> Result<(Block, u64), HeapError> {
         let slot = CLASS_LINES[class] * self.line.get();
-        let (offset, reused) = if let Some(offset) = st.classes[class].free.pop() {
-            (offset, true)
+        let (offset, reused, tag) = if let Some((offset, tag)) = st.classes[class].free.pop() {
+            (offset, true, tag)
         } else {
             if st.classes[class].next == st.classes[class].end {
                 // Refill: a whole chunk if possible, fewer slots when memory is short.
@@ -393,25 +392,19 @@ impl NodeHeap {
             let c = &mut st.classes[class];
             let offset = c.next;
             c.next += slot;
-            (offset, offset < c.fresh_from)
+            (offset, offset < c.fresh_from, NO_TAG)
         };
         let c = &mut st.classes[class];
         c.live += 1;
         c.allocations += 1;
         c.reuses += u64::from(reused);
-        // Class indices are below CLASSES (12), so they fit in a u8.
-        st.live.insert(
-            offset,
-            Live {
-                len: slot,
-                class: Some(class as u8),
-            },
-        );
-        Ok(Block {
+        st.live.insert(offset, Kind::Class(class));
+        let block = Block {
             offset,
             len: slot,
             reused,
-        })
+        };
+        Ok((block, tag))
     }
 
     fn alloc_large(
@@ -426,7 +419,7 @@ impl NodeHeap {
         st.large.live_blocks += 1;
         st.large.live_bytes += len;
         st.large.allocations += 1;
-        st.live.insert(offset, Live { len, class: None });
+        st.live.insert(offset, Kind::Large(len));
         Ok(Block {
             offset,
             len,
@@ -437,65 +430,80 @@ impl NodeHeap {
 
 impl Heap for NodeHeap {
     fn line_size(&self) -> LineSize {
-        self.line
+        self.geom.line
     }
 
-    fn alloc(&self, bytes: usize) -> Result<Block, HeapError> {
-        let len = match self.line.align_up(bytes) {
-            Some(len) if bytes > 0 && len <= self.arena.len() => len,
+    fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {
+        Ok(self.alloc_tagged(bytes)?.0)
+    }
+
+    fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
+        let g = &self.geom;
+        let len = match g.line.align_up(bytes) {
+            Some(len) if bytes > 0 && len <= g.arena.len() => len,
             _ => return Err(HeapError::BadSize { requested: bytes }),
         };
-        let lines = len / self.line.get();
+        let lines = len / g.line.get();
         // A class whose slot exceeds the arena could never be refilled: use an exact run.
-        let class =
-            class_of(lines).filter(|&c| CLASS_LINES[c] * self.line.get() <= self.arena.len());
-        let mut st = self.state();
-        let st = &mut *st;
-        let block = match class {
-            Some(c) => self.alloc_class(st, c, bytes)?,
-            None => self.alloc_large(st, len, bytes)?,
+        let class = class_of(lines).filter(|&c| CLASS_LINES[c] * g.line.get() <= g.arena.len());
+        let st = &mut self.state;
+        let (block, tag) = match class {
+            Some(c) => g.alloc_class(st, c, bytes)?,
+            None => (g.alloc_large(st, len, bytes)?, NO_TAG),
         };
         st.stats.live += block.len;
         st.stats.peak = st.stats.peak.max(st.stats.live);
         st.stats.allocations += 1;
         st.stats.reuses += u64::from(block.reused);
-        Ok(block)
+        Ok((block, (tag != NO_TAG).then_some(tag)))
     }
 
-    fn free(&self, block: Block) -> Result<(), HeapError> {
-        let foreign = HeapError::ForeignBlock {
-            offset: block.offset,
-        };
-        let mut st = self.state();
-        let st = &mut *st;
-        let live = match st.live.get(&block.offset) {
-            Some(&live) if live.len == block.len => live,
-            _ => return Err(foreign),
-        };
-        st.live.remove(&block.offset);
-        match live.class {
-            Some(c) => {
-                let c = &mut st.classes[usize::from(c)];
+    fn free(&mut self, block: Block) -> Result<(), HeapError> {
+        self.free_tagged(block, NO_TAG)
+    }
+
+    /// Class slots keep their tag on the free list; large runs drop it (they merge).
+    /// The one value that cannot be kept is `u64::MAX`.
+    fn free_tagged(&mut self, block: Block, tag: u64) -> Result<(), HeapError> {
+        let st = &mut self.state;
+        let len = match st.live.get(block.offset) {
+            Some(Kind::Class(c)) if CLASS_LINES[c] * self.geom.line.get() == block.len => {
+                let c = &mut st.classes[c];
                 c.live -= 1;
-                c.free.push(block.offset);
+                c.free.push((block.offset, tag));
+                block.len
             }
-            None => {
+            Some(Kind::Large(len)) if len == block.len => {
                 st.large.live_blocks -= 1;
-                st.large.live_bytes -= live.len;
-                st.runs.insert(block.offset, live.len);
+                st.large.live_bytes -= len;
+                st.runs.insert(block.offset, len);
                 // Free runs never touch the bump pointer: give the lines back to it.
                 if let Some((start, _)) = st.runs.remove_ending_at(st.bump) {
                     st.bump = start;
                 }
+                len
             }
-        }
-        st.stats.live -= live.len;
+            _ => {
+                return Err(HeapError::ForeignBlock {
+                    offset: block.offset,
+                });
+            }
+        };
+        st.live.remove(block.offset);
+        st.stats.live -= len;
         st.stats.frees += 1;
         Ok(())
     }
 
+    fn block_len(&self, offset: usize) -> Option<usize> {
+        match self.state.live.get(offset)? {
+            Kind::Class(c) => Some(CLASS_LINES[c] * self.geom.line.get()),
+            Kind::Large(len) => Some(len),
+        }
+    }
+
     fn stats(&self) -> HeapStats {
-        self.state().stats
+        self.state.stats
     }
 }
 
@@ -529,7 +537,7 @@ mod tests {
 
     #[test]
     fn bad_sizes() {
-        let h = heap(16);
+        let mut h = heap(16);
         for bad in [0, 16 * L + 1, usize::MAX, usize::MAX - 10] {
             assert_eq!(h.alloc(bad), Err(HeapError::BadSize { requested: bad }));
         }
@@ -538,7 +546,7 @@ mod tests {
 
     #[test]
     fn requests_round_to_their_class() {
-        let h = heap(1024);
+        let mut h = heap(1024);
         for (bytes, lines) in [(1, 1), (64, 1), (65, 2), (129, 3), (257, 6), (4096, 64)] {
             let b = h.alloc(bytes).unwrap();
             assert_eq!(b.len, lines * L, "{bytes} bytes");
@@ -554,7 +562,7 @@ mod tests {
 
     #[test]
     fn foreign_and_double_frees_are_errors() {
-        let h = heap(64);
+        let mut h = heap(64);
         let a = h.alloc(100).unwrap();
         let wrong_len = Block { len: L, ..a };
         assert_eq!(
@@ -575,7 +583,7 @@ mod tests {
 
     #[test]
     fn class_slots_are_reused_lifo_and_reported() {
-        let h = heap(256);
+        let mut h = heap(256);
         let a = h.alloc(L).unwrap();
         let b = h.alloc(L).unwrap();
         assert!(!a.reused && !b.reused);
@@ -597,7 +605,7 @@ mod tests {
 
     #[test]
     fn large_runs_coalesce_and_return_to_the_bump_pointer() {
-        let h = heap(1024);
+        let mut h = heap(1024);
         let a = h.alloc(100 * L).unwrap();
         let b = h.alloc(100 * L).unwrap();
         let c = h.alloc(100 * L).unwrap();
@@ -629,7 +637,7 @@ mod tests {
 
     #[test]
     fn class_chunks_cut_from_freed_runs_are_reused() {
-        let h = heap(256);
+        let mut h = heap(256);
         let big = h.alloc(128 * L).unwrap();
         let keep = h.alloc(100 * L).unwrap(); // keeps the run below from reaching bump
         h.free(big).unwrap();
@@ -640,7 +648,7 @@ mod tests {
 
     #[test]
     fn exhaustion_is_an_error_and_recoverable() {
-        let h = heap(16);
+        let mut h = heap(16);
         let mut blocks = Vec::new();
         loop {
             match h.alloc(L) {
@@ -662,7 +670,7 @@ mod tests {
     #[test]
     fn chunks_shrink_when_memory_is_short() {
         // 20 lines: chunks of one line each (arena / 16), then a 12-line slot (one fits).
-        let h = heap(20);
+        let mut h = heap(20);
         let a = h.alloc(12 * L).unwrap();
         assert_eq!(a.len, 12 * L);
         // 8 lines left: a 6-line slot fits, a second does not.
@@ -676,13 +684,13 @@ mod tests {
             }
         );
         // A class bigger than the arena falls back to an exact run.
-        let h = heap(5);
+        let mut h = heap(5);
         assert_eq!(h.alloc(5 * L).unwrap().len, 5 * L);
     }
 
     #[test]
     fn reinit_reports_everything_as_reused() {
-        let h = NodeHeap::reinit(0..64 * L, LineSize::X86).unwrap();
+        let mut h = NodeHeap::reinit(0..64 * L, LineSize::X86).unwrap();
         assert!(h.alloc(L).unwrap().reused);
         assert!(h.alloc(40 * L).unwrap().reused);
         assert_eq!(h.node_stats().footprint_peak, h.node_stats().footprint);
@@ -692,7 +700,7 @@ mod tests {
     fn works_for_other_line_sizes() {
         for line in [32usize, 128] {
             let l = LineSize::new(line).unwrap();
-            let h = NodeHeap::new(line * 4..line * 260, l).unwrap();
+            let mut h = NodeHeap::new(line * 4..line * 260, l).unwrap();
             assert_eq!(h.line_size(), l);
             let a = h.alloc(line + 1).unwrap();
             assert_eq!((a.len, a.offset % line), (2 * line, 0));
@@ -703,12 +711,14 @@ mod tests {
 
     #[test]
     fn shared_between_threads() {
-        let h = std::sync::Arc::new(heap(1024));
+        // A heap is owned by its writer; threads that share one wrap it in a lock.
+        let h = std::sync::Arc::new(std::sync::Mutex::new(heap(1024)));
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let h = h.clone();
                 std::thread::spawn(move || {
                     for i in 0..50 {
+                        let mut h = h.lock().unwrap();
                         let b = h.alloc((t * 50 + i) % 300 + 1).unwrap();
                         h.free(b).unwrap();
                     }
@@ -718,7 +728,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        let s = h.stats();
+        let s = h.lock().unwrap().stats();
         assert_eq!((s.live, s.allocations, s.frees), (0, 200, 200));
     }
 }

@@ -53,7 +53,7 @@ impl Rng {
 #[test]
 fn steady_alloc_free_cycles_stay_bounded() {
     let cycles: usize = if cfg!(miri) { 1_500 } else { 1_000_000 };
-    let heap = NodeHeap::new(0..ARENA_LINES * LINE, LineSize::X86).unwrap();
+    let mut heap = NodeHeap::new(0..ARENA_LINES * LINE, LineSize::X86).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut small: Vec<Block> = (0..SMALL)
         .map(|_| heap.alloc(rng.small_bytes()).unwrap())

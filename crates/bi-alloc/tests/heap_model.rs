@@ -121,7 +121,7 @@ impl Model {
 fn run(line: usize, arena_lines: usize, ops: &[Op]) {
     let l = LineSize::new(line).unwrap();
     let start = 3 * line;
-    let heap = NodeHeap::new(start..start + arena_lines * line, l).unwrap();
+    let mut heap = NodeHeap::new(start..start + arena_lines * line, l).unwrap();
     let mut m = Model {
         start,
         line,
@@ -216,7 +216,7 @@ proptest! {
         sizes in prop::collection::vec(1usize..20 * 64, 1..50),
     ) {
         let l = LineSize::new(line).unwrap();
-        let heap = NodeHeap::new(0..arena_lines * line, l).unwrap();
+        let mut heap = NodeHeap::new(0..arena_lines * line, l).unwrap();
         let mut blocks = Vec::new();
         let mut ooms = 0;
         // Cycle through the sizes until several requests in a row fail.

@@ -16,7 +16,6 @@
 //! emulator, the oracle) that the range now holds a new object.
 
 use crate::line::LineSize;
-use crate::primitive::sync::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
@@ -100,18 +99,42 @@ pub struct HeapStats {
 
 /// One node's allocator of line-aligned blocks inside shared memory.
 ///
-/// Implementations must be usable from all threads of the node (`Send + Sync`) and must
-/// never panic on bad input: exhaustion and foreign blocks are [`HeapError`] values.
+/// The node's writer owns its heap, so allocating and freeing take `&mut self`: the fast
+/// path needs no lock. Implementations must be `Send + Sync` (a writer may move between
+/// threads) and must never panic on bad input: exhaustion and foreign blocks are
+/// [`HeapError`] values.
 pub trait Heap: Send + Sync {
     /// The line size blocks are aligned and padded to.
     fn line_size(&self) -> LineSize;
 
     /// A block of at least `bytes` bytes: line-aligned, a whole number of lines.
-    fn alloc(&self, bytes: usize) -> Result<Block, HeapError>;
+    fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError>;
 
     /// Gives a block back. The runtime calls this only after a grace period, when no node
     /// can still hold a reference to the block or a cached line of it.
-    fn free(&self, block: Block) -> Result<(), HeapError>;
+    fn free(&mut self, block: Block) -> Result<(), HeapError>;
+
+    /// [`alloc`](Self::alloc), with the tag the block was last given back with through
+    /// [`free_tagged`](Self::free_tagged), if the heap kept one. The runtime tags a block
+    /// with the generation its lines last carried, so that reusing it needs no read of
+    /// its (by then invalidated, so missing) lines. The default keeps no tags.
+    fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
+        Ok((self.alloc(bytes)?, None))
+    }
+
+    /// [`free`](Self::free), leaving `tag` with the block for the next
+    /// [`alloc_tagged`](Self::alloc_tagged) that hands out exactly this block. A heap may
+    /// drop tags (the default does; `bi-alloc`'s drops them when it merges runs).
+    fn free_tagged(&mut self, block: Block, tag: u64) -> Result<(), HeapError> {
+        let _ = tag;
+        self.free(block)
+    }
+
+    /// The length of the live block that starts at `offset`, or `None` if this heap has
+    /// no block handed out there (another node's memory, the inside of a block, a block
+    /// already given back). The runtime asks it before retiring an object, so that only
+    /// whole blocks of its own node are ever marked or freed.
+    fn block_len(&self, offset: usize) -> Option<usize>;
 
     /// The heap's counters.
     fn stats(&self) -> HeapStats;
@@ -125,7 +148,7 @@ pub trait Heap: Send + Sync {
 /// use bi_core::heap::{BumpHeap, Heap, HeapError};
 /// use bi_core::line::LineSize;
 ///
-/// let heap = BumpHeap::new(4096..4096 + 256, LineSize::X86).unwrap();
+/// let mut heap = BumpHeap::new(4096..4096 + 256, LineSize::X86).unwrap();
 /// let a = heap.alloc(100).unwrap(); // two lines
 /// assert_eq!((a.offset, a.len, a.reused), (4096, 128, false));
 /// heap.free(a).unwrap();
@@ -139,7 +162,7 @@ pub trait Heap: Send + Sync {
 pub struct BumpHeap {
     arena: Range<usize>,
     line: LineSize,
-    state: Mutex<BumpState>,
+    state: BumpState,
 }
 
 #[derive(Debug, Default)]
@@ -173,19 +196,7 @@ impl BumpHeap {
             },
             ..BumpState::default()
         };
-        Ok(BumpHeap {
-            arena,
-            line,
-            state: Mutex::new(state),
-        })
-    }
-
-    fn state(&self) -> impl std::ops::DerefMut<Target = BumpState> + '_ {
-        // A panic while holding the lock cannot leave the state half-updated in a way that
-        // matters more than losing the heap, so keep serving.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        Ok(BumpHeap { arena, line, state })
     }
 }
 
@@ -194,12 +205,12 @@ impl Heap for BumpHeap {
         self.line
     }
 
-    fn alloc(&self, bytes: usize) -> Result<Block, HeapError> {
+    fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {
         let len = match self.line.align_up(bytes) {
             Some(len) if bytes > 0 && len <= self.arena.len() => len,
             _ => return Err(HeapError::BadSize { requested: bytes }),
         };
-        let mut st = self.state();
+        let st = &mut self.state;
         let (offset, reused) = match st.free.get_mut(&len).and_then(Vec::pop) {
             Some(offset) => (offset, true),
             None => {
@@ -227,8 +238,8 @@ impl Heap for BumpHeap {
         })
     }
 
-    fn free(&self, block: Block) -> Result<(), HeapError> {
-        let mut st = self.state();
+    fn free(&mut self, block: Block) -> Result<(), HeapError> {
+        let st = &mut self.state;
         match st.live.get(&block.offset) {
             Some(&len) if len == block.len => {}
             _ => {
@@ -244,8 +255,12 @@ impl Heap for BumpHeap {
         Ok(())
     }
 
+    fn block_len(&self, offset: usize) -> Option<usize> {
+        self.state.live.get(&offset).copied()
+    }
+
     fn stats(&self) -> HeapStats {
-        self.state().stats
+        self.state.stats
     }
 }
 
@@ -257,7 +272,7 @@ mod tests {
     fn rejects_bad_arenas_and_sizes() {
         assert!(BumpHeap::new(0..0, LineSize::X86).is_err());
         assert!(BumpHeap::new(8..72, LineSize::X86).is_err());
-        let heap = BumpHeap::new(0..128, LineSize::X86).unwrap();
+        let mut heap = BumpHeap::new(0..128, LineSize::X86).unwrap();
         assert_eq!(heap.alloc(0), Err(HeapError::BadSize { requested: 0 }));
         assert_eq!(heap.alloc(129), Err(HeapError::BadSize { requested: 129 }));
         assert_eq!(
@@ -270,7 +285,7 @@ mod tests {
 
     #[test]
     fn double_free_and_foreign_blocks_are_errors() {
-        let heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+        let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
         let a = heap.alloc(64).unwrap();
         heap.free(a).unwrap();
         assert_eq!(heap.free(a), Err(HeapError::ForeignBlock { offset: 0 }));
@@ -287,7 +302,7 @@ mod tests {
 
     #[test]
     fn stats_track_live_peak_and_reuse() {
-        let heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+        let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
         let blocks: Vec<_> = (0..4).map(|_| heap.alloc(64).unwrap()).collect();
         for b in &blocks[..2] {
             heap.free(*b).unwrap();

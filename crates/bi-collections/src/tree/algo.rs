@@ -15,9 +15,9 @@
 //! were replaced, so a batch publishes once, gives back the nodes it created and then
 //! superseded, and retires the replaced ones together.
 
+use super::ref_hash::RefSet;
 use crate::op::{BatchReport, Op};
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::hash::Hash;
 use std::ops::{Bound, RangeBounds};
 
@@ -255,7 +255,7 @@ fn check_below<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
 pub(crate) struct Edit<R> {
     root: R,
     /// Created by earlier operations of the batch, reachable from `root`, not published.
-    fresh: HashSet<R>,
+    fresh: RefSet<R>,
     /// Published nodes that the batch replaced (to retire once the new root is out).
     replaced: Vec<R>,
     op_created: Vec<R>,
@@ -268,7 +268,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     pub(crate) fn new(root: R) -> Self {
         Edit {
             root,
-            fresh: HashSet::new(),
+            fresh: RefSet::default(),
             replaced: Vec::new(),
             op_created: Vec::new(),
             op_superseded: Vec::new(),
@@ -293,7 +293,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
 
     /// Ends the batch: the root to publish, the published nodes it replaced, and the
     /// nodes that become published with it.
-    pub(crate) fn finish(self) -> (R, Vec<R>, HashSet<R>) {
+    pub(crate) fn finish(self) -> (R, Vec<R>, RefSet<R>) {
         (self.root, self.replaced, self.fresh)
     }
 

@@ -47,9 +47,10 @@
 //!   retired with one more fence. A [batch](crate::ApplyBatch) of `b` operations
 //!   publishes once and retires once, and gives back at once the nodes that a later
 //!   operation of the same batch copied again.
-//! - Memory: the writer keeps a private index of its nodes (it never reads its own tree
-//!   through shared memory); replaced nodes return to the heap about two pass periods
-//!   after retirement ([`TreeWriteHandle::reclaim`]).
+//! - Memory: nothing beside the nodes. The writer reads its own tree back from its
+//!   node's cache (it wrote every node there, and never writes a published node again);
+//!   replaced nodes return to the heap about two pass periods after retirement
+//!   ([`TreeWriteHandle::reclaim`]).
 //!
 //! # Pieces
 //!
@@ -81,9 +82,9 @@
 
 mod algo;
 mod epoch;
-mod index;
 mod node;
 mod read;
+mod ref_hash;
 mod write;
 
 pub use algo::InvariantError;

@@ -2,7 +2,6 @@
 
 use super::BiTree;
 use super::algo::{self, Edit, InvariantError, NodeSource, NodeStore, Parts};
-use super::index::NodeIndex;
 use super::node::Node;
 use crate::CollectionError;
 use crate::op::{ApplyBatch, BatchReport, Op};
@@ -14,10 +13,13 @@ use std::fmt;
 use std::ops::RangeBounds;
 
 /// The node storage of the writer: nodes are runtime objects, allocated and sealed by the
-/// node's [`Writer`], with a private index to read them back.
+/// node's [`Writer`] and read back from its node's cache ([`Writer::read_own`]).
 struct WriterStore<K, V, M: MemView, H: Heap> {
     writer: Writer<M, H>,
-    index: NodeIndex<K, V>,
+    /// Nodes created and not destroyed or retired: the reachable ones, once a batch is
+    /// published (checked by `check_invariants`).
+    nodes: usize,
+    _types: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
 impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore<K, V, M, H> {
@@ -28,10 +30,9 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore
         0
     }
 
+    #[inline]
     fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
-        let n = self.index.get(&r).ok_or(CollectionError::Corrupt {
-            reason: "a link of the tree is not in the writer's index",
-        })?;
+        let n = self.writer.read_own(Link::<Node<K, V>>::from_raw(r))?;
         Ok(Parts {
             key: n.key(),
             value: n.value(),
@@ -46,15 +47,14 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<
     fn create(&mut self, p: Parts<K, V, u64>) -> Result<u64, CollectionError> {
         let node = Node::new(p.key, p.value, p.left, p.right, p.size as u64);
         let link = self.writer.alloc_sealed(node)?;
-        self.index.insert(link.raw(), node);
+        self.nodes += 1;
         Ok(link.raw())
     }
 
     fn destroy_unpublished(&mut self, r: u64) -> Result<(), CollectionError> {
-        self.index.remove(&r);
-        self.writer
-            .discard_link(Link::<Node<K, V>>::from_raw(r))
-            .map_err(CollectionError::from)
+        self.writer.discard_link(Link::<Node<K, V>>::from_raw(r))?;
+        self.nodes -= 1;
+        Ok(())
     }
 }
 
@@ -67,8 +67,8 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<
 /// nodes created and superseded within the batch are given back at once and never
 /// published.
 ///
-/// Reads on the writer's node use a private index of the nodes (exact and coherent by
-/// construction: the writer created every node of its tree).
+/// Reads on the writer's handle read the nodes from the writer's own node cache: exact,
+/// since the writer wrote every node of its tree and never writes a published one again.
 ///
 /// ```
 /// use bi_collections::tree::BiTree;
@@ -95,7 +95,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K
         f.debug_struct("TreeWriteHandle")
             .field("slot", &self.tree.slot())
             .field("root", &Link::<Node<K, V>>::from_raw(self.root))
-            .field("nodes", &self.store.index.len())
+            .field("nodes", &self.store.nodes)
             .field("unretired", &self.store.writer.deferred())
             .finish_non_exhaustive()
     }
@@ -109,7 +109,8 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         Ok(TreeWriteHandle {
             store: WriterStore {
                 writer,
-                index: NodeIndex::default(),
+                nodes: 0,
+                _types: std::marker::PhantomData,
             },
             tree,
             root: 0,
@@ -127,7 +128,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     }
 
     /// Gives the writer back. The published tree stays readable; its nodes are never
-    /// retired (this handle's index of them is dropped).
+    /// retired (nothing remembers the root any more).
     pub fn into_writer(self) -> Writer<M, H> {
         self.store.writer
     }
@@ -178,11 +179,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// of its subtree, and weight balance at every node.
     pub fn check_invariants(&self) -> Result<(), InvariantError<CollectionError>> {
         let counted = algo::check(&self.store, self.root)?;
-        if counted != self.store.index.len() {
-            // Every node in the index must be reachable from the root: anything else is a
-            // node that was neither published nor given back.
+        if counted != self.store.nodes {
+            // Every node created and not given back must be reachable from the root:
+            // anything else is a node that was neither published nor given back.
             return Err(InvariantError::Storage(CollectionError::Corrupt {
-                reason: "the writer's index holds nodes the tree does not reach",
+                reason: "the writer holds nodes the tree does not reach",
             }));
         }
         Ok(())
@@ -260,9 +261,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         }
         let (root, replaced, _published) = edit.finish();
         self.root = root;
-        for r in &replaced {
-            self.store.index.remove(r);
-        }
+        self.store.nodes -= replaced.len();
         Ok(self
             .store
             .writer

@@ -114,14 +114,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(e);
         }
         self.unfenced = true;
-        self.live.insert(block.offset, block.len);
         Ok(Link::new(block.offset, generation.get()))
     }
 
     /// Lines of a live array this writer allocated (the block's, at least as many as were
     /// allocated).
     pub fn lines_len<T>(&self, array: Link<Lines<T>>) -> Result<usize, BiError> {
-        Ok(self.own_block(array)? / self.inner.line)
+        Ok(self.own_block(array)?.0 / self.inner.line)
     }
 
     /// Rewrites lines of live arrays this writer allocated, in place, as one batch: each

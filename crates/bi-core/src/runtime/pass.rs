@@ -196,14 +196,24 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     let mut freed_ranges = Vec::new();
     let mut slot_ranges = Vec::new();
     let mut entries = Vec::new();
+    // This node's own writer wrote its logged lines through this node's cache, which
+    // every reader here shares: they cannot be stale here, so they are not invalidated.
+    // Its retirements still form a group, so that this node's readers have left before
+    // the memory is reused.
+    let mut own_freed = false;
     for w in 0..inner.nodes {
         let f = RingGeom::new(&inner.layout, w, RingKind::Freed)?;
         let m = RingGeom::new(&inner.layout, w, RingKind::Modified)?;
-        view.invalidate(f.tail_at, 8)?;
-        view.fence();
+        let own = w == inner.node;
+        if !own {
+            view.invalidate(f.tail_at, 8)?;
+            view.fence();
+        }
         let tail_f: u64 = view.load(f.tail_at)?;
-        view.invalidate(m.tail_at, 8)?;
-        view.fence();
+        if !own {
+            view.invalidate(m.tail_at, 8)?;
+            view.fence();
+        }
         let tail_m: u64 = view.load(m.tail_at)?;
         let mut todo = [(f, tail_f, 1usize), (m, tail_m, 0usize)];
         for (g, tail, k) in &mut todo {
@@ -211,13 +221,22 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             if *tail < next || *tail - next > g.capacity {
                 report.overflow = true;
                 st.next[w][*k] = *tail;
-            } else {
+            } else if !own {
                 for (at, len) in g.entry_ranges(next, *tail) {
                     if len > 0 {
                         view.invalidate(at, len)?;
                     }
                 }
             }
+        }
+        if own {
+            let (next_f, next_m) = (st.next[w][1], st.next[w][0]);
+            // `tail >= next` here, or the overflow branch above moved `next` to `tail`.
+            report.freed += (tail_f - next_f) as usize;
+            report.modified += (tail_m - next_m) as usize;
+            own_freed |= tail_f != next_f;
+            st.next[w] = [tail_m, tail_f];
+            continue;
         }
         view.fence();
         for (g, tail, k) in todo {
@@ -261,7 +280,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     let prev_start = st.last_start;
     let mut new_group = if report.overflow {
         Some(Items::Everything)
-    } else if !freed_ranges.is_empty() {
+    } else if !freed_ranges.is_empty() || own_freed {
         Some(Items::Ranges(freed_ranges))
     } else {
         None

@@ -195,14 +195,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(e);
         }
         self.unfenced = true;
-        self.live.insert(block.offset, block.len);
         Ok(Link::new(block.offset, generation.get()))
     }
 
     /// The block length and slot count of an array this writer allocated and has not
     /// retired.
     fn own_array(&self, array: Link<SlotArray>) -> Result<(usize, usize), BiError> {
-        let len = self.own_block(array)?;
+        let (len, _) = self.own_block(array)?;
         let at = array.offset();
         let (_, count_at) = word_position(self.inner.line, at, 0);
         let n = self.inner.view.load_u64(count_at)? as usize;

@@ -8,14 +8,16 @@
 //! only once [`synchronize`](Writer::synchronize) says every live node is done with it.
 
 use super::grace::{GracePoint, grace};
-use super::object::{Generation, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, write_object};
+use super::object::{
+    Fetch, Generation, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with, write_object,
+};
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::{BiError, NodeInner};
 use crate::heap::{Block, Heap};
 use crate::mem::MemView;
 use crate::region::RingKind;
 use bytemuck::Pod;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -121,6 +123,8 @@ pub struct ReclaimReport {
 #[derive(Debug)]
 struct Retired {
     block: Block,
+    /// The generation its lines carry (line 0 with the FREED mark).
+    generation: Generation,
     visible: u64,
 }
 
@@ -132,12 +136,13 @@ pub struct Writer<V: MemView, H: Heap> {
     freed: RingWriter,
     retired: VecDeque<Retired>,
     retired_bytes: usize,
-    /// The blocks this writer handed out and has not retired (offset -> block length, as
-    /// the heap gave it): only these may be retired (a foreign object's first line belongs
-    /// to another node's writer), and this is where a block's length is known from.
-    pub(super) live: HashMap<usize, usize>,
     /// Unlinked objects waiting for room in the freed ring ([`Writer::defer_retire`]).
     deferred: Vec<Link<()>>,
+    /// The blocks of the retirement in progress and their generations (kept to reuse the
+    /// allocation).
+    retiring: Vec<(Block, Generation)>,
+    /// The ring entries being appended (kept to reuse the allocation).
+    entries: Vec<LogEntry>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
@@ -172,8 +177,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             freed,
             retired: VecDeque::new(),
             retired_bytes: 0,
-            live: HashMap::new(),
             deferred: Vec::new(),
+            retiring: Vec::new(),
+            entries: Vec::new(),
             unfenced: false,
         })
     }
@@ -226,15 +232,43 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             let _ = self.heap.free(block);
             return Err(e);
         }
-        self.live.insert(block.offset, block.len);
         Ok(b)
+    }
+
+    /// Reads back one of this writer's live objects, from this node's cache.
+    ///
+    /// The writer wrote every line of its objects through this node, and a live object is
+    /// never written again, so the node's copy is exact: a writer needs no private index
+    /// of what it published. The read is the readers' validated read, so a link that is
+    /// not (or no longer) a live object is [`BiError::StaleLink`], never another object's
+    /// bytes.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed([3u64, 4]).unwrap();
+    /// assert_eq!(w.read_own(link).unwrap(), [3, 4]);
+    /// w.retire(link).unwrap();
+    /// assert!(w.read_own(link).is_err()); // FREED
+    /// ```
+    #[inline]
+    pub fn read_own<T: Pod>(&self, link: Link<T>) -> Result<T, BiError> {
+        let inner = &self.inner;
+        match fetch_with(&inner.view, inner.layout.heap(), inner.line, link, |v| *v)? {
+            Fetch::Value(v) => Ok(v),
+            Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
+                offset: link.offset(),
+            }),
+        }
     }
 
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
     pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
         let inner = &self.inner;
-        let block = self.heap.alloc(shape.bytes())?;
+        let (block, tag) = self.heap.alloc_tagged(shape.bytes())?;
         let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
             if block.len >= shape.bytes() && block.offset % inner.line == 0 {
                 Ok(())
@@ -251,14 +285,22 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let view = &inner.view;
         // The new generation exceeds every stamp now in the block's lines (this node is
         // the only writer of its arena, so its own cache holds the latest values), so no
-        // stale copy of any line can ever match it.
-        let mut old = Generation::default();
-        for i in 0..block.len / inner.line {
-            let stamp = Stamp::from_raw(view.load_u64(block.offset + i * inner.line)?);
-            if !stamp.is_invalid() {
-                old = old.max(stamp.generation());
+        // stale copy of any line can ever match it. A block this writer gave back carries
+        // that generation as its tag (`give_back`): its lines, invalidated by the passes
+        // since, need not be read.
+        let old = match tag {
+            Some(g) if block.len == inner.line => Generation::new(g),
+            _ => {
+                let mut old = Generation::default();
+                for i in 0..block.len / inner.line {
+                    let stamp = Stamp::from_raw(view.load_u64(block.offset + i * inner.line)?);
+                    if !stamp.is_invalid() {
+                        old = old.max(stamp.generation());
+                    }
+                }
+                old
             }
-        }
+        };
         if block.reused {
             view.note_reuse(block.offset, block.len)?;
         }
@@ -307,8 +349,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Gives back a box that was never published (no other node can have its link).
     pub fn discard<T: Pod>(&mut self, b: BiBox<T>) -> Result<(), BiError> {
-        self.live.remove(&b.block.offset);
-        Ok(self.heap.free(b.block)?)
+        self.give_back(b.block, b.generation)
+    }
+
+    /// Returns a block to the heap. A one-line block is tagged with `generation`, the one
+    /// its line carries, so that reusing it needs no read of the line.
+    fn give_back(&mut self, block: Block, generation: Generation) -> Result<(), BiError> {
+        if block.len == self.inner.line {
+            Ok(self.heap.free_tagged(block, generation.get())?)
+        } else {
+            Ok(self.heap.free(block)?)
+        }
     }
 
     /// Makes a box immutable and returns its link, so that other new objects can link to
@@ -365,14 +416,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// [`discard_link`](Self::discard_link) for a link of any type.
     pub(super) fn discard_block<T>(&mut self, link: Link<T>) -> Result<(), BiError> {
-        let len = self.own_block(link)?;
-        let at = link.offset();
-        self.live.remove(&at);
-        Ok(self.heap.free(Block {
-            offset: at,
+        let (len, generation) = self.own_block(link)?;
+        let block = Block {
+            offset: link.offset(),
             len,
             reused: false,
-        })?)
+        };
+        self.give_back(block, generation)
     }
 
     /// Makes sure `n` entries fit in `ring`, reading node records if it looks full.
@@ -398,17 +448,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// The block length of a live object this writer allocated, after checking that its
-    /// first line still carries `link`'s generation (and no FREED mark).
-    pub(super) fn own_block<T>(&self, link: Link<T>) -> Result<usize, BiError> {
+    /// first line still carries `link`'s generation (and no FREED mark): the heap knows
+    /// its blocks (a foreign object's first line belongs to another node's writer), the
+    /// stamp tells a live object from a retired one.
+    /// Returns the length and the full generation.
+    pub(super) fn own_block<T>(&self, link: Link<T>) -> Result<(usize, Generation), BiError> {
         let at = link.offset();
-        let len = *self
-            .live
-            .get(&at)
+        let len = self
+            .heap
+            .block_len(at)
             .ok_or(BiError::StaleLink { offset: at })?;
         check_in(self.inner.layout.heap(), at, len, "heap")?;
         let stamp = Stamp::from_raw(self.inner.view.load_u64(at)?);
         if stamp.matches(link.generation()) {
-            Ok(len)
+            Ok((len, stamp.generation()))
         } else {
             Err(BiError::StaleLink { offset: at })
         }
@@ -536,8 +589,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let inner = &self.inner;
         inner.view.fence();
         let t = inner.clock.now();
-        let entries: Vec<LogEntry> = lines.iter().map(|&l| LogEntry::new(l, 1, t)).collect();
-        self.modified.append(&inner.view, &entries)?;
+        let entries = &mut self.entries;
+        entries.clear();
+        entries.extend(lines.iter().map(|&l| LogEntry::new(l, 1, t)));
+        self.modified.append(&inner.view, entries)?;
         let visible = inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
         Ok(())
@@ -622,35 +677,60 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         if links.is_empty() {
             return Ok(());
         }
-        let inner = &self.inner;
-        let view = &inner.view;
         // Room first: a full ring is the common refusal, and finding it must not cost a
         // look at every object (callers retry when a pass has made room).
-        Self::reserve(inner, &mut self.freed, links.len())?;
-        let mut blocks = Vec::with_capacity(links.len());
-        let mut seen = HashSet::with_capacity(links.len());
+        Self::reserve(&self.inner, &mut self.freed, links.len())?;
+        let mut blocks = std::mem::take(&mut self.retiring);
+        blocks.clear();
+        let checked = self.check_retirable(links, &mut blocks);
+        let r = checked.and_then(|()| self.mark_and_log(&blocks));
+        self.retiring = blocks;
+        r
+    }
+
+    /// Fills `blocks` with the blocks `links` name, after checking each one (see
+    /// [`own_block`](Self::own_block)) and that none is named twice.
+    fn check_retirable<T>(
+        &self,
+        links: &[Link<T>],
+        blocks: &mut Vec<(Block, Generation)>,
+    ) -> Result<(), BiError> {
         for &link in links {
-            let len = self.own_block(link).map_err(|_| self.not_retirable(link))?;
-            if !seen.insert(link.offset()) {
-                return Err(BiError::AlreadyRetired {
-                    offset: link.offset(),
-                });
-            }
-            blocks.push(Block {
+            let (len, generation) = self.own_block(link).map_err(|_| self.not_retirable(link))?;
+            let block = Block {
                 offset: link.offset(),
                 len,
                 reused: false,
-            });
+            };
+            blocks.push((block, generation));
         }
+        if blocks.len() > 1 {
+            blocks.sort_unstable_by_key(|(b, _)| b.offset);
+            if let Some(w) = blocks.windows(2).find(|w| w[0].0.offset == w[1].0.offset) {
+                return Err(BiError::AlreadyRetired {
+                    offset: w[0].0.offset,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks checked blocks FREED, writes the marks back, fences once and logs them in the
+    /// freed ring with one append (room for `blocks.len()` entries is reserved).
+    fn mark_and_log(&mut self, blocks: &[(Block, Generation)]) -> Result<(), BiError> {
+        let inner = &self.inner;
+        let view = &inner.view;
         // A block longer than one entry covers (a large line array) takes several.
-        let pieces = |b: &Block| (b.len / inner.line).div_ceil(MAX_OBJECT_LINES).max(1);
+        let pieces =
+            |(b, _): &(Block, Generation)| (b.len / inner.line).div_ceil(MAX_OBJECT_LINES).max(1);
         let needed: usize = blocks.iter().map(pieces).sum();
-        if needed > links.len() {
+        if needed > blocks.len() {
             Self::reserve(inner, &mut self.freed, needed)?;
         }
         let now = inner.clock.now();
-        let mut entries = Vec::with_capacity(needed);
-        for b in &blocks {
+        let entries = &mut self.entries;
+        entries.clear();
+        for (b, _) in blocks {
             // One word: a reader sees the FREED mark or the live stamp, never a mix.
             let stamp = Stamp::from_raw(view.load_u64(b.offset)?);
             view.store_u64(b.offset, stamp.freed().raw())?;
@@ -662,15 +742,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             }
         }
         view.fence();
-        self.freed.append(view, &entries)?;
+        self.freed.append(view, entries)?;
         // The time that matters is when the entries became visible, taken afresh after
         // the fence: a pass starting more than D later has certainly read them.
         let visible = inner.clock.refresh();
         self.freed.visible(entries.len(), visible);
-        for block in blocks {
-            self.retired.push_back(Retired { block, visible });
+        for &(block, generation) in blocks {
+            self.retired.push_back(Retired {
+                block,
+                generation,
+                visible,
+            });
             self.retired_bytes += block.len;
-            self.live.remove(&block.offset);
         }
         Ok(())
     }
@@ -788,10 +871,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             if r.visible >= g.tick {
                 break;
             }
-            let block = r.block;
+            let (block, generation) = (r.block, r.generation);
             self.retired.pop_front();
             self.retired_bytes -= block.len;
-            self.heap.free(block)?;
+            self.give_back(block, generation)?;
             report.freed_blocks += 1;
             report.freed_bytes += block.len;
         }

@@ -1,11 +1,8 @@
-//! The writer's private index of the nodes it published: link -> node value.
-//!
-//! The writer never reads its own tree through shared memory: every node it can reach was
-//! created by it and is immutable, so a private copy is exact, costs no cache traffic, and
-//! stays correct however the node's lines move between caches and memory.
+//! A hasher for node references (raw links, pointers): the sets a batch keeps of the
+//! nodes it created are probed once per node copied, so their hash must cost a multiply,
+//! not SipHash's rounds. References are not chosen by users, so flooding is not a concern.
 
-use super::node::Node;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Hashes a raw link (a line-aligned offset with a generation on top): one 128-bit
@@ -28,7 +25,11 @@ impl Hasher for LinkHasher {
         let p = u128::from(x ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
         self.0 = (p >> 64) as u64 ^ p as u64;
     }
+
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
 }
 
-/// Raw link -> node.
-pub(crate) type NodeIndex<K, V> = HashMap<u64, Node<K, V>, BuildHasherDefault<LinkHasher>>;
+/// A set of node references.
+pub(crate) type RefSet<R> = HashSet<R, BuildHasherDefault<LinkHasher>>;
