@@ -369,4 +369,13 @@ fn main() {
             row.lookup[0] / row.lookup[1]
         );
     }
+
+    println!("\nupdate latency ratio {} / {}:", NAMES[0], NAMES[1]);
+    for (label, pct, row) in table.iter().filter(|(_, pct, _)| *pct > 0) {
+        let target = if *pct == 10 { " (target <= 1.50)" } else { "" };
+        println!(
+            "  {label:>4} {pct:>2}% updates: {:.2}{target}",
+            row.update[0] / row.update[1]
+        );
+    }
 }

@@ -421,3 +421,35 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
         assert_eq!(bg.stop(), 0);
     }
 }
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "membarrier, the system clock and real cache instructions"
+)]
+fn a_pass_pays_membarrier_only_when_its_node_has_a_reader() {
+    use bi_core::region::Region;
+    use bi_core::runtime::{Clock, NodeRuntime, ReaderOrdering, TickClock};
+    use std::sync::Arc;
+
+    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    let layout = *region.layout();
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    let node = NodeRuntime::new(
+        region.hardware(),
+        layout,
+        0,
+        RuntimeConfig::default(),
+        clock,
+    )
+    .unwrap();
+    let memb = node.reader_ordering() == ReaderOrdering::Membarrier;
+    assert!(!node.quiesce().unwrap().barrier, "no reader: no barrier");
+    let r = node.reader().unwrap();
+    assert_eq!(node.quiesce().unwrap().barrier, memb);
+    let second = node.reader().unwrap();
+    drop(r);
+    assert_eq!(node.quiesce().unwrap().barrier, memb, "one reader left");
+    drop(second);
+    assert!(!node.quiesce().unwrap().barrier, "every reader gone");
+}

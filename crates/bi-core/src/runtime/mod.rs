@@ -148,7 +148,11 @@
 //! reader that has already loaded a link: that needs store-to-load ordering between the
 //! reader's thread and the pass's thread. As liburcu's memb flavour does, the pass pays:
 //! it issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and readers issue only a
-//! compiler fence. If membarrier cannot be registered (old kernel, Miri), readers fall
+//! compiler fence. A pass on a node with no registered reader has nobody to order
+//! against and skips the barrier (a writer-only node, a delegation server's node): a
+//! reader registers with a sequentially consistent increment before it can enter, so
+//! its loads all follow any pass that counted zero, like those of a reader entering
+//! after the barrier. If membarrier cannot be registered (old kernel, Miri), readers fall
 //! back to `fence(SeqCst)` ([`ReaderOrdering::Fence`]). Under the emulator
 //! ([`ReaderOrdering::Emulated`]) a node's cache sits behind a mutex, which orders both
 //! sides already.
@@ -235,6 +239,8 @@ pub(crate) struct NodeInner<V: MemView> {
     pub(crate) membarrier: bool,
     pub(crate) ordering: ReaderOrdering,
     readers: Mutex<Vec<bool>>,
+    /// Readers registered now: a pass with none to order against skips `membarrier`.
+    pub(crate) registered: AtomicUsize,
     writer_taken: AtomicUsize,
     pass: Mutex<PassState<V>>,
     pub(crate) stats: Stats,
@@ -270,8 +276,11 @@ impl<V: MemView> NodeInner<V> {
 
     pub(crate) fn release_reader(&self, index: usize) {
         let mut r = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = r.get_mut(index) {
+        if let Some(slot) = r.get_mut(index)
+            && *slot
+        {
             *slot = false;
+            self.registered.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -387,6 +396,7 @@ impl<V: MemView> NodeRuntime<V> {
             ordering,
             clock,
             readers: Mutex::new(vec![false; per_node]),
+            registered: AtomicUsize::new(0),
             writer_taken: AtomicUsize::new(0),
             pass: Mutex::new(PassState::new(nodes, Policy::Modified, prev)),
             stats: Stats::default(),
@@ -459,6 +469,9 @@ impl<V: MemView> NodeRuntime<V> {
         let record = self.inner.reader_record(index)?;
         self.inner.view.store(record, &[0u64, 0u64])?;
         slots[index] = true;
+        // SeqCst, and before the reader can enter: a pass that still counts no reader
+        // (and so skips membarrier) is ordered before every load this reader makes.
+        self.inner.registered.fetch_add(1, Ordering::SeqCst);
         Ok(Reader::new(self.inner.clone(), index, record))
     }
 

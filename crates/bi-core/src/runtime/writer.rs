@@ -800,14 +800,22 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Logs deferred retirements in as few groups as the freed ring takes now; what does
     /// not fit stays deferred. A full ring is not an error here.
     pub fn flush_deferred(&mut self) -> Result<(), BiError> {
-        let mut chunk = self.deferred.len();
-        while !self.deferred.is_empty() {
-            let n = chunk.min(self.deferred.len());
-            let group = self.deferred.split_off(self.deferred.len() - n);
-            match self.try_retire_links(&group) {
-                Ok(()) => {}
+        let mut bag = std::mem::take(&mut self.deferred);
+        let r = self.retire_from(&mut bag);
+        self.deferred = bag;
+        r
+    }
+
+    /// Retires the links of `bag` from its end, in groups as large as the freed ring
+    /// takes; what is retired leaves the bag.
+    fn retire_from(&mut self, bag: &mut Vec<Link<()>>) -> Result<(), BiError> {
+        let mut chunk = bag.len();
+        while !bag.is_empty() {
+            let n = chunk.min(bag.len());
+            let at = bag.len() - n;
+            match self.try_retire_links(&bag[at..]) {
+                Ok(()) => bag.truncate(at),
                 Err(BiError::LogFull { capacity, .. }) => {
-                    self.deferred.extend(group);
                     let free = (capacity as usize).saturating_sub(self.freed.len());
                     if free == 0 || free >= n {
                         return Ok(());
@@ -817,9 +825,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 Err(e) => {
                     // A link deferred twice: retire the rest one by one, drop the
                     // offender, report it.
+                    let group: Vec<_> = bag.drain(at..).collect();
                     for link in group {
                         if let Err(BiError::LogFull { .. }) = self.try_retire_links(&[link]) {
-                            self.deferred.push(link);
+                            bag.push(link);
                         }
                     }
                     return Err(e);
