@@ -178,8 +178,10 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
             prop_assert_eq!(v.get(&k).unwrap(), h.model().get(&k).copied());
         }
     }
-    // Retired memory comes back: after two more rounds of passes nothing is pending and
-    // the heap holds exactly the published tree (one line per node).
+    // Retired memory comes back: once the bag of replaced nodes is retired, after two
+    // more rounds of passes nothing is pending and the heap holds exactly the published
+    // tree (one line per node).
+    w.writer().flush_deferred().unwrap();
     for _ in 0..2 {
         s.quiesce_all().unwrap();
     }

@@ -453,3 +453,28 @@ fn a_pass_pays_membarrier_only_when_its_node_has_a_reader() {
     drop(second);
     assert!(!node.quiesce().unwrap().barrier, "every reader gone");
 }
+
+#[test]
+fn a_bag_of_deferred_retirements_is_retired_with_one_ring_append() {
+    use bi_core::runtime::RETIRE_BATCH;
+    let s = Setup::new(1, 0);
+    let mut w = s.writer(0);
+    let links: Vec<Link<u64>> = (0..RETIRE_BATCH as u64)
+        .map(|v| w.alloc_sealed(v).unwrap())
+        .collect();
+    let (_, freed_before) = w.ring_usage();
+    for (i, &link) in links.iter().enumerate() {
+        w.defer_retire([link]).unwrap();
+        let full = i + 1 == RETIRE_BATCH;
+        // Until the bag is full nothing is marked or logged; then all of it at once.
+        assert_eq!(w.deferred(), if full { 0 } else { i + 1 });
+        assert_eq!(w.retired_blocks(), if full { RETIRE_BATCH } else { 0 });
+    }
+    assert_eq!(w.ring_usage().1, freed_before + RETIRE_BATCH);
+    // A link already retired is refused, and nothing else changes.
+    assert!(matches!(
+        w.defer_retire([links[0]]),
+        Err(BiError::AlreadyRetired { .. })
+    ));
+    assert_eq!(w.deferred(), 0);
+}

@@ -464,7 +464,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             lines.extend(r.unlinked);
         }
         self.writer.defer_retire(pairs)?;
-        Ok(self.writer.defer_retire(lines)?)
+        self.writer.defer_retire(lines)?;
+        Ok(self.writer.flush_deferred()?)
     }
 
     /// Keys in bucket `b`'s published chain.
@@ -662,9 +663,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         part.buckets = lines;
         let old_array = std::mem::replace(&mut part.array, array);
         let old = old_overflow.iter().flatten().filter_map(|o| o.link);
-        Ok(self
-            .writer
-            .defer_retire(std::iter::once(old_array).chain(old))?)
+        self.writer
+            .defer_retire(std::iter::once(old_array).chain(old))?;
+        // Retired now, not when the bag fills: a reader that refetches a line of the old
+        // array must find it FREED and go to the new one, never mix the two (overflow
+        // lines move to the new array and are rewritten there).
+        Ok(self.writer.flush_deferred()?)
     }
 }
 

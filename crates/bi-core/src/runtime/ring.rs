@@ -144,8 +144,10 @@ impl RingWriter {
         }
     }
 
-    /// Appends `entries` (the caller checked [`free`](Self::free)): writes them, writes
-    /// them back, fences, then stores, writes back and fences the tail.
+    /// Appends `entries` (the caller checked [`free`](Self::free)): writes them and
+    /// writes them back *without* a fence, then [`commit`](Self::commit)s. Whatever the
+    /// caller wrote back just before (the slot a publication stored, the FREED marks of
+    /// a retirement) reaches memory under the same fence as the entries.
     pub(crate) fn append<V: MemView>(
         &mut self,
         view: &V,
@@ -159,6 +161,13 @@ impl RingWriter {
         for (at, len) in self.geom.entry_ranges(self.tail, to) {
             view.writeback(at, len)?;
         }
+        self.commit(view, to)
+    }
+
+    /// Fences (the entries, and what was written back with them, are in memory), then
+    /// stores the tail `to`, writes it back and fences: a pass that reads the new tail
+    /// finds every entry before it.
+    fn commit<V: MemView>(&mut self, view: &V, to: u64) -> Result<(), BiError> {
         view.fence();
         view.store(self.geom.tail_at, &to)?;
         view.writeback(self.geom.tail_at, 8)?;

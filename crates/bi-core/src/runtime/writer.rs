@@ -22,6 +22,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// How many unlinked objects [`Writer::defer_retire`] collects before it retires them
+/// together (crossbeam-epoch's bags hold 64 too).
+pub const RETIRE_BATCH: usize = 64;
+
 /// A new object, private to its writer until published.
 ///
 /// It already sits in the writer node's cache (not written back). [`set`](BiBox::set)
@@ -582,12 +586,12 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.store_link(slot, raw, None, false)
     }
 
-    /// Fences the lines written back since the last fence, then logs them in the modified
-    /// ring (one entry per line), so every node's pass invalidates them. Room must have
-    /// been reserved.
+    /// Logs the lines written back since the last fence in the modified ring (one entry
+    /// per line), so every node's pass invalidates them: the lines and the entries reach
+    /// memory under one fence, before the ring's tail moves. Room must have been
+    /// reserved.
     pub(super) fn fence_and_log_lines(&mut self, lines: &[usize]) -> Result<(), BiError> {
         let inner = &self.inner;
-        inner.view.fence();
         let t = inner.clock.now();
         let entries = &mut self.entries;
         entries.clear();
@@ -640,8 +644,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         // (An existing link's object was written back when it was first published.)
         let old: u64 = view.load(slot)?;
         view.store(slot, &raw)?;
+        // The slot reaches memory under the ring append's first fence, with the entry
+        // that logs it: both before the tail that lets a pass see the entry.
         view.writeback(slot, 8)?;
-        view.fence();
         let t = inner.clock.now();
         let mut entries = [LogEntry::new(inner.line_floor(slot), 1, t); 2];
         let mut n = 1;
@@ -741,7 +746,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 entries.push(LogEntry::new(b.offset + first * inner.line, n, now));
             }
         }
-        view.fence();
+        // The marks reach memory under the append's first fence, with the entries.
         self.freed.append(view, entries)?;
         // The time that matters is when the entries became visible, taken afresh after
         // the fence: a pass starting more than D later has certainly read them.
@@ -758,11 +763,15 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(())
     }
 
-    /// Retires objects that are already unlinked, without ever waiting: they are logged
-    /// in the freed ring now as far as it has room, and the rest wait in this writer's
-    /// bag until the next `defer_retire`, [`flush_deferred`](Self::flush_deferred) or
-    /// [`reclaim`](Self::reclaim) finds room. The one retirement path for structures:
-    /// an update hands over what it replaced and goes on.
+    /// Retires objects that are already unlinked, without ever waiting: they go into this
+    /// writer's bag, and once the bag holds [`RETIRE_BATCH`] links they are all marked,
+    /// written back and logged together (one fence, one freed-ring append), as far as
+    /// the ring has room; the rest wait for the next `defer_retire`,
+    /// [`flush_deferred`](Self::flush_deferred) or [`reclaim`](Self::reclaim). The one
+    /// retirement path for structures: an update hands over what it replaced and goes
+    /// on, and the cost of retiring is shared by the updates of a bag, as in
+    /// crossbeam-epoch's `defer`. Unless the freed ring is full, fewer than
+    /// `RETIRE_BATCH` links wait.
     ///
     /// Each link is checked first ([`BiError::StaleLink`] or
     /// [`BiError::AlreadyRetired`]); on an error nothing was deferred.
@@ -777,7 +786,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let new = w.alloc_sealed(2u64).unwrap();
     /// w.publish_link(s.slot(0), new).unwrap();
     /// w.defer_retire([old]).unwrap();
-    /// assert_eq!((w.deferred(), w.retired_blocks()), (0, 1));
+    /// assert_eq!((w.deferred(), w.retired_blocks()), (1, 0)); // in the bag
+    /// w.flush_deferred().unwrap();
+    /// assert_eq!((w.deferred(), w.retired_blocks()), (0, 1)); // marked and logged
     /// ```
     pub fn defer_retire<T>(
         &mut self,
@@ -794,7 +805,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             }
             self.deferred.push(link.cast());
         }
-        self.flush_deferred()
+        if self.deferred.len() >= RETIRE_BATCH {
+            self.flush_deferred()
+        } else {
+            Ok(())
+        }
     }
 
     /// Logs deferred retirements in as few groups as the freed ring takes now; what does
@@ -884,6 +899,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             self.retired.pop_front();
             self.retired_bytes -= block.len;
             self.give_back(block, generation)?;
+            // The next allocations reuse these blocks (the heap hands out what came back
+            // last first), and the passes just dropped them from the caches.
+            self.inner.view.prefetch_for_write(block.offset);
             report.freed_blocks += 1;
             report.freed_bytes += block.len;
         }
