@@ -265,20 +265,6 @@ impl MemView for Hardware {
         Ok(())
     }
 
-    #[inline(always)]
-    fn prefetch_for_write(&self, offset: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if offset < self.size() {
-            use std::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
-            let p = self.base.cast::<i8>().wrapping_add(offset);
-            // SAFETY: `offset` is inside the mapping `self` keeps alive; a prefetch
-            // never faults and changes no memory, only what the caches hold.
-            unsafe { _mm_prefetch::<_MM_HINT_ET0>(p) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = offset;
-    }
-
     #[inline]
     fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError> {
         let ptr = self.range_ptr(offset, len)?;

@@ -249,15 +249,6 @@ pub trait MemView: Clone + Send + Sync {
         None
     }
 
-    /// A hint that this node will soon write the line holding `offset`: real memory
-    /// starts fetching it for writing, so that the write does not wait for it. It has
-    /// no effect on what any load or store means, and the default (every view but the
-    /// hardware's) does nothing.
-    #[inline(always)]
-    fn prefetch_for_write(&self, offset: usize) {
-        let _ = offset;
-    }
-
     /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap
     /// calls it when it hands out memory that held an object before.
     ///

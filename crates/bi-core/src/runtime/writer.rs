@@ -899,9 +899,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             self.retired.pop_front();
             self.retired_bytes -= block.len;
             self.give_back(block, generation)?;
-            // The next allocations reuse these blocks (the heap hands out what came back
-            // last first), and the passes just dropped them from the caches.
-            self.inner.view.prefetch_for_write(block.offset);
             report.freed_blocks += 1;
             report.freed_bytes += block.len;
         }
