@@ -11,7 +11,8 @@
 //! updater thread whose operations are updates with the given probability (half inserts,
 //! half removes of random keys) and lookups otherwise. Lookup latency is the median over
 //! rounds of the mean per lookup; update latency is the mean per update (for `BiTree`
-//! including a `reclaim` every 64 updates).
+//! including its share of retiring and reclaiming, which the writer does by itself every
+//! 64 replaced nodes).
 //!
 //! `BI_BENCH_QUICK=1` (or `-- --quick`) shortens every measurement; `BI_TREE_SIZES=1K,64K`
 //! restricts the working sets. The criterion group
@@ -259,7 +260,6 @@ fn main() {
             {
                 let r1 = bi.tree.read_handle(&bi.nodes[1]).expect("reader");
                 let r0 = bi.tree.read_handle(&bi.nodes[0]).expect("reader");
-                let mut since = 0u32;
                 let w = &mut w;
                 (row.lookup[0], row.update[0]) = measure(
                     plan,
@@ -272,11 +272,6 @@ fn main() {
                             w.insert(k, k).expect("insert");
                         } else {
                             w.remove(&k).expect("remove");
-                        }
-                        since += 1;
-                        if since == 64 {
-                            since = 0;
-                            w.reclaim().expect("reclaim");
                         }
                     },
                 );

@@ -133,6 +133,14 @@ pub enum DelegationError {
         /// The acknowledgement last read.
         applied: u64,
     },
+    /// The thread carrying a combined batch ([`NodeCombiner`](super::NodeCombiner)) died
+    /// with it (it panicked), or an earlier one did and the node's channel is no longer
+    /// used. The operation was sent once or not at all, and is never sent again.
+    CombinerDied,
+    /// The combined batch that carried the operation failed with an error that is not a
+    /// delegation error (a memory access of the channel): the operation was sent once
+    /// or not at all, and is never sent again.
+    BatchFailed,
 }
 
 impl fmt::Display for DelegationError {
@@ -199,6 +207,14 @@ impl fmt::Display for DelegationError {
             } => write!(
                 f,
                 "timed out waiting for {waiting_for} (sequence {seq}, applied up to {applied})"
+            ),
+            DelegationError::CombinerDied => f.write_str(
+                "the thread carrying this node's combined batch died; the operation was \
+                 applied once or not at all",
+            ),
+            DelegationError::BatchFailed => f.write_str(
+                "the combined batch carrying the operation failed; it was applied once or \
+                 not at all",
             ),
         }
     }

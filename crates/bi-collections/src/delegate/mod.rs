@@ -118,12 +118,14 @@
 
 mod backoff;
 mod client;
+mod combine;
 mod error;
 mod layout;
 mod record;
 mod server;
 
 pub use client::{ClientConfig, DelegationClient};
+pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::DelegationLayout;
 pub use record::OpRecord;

@@ -205,7 +205,7 @@ pub use object::{Fetch, Generation, Link, Stamp};
 pub use pass::{NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, ReaderState, Shared};
 pub use slots::{SlotArray, SlotArrayRef};
-pub use writer::{BiBox, RETIRE_BATCH, ReclaimReport, Unpublished, Writer};
+pub use writer::{BiBox, RECLAIM_STEP, RETIRE_BATCH, ReclaimReport, Unpublished, Writer};
 
 use crate::heap::Heap;
 use crate::mem::{EmulatedNode, MemView};

@@ -26,6 +26,9 @@ use std::time::Instant;
 /// together (crossbeam-epoch's bags hold 64 too).
 pub const RETIRE_BATCH: usize = 64;
 
+/// The most blocks [`Writer::defer_retire`] gives back each time it retires a bag.
+pub const RECLAIM_STEP: usize = 2 * RETIRE_BATCH;
+
 /// A new object, private to its writer until published.
 ///
 /// It already sits in the writer node's cache (not written back). [`set`](BiBox::set)
@@ -771,7 +774,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// retirement path for structures: an update hands over what it replaced and goes
     /// on, and the cost of retiring is shared by the updates of a bag, as in
     /// crossbeam-epoch's `defer`. Unless the freed ring is full, fewer than
-    /// `RETIRE_BATCH` links wait.
+    /// `RETIRE_BATCH` links wait. Each time a bag is retired, up to [`RECLAIM_STEP`]
+    /// retired blocks whose grace period has passed go back to the heap, so a structure
+    /// that only updates keeps its memory bounded without calling
+    /// [`reclaim`](Self::reclaim): retired memory stays within what was retired over
+    /// about two pass periods plus the skew bound, plus one bag.
     ///
     /// Each link is checked first ([`BiError::StaleLink`] or
     /// [`BiError::AlreadyRetired`]); on an error nothing was deferred.
@@ -806,7 +813,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             self.deferred.push(link.cast());
         }
         if self.deferred.len() >= RETIRE_BATCH {
-            self.flush_deferred()
+            // Back-pressure in two steps, as crossbeam-epoch's `defer`: retire the bag,
+            // then give back a bounded number of blocks whose grace has passed, so memory
+            // comes back at twice the rate it is retired and no update pays for a backlog.
+            self.flush_deferred()?;
+            self.reclaim_up_to(RECLAIM_STEP).map(drop)
         } else {
             Ok(())
         }
@@ -883,8 +894,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Gives back to the heap every retired block whose retirement became visible before
-    /// the grace point.
+    /// the grace point. Structures need not call it: every retired bag also gives back up
+    /// to [`RECLAIM_STEP`] blocks (see [`defer_retire`](Self::defer_retire)).
     pub fn reclaim(&mut self) -> Result<ReclaimReport, BiError> {
+        self.reclaim_up_to(usize::MAX)
+    }
+
+    /// [`reclaim`](Self::reclaim), giving back at most `max` blocks: the oldest ones.
+    fn reclaim_up_to(&mut self, max: usize) -> Result<ReclaimReport, BiError> {
         let g = self.synchronize()?;
         self.freed.release(g.min_pass_start, self.inner.config.skew);
         self.modified
@@ -892,7 +909,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.flush_deferred()?;
         let mut report = ReclaimReport::default();
         while let Some(r) = self.retired.front() {
-            if r.visible >= g.tick {
+            if r.visible >= g.tick || report.freed_blocks == max {
                 break;
             }
             let (block, generation) = (r.block, r.generation);
