@@ -19,13 +19,19 @@ use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::runtime::{Link, ReclaimReport, Writer, lines};
 use bytemuck::Pod;
-use std::collections::{BTreeMap, HashMap};
+use foldhash::fast::FixedState;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Range;
 
 /// Lines rewritten per fence when a batch touches many buckets.
 const PUBLISH_CHUNK: usize = 256;
+
+/// The buckets a batch stages, by (partition index, bucket): a hash map, since a batch of
+/// a large load touches thousands of buckets once each; ordered only at commit.
+type Stage<K, V> = HashMap<(usize, usize), Staged<K, V>, FixedState>;
 
 type PairLink<K, V> = Link<Pair<K, V>>;
 /// A pair a batch made, with its key and value.
@@ -40,14 +46,16 @@ struct ChainLine {
     line: BucketLine,
 }
 
-/// One partition as its writer knows it: the published array and a mirror of its lines.
+/// One partition as its writer knows it: the published array (whose lines the writer
+/// reads back from its node's cache: it wrote them, and no one else does) and the links
+/// of the overflow lines.
 struct Partition<K, V> {
     slot: usize,
     array: LineLink,
-    /// Line `1 + b` of the array: bucket `b`'s first line.
-    buckets: Vec<BucketLine>,
-    /// Bucket `b`'s overflow lines, in chain order.
-    overflow: Vec<Vec<ChainLine>>,
+    /// Buckets of the array (line `1 + b` is bucket `b`'s first line).
+    buckets: usize,
+    /// The overflow lines of the buckets that have any, in chain order.
+    overflow: HashMap<usize, Vec<ChainLine>, FixedState>,
     /// Keys and values behind the linked entries (types too large for a line).
     pairs: HashMap<u64, (K, V)>,
     len: usize,
@@ -58,6 +66,8 @@ struct Partition<K, V> {
 /// A staged bucket: its new chain (line 0 is the bucket's line in the array) and the
 /// pairs the batch made or replaced in it.
 struct Staged<K, V> {
+    /// The bucket's line as published when the batch first touched it.
+    was: BucketLine,
     chain: Vec<ChainLine>,
     created: Vec<PairLink<K, V>>,
     superseded: Vec<PairLink<K, V>>,
@@ -136,7 +146,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         let buckets = handle.min_buckets;
         for p in parts {
             let slot = map.partition_slot(p);
-            let (array, lines) = handle.build_array(buckets, 0, Vec::new(), |_| None)?;
+            let array = handle.build_array(buckets, 0, Vec::new(), |_| None)?;
             if let Err(e) = handle.writer.publish_lines(slot, array) {
                 let _ = handle.writer.discard_lines(array);
                 return Err(e.into());
@@ -144,8 +154,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             handle.partitions.push(Partition {
                 slot,
                 array,
-                buckets: lines,
-                overflow: vec![Vec::new(); buckets],
+                buckets,
+                overflow: HashMap::default(),
                 pairs: HashMap::new(),
                 len: 0,
                 grow_after: 0,
@@ -188,12 +198,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// Buckets (one line each, holding up to a few entries) over the partitions this
     /// handle writes.
     pub fn capacity(&self) -> usize {
-        self.partitions.iter().map(|p| p.buckets.len()).sum()
+        self.partitions.iter().map(|p| p.buckets).sum()
     }
 
     /// Buckets of partition `p` (`None` if this handle does not write it).
     pub fn buckets(&self, p: usize) -> Option<usize> {
-        self.part_index(p).map(|i| self.partitions[i].buckets.len())
+        self.part_index(p).map(|i| self.partitions[i].buckets)
     }
 
     /// Most buckets one partition grows to.
@@ -207,20 +217,27 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         self.writer.deferred()
     }
 
-    /// The value of `key`, from the writer's own (always current) record.
+    /// The value of `key`, from the writer's own (always current) lines. (Reading a line
+    /// the writer wrote can fail only if the region was corrupted; that reads as absent.)
     pub fn get(&self, key: &K) -> Option<V> {
         let h = key_hash(key);
         let pi = self.part_index(partition_of(h, self.map.partitions()))?;
         let part = &self.partitions[pi];
-        let b = bucket_of(h, part.buckets.len());
+        let b = bucket_of(h, part.buckets);
         let first = ChainLine {
             link: None,
-            line: part.buckets[b],
+            line: self.bucket_line(pi, b).ok()?,
         };
         std::iter::once(&first)
-            .chain(&part.overflow[b])
+            .chain(overflow_of(part, b))
             .find_map(|l| find(part, &l.line, key, h))
             .map(|(_, v)| v)
+    }
+
+    /// Bucket `b`'s first line in partition `pi`'s published array.
+    fn bucket_line(&self, pi: usize, b: usize) -> Result<BucketLine, CollectionError> {
+        let array = self.partitions[pi].array;
+        Ok(self.writer.read_own_line(array, 1 + b)?)
     }
 
     /// Whether `key` is present.
@@ -256,7 +273,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     fn apply_one(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
-        let mut stage = BTreeMap::new();
+        let mut stage = Stage::default();
         let outcome = match self.stage(&mut stage, op) {
             Ok(o) => o,
             Err(e) => {
@@ -273,7 +290,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// pair it made was given back.
     fn stage(
         &mut self,
-        stage: &mut BTreeMap<(usize, usize), Staged<K, V>>,
+        stage: &mut Stage<K, V>,
         op: Op<K, V>,
     ) -> Result<Outcome<V>, CollectionError> {
         let key = match op {
@@ -285,20 +302,28 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             .ok_or(CollectionError::Corrupt {
                 reason: "the key belongs to a partition this handle does not write",
             })?;
+        let b = bucket_of(h, self.partitions[pi].buckets);
+        let staged = match stage.entry((pi, b)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let was = self.bucket_line(pi, b)?;
+                let chain = std::iter::once(ChainLine {
+                    link: None,
+                    line: was,
+                })
+                .chain(overflow_of(&self.partitions[pi], b).iter().copied())
+                .collect();
+                e.insert(Staged {
+                    was,
+                    chain,
+                    created: Vec::new(),
+                    superseded: Vec::new(),
+                    retire: Vec::new(),
+                    pairs: Vec::new(),
+                })
+            }
+        };
         let part = &self.partitions[pi];
-        let b = bucket_of(h, part.buckets.len());
-        let staged = stage.entry((pi, b)).or_insert_with(|| Staged {
-            chain: std::iter::once(ChainLine {
-                link: None,
-                line: part.buckets[b],
-            })
-            .chain(part.overflow[b].iter().copied())
-            .collect(),
-            created: Vec::new(),
-            superseded: Vec::new(),
-            retire: Vec::new(),
-            pairs: Vec::new(),
-        });
         let found = staged.chain.iter().enumerate().find_map(|(i, l)| {
             staged_find(part, &staged.pairs, &l.line, &key, h).map(|(j, v)| (i, j, v))
         });
@@ -362,11 +387,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// adopts each chunk once it is published. Each chunk rewrites the partition's header
     /// with the length so far. On an error, the chunks published so far stay (and are
     /// adopted); the rest are given back.
-    fn commit(
-        &mut self,
-        stage: BTreeMap<(usize, usize), Staged<K, V>>,
-    ) -> Result<(), CollectionError> {
+    fn commit(&mut self, stage: Stage<K, V>) -> Result<(), CollectionError> {
         let mut items: Vec<((usize, usize), Staged<K, V>)> = stage.into_iter().collect();
+        items.sort_unstable_by_key(|(at, _)| *at);
         let mut failure = None;
         while !items.is_empty() {
             if failure.is_some() {
@@ -414,17 +437,14 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         let mut rewrites = Vec::new();
         for (b, r) in &ready {
             rewrites.extend_from_slice(&r.rewrites);
-            len = len + count(&r.staged.chain) - self.chain_count(pi, *b);
+            len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
         }
         let published = match failure {
             Some(e) => Err(e),
             None => {
                 if len != self.partitions[pi].len {
-                    let header = BucketLine::header(
-                        self.partitions[pi].buckets.len(),
-                        len,
-                        Format::<K, V>::CODE,
-                    );
+                    let header =
+                        BucketLine::header(self.partitions[pi].buckets, len, Format::<K, V>::CODE);
                     rewrites.push((array, 0, header));
                 }
                 self.writer
@@ -446,11 +466,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         part.len = len;
         let (mut pairs, mut lines) = (Vec::new(), Vec::new());
         for (b, r) in ready {
-            let mut chain = r.staged.chain.into_iter();
-            if let Some(first) = chain.next() {
-                part.buckets[b] = first.line;
+            let rest: Vec<ChainLine> = r.staged.chain.into_iter().skip(1).collect();
+            if rest.is_empty() {
+                part.overflow.remove(&b);
+            } else {
+                part.overflow.insert(b, rest);
             }
-            part.overflow[b] = chain.collect();
             for (link, kv) in r.staged.pairs {
                 part.pairs.insert(link.raw(), kv);
             }
@@ -468,14 +489,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         Ok(self.writer.flush_deferred()?)
     }
 
-    /// Keys in bucket `b`'s published chain.
-    fn chain_count(&self, pi: usize, b: usize) -> usize {
+    /// Keys in bucket `b`'s published chain, whose first line is `first`.
+    fn chain_count(&self, pi: usize, b: usize, first: &BucketLine) -> usize {
         let part = &self.partitions[pi];
-        let first = ChainLine {
-            link: None,
-            line: part.buckets[b],
-        };
-        count(std::iter::once(&first).chain(&part.overflow[b]))
+        first.entries() + count(overflow_of(part, b))
     }
 
     /// Makes a staged chain publishable: drops emptied overflow lines, allocates new ones
@@ -521,12 +538,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
         let part = &self.partitions[pi];
         let mut rewrites = Vec::new();
-        if s.chain[0].line != part.buckets[b] {
+        if s.chain[0].line != s.was {
             rewrites.push((part.array, 1 + b, s.chain[0].line));
         }
         for l in &s.chain[1..] {
             let link = l.link.unwrap_or(LineLink::null());
-            let was = part.overflow[b].iter().find(|o| o.link == l.link);
+            let was = overflow_of(part, b).iter().find(|o| o.link == l.link);
             if was.is_some_and(|o| o.line != l.line) {
                 rewrites.push((link, 0, l.line));
             }
@@ -544,7 +561,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         let per = Format::<K, V>::PER_LINE;
         for pi in 0..self.partitions.len() {
             let part = &self.partitions[pi];
-            let (len, buckets) = (part.len, part.buckets.len());
+            let (len, buckets) = (part.len, part.buckets);
             // Grow past half full (a bucket's line then rarely overflows), to half that.
             let target = (len * 2 / per + 1).next_power_of_two();
             if len > buckets * per / 2 && buckets < self.max_buckets && len >= part.grow_after {
@@ -562,14 +579,14 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
 
     /// Allocates (sealed, not published) a bucket array of `buckets` buckets holding
     /// `len` keys, whose bucket `b` starts with `first(b)` (empty for `None`) and goes on
-    /// to the overflow line `heads[b]` names. Returns it with its bucket lines.
+    /// to the overflow line `heads[b]` names.
     fn build_array(
         &mut self,
         buckets: usize,
         len: usize,
         heads: Vec<Option<LineLink>>,
         first: impl Fn(usize) -> Option<BucketLine>,
-    ) -> Result<(LineLink, Vec<BucketLine>), CollectionError> {
+    ) -> Result<LineLink, CollectionError> {
         let mut lines = Vec::with_capacity(buckets + 1);
         lines.push(BucketLine::header(buckets, len, Format::<K, V>::CODE));
         for b in 0..buckets {
@@ -577,9 +594,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
             lines.push(l);
         }
-        let array = self.writer.alloc_lines(&lines)?;
-        lines.remove(0);
-        Ok((array, lines))
+        Ok(self.writer.alloc_lines(&lines)?)
     }
 
     /// Builds partition `pi` anew with `buckets` buckets from its entries, publishes the
@@ -588,8 +603,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     fn resize(&mut self, pi: usize, buckets: usize) -> Result<(), CollectionError> {
         let part = &self.partitions[pi];
         let mut chains: Vec<Vec<BucketLine>> = vec![vec![BucketLine::default()]; buckets];
-        for (b, first) in part.buckets.iter().enumerate() {
-            for l in std::iter::once(first).chain(part.overflow[b].iter().map(|o| &o.line)) {
+        for b in 0..part.buckets {
+            let first = self.bucket_line(pi, b)?;
+            let rest = overflow_of(part, b).iter().map(|o| &o.line);
+            for l in std::iter::once(&first).chain(rest) {
                 for j in l.used_entries::<K, V>() {
                     let h = if Format::<K, V>::INLINE {
                         key_hash(&l.key::<K, V>(j))
@@ -611,17 +628,18 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
         // Overflow lines first, from each chain's tail.
         let mut allocated = Vec::new();
-        let mut overflow: Vec<Vec<ChainLine>> = vec![Vec::new(); buckets];
+        let mut overflow: HashMap<usize, Vec<ChainLine>, FixedState> = HashMap::default();
         let mut heads = vec![None; buckets];
         let mut built = Ok(());
         'build: for (b, chain) in chains.iter_mut().enumerate() {
             let mut next = LineLink::null();
+            let mut rest = Vec::new();
             for line in chain[1..].iter_mut().rev() {
                 line.set_next(next);
                 match self.writer.alloc_lines(&[*line]) {
                     Ok(link) => {
                         allocated.push(link);
-                        overflow[b].push(ChainLine {
+                        rest.push(ChainLine {
                             link: Some(link),
                             line: *line,
                         });
@@ -633,23 +651,26 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                     }
                 }
             }
-            overflow[b].reverse();
+            if !rest.is_empty() {
+                rest.reverse();
+                overflow.insert(b, rest);
+            }
             heads[b] = (!next.is_null()).then_some(next);
         }
         let len = self.partitions[pi].len;
         let published = built
             .and_then(|()| self.build_array(buckets, len, heads, |b| Some(chains[b][0])))
-            .and_then(|(array, lines)| {
+            .and_then(|array| {
                 let slot = self.partitions[pi].slot;
                 match self.writer.publish_lines(slot, array) {
-                    Ok(_) => Ok((array, lines)),
+                    Ok(_) => Ok(array),
                     Err(e) => {
                         let _ = self.writer.discard_lines(array);
                         Err(e.into())
                     }
                 }
             });
-        let (array, lines) = match published {
+        let array = match published {
             Ok(a) => a,
             Err(e) => {
                 for l in allocated {
@@ -660,9 +681,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         };
         let part = &mut self.partitions[pi];
         let old_overflow = std::mem::replace(&mut part.overflow, overflow);
-        part.buckets = lines;
+        part.buckets = buckets;
         let old_array = std::mem::replace(&mut part.array, array);
-        let old = old_overflow.iter().flatten().filter_map(|o| o.link);
+        let old = old_overflow.values().flatten().filter_map(|o| o.link);
         self.writer
             .defer_retire(std::iter::once(old_array).chain(old))?;
         // Retired now, not when the bag fills: a reader that refetches a line of the old
@@ -670,6 +691,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         // lines move to the new array and are rewritten there).
         Ok(self.writer.flush_deferred()?)
     }
+}
+
+/// Bucket `b`'s overflow lines (none for most buckets).
+fn overflow_of<K, V>(part: &Partition<K, V>, b: usize) -> &[ChainLine] {
+    part.overflow.get(&b).map_or(&[], Vec::as_slice)
 }
 
 /// Keys held by a chain's lines.
@@ -743,7 +769,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
     /// changed line and the header with one fence per partition (per 256 lines), then
     /// queues emptied lines and replaced pairs for retirement in bounded batches.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
-        let mut stage = BTreeMap::new();
+        let mut stage = Stage::with_capacity_and_hasher(ops.len(), Default::default());
         let mut report = BatchReport::default();
         let mut failure = None;
         for &op in ops {

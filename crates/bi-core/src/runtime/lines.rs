@@ -69,7 +69,6 @@ use super::writer::Writer;
 use crate::heap::Heap;
 use crate::mem::MemView;
 use bytemuck::Pod;
-use std::collections::HashMap;
 
 /// Most lines one line array may have (2^24: a GiB of 64-byte lines).
 pub const MAX_LINES: usize = 1 << 24;
@@ -81,7 +80,28 @@ pub struct Lines<T> {
     _record: std::marker::PhantomData<fn() -> T>,
 }
 
+/// The link of record `i` of `array` for lines of `line` bytes (not checked against the
+/// array's length; a read checks the line's stamp).
+fn line_link<T>(array: Link<Lines<T>>, i: usize, line: usize) -> Result<Link<T>, BiError> {
+    let at = i
+        .checked_mul(line)
+        .and_then(|o| o.checked_add(array.offset()))
+        .filter(|&o| o < 1 << 48)
+        .ok_or(BiError::OutOfSection {
+            offset: i,
+            section: "line array (index)",
+        })?;
+    Ok(Link::new(at, array.generation()))
+}
+
 impl<V: MemView, H: Heap> Writer<V, H> {
+    /// Record `i` of a live array this writer allocated, read back from this node's cache
+    /// ([`read_own`](Self::read_own)): a writer needs no private copy of its lines.
+    #[inline]
+    pub fn read_own_line<T: Pod>(&self, array: Link<Lines<T>>, i: usize) -> Result<T, BiError> {
+        self.read_own(line_link(array, i, self.inner.line)?)
+    }
+
     /// Allocates a line array holding `records` (one per line) and seals it: written
     /// back, no fence yet (the next publication or rewrite fences once). Publish it with
     /// [`publish_lines`](Self::publish_lines).
@@ -145,33 +165,45 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 bytes: size_of::<T>(),
             });
         }
-        // Line offset -> (record, next stamp), the last record per line.
-        let mut next: HashMap<usize, (&T, Stamp)> = HashMap::with_capacity(updates.len());
-        for (array, i, record) in updates {
-            if *i >= self.lines_len(*array)? {
+        // (line offset, update index), every index checked; then, per line, the last
+        // update given for it (a stable sort keeps the updates of a line in order).
+        let mut order: Vec<(usize, usize)> = Vec::with_capacity(updates.len());
+        let mut known: Option<(u64, usize)> = None;
+        for (k, (array, i, _)) in updates.iter().enumerate() {
+            let len = match known {
+                Some((raw, len)) if raw == array.raw() => len,
+                _ => self.lines_len(*array)?,
+            };
+            known = Some((array.raw(), len));
+            if *i >= len {
                 return Err(BiError::OutOfSection {
                     offset: *i,
                     section: "line array (index)",
                 });
             }
-            let at = array.offset() + i * line;
+            order.push((array.offset() + i * line, k));
+        }
+        order.sort_by_key(|&(at, _)| at);
+        let mut last: Vec<(usize, usize, Stamp)> = Vec::with_capacity(order.len());
+        for (n, &(at, k)) in order.iter().enumerate() {
+            if order.get(n + 1).is_some_and(|&(next, _)| next == at) {
+                continue;
+            }
             let now = Stamp::from_raw(self.inner.view.load_u64(at)?);
             let stamp = now
                 .next_version()
                 .ok_or(BiError::VersionsExhausted { offset: at })?;
-            next.insert(at, (record, stamp));
+            last.push((at, k, stamp));
         }
-        let mut lines: Vec<usize> = next.keys().copied().collect();
-        lines.sort_unstable();
+        let lines: Vec<usize> = last.iter().map(|&(at, _, _)| at).collect();
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
         let view = &self.inner.view;
         if self.unfenced {
             view.fence();
             self.unfenced = false;
         }
-        for &at in &lines {
-            let (record, stamp) = next[&at];
-            write_object(view, at, &one, stamp, bytemuck::bytes_of(record))?;
+        for &(at, k, stamp) in &last {
+            write_object(view, at, &one, stamp, bytemuck::bytes_of(&updates[k].2))?;
             view.writeback(at, line)?;
         }
         self.fence_and_log_lines(&lines)
@@ -216,15 +248,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// and carries the array's generation.
     #[inline(always)]
     pub fn line<T>(&self, array: Link<Lines<T>>, i: usize) -> Result<Link<T>, BiError> {
-        let at = i
-            .checked_mul(self.inner().line)
-            .and_then(|o| o.checked_add(array.offset()))
-            .filter(|&o| o < 1 << 48)
-            .ok_or(BiError::OutOfSection {
-                offset: i,
-                section: "line array (index)",
-            })?;
-        Ok(Link::new(at, array.generation()))
+        line_link(array, i, self.inner().line)
     }
 
     /// [`fetch_with`](Self::fetch_with) through the cache ([`Entry::Cached`]) or from
