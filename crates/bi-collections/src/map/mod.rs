@@ -41,9 +41,11 @@
 //!   with one fence per partition (per 256 lines), then replaced objects are retired
 //!   together.
 //!
-//! The writer keeps a private mirror of its lines in ordinary memory, so it never reads
-//! shared memory to find what to change, and its [`get`](MapWriteHandle::get) is a local
-//! lookup.
+//! The writer reads its own lines back from its node's cache: it wrote every one of them
+//! there and no one else writes them, so its copy is always current and its
+//! [`get`](MapWriteHandle::get) needs no validation loop. Beside the lines it keeps only
+//! the links of the overflow lines of buckets that have any, and the keys and values of
+//! linked entries.
 //!
 //! # What readers see, and when
 //!
@@ -67,7 +69,6 @@
 //!
 //! - **Memory**: a bucket is a whole line even for one key, and the table grows at half
 //!   its entries: about 64 to 128 bytes per `u64 -> u64` key (hashbrown uses about 20).
-//!   The writer's mirror holds as much again in its own memory.
 //! - **Large entries cost a line more**: keys and values over 48 bytes together live in
 //!   their own objects, and every update of one allocates and retires an object.
 //! - **Writes pay a fence each** (a batch pays one per 256 lines): a rewrite must reach
