@@ -390,23 +390,24 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     fn commit(&mut self, stage: Stage<K, V>) -> Result<(), CollectionError> {
         let mut items: Vec<((usize, usize), Staged<K, V>)> = stage.into_iter().collect();
         items.sort_unstable_by_key(|(at, _)| *at);
+        let mut items = items.into_iter().peekable();
         let mut failure = None;
-        while !items.is_empty() {
+        while let Some(first) = items.next() {
             if failure.is_some() {
-                let rest = std::mem::take(&mut items);
-                self.abort(rest.into_iter().map(|(_, s)| s));
+                self.abort(std::iter::once(first).chain(items).map(|(_, s)| s));
                 break;
             }
-            let pi = items[0].0.0;
-            let mut lines = 0;
-            let n = items
-                .iter()
-                .take_while(|((p, _), s)| {
-                    lines += s.chain.len();
-                    *p == pi && (lines <= PUBLISH_CHUNK || lines == s.chain.len())
-                })
-                .count();
-            let chunk: Vec<_> = items.drain(..n).collect();
+            // A chunk: buckets of one partition, up to PUBLISH_CHUNK lines (at least one
+            // bucket, however long its chain).
+            let pi = first.0.0;
+            let mut lines = first.1.chain.len();
+            let mut chunk = vec![first];
+            while let Some(next) =
+                items.next_if(|((p, _), s)| *p == pi && lines + s.chain.len() <= PUBLISH_CHUNK)
+            {
+                lines += next.1.chain.len();
+                chunk.push(next);
+            }
             if let Err(e) = self.commit_chunk(pi, chunk) {
                 failure = Some(e);
             }
