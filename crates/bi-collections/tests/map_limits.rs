@@ -223,7 +223,10 @@ fn threads_read_while_the_writer_writes() {
         }));
     }
     let rounds = if cfg!(miri) { 50 } else { 3_000 };
-    for i in 0..rounds as u64 {
+    // At least `rounds` writes, and more until the readers have read a while beside the
+    // writer (a reader thread may be scheduled late on a busy machine).
+    let enough = |i: u64| i >= rounds && reads.load(Ordering::Relaxed) >= 100 || i >= 100 * rounds;
+    for i in (0..).take_while(|&i| !enough(i)) {
         let k = (i * 13 % u64::from(keys)) as u32;
         if i % 5 == 4 {
             w.remove(&k).unwrap();

@@ -101,7 +101,16 @@ struct Shared<Vw, K, V> {
 
 /// The node-local side of delegation: any number of threads of one node share it (it is
 /// `Clone`, and cheap to clone) and their operations travel to the writer combined. See
-/// the [module docs](self) for how and why.
+/// [delegation docs](super#combining-on-a-node-first) for why.
+///
+/// Nobody is dedicated to combining: a thread that waits for its operation and finds the
+/// node's channel free carries everything queued, as one batch, until its own operation
+/// is done. One thread's operations are applied in the order it queued them, each once.
+/// If sending or waiting fails, every operation of that batch gets the error (it may
+/// still be applied, once: nothing is resent). If the carrying thread dies mid-batch
+/// (panics), its waiters get [`DelegationError::CombinerDied`], and so does every later
+/// operation: the channel's sender count may disagree with memory, so it is not used
+/// again; attach a new combiner to another client index.
 ///
 /// ```
 /// use bi_collections::delegate::{DelegationLayout, DelegationServer, NodeCombiner};

@@ -67,7 +67,20 @@
 //! 2. On the writer's node, [`DelegationServer::new`] initialises the area and takes the
 //!    structure; run [`DelegationServer::run_until`] on a thread, or call
 //!    [`DelegationServer::serve_once`] from the writer's own loop.
-//! 3. Each client thread attaches with [`DelegationClient::new`] and its own index.
+//! 3. Each client thread attaches with [`DelegationClient::new`] and its own index; or,
+//!    better when a node has several writing threads, the node attaches once as a
+//!    [`NodeCombiner`] and its threads share it.
+//!
+//! # Combining on a node first
+//!
+//! Threads of one node are coherent with each other, so they need not cross to the
+//! writer's node one by one. A [`NodeCombiner`] queues their operations in ordinary
+//! memory, and whichever waiting thread finds the node's channel free carries everything
+//! queued as one batch (Argo's hierarchical queue delegation): the batch crosses between
+//! the nodes once, and the server applies it with one write-back batch and one fence.
+//! Each thread's operations are applied once, in its order; if the carrying thread dies
+//! mid-batch, its waiters get [`DelegationError::CombinerDied`] and nothing is applied
+//! twice.
 //!
 //! ```
 //! use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
