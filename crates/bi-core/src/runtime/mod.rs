@@ -119,9 +119,13 @@
 //!   pass `k`, which is more than `D` after the retirement when the period exceeds `D`.
 //!   So a retired block is reclaimable about `2 periods + pass duration + D + longest
 //!   read section` after its retirement (plus the node lease if a node stops passing),
-//!   and freed at the next [`Writer::reclaim`]: retired-but-unreclaimed bytes stay below
-//!   `retire rate x (2 periods + D + longest section + reclaim interval [+ node lease])`.
-//!   (Measured: at most 2 periods' worth over a million cycles; see the tests.)
+//!   and freed at the next [`Writer::reclaim`], or by the next bag
+//!   [`Writer::defer_retire`] retires (which gives back up to [`RECLAIM_STEP`] blocks):
+//!   retired-but-unreclaimed bytes stay below `retire rate x (2 periods + D + longest
+//!   section + reclaim interval [+ node lease])`, plus one bag of [`RETIRE_BATCH`]
+//!   objects not yet retired. (Measured: at most 2 periods' worth over a million cycles;
+//!   see the tests, and `bi-collections`' `tree_memory` for a tree that never calls
+//!   `reclaim`.)
 //!
 //! # Pieces
 //!
