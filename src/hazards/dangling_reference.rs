@@ -51,9 +51,10 @@ fn run(variant: Variant, seed: u64) -> u64 {
     drop(guard);
     match variant {
         Variant::Broken => {
-            // Reuse now: the reader has left and node 1 has passed once.
-            n1.note_reuse(x.offset(), 4 * 64).expect("in bounds");
+            // Reuse now: the reader has left and node 1 has passed once. The writer's node
+            // hands the block out again, as its heap would.
             let a = s.emu.node(0);
+            a.note_reuse(x.offset(), 4 * 64).expect("in bounds");
             a.store(x.offset(), &[3u64; 32]).expect("in bounds");
             a.writeback(x.offset(), 4 * 64).expect("in bounds");
             a.fence();

@@ -110,9 +110,9 @@ fn a_refetch_after_the_first_pass_is_dropped_before_reuse() {
         n1.prefetch(x.offset() + 64 * i).unwrap();
     }
     drop(g);
-    // Broken reuse: the writer overwrites X's block at once.
-    n1.note_reuse(x.offset(), LINES * 64).unwrap();
+    // Broken reuse: the writer's node hands X's block out again at once and overwrites it.
     let a = s.emu.node(0);
+    a.note_reuse(x.offset(), LINES * 64).unwrap();
     for i in 0..LINES {
         a.store(x.offset() + 64 * i, &u64::MAX).unwrap();
     }

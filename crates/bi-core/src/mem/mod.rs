@@ -254,8 +254,9 @@ pub trait MemView: Clone + Send + Sync {
     ///
     /// Real memory has nothing to do here (the default does nothing). The
     /// [`Emulator`]'s oracle bumps the incarnation of every line in the range, so any copy
-    /// of the old object still sitting in some node's cache is counted as a reuse hazard
-    /// the moment it is read.
+    /// of the old object still sitting in another node's cache is counted as a reuse
+    /// hazard the moment it is read (the calling node's own copies are evicted first: it
+    /// is about to write the new object over them).
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         check_range(offset, len, self.size())
     }

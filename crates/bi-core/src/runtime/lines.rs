@@ -197,11 +197,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
         let lines: Vec<usize> = last.iter().map(|&(at, _, _)| at).collect();
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
+        self.settle()?;
         let view = &self.inner.view;
-        if self.unfenced {
-            view.fence();
-            self.unfenced = false;
-        }
         for &(at, k, stamp) in &last {
             write_object(view, at, &one, stamp, bytemuck::bytes_of(&updates[k].2))?;
             view.writeback(at, line)?;

@@ -345,12 +345,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         lines.sort_unstable();
         lines.dedup();
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
-        let inner = &self.inner;
-        let view = &inner.view;
-        if self.unfenced {
-            view.fence();
-            self.unfenced = false;
-        }
+        self.settle()?;
+        let view = &self.inner.view;
         let mut old = Vec::with_capacity(updates.len());
         for (&at, &(_, word)) in offsets.iter().zip(updates) {
             old.push(view.load::<u64>(at)?);

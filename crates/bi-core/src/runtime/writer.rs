@@ -153,6 +153,9 @@ pub struct Writer<V: MemView, H: Heap> {
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
+    /// Sealed objects whose lines are still to be written back: all of them go out just
+    /// before the next fence ([`settle`](Self::settle)), back to back.
+    unwritten: Vec<(usize, usize)>,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -188,6 +191,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             retiring: Vec::new(),
             entries: Vec::new(),
             unfenced: false,
+            unwritten: Vec::new(),
         })
     }
 
@@ -240,6 +244,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(e);
         }
         Ok(b)
+    }
+
+    /// Writes back the sealed objects not yet written back, and fences if anything was
+    /// written back since the last fence: after it, every sealed object is in memory.
+    pub(super) fn settle(&mut self) -> Result<(), BiError> {
+        let view = &self.inner.view;
+        for (at, len) in self.unwritten.drain(..) {
+            view.writeback(at, len)?;
+        }
+        if self.unfenced {
+            view.fence();
+            self.unfenced = false;
+        }
+        Ok(())
     }
 
     /// Reads back one of this writer's live objects, from this node's cache.
@@ -372,10 +390,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Makes a box immutable and returns its link, so that other new objects can link to
     /// it before one of them is published: the building block of path copying.
     ///
-    /// The object is rewritten if it was [`set`](BiBox::set), and its lines are written
-    /// back *without* a fence: the next publication fences once for every object sealed
-    /// since the last one. So a batch that seals a hundred nodes and publishes a new root
-    /// costs one fence, not a hundred. Until a slot that reaches it is published, no
+    /// The object is rewritten if it was [`set`](BiBox::set); its lines are written back
+    /// by the next publication, together with those of every object sealed since the
+    /// last one, just before its one fence. So a batch that seals a hundred nodes and
+    /// publishes a new root costs one fence, not a hundred, and the write-backs go out
+    /// back to back, after the stores they carry have long completed. Until a slot that reaches it is published, no
     /// other node can hold the link; give back a sealed object that never became
     /// reachable with [`discard_link`](Self::discard_link), and retire one that did.
     ///
@@ -402,7 +421,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             b.dirty = false;
             self.write(&b)?;
         }
-        self.inner.view.writeback(b.block.offset, b.block.len)?;
+        self.unwritten.push((b.block.offset, b.block.len));
         self.unfenced = true;
         Ok(Link::new(b.block.offset, b.generation.get()))
     }
@@ -639,11 +658,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let view = &inner.view;
         if let Some((at, lines)) = object {
             view.writeback(at, lines * inner.line)?;
+            self.unfenced = true;
         }
-        if object.is_some() || self.unfenced {
-            view.fence();
-            self.unfenced = false;
-        }
+        self.settle()?;
+        let inner = &self.inner;
+        let view = &inner.view;
         // (An existing link's object was written back when it was first published.)
         let old: u64 = view.load(slot)?;
         view.store(slot, &raw)?;

@@ -560,7 +560,21 @@ impl MemView for EmulatedNode {
         self.machine.with_cache(self.id, |c, _| c.stats.fences += 1);
     }
 
+    /// Evicts this node's own copies of the range (writing back dirty ones), then bumps
+    /// the range's incarnation. This node is about to write the new object over what it
+    /// holds of the old one; an eviction is something the hardware may do at any moment,
+    /// and it makes every later fill of the range, here or elsewhere, one of the new
+    /// incarnation, while the copies other nodes still hold stay old and count as reuse
+    /// hazards when read. (Without it, this node's own copy of a line it is rewriting
+    /// would keep the old incarnation until written back, and the writer reading back a
+    /// node it has just written would count as a hazard.)
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
+        check_range(offset, len, self.machine.size)?;
+        self.machine.with_cache(self.id, |c, cx| {
+            for line in self.machine.line.lines(offset, len) {
+                c.evict_line(line, cx);
+            }
+        });
         self.machine.oracle.bump_incarnation(offset, len)
     }
 }
