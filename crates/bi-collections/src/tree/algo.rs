@@ -15,7 +15,7 @@
 //! were replaced, so a batch publishes once, gives back the nodes it created and then
 //! superseded, and retires the replaced ones together.
 
-use super::ref_hash::RefSet;
+use super::ref_hash::NodeSet;
 use crate::op::{BatchReport, Op};
 use std::cmp::Ordering;
 use std::hash::Hash;
@@ -255,7 +255,7 @@ fn check_below<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
 pub(crate) struct Edit<R> {
     root: R,
     /// Created by earlier operations of the batch, reachable from `root`, not published.
-    fresh: RefSet<R>,
+    fresh: NodeSet<R>,
     /// Published nodes that the batch replaced (to retire once the new root is out).
     replaced: Vec<R>,
     op_created: Vec<R>,
@@ -268,7 +268,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     pub(crate) fn new(root: R) -> Self {
         Edit {
             root,
-            fresh: RefSet::default(),
+            fresh: NodeSet::default(),
             replaced: Vec::new(),
             op_created: Vec::new(),
             op_superseded: Vec::new(),
@@ -291,10 +291,9 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         !self.fresh.is_empty() || !self.replaced.is_empty()
     }
 
-    /// Ends the batch: the root to publish, the published nodes it replaced, and the
-    /// nodes that become published with it.
-    pub(crate) fn finish(self) -> (R, Vec<R>, RefSet<R>) {
-        (self.root, self.replaced, self.fresh)
+    /// Ends the batch: the root to publish and the published nodes it replaced.
+    pub(crate) fn finish(self) -> (R, Vec<R>) {
+        (self.root, self.replaced)
     }
 
     fn make<K, V, S: NodeStore<K, V, Ref = R>>(
@@ -377,7 +376,8 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         s: &mut S,
     ) -> Result<(), S::Error> {
         let mut first = Ok(());
-        for r in self.fresh {
+        let mut fresh = self.fresh;
+        for r in fresh.take_all() {
             if let Err(e) = s.destroy_unpublished(r)
                 && first.is_ok()
             {

@@ -272,7 +272,7 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
             each(infallible(edit.apply(&mut store, op)));
         }
         let report = edit.report();
-        let (new_root, replaced, _published) = edit.finish();
+        let (new_root, replaced) = edit.finish();
         if new_root != root {
             self.root.store(Shared::from(new_root.0), Ordering::Release);
         }

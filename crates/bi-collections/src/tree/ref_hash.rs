@@ -1,9 +1,14 @@
-//! A hasher for node references (raw links, pointers): the sets a batch keeps of the
-//! nodes it created are probed once per node copied, so their hash must cost a multiply,
-//! not SipHash's rounds. References are not chosen by users, so flooding is not a concern.
+//! The set a batch keeps of the nodes it created and has not published: probed once per
+//! node a batch copies. A single update creates a couple of dozen nodes, so the set is a
+//! vector searched linearly until it outgrows [`SMALL`], and only then a hash set, whose
+//! hash costs a multiply, not SipHash's rounds (references are not chosen by users, so
+//! flooding is not a concern). So a single update keeps no hash set at all.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// Up to this many nodes, the set is a vector.
+const SMALL: usize = 64;
 
 /// Hashes a raw link (a line-aligned offset with a generation on top): one 128-bit
 /// multiply, folded, so that the low bits (bucket index) and high bits both mix.
@@ -31,5 +36,83 @@ impl Hasher for LinkHasher {
     }
 }
 
-/// A set of node references.
-pub(crate) type RefSet<R> = HashSet<R, BuildHasherDefault<LinkHasher>>;
+type RefSet<R> = HashSet<R, BuildHasherDefault<LinkHasher>>;
+
+/// A set of node references: a vector while small, a hash set once large.
+#[derive(Debug)]
+pub(crate) enum NodeSet<R> {
+    Small(Vec<R>),
+    Large(RefSet<R>),
+}
+
+impl<R> Default for NodeSet<R> {
+    fn default() -> Self {
+        NodeSet::Small(Vec::new())
+    }
+}
+
+impl<R: Copy + Eq + Hash> NodeSet<R> {
+    /// Adds nodes (each not yet in the set).
+    pub(crate) fn extend(&mut self, nodes: impl IntoIterator<Item = R>) {
+        match self {
+            NodeSet::Small(v) => {
+                v.extend(nodes);
+                if v.len() > SMALL {
+                    *self = NodeSet::Large(v.drain(..).collect());
+                }
+            }
+            NodeSet::Large(set) => set.extend(nodes),
+        }
+    }
+
+    /// Removes `r`; whether it was there.
+    pub(crate) fn remove(&mut self, r: &R) -> bool {
+        match self {
+            NodeSet::Small(v) => match v.iter().position(|x| x == r) {
+                Some(i) => {
+                    v.swap_remove(i);
+                    true
+                }
+                None => false,
+            },
+            NodeSet::Large(set) => set.remove(r),
+        }
+    }
+
+    /// Whether the set is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            NodeSet::Small(v) => v.is_empty(),
+            NodeSet::Large(set) => set.is_empty(),
+        }
+    }
+
+    /// Every node, the set left empty.
+    pub(crate) fn take_all(&mut self) -> Vec<R> {
+        match std::mem::take(self) {
+            NodeSet::Small(v) => v,
+            NodeSet::Large(set) => set.into_iter().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_large_sets_agree() {
+        let mut s = NodeSet::default();
+        s.extend(0u64..10);
+        assert!(matches!(s, NodeSet::Small(_)));
+        assert!(s.remove(&3) && !s.remove(&3));
+        s.extend(10..200);
+        assert!(matches!(s, NodeSet::Large(_)));
+        assert!(s.remove(&150) && !s.remove(&3) && s.remove(&0));
+        let mut all = s.take_all();
+        all.sort();
+        let want: Vec<u64> = (1..200).filter(|&x| x != 3 && x != 150).collect();
+        assert_eq!(all, want);
+        assert!(s.is_empty());
+    }
+}

@@ -259,7 +259,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             edit.abandon(&mut self.store)?;
             return Err(e.into());
         }
-        let (root, replaced, _published) = edit.finish();
+        let (root, replaced) = edit.finish();
         self.root = root;
         self.store.nodes -= replaced.len();
         Ok(self
