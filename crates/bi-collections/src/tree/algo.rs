@@ -276,6 +276,24 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         }
     }
 
+    /// Starts a new batch over the published tree `root`, keeping the vectors' capacity
+    /// (a writer keeps one `Edit` and restarts it for every batch, so that an update
+    /// allocates no bookkeeping).
+    pub(crate) fn restart(&mut self, root: R) {
+        self.root = root;
+        self.fresh.clear();
+        self.replaced.clear();
+        self.op_created.clear();
+        self.op_superseded.clear();
+        self.report = BatchReport::default();
+    }
+
+    /// The published nodes the batch replaced, taken out (to retire once the new root is
+    /// published).
+    pub(crate) fn take_replaced(&mut self) -> std::vec::Drain<'_, R> {
+        self.replaced.drain(..)
+    }
+
     /// The root after the operations applied so far.
     pub(crate) fn root(&self) -> R {
         self.root
@@ -289,11 +307,6 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     /// Whether any operation changed the tree.
     pub(crate) fn changed(&self) -> bool {
         !self.fresh.is_empty() || !self.replaced.is_empty()
-    }
-
-    /// Ends the batch: the root to publish and the published nodes it replaced.
-    pub(crate) fn finish(self) -> (R, Vec<R>) {
-        (self.root, self.replaced)
     }
 
     fn make<K, V, S: NodeStore<K, V, Ref = R>>(
@@ -372,12 +385,11 @@ impl<R: Copy + Eq + Hash> Edit<R> {
 
     /// Gives back every node the batch created (the batch will not be published).
     pub(crate) fn abandon<K, V, S: NodeStore<K, V, Ref = R>>(
-        self,
+        &mut self,
         s: &mut S,
     ) -> Result<(), S::Error> {
         let mut first = Ok(());
-        let mut fresh = self.fresh;
-        for r in fresh.take_all() {
+        for r in self.fresh.take_all() {
             if let Err(e) = s.destroy_unpublished(r)
                 && first.is_ok()
             {

@@ -23,6 +23,12 @@ struct ENode<K, V> {
 /// A node pointer as the algorithm's reference.
 struct NodePtr<K, V>(*const ENode<K, V>);
 
+// SAFETY: a `NodePtr` is an address; nothing is read through it except by
+// `EpochStore::read` under a pinned guard. It crosses threads only inside the writer's
+// spare `Edit` (behind the writer mutex), which is restarted, so emptied, before every
+// batch: no pointer left there from one batch is ever followed.
+unsafe impl<K: Send + Sync, V: Send + Sync> Send for NodePtr<K, V> {}
+
 impl<K, V> Clone for NodePtr<K, V> {
     fn clone(&self) -> Self {
         *self
@@ -134,7 +140,8 @@ fn infallible<T>(r: Result<T, Infallible>) -> T {
 /// ```
 pub struct EpochBonsai<K, V> {
     root: Atomic<ENode<K, V>>,
-    writer: Mutex<()>,
+    /// Serialises writers, and keeps the batch bookkeeping between batches.
+    writer: Mutex<Edit<NodePtr<K, V>>>,
 }
 
 impl<K, V> fmt::Debug for EpochBonsai<K, V> {
@@ -175,7 +182,7 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     pub fn new() -> Self {
         EpochBonsai {
             root: Atomic::null(),
-            writer: Mutex::new(()),
+            writer: Mutex::new(Edit::new(NodePtr(std::ptr::null()))),
         }
     }
 
@@ -260,23 +267,23 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     fn apply_with(&self, ops: &[Op<K, V>], mut each: impl FnMut(Option<V>)) -> BatchReport {
-        let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut edit = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let guard = epoch::pin();
         let mut store = EpochStore {
             guard: &guard,
             _t: std::marker::PhantomData,
         };
         let root = NodePtr(self.root.load(Ordering::Acquire, &guard).as_raw());
-        let mut edit = Edit::new(root);
+        edit.restart(root);
         for op in ops {
             each(infallible(edit.apply(&mut store, op)));
         }
         let report = edit.report();
-        let (new_root, replaced) = edit.finish();
+        let new_root = edit.root();
         if new_root != root {
             self.root.store(Shared::from(new_root.0), Ordering::Release);
         }
-        for r in replaced {
+        for r in edit.take_replaced() {
             // SAFETY: `r` was reachable from the previous root and is not from the new
             // one (path copying replaced it), so readers that pin from now on cannot
             // reach it; it is deferred once (each published node is replaced at most

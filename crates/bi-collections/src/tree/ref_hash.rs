@@ -87,6 +87,14 @@ impl<R: Copy + Eq + Hash> NodeSet<R> {
         }
     }
 
+    /// Empties the set (a small set keeps its vector's capacity).
+    pub(crate) fn clear(&mut self) {
+        match self {
+            NodeSet::Small(v) => v.clear(),
+            NodeSet::Large(_) => *self = NodeSet::default(),
+        }
+    }
+
     /// Every node, the set left empty.
     pub(crate) fn take_all(&mut self) -> Vec<R> {
         match std::mem::take(self) {

@@ -88,6 +88,8 @@ pub struct TreeWriteHandle<K: Pod + Ord, V: Pod, M: MemView, H: Heap> {
     store: WriterStore<K, V, M, H>,
     tree: BiTree<K, V>,
     root: u64,
+    /// The batch bookkeeping, kept between batches so that an update allocates none.
+    edit: Edit<u64>,
 }
 
 impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
@@ -114,6 +116,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             },
             tree,
             root: 0,
+            edit: Edit::new(0),
         })
     }
 
@@ -206,14 +209,16 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert!(w.load_sorted(&entries).is_err()); // not empty any more
     /// ```
     pub fn load_sorted(&mut self, entries: &[(K, V)]) -> Result<(), CollectionError> {
-        let mut edit = Edit::new(self.root);
-        match edit.build_sorted(&mut self.store, entries) {
+        let mut edit = self.begin();
+        let r = match edit.build_sorted(&mut self.store, entries) {
             None => Err(CollectionError::Corrupt {
                 reason: "load_sorted needs an empty tree and strictly increasing keys",
             }),
             Some(Err(e)) => Err(e),
-            Some(Ok(())) => self.publish(edit),
-        }
+            Some(Ok(())) => self.publish(&mut edit),
+        };
+        self.edit = edit;
+        r
     }
 
     /// Retires replaced nodes still waiting for room in the freed ring, then gives back
@@ -229,24 +234,27 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         self.store.writer.deferred()
     }
 
+    /// The kept bookkeeping, restarted over the published root (put it back when done).
+    fn begin(&mut self) -> Edit<u64> {
+        // `Edit::new` allocates nothing: the swap costs no allocation either way.
+        let mut edit = std::mem::replace(&mut self.edit, Edit::new(0));
+        edit.restart(self.root);
+        edit
+    }
+
     fn single(&mut self, op: Op<K, V>) -> Result<Option<V>, CollectionError> {
-        let mut edit = Edit::new(self.root);
-        let r = edit.apply(&mut self.store, &op);
-        match r {
-            Ok(old) => {
-                self.publish(edit)?;
-                Ok(old)
-            }
-            Err(e) => {
-                // Nothing of this operation remains; the batch holds no other operation.
-                edit.abandon(&mut self.store)?;
-                Err(e)
-            }
-        }
+        let mut edit = self.begin();
+        let r = match edit.apply(&mut self.store, &op) {
+            Ok(old) => self.publish(&mut edit).map(|()| old),
+            // Nothing of this operation remains; the batch holds no other operation.
+            Err(e) => edit.abandon(&mut self.store).and(Err(e)),
+        };
+        self.edit = edit;
+        r
     }
 
     /// Publishes the batch's root, retires what it replaced.
-    fn publish(&mut self, edit: Edit<u64>) -> Result<(), CollectionError> {
+    fn publish(&mut self, edit: &mut Edit<u64>) -> Result<(), CollectionError> {
         if !edit.changed() && edit.root() == self.root {
             return Ok(());
         }
@@ -259,13 +267,13 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             edit.abandon(&mut self.store)?;
             return Err(e.into());
         }
-        let (root, replaced) = edit.finish();
         self.root = root;
+        let replaced = edit.take_replaced();
         self.store.nodes -= replaced.len();
         Ok(self
             .store
             .writer
-            .defer_retire(replaced.into_iter().map(Link::<Node<K, V>>::from_raw))?)
+            .defer_retire(replaced.map(Link::<Node<K, V>>::from_raw))?)
     }
 }
 
@@ -277,7 +285,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHa
     /// one are published (if that publication fails too, nothing is) and the error of
     /// the failing one is returned.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
-        let mut edit = Edit::new(self.root);
+        let mut edit = self.begin();
         let mut failure = None;
         for op in ops {
             if let Err(e) = edit.apply(&mut self.store, op) {
@@ -286,7 +294,9 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHa
             }
         }
         let report = edit.report();
-        self.publish(edit)?;
+        let published = self.publish(&mut edit);
+        self.edit = edit;
+        published?;
         match failure {
             Some(e) => Err(e),
             None => Ok(report),
