@@ -29,9 +29,39 @@ use std::ops::Range;
 /// Lines rewritten per fence when a batch touches many buckets.
 const PUBLISH_CHUNK: usize = 256;
 
-/// The buckets a batch stages, by (partition index, bucket): a hash map, since a batch of
-/// a large load touches thousands of buckets once each; ordered only at commit.
-type Stage<K, V> = HashMap<(usize, usize), Staged<K, V>, FixedState>;
+/// A staged bucket with its place: (partition index, bucket).
+type Placed<K, V> = ((usize, usize), Staged<K, V>);
+
+/// The buckets a batch stages: each in a vector, in the order first touched, found by
+/// (partition index, bucket) through a hash map, since a batch of a large load touches
+/// thousands of buckets once each. Ordered only at commit, by sorting their positions
+/// (a staged bucket is large: it moves as little as possible).
+struct Stage<K, V> {
+    buckets: Vec<Placed<K, V>>,
+    index: HashMap<(usize, usize), usize, FixedState>,
+}
+
+impl<K, V> Stage<K, V> {
+    fn with_capacity(n: usize) -> Self {
+        Stage {
+            buckets: Vec::with_capacity(n),
+            index: HashMap::with_capacity_and_hasher(n, FixedState::default()),
+        }
+    }
+
+    /// Every staged bucket, in no particular order.
+    fn into_staged(self) -> impl Iterator<Item = Staged<K, V>> {
+        self.buckets.into_iter().map(|(_, s)| s)
+    }
+
+    /// Every staged bucket with its place, ordered by (partition, bucket).
+    fn into_sorted(self) -> impl Iterator<Item = Placed<K, V>> {
+        let mut order: Vec<usize> = (0..self.buckets.len()).collect();
+        order.sort_unstable_by_key(|&i| self.buckets[i].0);
+        let mut slots: Vec<Option<Placed<K, V>>> = self.buckets.into_iter().map(Some).collect();
+        order.into_iter().filter_map(move |i| slots[i].take())
+    }
+}
 
 type PairLink<K, V> = Link<Pair<K, V>>;
 /// A pair a batch made, with its key and value.
@@ -273,11 +303,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     fn apply_one(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
-        let mut stage = Stage::default();
+        let mut stage = Stage::with_capacity(1);
         let outcome = match self.stage(&mut stage, op) {
             Ok(o) => o,
             Err(e) => {
-                self.abort(stage.into_values());
+                self.abort(stage.into_staged());
                 return Err(e);
             }
         };
@@ -303,8 +333,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 reason: "the key belongs to a partition this handle does not write",
             })?;
         let b = bucket_of(h, self.partitions[pi].buckets);
-        let staged = match stage.entry((pi, b)) {
-            Entry::Occupied(e) => e.into_mut(),
+        let at = match stage.index.entry((pi, b)) {
+            Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 let was = self.bucket_line(pi, b)?;
                 let chain = std::iter::once(ChainLine {
@@ -313,16 +343,21 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 })
                 .chain(overflow_of(&self.partitions[pi], b).iter().copied())
                 .collect();
-                e.insert(Staged {
-                    was,
-                    chain,
-                    created: Vec::new(),
-                    superseded: Vec::new(),
-                    retire: Vec::new(),
-                    pairs: Vec::new(),
-                })
+                stage.buckets.push((
+                    (pi, b),
+                    Staged {
+                        was,
+                        chain,
+                        created: Vec::new(),
+                        superseded: Vec::new(),
+                        retire: Vec::new(),
+                        pairs: Vec::new(),
+                    },
+                ));
+                *e.insert(stage.buckets.len() - 1)
             }
         };
+        let staged = &mut stage.buckets[at].1;
         let part = &self.partitions[pi];
         let found = staged.chain.iter().enumerate().find_map(|(i, l)| {
             staged_find(part, &staged.pairs, &l.line, &key, h).map(|(j, v)| (i, j, v))
@@ -388,9 +423,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// with the length so far. On an error, the chunks published so far stay (and are
     /// adopted); the rest are given back.
     fn commit(&mut self, stage: Stage<K, V>) -> Result<(), CollectionError> {
-        let mut items: Vec<((usize, usize), Staged<K, V>)> = stage.into_iter().collect();
-        items.sort_unstable_by_key(|(at, _)| *at);
-        let mut items = items.into_iter().peekable();
+        let mut items = stage.into_sorted().peekable();
         let mut failure = None;
         while let Some(first) = items.next() {
             if failure.is_some() {
@@ -770,7 +803,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
     /// changed line and the header with one fence per partition (per 256 lines), then
     /// queues emptied lines and replaced pairs for retirement in bounded batches.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
-        let mut stage = Stage::with_capacity_and_hasher(ops.len(), Default::default());
+        let mut stage = Stage::with_capacity(ops.len());
         let mut report = BatchReport::default();
         let mut failure = None;
         for &op in ops {
