@@ -9,26 +9,11 @@ use bi_collections::delegate::{DelegationError, DelegationLayout, DelegationServ
 use bi_collections::{CollectionError, Op};
 use bi_core::line::LineSize;
 use bi_core::mem::{EmulatedNode, MemError, MemView};
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 use bytemuck::Pod;
-use delegate_mock::{RecordingMap, op_of, ops_of};
+use delegate_mock::{RecordingMap, machine, op_of, ops_of};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-
-fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
-    Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(nodes as u32),
-        |c| {
-            c.seed(seed)
-                .eviction_rate(rate)
-                .adjacent_prefetch_rate(rate)
-                .random_prefetch_rate(rate)
-        },
-        RuntimeConfig::default(),
-    )
-}
 
 fn area(s: &Setup, clients: usize) -> DelegationLayout<u64, u64> {
     DelegationLayout::new(s.arena(0), clients, 16, s.emu.line_size()).unwrap()

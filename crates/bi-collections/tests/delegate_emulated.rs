@@ -10,30 +10,14 @@ use bi_collections::{CollectionError, Op};
 use bi_core::channel::ChannelError;
 use bi_core::line::LineSize;
 use bi_core::mem::{EmulatedNode, MemView};
-use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
-use delegate_mock::{RecordingMap, model, op_of, ops_of};
+use delegate_mock::{RecordingMap, machine, model, op_of, ops_of};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
 type Client = DelegationClient<EmulatedNode, u64, u64>;
 type Server = DelegationServer<EmulatedNode, u64, u64, RecordingMap>;
-
-/// A machine of `nodes` nodes with the given eviction and prefetch rates.
-fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
-    Setup::with(
-        RegionConfig::new(1 << 18).with_nodes(nodes as u32),
-        |c| {
-            c.seed(seed)
-                .eviction_rate(rate)
-                .adjacent_prefetch_rate(rate)
-                .random_prefetch_rate(rate)
-        },
-        RuntimeConfig::default(),
-    )
-}
 
 /// A delegation area for `clients` clients in node 0's arena.
 fn area(s: &Setup, clients: usize, capacity: usize) -> DelegationLayout<u64, u64> {

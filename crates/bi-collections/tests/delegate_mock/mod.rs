@@ -4,7 +4,24 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+use bi_core::region::RegionConfig;
+use bi_core::runtime::RuntimeConfig;
+use bi_core::runtime::testing::Setup;
 use std::collections::BTreeMap;
+
+/// An emulated machine of `nodes` nodes with the given eviction and prefetch rates.
+pub fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(nodes as u32),
+        |c| {
+            c.seed(seed)
+                .eviction_rate(rate)
+                .adjacent_prefetch_rate(rate)
+                .random_prefetch_rate(rate)
+        },
+        RuntimeConfig::default(),
+    )
+}
 
 /// The mock structure.
 #[derive(Debug, Default)]
