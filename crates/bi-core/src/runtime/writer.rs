@@ -394,9 +394,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// by the next publication, together with those of every object sealed since the
     /// last one, just before its one fence. So a batch that seals a hundred nodes and
     /// publishes a new root costs one fence, not a hundred, and the write-backs go out
-    /// back to back, after the stores they carry have long completed. Until a slot that reaches it is published, no
-    /// other node can hold the link; give back a sealed object that never became
-    /// reachable with [`discard_link`](Self::discard_link), and retire one that did.
+    /// back to back, after the stores they carry have long completed. Until a slot that
+    /// reaches it is published, no other node can hold the link; give back a sealed
+    /// object that never became reachable with [`discard_link`](Self::discard_link), and
+    /// retire one that did.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
