@@ -322,22 +322,17 @@ fn background_pass_thread_starts_and_stops_cleanly() {
     }
 }
 
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "membarrier, the system clock and real cache instructions"
-)]
-fn smoke_on_hardware_two_runtimes_real_threads() {
-    use bi_core::heap::BumpHeap;
-    use bi_core::region::Region;
+/// A 1 MiB anonymous region with the runtimes of its two nodes over real memory.
+fn hardware_runtimes() -> (
+    bi_core::region::Region,
+    Vec<bi_core::runtime::NodeRuntime<bi_core::mem::Hardware>>,
+) {
     use bi_core::runtime::{Clock, NodeRuntime, TickClock};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    let region =
+        bi_core::region::Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
     let layout = *region.layout();
-    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
-    let nodes: Vec<_> = (0..2)
+    let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(TickClock::new());
+    let nodes = (0..2)
         .map(|n| {
             NodeRuntime::new(
                 region.hardware(),
@@ -349,6 +344,21 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
             .unwrap()
         })
         .collect();
+    (region, nodes)
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "membarrier, the system clock and real cache instructions"
+)]
+fn smoke_on_hardware_two_runtimes_real_threads() {
+    use bi_core::heap::BumpHeap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let (region, nodes) = hardware_runtimes();
+    let layout = *region.layout();
     let heap = layout.heap();
     let arena = heap.offset..heap.offset + heap.len / 2 / 64 * 64;
     let mut w = nodes[0]
@@ -428,21 +438,10 @@ fn smoke_on_hardware_two_runtimes_real_threads() {
     ignore = "membarrier, the system clock and real cache instructions"
 )]
 fn a_pass_pays_membarrier_only_when_its_node_has_a_reader() {
-    use bi_core::region::Region;
-    use bi_core::runtime::{Clock, NodeRuntime, ReaderOrdering, TickClock};
-    use std::sync::Arc;
+    use bi_core::runtime::ReaderOrdering;
 
-    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
-    let layout = *region.layout();
-    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
-    let node = NodeRuntime::new(
-        region.hardware(),
-        layout,
-        0,
-        RuntimeConfig::default(),
-        clock,
-    )
-    .unwrap();
+    let (_region, nodes) = hardware_runtimes();
+    let node = &nodes[0];
     let memb = node.reader_ordering() == ReaderOrdering::Membarrier;
     assert!(!node.quiesce().unwrap().barrier, "no reader: no barrier");
     let r = node.reader().unwrap();

@@ -449,11 +449,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// Publishes staged buckets of partition `pi` with one rewrite (one fence).
-    fn commit_chunk(
-        &mut self,
-        pi: usize,
-        chunk: Vec<((usize, usize), Staged<K, V>)>,
-    ) -> Result<(), CollectionError> {
+    fn commit_chunk(&mut self, pi: usize, chunk: Vec<Placed<K, V>>) -> Result<(), CollectionError> {
         let mut ready: Vec<(usize, Ready<K, V>)> = Vec::with_capacity(chunk.len());
         let mut staged = chunk.into_iter();
         let mut failure = None;

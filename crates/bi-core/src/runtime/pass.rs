@@ -230,16 +230,16 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         let f = RingGeom::new(&inner.layout, w, RingKind::Freed)?;
         let m = RingGeom::new(&inner.layout, w, RingKind::Modified)?;
         let own = w == inner.node;
-        if !own {
-            view.invalidate(f.tail_at, 8)?;
-            view.fence();
-        }
-        let tail_f: u64 = view.load(f.tail_at)?;
-        if !own {
-            view.invalidate(m.tail_at, 8)?;
-            view.fence();
-        }
-        let tail_m: u64 = view.load(m.tail_at)?;
+        // Another node's tail is read from memory; this node's own is current here.
+        let read_tail = |at: usize| -> Result<u64, BiError> {
+            if !own {
+                view.invalidate(at, 8)?;
+                view.fence();
+            }
+            Ok(view.load(at)?)
+        };
+        let tail_f = read_tail(f.tail_at)?;
+        let tail_m = read_tail(m.tail_at)?;
         let mut todo = [(f, tail_f, 1usize), (m, tail_m, 0usize)];
         for (g, tail, k) in &mut todo {
             let next = st.next[w][*k];
