@@ -130,14 +130,14 @@ fn every_open_error_from_a_crafted_file() {
 
     let r = open_edited(|b| b[..8].copy_from_slice(b"NOTAREGN"), false);
     assert!(matches!(r, Err(E::BadMagic { .. })), "{r:?}");
-    // A file written by format version 1 (objects with a 32-byte header) is refused.
-    let r = open_edited(|b| put32(b, offsets::VERSION, 1), false);
+    // A file written by format version 2 (ring entries without a scope) is refused.
+    let r = open_edited(|b| put32(b, offsets::VERSION, 2), false);
     assert!(
         matches!(
             r,
             Err(E::UnsupportedVersion {
-                found: 1,
-                supported: 2
+                found: 2,
+                supported: 3
             })
         ),
         "{r:?}"
@@ -215,7 +215,7 @@ fn error_messages_are_informative() {
     let e = open_edited(|b| b[8] = 7, false).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "region format version 7 is not supported (this build reads version 2)"
+        "region format version 7 is not supported (this build reads version 3)"
     );
     let e = open_edited(|b| b.truncate(4096), false).unwrap_err();
     assert_eq!(

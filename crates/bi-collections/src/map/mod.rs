@@ -113,7 +113,7 @@ pub use write::MapWriteHandle;
 use crate::CollectionError;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{NodeRuntime, Writer};
+use bi_core::runtime::{NodeRuntime, Scope, Writer};
 use bytemuck::Pod;
 use std::fmt;
 use std::hash::Hash;
@@ -274,6 +274,12 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
         })
     }
 
+    /// The scope this map's writers log under and its readers declare: that of its first
+    /// root slot ([`bi_core::runtime::scope`]).
+    pub fn scope(&self) -> Scope {
+        Scope::of_slot(self.first_slot)
+    }
+
     /// Number of partitions.
     pub fn partitions(&self) -> usize {
         self.partitions
@@ -312,7 +318,7 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     /// writer), starting them empty. Inserting a key of another partition is an error.
     pub fn partition_write_handle<M: MemView, H: Heap>(
         &self,
-        writer: Writer<M, H>,
+        mut writer: Writer<M, H>,
         parts: Range<usize>,
         config: MapConfig,
     ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
@@ -321,6 +327,7 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
                 reason: "the partition range is empty or past the map's partitions",
             });
         }
+        writer.set_scope(self.scope())?;
         MapWriteHandle::new(*self, writer, parts, config)
     }
 
@@ -329,6 +336,8 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
         &self,
         rt: &NodeRuntime<M>,
     ) -> Result<MapReadHandle<K, V, M>, CollectionError> {
-        Ok(MapReadHandle::new(*self, rt.reader()?))
+        let reader = rt.reader()?;
+        reader.use_scope(self.scope())?;
+        Ok(MapReadHandle::new(*self, reader))
     }
 }

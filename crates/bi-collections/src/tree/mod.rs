@@ -96,7 +96,7 @@ pub use write::TreeWriteHandle;
 use crate::CollectionError;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{NodeRuntime, Writer};
+use bi_core::runtime::{NodeRuntime, Scope, Writer};
 use bytemuck::Pod;
 use std::fmt;
 use std::marker::PhantomData;
@@ -148,6 +148,12 @@ impl<K, V> BiTree<K, V> {
     pub const fn slot(&self) -> usize {
         self.slot
     }
+
+    /// The scope this tree's writer logs under and its readers declare
+    /// ([`bi_core::runtime::scope`]).
+    pub fn scope(&self) -> Scope {
+        Scope::of_slot(self.slot)
+    }
 }
 
 impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
@@ -157,8 +163,9 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
     /// create a new one).
     pub fn write_handle<M: MemView, H: Heap>(
         self,
-        writer: Writer<M, H>,
+        mut writer: Writer<M, H>,
     ) -> Result<TreeWriteHandle<K, V, M, H>, CollectionError> {
+        writer.set_scope(self.scope())?;
         Ok(TreeWriteHandle::create(self, writer)?)
     }
 
@@ -167,6 +174,8 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
         self,
         rt: &NodeRuntime<M>,
     ) -> Result<TreeReadHandle<K, V, M>, CollectionError> {
-        Ok(TreeReadHandle::new(rt.reader()?, self))
+        let reader = rt.reader()?;
+        reader.use_scope(self.scope())?;
+        Ok(TreeReadHandle::new(reader, self))
     }
 }

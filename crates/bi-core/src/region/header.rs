@@ -13,11 +13,13 @@
 //! a pure function of a byte slice, which is what the fuzz target and the property tests
 //! drive.
 //!
-//! # Format (version 2)
+//! # Format (version 3)
 //!
-//! Version 2 changed what the heap holds, not the header: objects carry one stamp word per
-//! line (see `runtime::object`) instead of version 1's 32-byte header, so a version 1
-//! region's objects cannot be read by this code and its file is refused as
+//! Versions 2 and 3 changed what the sections hold, not the header. Version 2: objects
+//! carry one stamp word per line (see `runtime::object`) instead of version 1's 32-byte
+//! header. Version 3: a log ring entry's second word carries the scope of the structure
+//! it is about in its top 16 bits (see `runtime::scope`), where version 2 kept the full
+//! clock. Older regions cannot be read by this code; their files are refused as
 //! [`RegionError::UnsupportedVersion`].
 //!
 //! All integers little-endian. [`HEADER_LEN`] bytes, at offset 0 of the region; the header
@@ -26,7 +28,7 @@
 //! | offset | size | field |
 //! |---:|---:|---|
 //! | 0 | 8 | magic `b"BIREGION"` |
-//! | 8 | 4 | format version (2) |
+//! | 8 | 4 | format version (3) |
 //! | 12 | 4 | header length in bytes (136) |
 //! | 16 | 8 | total region size in bytes |
 //! | 24 | 4 | line size in bytes |
@@ -51,7 +53,7 @@ use super::layout::{Layout, RegionConfig, Section, SectionKind};
 /// The first eight bytes of every region.
 pub const MAGIC: [u8; 8] = *b"BIREGION";
 /// The header format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Length of the encoded header in bytes.
 pub const HEADER_LEN: usize = 136;
 
@@ -207,7 +209,7 @@ impl Header {
             return Err(RegionError::InvalidParameter {
                 name: "header_len",
                 value: header_len.into(),
-                reason: "must be 136 in format version 2",
+                reason: "must be 136 in this format version",
             });
         }
         let line = u32_at(b, offsets::LINE_SIZE);
@@ -219,7 +221,7 @@ impl Header {
             return Err(RegionError::InvalidParameter {
                 name: "reserved",
                 value: reserved.into(),
-                reason: "must be zero in format version 2",
+                reason: "must be zero in this format version",
             });
         }
         let size = u64_at(b, offsets::SIZE);

@@ -1,5 +1,8 @@
 //! Runtime parameters and quiescence policies.
 
+#[cfg(feature = "faults")]
+use super::fault::Fault;
+use super::fault::Faults;
 use crate::mem::{MemError, MemView};
 use std::fmt;
 use std::sync::Arc;
@@ -26,13 +29,18 @@ pub enum ReaderOrdering {
 /// What a quiescence pass invalidates besides the freed objects (which it always
 /// handles).
 ///
-/// A policy that invalidates what each node *accessed* since its last pass is not
-/// provided: it needs access tracking on the read path, which this runtime keeps free of
-/// bookkeeping; [`Policy::Callback`] lets an application that tracks its own working set
-/// do it.
+/// "Accessed" is tracked per structure, not per line: a node's readers declare the
+/// structures they read (the collections' read handles do), which keeps the read path
+/// free of bookkeeping. An application that tracks its own working set line by line can
+/// invalidate it with [`Policy::Callback`].
 pub enum Policy<V> {
-    /// Invalidate the slots (and tracked objects) that writers logged in their modified
-    /// rings. The default.
+    /// Invalidate what writers logged (slots, tracked objects and freed objects) for the
+    /// structures this node's readers declared, and everything logged under
+    /// [`Scope::ALL`](super::Scope::ALL); skip the rest ([`scope`](super::scope)). The
+    /// default.
+    Accessed,
+    /// Invalidate everything writers logged in their modified and freed rings, whichever
+    /// structure it belongs to.
     Modified,
     /// Invalidate the whole heap and the root directory every pass (no modified log
     /// needed for staleness; suits small structures).
@@ -48,6 +56,7 @@ pub type InvalidateFn<V> = Arc<dyn Fn(&V) -> Result<(), MemError> + Send + Sync>
 impl<V> Clone for Policy<V> {
     fn clone(&self) -> Self {
         match self {
+            Policy::Accessed => Policy::Accessed,
             Policy::Modified => Policy::Modified,
             Policy::Everything => Policy::Everything,
             Policy::Callback(f) => Policy::Callback(f.clone()),
@@ -58,6 +67,7 @@ impl<V> Clone for Policy<V> {
 impl<V> fmt::Debug for Policy<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Policy::Accessed => f.write_str("Accessed"),
             Policy::Modified => f.write_str("Modified"),
             Policy::Everything => f.write_str("Everything"),
             Policy::Callback(_) => f.write_str("Callback(..)"),
@@ -69,7 +79,7 @@ impl<V> fmt::Debug for Policy<V> {
 #[allow(clippy::derivable_impls)]
 impl<V: MemView> Default for Policy<V> {
     fn default() -> Self {
-        Policy::Modified
+        Policy::Accessed
     }
 }
 
@@ -91,6 +101,7 @@ pub struct RuntimeConfig {
     pub(crate) track_objects: bool,
     pub(crate) log_full_timeout: Duration,
     pub(crate) ordering: ReaderOrdering,
+    pub(crate) faults: Faults,
 }
 
 impl Default for RuntimeConfig {
@@ -104,6 +115,7 @@ impl Default for RuntimeConfig {
             track_objects: true,
             log_full_timeout: Duration::from_millis(100),
             ordering: ReaderOrdering::Membarrier,
+            faults: Faults::default(),
         }
     }
 }
@@ -148,6 +160,19 @@ impl RuntimeConfig {
     pub fn reader_ordering(mut self, o: ReaderOrdering) -> Self {
         self.ordering = o;
         self
+    }
+
+    /// Switches `fault` on: the runtime runs without that mechanism (for tests that show
+    /// it is needed; feature `faults`).
+    #[cfg(feature = "faults")]
+    pub fn fault(mut self, fault: Fault) -> Self {
+        self.faults = self.faults.with(fault);
+        self
+    }
+
+    /// The mechanisms switched off (none unless built with the `faults` feature).
+    pub fn faults(&self) -> Faults {
+        self.faults
     }
 
     /// `D`.

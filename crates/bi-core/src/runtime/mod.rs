@@ -185,6 +185,7 @@ mod background;
 mod clock;
 mod config;
 mod error;
+pub mod fault;
 mod grace;
 pub mod lazy;
 pub mod lines;
@@ -193,6 +194,7 @@ pub mod object;
 pub mod pass;
 mod reader;
 pub mod ring;
+pub mod scope;
 pub mod slots;
 pub mod testing;
 pub mod walk;
@@ -202,12 +204,14 @@ pub use background::Background;
 pub use clock::{Clock, EmulatedClock, TickClock};
 pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};
 pub use error::BiError;
+pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
 pub use lazy::{Entry, Search};
 pub use lines::Lines;
 pub use object::{Fetch, Generation, Link, Stamp};
 pub use pass::{NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, ReaderState, Shared};
+pub use scope::Scope;
 pub use slots::{SlotArray, SlotArrayRef};
 pub use writer::{BiBox, RECLAIM_STEP, RETIRE_BATCH, ReclaimReport, Unpublished, Writer};
 
@@ -246,6 +250,8 @@ pub(crate) struct NodeInner<V: MemView> {
     /// Readers registered now: a pass with none to order against skips `membarrier`.
     pub(crate) registered: AtomicUsize,
     writer_taken: AtomicUsize,
+    /// The structures this node's readers declared ([`scope`]).
+    pub(crate) scopes: scope::ScopeSet,
     pass: Mutex<PassState<V>>,
     pub(crate) stats: Stats,
 }
@@ -290,6 +296,21 @@ impl<V: MemView> NodeInner<V> {
 
     pub(crate) fn release_writer(&self) {
         self.writer_taken.store(0, Ordering::Release);
+    }
+
+    /// Declares that readers of this node read the structure of `scope`; the first time,
+    /// drops every cached line of the heap and the root directory (what passes skipped
+    /// for it). Returns whether it did.
+    pub(crate) fn use_scope(&self, scope: Scope) -> Result<bool, BiError> {
+        if !self.scopes.insert(scope) {
+            return Ok(false);
+        }
+        if self.config.faults.has(Fault::ScopeRefresh) {
+            return Ok(true);
+        }
+        pass::invalidate_everything(self)?;
+        self.view.fence();
+        Ok(true)
     }
 }
 
@@ -402,7 +423,8 @@ impl<V: MemView> NodeRuntime<V> {
             readers: Mutex::new(vec![false; per_node]),
             registered: AtomicUsize::new(0),
             writer_taken: AtomicUsize::new(0),
-            pass: Mutex::new(PassState::new(nodes, Policy::Modified, prev)),
+            scopes: scope::ScopeSet::new(),
+            pass: Mutex::new(PassState::new(nodes, Policy::Accessed, prev)),
             stats: Stats::default(),
             config,
             view,
@@ -492,6 +514,27 @@ impl<V: MemView> NodeRuntime<V> {
             });
         }
         Writer::new(self.inner.clone(), heap).inspect_err(|_| self.inner.release_writer())
+    }
+
+    /// Declares that readers of this node read the structure of `scope` (its root slot's
+    /// [`Scope::of_slot`]). Under [`Policy::Accessed`] a pass skips what writers logged
+    /// for structures no reader here declared; the first declaration of a scope drops
+    /// every line this node caches of the heap and the root directory (once per scope
+    /// for the life of the runtime: the cost of reading a structure whose notices were
+    /// skipped). Returns whether this was the first declaration. The collections' read
+    /// handles declare their structure; code that reads slots with a bare [`Reader`]
+    /// declares what it reads (or logs under [`Scope::ALL`]).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let scope = Scope::of_slot(s.slot(0));
+    /// assert!(s.nodes[1].use_scope(scope).unwrap());
+    /// assert!(!s.nodes[1].use_scope(scope).unwrap());
+    /// ```
+    pub fn use_scope(&self, scope: Scope) -> Result<bool, BiError> {
+        self.inner.use_scope(scope)
     }
 
     /// Runs one quiescence pass now.

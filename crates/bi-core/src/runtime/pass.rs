@@ -10,8 +10,10 @@
 //!    (an unlink is logged before the retire, so it is seen no later), invalidate and
 //!    read the new entries; this node's own writer's entries are only counted (its lines
 //!    are never stale here), but its retirements still make a pending group;
-//! 4. invalidate modified slots (policy) and freed objects; remember the freed ones as a
-//!    pending group tagged with this pass;
+//! 4. invalidate modified slots (policy) and freed objects, under
+//!    [`Policy::Accessed`] only those of structures this node's readers declared
+//!    ([`scope`](super::scope)); remember the freed ones as a pending group tagged with
+//!    this pass;
 //! 5. drain: a group of pass `k` whose every still-active reader entered after `E_k` is
 //!    invalidated once more (lines a reader re-fetched after pass `k` are dropped) and
 //!    forgotten; the reclaim point becomes the start of the last pass all of whose groups
@@ -33,9 +35,11 @@
 //!   one per freed line; the node's own writer costs two loads;
 //! - one write-back and fence of the node record.
 //!
-//! So a pass costs `O(nodes + readers + lines the other nodes' writers logged since the
-//! last pass)`, whatever the size of the structures; a node whose readers only read
-//! structures written on their own node invalidates nothing.
+//! So a pass costs `O(nodes + readers + entries the other nodes' writers logged since the
+//! last pass)` loads and `O(lines logged for the structures this node's readers read)`
+//! invalidations, whatever the size of the structures. A node whose readers only read
+//! structures written on their own node invalidates nothing, and a structure whose
+//! readers all sit on its writer's node costs the other nodes one load per entry.
 
 use super::config::Policy;
 use super::ring::{LogEntry, RingGeom, read_entries};
@@ -83,6 +87,9 @@ pub struct PassReport {
     pub modified: usize,
     /// Freed entries consumed.
     pub freed: usize,
+    /// Entries of other nodes skipped because no reader of this node declared their
+    /// structure ([`Policy::Accessed`]).
+    pub skipped: usize,
     /// Pending groups drained (invalidated a second time and forgotten).
     pub drained: usize,
     /// Groups still pending.
@@ -147,7 +154,7 @@ impl<V> PassState<V> {
     }
 }
 
-fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
     let heap = inner.layout.heap();
     let dir = inner.layout.root_directory();
     inner.view.invalidate(dir.offset, dir.len)?;
@@ -217,7 +224,8 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         barrier,
         ..PassReport::default()
     };
-    let log_modified = matches!(st.policy, Policy::Modified);
+    let log_modified = matches!(st.policy, Policy::Accessed | Policy::Modified);
+    let scoped = matches!(st.policy, Policy::Accessed);
     let mut freed_ranges = Vec::new();
     let mut slot_ranges = Vec::new();
     let mut entries = Vec::new();
@@ -274,13 +282,28 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             st.next[w][k] = tail;
             if k == 1 {
                 report.freed += entries.len();
-                freed_ranges.extend(entries.iter().filter_map(|e| entry_range(inner, e)));
             } else {
                 report.modified += entries.len();
-                if log_modified {
-                    slot_ranges.extend(entries.iter().filter_map(|e| entry_range(inner, e)));
+                if !log_modified {
+                    continue;
                 }
             }
+            // After the tails were read: see `scope` for why that order makes skipping
+            // sound against a reader declaring the scope meanwhile.
+            let into = if k == 1 {
+                &mut freed_ranges
+            } else {
+                &mut slot_ranges
+            };
+            inner.scopes.with(|declared| {
+                for e in &entries {
+                    if scoped && !declared(e.scope()) {
+                        report.skipped += 1;
+                    } else if let Some(r) = entry_range(inner, e) {
+                        into.push(r);
+                    }
+                }
+            });
         }
     }
 
@@ -313,7 +336,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
 
     // 6.
     match &st.policy {
-        Policy::Modified => {}
+        Policy::Accessed | Policy::Modified => {}
         Policy::Everything => invalidate_everything(inner)?,
         Policy::Callback(f) => f(view)?,
     }

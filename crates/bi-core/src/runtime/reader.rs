@@ -168,6 +168,13 @@ impl<V: MemView> Reader<V> {
         }
     }
 
+    /// Declares that this reader reads the structure of `scope`
+    /// ([`NodeRuntime::use_scope`](super::NodeRuntime::use_scope)). Call it before the
+    /// first section that reads the structure.
+    pub fn use_scope(&self, scope: super::Scope) -> Result<bool, BiError> {
+        self.inner.use_scope(scope)
+    }
+
     /// Whether a section is open.
     pub fn is_active(&self) -> bool {
         self.depth.get() > 0

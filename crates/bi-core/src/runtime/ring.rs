@@ -6,8 +6,10 @@
 //! ring's first control line. Other nodes only read: each keeps, in its own process
 //! memory, the index of the next entry it has not consumed yet.
 //!
-//! An entry is `{ offset | lines << 48, time }`: the first byte and the number of lines to
-//! invalidate, and the writer's clock when it logged them.
+//! An entry is `{ offset | lines << 48, time | scope << 48 }`: the first byte and the
+//! number of lines to invalidate, the low 48 bits of the writer's clock when it logged
+//! them (for diagnostics: nothing depends on it), and the [`Scope`] of the structure they
+//! belong to.
 //!
 //! Space: entry `i` may be overwritten only when every live node's last pass *started*
 //! more than `D` ticks after entry `i` became visible in memory, because such a pass read
@@ -19,6 +21,7 @@
 
 use super::BiError;
 use super::object::MAX_OBJECT_LINES;
+use super::scope::Scope;
 use crate::mem::MemView;
 use crate::region::layout::RING_CONTROL_SLOTS;
 use crate::region::{Layout, RingKind};
@@ -33,18 +36,36 @@ const OFFSET_MASK: u64 = (1 << 48) - 1;
 pub struct LogEntry {
     /// Offset of the first byte in the low 48 bits, number of lines in the top 16.
     pub word: u64,
-    /// Writer clock when logged.
-    pub time: u64,
+    /// The writer's clock when logged in the low 48 bits, the scope in the top 16.
+    pub tag: u64,
 }
 
 impl LogEntry {
-    /// An entry covering `lines` lines from `offset`.
-    pub fn new(offset: usize, lines: usize, time: u64) -> LogEntry {
+    /// An entry covering `lines` lines from `offset`, about `scope`.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, ring::LogEntry};
+    ///
+    /// let e = LogEntry::new(12345, 3, 9, Scope::of_slot(64));
+    /// assert_eq!((e.offset(), e.lines(), e.time()), (12345, 3, 9));
+    /// assert_eq!(e.scope(), Scope::of_slot(64));
+    /// ```
+    pub fn new(offset: usize, lines: usize, time: u64, scope: Scope) -> LogEntry {
         let lines = lines.min(MAX_OBJECT_LINES) as u64;
         LogEntry {
             word: (offset as u64 & OFFSET_MASK) | (lines << 48),
-            time,
+            tag: (time & OFFSET_MASK) | (u64::from(scope.raw()) << 48),
         }
+    }
+
+    /// The low 48 bits of the writer's clock when logged.
+    pub fn time(&self) -> u64 {
+        self.tag & OFFSET_MASK
+    }
+
+    /// The structure the lines belong to.
+    pub fn scope(&self) -> Scope {
+        Scope::from_raw((self.tag >> 48) as u16)
     }
 
     /// First byte.
@@ -205,8 +226,11 @@ mod tests {
 
     #[test]
     fn entries_pack_and_ranges_wrap() {
-        let e = LogEntry::new(12345, 3, 9);
-        assert_eq!((e.offset(), e.lines(), e.time), (12345, 3, 9));
+        let e = LogEntry::new(12345, 3, 9, Scope::ALL);
+        assert_eq!(
+            (e.offset(), e.lines(), e.time(), e.scope()),
+            (12345, 3, 9, Scope::ALL)
+        );
         let layout = Layout::compute(
             &RegionConfig::new(1 << 18)
                 .with_nodes(2)

@@ -12,6 +12,7 @@ use super::object::{
     Fetch, Generation, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with, write_object,
 };
 use super::ring::{LogEntry, RingGeom, RingWriter};
+use super::scope::Scope;
 use super::{BiError, NodeInner};
 use crate::heap::{Block, Heap};
 use crate::mem::MemView;
@@ -156,6 +157,8 @@ pub struct Writer<V: MemView, H: Heap> {
     /// Sealed objects whose lines are still to be written back: all of them go out just
     /// before the next fence ([`settle`](Self::settle)), back to back.
     unwritten: Vec<(usize, usize)>,
+    /// The structure this writer's log entries are about ([`set_scope`](Self::set_scope)).
+    scope: Scope,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -192,7 +195,47 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             entries: Vec::new(),
             unfenced: false,
             unwritten: Vec::new(),
+            scope: Scope::ALL,
         })
+    }
+
+    /// Tags what this writer logs from now on as being about `scope` (a structure's:
+    /// [`Scope::of_slot`] of its root slot), so that nodes none of whose readers declared
+    /// it skip its notices (see [`scope`](super::scope)). Unlinked objects still in the
+    /// bag are retired first, under the old scope. A new writer logs under
+    /// [`Scope::ALL`], which every node invalidates.
+    ///
+    /// ```
+    /// use bi_core::heap::BumpHeap;
+    /// use bi_core::runtime::{Scope, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let mut w = s.writer(0);
+    /// assert_eq!(w.scope(), Scope::ALL);
+    /// w.set_scope(Scope::of_slot(s.slot(0))).unwrap();
+    /// assert_eq!(w.scope(), Scope::of_slot(s.slot(0)));
+    /// ```
+    pub fn set_scope(&mut self, scope: Scope) -> Result<(), BiError> {
+        if scope != self.scope {
+            self.wait(|w| {
+                w.flush_deferred()?;
+                match w.deferred.is_empty() {
+                    true => Ok(()),
+                    false => Err(BiError::LogFull {
+                        node: w.inner.node,
+                        kind: RingKind::Freed,
+                        capacity: w.freed.geom.capacity,
+                    }),
+                }
+            })?;
+            self.scope = scope;
+        }
+        Ok(())
+    }
+
+    /// The scope this writer logs under.
+    pub fn scope(&self) -> Scope {
+        self.scope
     }
 
     /// The heap.
@@ -618,7 +661,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let t = inner.clock.now();
         let entries = &mut self.entries;
         entries.clear();
-        entries.extend(lines.iter().map(|&l| LogEntry::new(l, 1, t)));
+        entries.extend(lines.iter().map(|&l| LogEntry::new(l, 1, t, self.scope)));
         self.modified.append(&inner.view, entries)?;
         let visible = inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
@@ -671,10 +714,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         // that logs it: both before the tail that lets a pass see the entry.
         view.writeback(slot, 8)?;
         let t = inner.clock.now();
-        let mut entries = [LogEntry::new(inner.line_floor(slot), 1, t); 2];
+        let mut entries = [LogEntry::new(inner.line_floor(slot), 1, t, self.scope); 2];
         let mut n = 1;
         if let Some((at, lines)) = object.filter(|_| log_object) {
-            entries[1] = LogEntry::new(at, lines, t);
+            entries[1] = LogEntry::new(at, lines, t, self.scope);
             n = 2;
         }
         self.modified.append(view, &entries[..n])?;
@@ -755,7 +798,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         if needed > blocks.len() {
             Self::reserve(inner, &mut self.freed, needed)?;
         }
-        let now = inner.clock.now();
+        let (now, scope) = (inner.clock.now(), self.scope);
         let entries = &mut self.entries;
         entries.clear();
         for (b, _) in blocks {
@@ -766,7 +809,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             let lines = b.len / inner.line;
             for first in (0..lines.max(1)).step_by(MAX_OBJECT_LINES) {
                 let n = (lines - first).min(MAX_OBJECT_LINES);
-                entries.push(LogEntry::new(b.offset + first * inner.line, n, now));
+                entries.push(LogEntry::new(b.offset + first * inner.line, n, now, scope));
             }
         }
         // The marks reach memory under the append's first fence, with the entries.

@@ -1,0 +1,38 @@
+//! Switches that turn one protocol mechanism off, so a test can show the mechanism is
+//! needed: with the switch on, some check counts a hazard; with it off, none does.
+//!
+//! The switches exist only with the `faults` feature. Without it,
+//! [`RuntimeConfig::fault`](super::RuntimeConfig::fault) is not there and
+//! [`Faults::has`] is a constant `false` that the compiler folds away, so shipped builds
+//! carry no trace of them.
+
+/// One mechanism a test can switch off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// A node whose reader declares a structure for the first time does not drop the
+    /// lines its passes skipped for that structure ([`scope`](super::scope)).
+    ScopeRefresh,
+}
+
+/// The mechanisms switched off: none, unless a test built with the `faults` feature
+/// asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults(u64);
+
+impl Faults {
+    /// Whether `fault` is switched on (always `false` without the `faults` feature).
+    #[inline(always)]
+    pub fn has(self, fault: Fault) -> bool {
+        cfg!(feature = "faults") && self.0 & Self::bit(fault) != 0
+    }
+
+    #[cfg(feature = "faults")]
+    pub(crate) fn with(self, fault: Fault) -> Faults {
+        Faults(self.0 | Self::bit(fault))
+    }
+
+    const fn bit(fault: Fault) -> u64 {
+        1 << fault as u64
+    }
+}

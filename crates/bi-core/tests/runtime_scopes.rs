@@ -1,0 +1,119 @@
+//! Write notices scoped per structure (`runtime::scope`): a node skips what was logged for
+//! structures none of its readers declared, and a first declaration drops what it skipped.
+
+use bi_core::heap::BumpHeap;
+use bi_core::mem::EmulatedNode;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{Fault, Policy, RuntimeConfig, Scope, Writer};
+
+fn setup(runtime: RuntimeConfig) -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(3),
+        runtime.node_lease(1_000_000).reader_lease(1_000_000),
+    )
+}
+
+type NodeWriter = Writer<EmulatedNode, BumpHeap>;
+
+/// Node 0's writer publishes `versions` values of one structure into `slot`, retiring
+/// each old one, and node 0 runs its pass.
+fn publish_versions(
+    s: &Setup,
+    w: &mut NodeWriter,
+    slot: usize,
+    scope: Scope,
+    versions: std::ops::Range<u64>,
+) {
+    w.set_scope(scope).unwrap();
+    for v in versions {
+        let b = w.alloc(v).unwrap();
+        let old = w.publish(slot, b).unwrap();
+        if !old.is_null() {
+            w.retire(old).unwrap();
+        }
+    }
+    s.nodes[0].quiesce().unwrap();
+}
+
+/// Node 1 reads `slot` once (as a reader that has not declared anything would), so its
+/// cache holds the slot's line and the object it names.
+fn read(s: &Setup, slot: usize) -> u64 {
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    g.load::<u64>(slot).unwrap().map_or(0, |v| *v)
+}
+
+#[test]
+fn undeclared_structures_cost_a_node_no_invalidation() {
+    let s = setup(RuntimeConfig::default());
+    let mut w = s.writer(0);
+    let (slot, scope) = (s.slot(0), Scope::of_slot(s.slot(0)));
+    publish_versions(&s, &mut w, slot, scope, 1..11);
+    let pass = s.nodes[1].quiesce().unwrap();
+    // Ten slot stores (each with its object) and nine retirements, all skipped.
+    assert_eq!(pass.modified + pass.freed, pass.skipped);
+    assert!(pass.skipped >= 19, "{pass:?}");
+    // Node 0 wrote them: its own pass never invalidates them either.
+    assert_eq!(s.nodes[0].quiesce().unwrap().skipped, 0);
+}
+
+#[test]
+fn declared_and_unscoped_notices_are_invalidated() {
+    let s = setup(RuntimeConfig::default());
+    let mut w = s.writer(0);
+    let (slot, scope) = (s.slot(0), Scope::of_slot(s.slot(0)));
+    assert!(s.nodes[1].use_scope(scope).unwrap());
+    publish_versions(&s, &mut w, slot, scope, 1..5);
+    let pass = s.nodes[1].quiesce().unwrap();
+    assert_eq!((pass.skipped, pass.modified > 0), (0, true));
+    assert_eq!(read(&s, slot), 4);
+    // A writer that never set a scope logs under `Scope::ALL`: invalidated everywhere.
+    publish_versions(&s, &mut w, s.slot(1), Scope::ALL, 1..3);
+    assert_eq!(s.nodes[1].quiesce().unwrap().skipped, 0);
+}
+
+#[test]
+fn the_modified_policy_ignores_scopes() {
+    let s = setup(RuntimeConfig::default());
+    let mut w = s.writer(0);
+    s.nodes[1].set_policy(Policy::Modified);
+    publish_versions(&s, &mut w, s.slot(0), Scope::of_slot(s.slot(0)), 1..5);
+    let pass = s.nodes[1].quiesce().unwrap();
+    assert_eq!(pass.skipped, 0);
+    assert!(pass.modified > 0 && pass.freed > 0);
+}
+
+/// A node that cached a structure, skipped its notices and then declares it: with the
+/// first declaration's invalidation, its reader sees the newest version; without it
+/// (the fault), the value it cached long ago, after passes that started after every
+/// update.
+fn first_declaration(runtime: RuntimeConfig) -> u64 {
+    let s = setup(runtime);
+    let mut w = s.writer(0);
+    let (slot, scope) = (s.slot(0), Scope::of_slot(s.slot(0)));
+    publish_versions(&s, &mut w, slot, scope, 1..2);
+    // A node's first pass drops its whole cache, and drops it again once the readers
+    // then inside have left: let both happen before caching version 1.
+    for _ in 0..2 {
+        s.nodes[1].quiesce().unwrap();
+    }
+    assert_eq!(s.nodes[1].pending_groups(), 0);
+    assert_eq!(read(&s, slot), 1);
+    publish_versions(&s, &mut w, slot, scope, 2..9);
+    for _ in 0..3 {
+        s.nodes[1].quiesce().unwrap();
+    }
+    let r = s.nodes[1].reader().unwrap();
+    r.use_scope(scope).unwrap();
+    let g = r.enter();
+    g.load::<u64>(slot).unwrap().map_or(0, |v| *v)
+}
+
+#[test]
+fn a_first_declaration_drops_what_passes_skipped() {
+    assert_eq!(first_declaration(RuntimeConfig::default()), 8);
+    let stale = first_declaration(RuntimeConfig::default().fault(Fault::ScopeRefresh));
+    assert_eq!(stale, 1, "without the refresh the node keeps its old copy");
+}
