@@ -6,6 +6,16 @@
 //! under every interleaving loom considers.
 
 #[cfg(not(loom))]
+pub(crate) mod thread {
+    pub(crate) use std::thread::yield_now;
+}
+
+#[cfg(loom)]
+pub(crate) mod thread {
+    pub(crate) use loom::thread::yield_now;
+}
+
+#[cfg(not(loom))]
 #[allow(unused_imports)] // not every primitive is used by every build
 pub(crate) mod sync {
     pub(crate) use std::sync::Mutex;

@@ -21,7 +21,6 @@
 //! ```
 #![cfg(loom)]
 
-use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 use loom::sync::Arc;
@@ -32,16 +31,7 @@ use std::time::Instant;
 
 /// The smallest machine: two nodes, one reader each, 32-byte lines.
 fn setup() -> Setup {
-    let config = RegionConfig::new(0)
-        .with_line_size(32)
-        .with_nodes(2)
-        .with_readers_per_node(1)
-        .with_log_ring_entries(8)
-        .with_root_entries(1);
-    let size = config.min_size().expect("minimal region");
-    Setup::with(
-        config.with_size(size),
-        |c| c,
+    Setup::smallest(
         RuntimeConfig::default()
             .node_lease(1 << 40)
             .reader_lease(1 << 40),

@@ -35,8 +35,8 @@ use crate::line::LineSize;
 use std::fmt;
 use std::ops::Range;
 
-/// Slots per node record (clock, quiescence record and room for the runtime's per-node
-/// state, each on lines of its own).
+/// Slots per node record, each on lines of its own: the quiescence record (slot 0), the
+/// pool lock record (slot 1), and room for more per-node state.
 pub const NODE_RECORD_SLOTS: usize = 4;
 /// Log rings per node: one for modified slots, one for freed objects.
 pub const RINGS_PER_NODE: usize = 2;

@@ -59,6 +59,19 @@ pub enum BiError {
         /// The node.
         node: usize,
     },
+    /// The pool lock was not free within the time asked for.
+    LockTimeout {
+        /// The node that asked.
+        node: usize,
+        /// A node still ahead of it when it gave up.
+        holder: usize,
+    },
+    /// The pool lock's lease of this node ran out while it held the lock: another node may
+    /// hold it now, so nothing may be committed under it.
+    LockLeaseLost {
+        /// The node.
+        node: usize,
+    },
     /// The node index is not in the region.
     BadNode {
         /// The node index.
@@ -109,6 +122,14 @@ impl fmt::Display for BiError {
             }
             BiError::NoReaderSlot { node } => write!(f, "node {node} has no free reader record"),
             BiError::WriterTaken { node } => write!(f, "node {node} already has a writer"),
+            BiError::LockTimeout { node, holder } => write!(
+                f,
+                "node {node} timed out waiting for the pool lock (node {holder} was ahead of it)"
+            ),
+            BiError::LockLeaseLost { node } => write!(
+                f,
+                "node {node} held the pool lock past half its lease; it may no longer hold it"
+            ),
             BiError::BadNode { node } => write!(f, "node {node} is not in the region"),
             BiError::AlreadyRetired { offset } => {
                 write!(f, "the object at offset {offset} was already retired")

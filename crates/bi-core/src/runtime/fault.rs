@@ -13,6 +13,9 @@ pub enum Fault {
     /// A node whose reader declares a structure for the first time does not drop the
     /// lines its passes skipped for that structure ([`scope`](super::scope)).
     ScopeRefresh,
+    /// The pool lock's record is stored but not written back, so other nodes keep
+    /// reading what memory held before ([`lock`](super::lock)).
+    LockWriteback,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

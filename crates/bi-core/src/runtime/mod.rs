@@ -189,6 +189,7 @@ pub mod fault;
 mod grace;
 pub mod lazy;
 pub mod lines;
+pub mod lock;
 mod membarrier;
 pub mod object;
 pub mod pass;
@@ -208,6 +209,7 @@ pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
 pub use lazy::{Entry, Search};
 pub use lines::Lines;
+pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Link, Stamp};
 pub use pass::{NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, ReaderState, Shared};
@@ -535,6 +537,26 @@ impl<V: MemView> NodeRuntime<V> {
     /// ```
     pub fn use_scope(&self, scope: Scope) -> Result<bool, BiError> {
         self.inner.use_scope(scope)
+    }
+
+    /// Takes the pool lock ([`lock`]): mutual exclusion with every other node of the
+    /// region whose lease is live, waiting at most `timeout` ([`BiError::LockTimeout`]).
+    /// Dropping the guard unlocks.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    /// guard.check().unwrap();
+    /// // Node 1 waits for node 0, and gives up after its timeout.
+    /// assert!(s.nodes[1].lock(Duration::from_millis(10)).is_err());
+    /// drop(guard);
+    /// assert!(s.nodes[1].lock(Duration::from_millis(10)).is_ok());
+    /// ```
+    pub fn lock(&self, timeout: Duration) -> Result<PoolLockGuard<'_, V>, BiError> {
+        lock::lock(&self.inner, timeout)
     }
 
     /// Runs one quiescence pass now.

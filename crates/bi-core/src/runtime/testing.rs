@@ -47,6 +47,25 @@ impl Setup {
         )
     }
 
+    /// The smallest machine the runtime accepts: two nodes, one reader each, 32-byte
+    /// lines, eight-entry log rings, one root entry and the minimal heap, with no random
+    /// hardware events (what loom models run on, where every emulated operation is a
+    /// model step).
+    ///
+    /// # Panics
+    ///
+    /// On an invalid runtime configuration.
+    pub fn smallest(runtime: RuntimeConfig) -> Setup {
+        let config = RegionConfig::new(0)
+            .with_line_size(32)
+            .with_nodes(2)
+            .with_readers_per_node(1)
+            .with_log_ring_entries(8)
+            .with_root_entries(1);
+        let size = config.min_size().expect("minimal region");
+        Setup::with(config.with_size(size), |c| c, runtime)
+    }
+
     /// A machine from a region configuration, an adjustment of the emulator
     /// configuration (which starts from the region's size and node count) and a runtime
     /// configuration.

@@ -1,0 +1,188 @@
+//! The pool lock: mutual exclusion between nodes with no cross-node atomic.
+//!
+//! Nodes share no coherent line, so no compare-and-swap can arbitrate between them. The
+//! lock is Lamport's bakery over the same three operations as everything else (as in
+//! Cashmere-2L): each node writes only its own [`LockRecord`] (one line in its node
+//! record), writes it back and fences before the next step; it reads another node's
+//! record by invalidating it, fencing and loading. The bakery needs nothing stronger than
+//! registers whose reads overlapping a write may return anything, which is what a line
+//! read from memory while its owner writes it back is.
+//!
+//! 1. `choosing := 1`; read every record; `ticket := 1 + max ticket`; then `choosing := 0`
+//!    (each a write-back and a fence of its own: a ticket must be in memory before the
+//!    flag that says it is final).
+//! 2. For every other node `j`: wait while `j` is choosing, then while `j` holds a ticket
+//!    that goes first (`(ticket, node)` ordered lexicographically).
+//! 3. The critical section; unlock by writing `ticket := 0`.
+//!
+//! **Leases.** A node that dies with a ticket would block everyone forever, so every
+//! record carries a heartbeat (its node's clock when last written): a record whose
+//! heartbeat is older than the node lease, allowing for the skew bound `D`, is ignored,
+//! and a waiting node rewrites its heartbeat while it waits. The price is the usual one of
+//! leases: a holder stalled for longer than the lease may find that another node took
+//! the lock meanwhile. [`PoolLockGuard::check`] tells a holder whether its lease still
+//! covers it; the operations the lock protects call it just before the one store that
+//! commits them.
+
+use super::fault::Fault;
+use super::{BiError, NodeInner};
+use crate::mem::MemView;
+use bytemuck::{Pod, Zeroable};
+use std::time::{Duration, Instant};
+
+/// Which slot of a node record holds the node's lock record.
+pub(crate) const LOCK_SLOT: usize = 1;
+
+/// A node's lock record (one line of its node record).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct LockRecord {
+    /// 1 while the node picks its ticket.
+    pub choosing: u64,
+    /// The node's ticket; 0 when it neither holds nor wants the lock.
+    pub ticket: u64,
+    /// The node's clock when it last wrote the record.
+    pub heartbeat: u64,
+}
+
+/// The pool lock, held: dropping it unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct PoolLockGuard<'a, V: MemView> {
+    inner: &'a NodeInner<V>,
+    ticket: u64,
+    heartbeat: u64,
+}
+
+impl<V: MemView> std::fmt::Debug for PoolLockGuard<'_, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolLockGuard")
+            .field("node", &self.inner.node)
+            .field("ticket", &self.ticket)
+            .field("heartbeat", &self.heartbeat)
+            .finish()
+    }
+}
+
+impl<V: MemView> PoolLockGuard<'_, V> {
+    /// Whether this node still holds the lock for sure: its record's heartbeat is within
+    /// the node lease, allowing for the skew bound (a later [`renew`](Self::renew) moves
+    /// it). Call it just before the store that commits what the lock protects.
+    pub fn check(&self) -> Result<(), BiError> {
+        // Another node ignores this record once its clock, less `D`, passes
+        // `heartbeat + lease`; its clock is at most `D` ahead of ours. Half the lease is
+        // kept as a margin for the store the caller is about to make.
+        let now = self.inner.clock.refresh();
+        if now.saturating_sub(self.heartbeat) < self.inner.config.node_lease / 2 {
+            Ok(())
+        } else {
+            Err(BiError::LockLeaseLost {
+                node: self.inner.node,
+            })
+        }
+    }
+
+    /// Rewrites the heartbeat, extending the lease.
+    pub fn renew(&mut self) -> Result<(), BiError> {
+        self.heartbeat = write(self.inner, 0, self.ticket)?;
+        Ok(())
+    }
+
+    /// This node's ticket (for diagnostics).
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
+}
+
+impl<V: MemView> Drop for PoolLockGuard<'_, V> {
+    fn drop(&mut self) {
+        // A failed write-back leaves the ticket in memory; the lease then frees the lock.
+        let _ = write(self.inner, 0, 0);
+    }
+}
+
+fn record_at<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result<usize, BiError> {
+    Ok(inner.node_record_of(node)? + LOCK_SLOT * inner.layout.slot_size())
+}
+
+/// Writes this node's record and makes it visible; returns the heartbeat written.
+fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result<u64, BiError> {
+    let at = record_at(inner, inner.node)?;
+    let heartbeat = inner.clock.refresh();
+    let record = LockRecord {
+        choosing,
+        ticket,
+        heartbeat,
+    };
+    inner.view.store(at, &record)?;
+    if !inner.config.faults.has(Fault::LockWriteback) {
+        inner.view.writeback(at, size_of::<LockRecord>())?;
+    }
+    inner.view.fence();
+    Ok(heartbeat)
+}
+
+/// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease
+/// at `now` (allowing for `D`), or it never wrote one.
+fn read<V: MemView>(
+    inner: &NodeInner<V>,
+    j: usize,
+    now: u64,
+) -> Result<Option<LockRecord>, BiError> {
+    let at = record_at(inner, j)?;
+    inner.view.invalidate(at, size_of::<LockRecord>())?;
+    inner.view.fence();
+    let r: LockRecord = inner.view.load(at)?;
+    let horizon = now.saturating_sub(inner.config.skew);
+    let live = r.heartbeat != 0 && r.heartbeat.saturating_add(inner.config.node_lease) >= horizon;
+    Ok(live.then_some(r))
+}
+
+/// Takes the pool lock, waiting at most `timeout`.
+pub(crate) fn lock<V: MemView>(
+    inner: &NodeInner<V>,
+    timeout: Duration,
+) -> Result<PoolLockGuard<'_, V>, BiError> {
+    let me = inner.node;
+    let started = Instant::now();
+    let mut heartbeat = write(inner, 1, 0)?;
+    let mut max = 0;
+    for j in (0..inner.nodes).filter(|&j| j != me) {
+        if let Some(r) = read(inner, j, heartbeat)? {
+            max = max.max(r.ticket);
+        }
+    }
+    let ticket = max + 1;
+    write(inner, 1, ticket)?;
+    heartbeat = write(inner, 0, ticket)?;
+    // From here on, dropping the guard withdraws the ticket.
+    let mut guard = PoolLockGuard {
+        inner,
+        ticket,
+        heartbeat,
+    };
+    for j in (0..inner.nodes).filter(|&j| j != me) {
+        loop {
+            let now = inner.clock.refresh();
+            let goes_first = match read(inner, j, now)? {
+                None => false,
+                Some(r) if r.choosing != 0 => true,
+                Some(r) => r.ticket != 0 && (r.ticket, j) < (ticket, me),
+            };
+            if !goes_first {
+                break;
+            }
+            if started.elapsed() > timeout {
+                return Err(BiError::LockTimeout {
+                    node: me,
+                    holder: j,
+                });
+            }
+            // Keep our own lease alive while we wait.
+            if now.saturating_sub(guard.heartbeat) > inner.config.node_lease / 4 {
+                guard.renew()?;
+            }
+            crate::primitive::thread::yield_now();
+        }
+    }
+    Ok(guard)
+}
