@@ -1,6 +1,6 @@
 //! The periodic pass thread.
 
-use super::NodeInner;
+use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,6 +26,7 @@ pub struct Background {
     stop: Arc<AtomicBool>,
     passes: Arc<AtomicU64>,
     errors: Arc<AtomicU64>,
+    taken: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -37,13 +38,20 @@ impl Background {
         let stop = Arc::new(AtomicBool::new(false));
         let passes = Arc::new(AtomicU64::new(0));
         let errors = Arc::new(AtomicU64::new(0));
-        let (s, p, e) = (stop.clone(), passes.clone(), errors.clone());
+        let taken = Arc::new(AtomicBool::new(false));
+        let (s, p, e, t) = (stop.clone(), passes.clone(), errors.clone(), taken.clone());
         let thread = std::thread::Builder::new()
             .name(format!("bi-pass-{}", inner.node))
             .spawn(move || {
                 while !s.load(Ordering::Acquire) {
                     match super::pass::quiesce(&inner) {
                         Ok(_) => p.fetch_add(1, Ordering::Release),
+                        Err(BiError::NodeTaken { .. }) => {
+                            // Another process runs this node now: stop passing for it.
+                            e.fetch_add(1, Ordering::Release);
+                            t.store(true, Ordering::Release);
+                            break;
+                        }
                         Err(_) => e.fetch_add(1, Ordering::Release),
                     };
                     std::thread::park_timeout(period);
@@ -54,6 +62,7 @@ impl Background {
             stop,
             passes,
             errors,
+            taken,
             thread,
         }
     }
@@ -66,6 +75,12 @@ impl Background {
     /// Passes that returned an error so far.
     pub fn errors(&self) -> u64 {
         self.errors.load(Ordering::Acquire)
+    }
+
+    /// Whether the thread stopped because another process claimed this node
+    /// ([`BiError::NodeTaken`]): this runtime no longer runs the node.
+    pub fn node_taken(&self) -> bool {
+        self.taken.load(Ordering::Acquire)
     }
 
     /// Whether the thread could be started.

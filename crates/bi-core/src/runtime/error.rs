@@ -59,6 +59,12 @@ pub enum BiError {
         /// The node.
         node: usize,
     },
+    /// Another live process runs this node (its claim in the node record is not this
+    /// runtime's): choose another node id, or wait for that process's lease to expire.
+    NodeTaken {
+        /// The node.
+        node: usize,
+    },
     /// The pool lock was not free within the time asked for.
     LockTimeout {
         /// The node that asked.
@@ -122,6 +128,10 @@ impl fmt::Display for BiError {
             }
             BiError::NoReaderSlot { node } => write!(f, "node {node} has no free reader record"),
             BiError::WriterTaken { node } => write!(f, "node {node} already has a writer"),
+            BiError::NodeTaken { node } => write!(
+                f,
+                "node {node} is run by another live process (its claim in the region is not ours)"
+            ),
             BiError::LockTimeout { node, holder } => write!(
                 f,
                 "node {node} timed out waiting for the pool lock (node {holder} was ahead of it)"

@@ -16,6 +16,10 @@ pub enum Fault {
     /// The pool lock's record is stored but not written back, so other nodes keep
     /// reading what memory held before ([`lock`](super::lock)).
     LockWriteback,
+    /// A runtime neither refuses a node that another live process runs nor checks, before
+    /// each pass writes the node's record, that memory still names it
+    /// ([`claim`](super::claim)).
+    NodeClaim,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

@@ -15,7 +15,8 @@ pub struct GracePoint {
     pub now: u64,
     /// `min` over live nodes of their last pass start (for log ring space).
     pub min_pass_start: u64,
-    /// Nodes excluded because their heartbeat is older than the node lease.
+    /// Nodes excluded: no process runs them, or their heartbeat is older than the node
+    /// lease.
     pub lease_expired: Vec<usize>,
 }
 
@@ -37,7 +38,7 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
     };
     for n in 0..inner.nodes {
         let rec: NodeRecord = view.load(inner.node_record_of(n)?)?;
-        if rec.heartbeat.saturating_add(inner.config.node_lease) < horizon {
+        if !super::claim::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d) {
             point.lease_expired.push(n);
             continue;
         }

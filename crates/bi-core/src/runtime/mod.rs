@@ -182,6 +182,7 @@
 //! ```
 
 mod background;
+pub mod claim;
 mod clock;
 mod config;
 mod error;
@@ -239,6 +240,8 @@ pub(crate) struct Stats {
 
 pub(crate) struct NodeInner<V: MemView> {
     pub(crate) view: V,
+    /// This runtime's holder token in the node record ([`claim`]).
+    pub(crate) token: u64,
     pub(crate) layout: Layout,
     pub(crate) node: usize,
     pub(crate) nodes: usize,
@@ -256,6 +259,14 @@ pub(crate) struct NodeInner<V: MemView> {
     pub(crate) scopes: scope::ScopeSet,
     pass: Mutex<PassState<V>>,
     pub(crate) stats: Stats,
+}
+
+impl<V: MemView> Drop for NodeInner<V> {
+    fn drop(&mut self) {
+        // Best effort: a runtime that cannot write its record any more leaves its claim
+        // to expire with its lease.
+        let _ = claim::release(self);
+    }
 }
 
 impl<V: MemView> NodeInner<V> {
@@ -318,9 +329,12 @@ impl<V: MemView> NodeInner<V> {
 
 /// One node's runtime: its view, clock, configuration, reader records and pass state.
 ///
-/// A cheap handle (clones share the node). Create exactly one per node: reader records
-/// are handed out by this handle, and the pass state lives in it, so two processes
-/// acting as one node are not supported by this version.
+/// A cheap handle (clones share the node). One runtime runs a node: creating it claims
+/// the node in the region ([`claim`]), and a second runtime for a node that a live
+/// process runs is [`BiError::NodeTaken`]. The claim ends when the last handle is
+/// dropped. (Several processes of one host acting as one node are not supported by this
+/// version: reader records are handed out by this handle, and the pass state lives in
+/// it.)
 pub struct NodeRuntime<V: MemView> {
     inner: Arc<NodeInner<V>>,
 }
@@ -410,10 +424,10 @@ impl<V: MemView> NodeRuntime<V> {
             ReaderOrdering::Membarrier => ReaderOrdering::Fence,
             o => o,
         };
-        view.invalidate(rec.offset, size_of::<NodeRecord>())?;
-        view.fence();
-        let prev: NodeRecord = view.load(rec.offset)?;
+        let token = claim::new_token();
+        let prev = claim::claim(&view, rec.offset, node, token, || clock.refresh(), &config)?;
         let inner = NodeInner {
+            token,
             line: line.get(),
             layout,
             node,

@@ -70,6 +70,8 @@ pub struct NodeRecord {
     /// Reader exclusions for an expired lease, in total (a reader that stays stopped is
     /// counted again by every pass that sees it).
     pub expired_readers: u64,
+    /// The token of the process running the node, 0 if none ([`claim`](super::claim)).
+    pub holder: u64,
 }
 
 /// What one pass did.
@@ -368,7 +370,11 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         passes: j,
         overflows: st.overflows,
         expired_readers: st.expired_total,
+        holder: inner.token,
     };
+    // Another process may have claimed this node meanwhile: then it runs the node, and
+    // this runtime stops writing its record.
+    super::claim::check_held(inner)?;
     let rec_at = inner.node_record_at();
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;

@@ -98,7 +98,8 @@ impl Setup {
     pub fn arena(&self, n: usize) -> Range<usize> {
         let heap = self.region.layout().heap();
         let line = self.region.layout().line_size().get();
-        let per = heap.len / self.nodes.len() / line * line;
+        let nodes = self.region.layout().config().nodes() as usize;
+        let per = heap.len / nodes / line * line;
         heap.offset + n * per..heap.offset + (n + 1) * per
     }
 

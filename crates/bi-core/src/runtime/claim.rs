@@ -1,0 +1,103 @@
+//! Node claims: one live process per node id.
+//!
+//! A node's quiescence record ([`NodeRecord`]) names the process that runs the node: a
+//! random `holder` token drawn when the runtime starts, next to the heartbeat its passes
+//! refresh. Starting a runtime for a node whose record names another holder with a live
+//! heartbeat is [`BiError::NodeTaken`]: two processes never run one node (they would
+//! write one record and one set of rings from two caches). A holder whose heartbeat is
+//! older than the node lease is dead, and its node is taken over.
+//!
+//! Two processes that start on one node at the same moment can both find it free and
+//! both write their claim. Memory then holds one of the two, and each pass checks, before
+//! it writes the record, that memory still names its own holder: the other process's
+//! next pass fails with [`BiError::NodeTaken`] and it stops running the node, within one
+//! pass period, before it wrote anything but its claim and its record.
+//!
+//! A runtime that ends (its last handle dropped) clears its claim and its heartbeat, so
+//! writers stop waiting for the node at once instead of after its lease. A node that
+//! never started has a zero heartbeat and holds nothing back either.
+
+use super::fault::Fault;
+use super::pass::NodeRecord;
+use super::{BiError, NodeInner, RuntimeConfig};
+use crate::mem::MemView;
+use std::hash::{BuildHasher, Hasher};
+
+/// A fresh, nonzero holder token: random per process and per call (std's hasher keys come
+/// from the operating system's random source).
+pub(crate) fn new_token() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() | 1
+}
+
+/// Whether a node whose record says `holder` and `heartbeat` is live at `now` (this
+/// node's clock): it has a holder, and its heartbeat is not older than the lease allowing
+/// for `D`. A heartbeat further ahead of `now` than `D` plus a lease was stamped by a
+/// clock this one does not continue (before a reboot, say): its holder is gone.
+pub(crate) fn live(holder: u64, heartbeat: u64, now: u64, lease: u64, skew: u64) -> bool {
+    holder != 0
+        && heartbeat.saturating_add(lease) >= now.saturating_sub(skew)
+        && heartbeat <= now.saturating_add(skew).saturating_add(lease)
+}
+
+/// Claims node `node` whose record is at `at` for `token`; returns the record as it was.
+pub(crate) fn claim<V: MemView>(
+    view: &V,
+    at: usize,
+    node: usize,
+    token: u64,
+    now: impl Fn() -> u64,
+    config: &RuntimeConfig,
+) -> Result<NodeRecord, BiError> {
+    let (lease, skew) = (config.node_lease, config.skew);
+    view.invalidate(at, size_of::<NodeRecord>())?;
+    view.fence();
+    let prev: NodeRecord = view.load(at)?;
+    let t = now();
+    let checked = !config.faults.has(Fault::NodeClaim);
+    if checked && prev.holder != token && live(prev.holder, prev.heartbeat, t, lease, skew) {
+        return Err(BiError::NodeTaken { node });
+    }
+    let record = NodeRecord {
+        holder: token,
+        heartbeat: t,
+        ..prev
+    };
+    view.store(at, &record)?;
+    view.writeback(at, size_of::<NodeRecord>())?;
+    view.fence();
+    Ok(prev)
+}
+
+/// Checks that memory still names this runtime as the node's holder.
+pub(crate) fn check_held<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    if inner.config.faults.has(Fault::NodeClaim) {
+        return Ok(());
+    }
+    let at = inner.node_record_at();
+    inner.view.invalidate(at, size_of::<NodeRecord>())?;
+    inner.view.fence();
+    let r: NodeRecord = inner.view.load(at)?;
+    if r.holder == inner.token {
+        Ok(())
+    } else {
+        Err(BiError::NodeTaken { node: inner.node })
+    }
+}
+
+/// Clears this runtime's claim and heartbeat, if memory still names it.
+pub(crate) fn release<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    check_held(inner)?;
+    let at = inner.node_record_at();
+    let r: NodeRecord = inner.view.load(at)?;
+    let cleared = NodeRecord {
+        holder: 0,
+        heartbeat: 0,
+        ..r
+    };
+    inner.view.store(at, &cleared)?;
+    inner.view.writeback(at, size_of::<NodeRecord>())?;
+    inner.view.fence();
+    Ok(())
+}

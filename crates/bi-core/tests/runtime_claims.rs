@@ -1,0 +1,137 @@
+//! Node claims (`runtime::claim`): one live process per node id, a dead holder's node
+//! taken over after its lease, a clean exit that holds nothing back, and nodes that never
+//! joined holding nothing back either.
+
+use bi_core::mem::{EmulatedNode, MemView};
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, Fault, NodeRecord, NodeRuntime, RuntimeConfig};
+
+const LEASE: u64 = 1_000_000;
+
+fn setup(nodes: u32) -> Setup {
+    setup_with(nodes, RuntimeConfig::default())
+}
+
+fn setup_with(nodes: u32, config: RuntimeConfig) -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 18)
+            .with_nodes(nodes)
+            .with_log_ring_entries(16),
+        |c| c.seed(4),
+        config.node_lease(LEASE).reader_lease(LEASE),
+    )
+}
+
+fn rejoin(s: &Setup, node: usize) -> Result<NodeRuntime<EmulatedNode>, BiError> {
+    rejoin_with(s, node, RuntimeConfig::default())
+}
+
+fn rejoin_with(
+    s: &Setup,
+    node: usize,
+    config: RuntimeConfig,
+) -> Result<NodeRuntime<EmulatedNode>, BiError> {
+    let config = config.node_lease(LEASE).reader_lease(LEASE);
+    NodeRuntime::emulated(s.emu.node(node), *s.region.layout(), config)
+}
+
+#[test]
+fn a_live_node_cannot_be_joined_twice() {
+    let s = setup(2);
+    assert!(matches!(rejoin(&s, 1), Err(BiError::NodeTaken { node: 1 })));
+    // Also not after it passed, nor by a third attempt.
+    s.nodes[1].quiesce().unwrap();
+    assert!(matches!(rejoin(&s, 1), Err(BiError::NodeTaken { node: 1 })));
+}
+
+#[test]
+fn without_claims_two_runtimes_run_one_node() {
+    // Negative control: the shipped runtime with its claim checks switched off. A second
+    // runtime joins a live node, and both go on passing, writing one record (and they
+    // would share its rings and reader records) from two caches.
+    let faulty = || RuntimeConfig::default().fault(Fault::NodeClaim);
+    let s = setup_with(2, faulty());
+    s.nodes[1].quiesce().unwrap();
+    let second = rejoin_with(&s, 1, faulty()).expect("joined a live node");
+    for _ in 0..2 {
+        second.quiesce().unwrap();
+        s.nodes[1].quiesce().unwrap();
+    }
+}
+
+#[test]
+fn a_node_left_cleanly_is_free_at_once_and_holds_nothing_back() {
+    let mut s = setup(2);
+    s.quiesce_all().unwrap();
+    s.nodes.truncate(1); // node 1's runtime ends
+    let record: NodeRecord = s
+        .emu
+        .node(0)
+        .load(s.region.layout().node_record(1).unwrap().offset)
+        .unwrap();
+    assert_eq!((record.holder, record.heartbeat), (0, 0));
+    // The writer does not wait for it ...
+    let w = s.writer(0);
+    assert_eq!(w.synchronize().unwrap().lease_expired, vec![1]);
+    drop(w);
+    // ... and it can be joined again at once.
+    let again = rejoin(&s, 1).unwrap();
+    again.quiesce().unwrap();
+}
+
+#[test]
+fn a_dead_holders_node_is_taken_over_after_its_lease() {
+    let mut s = setup(2);
+    s.quiesce_all().unwrap();
+    // Node 1's process dies: its runtime never clears the claim.
+    std::mem::forget(s.nodes.pop().unwrap());
+    assert!(matches!(rejoin(&s, 1), Err(BiError::NodeTaken { node: 1 })));
+    s.emu.advance(2 * LEASE);
+    let successor = rejoin(&s, 1).unwrap();
+    // The successor's first pass drops everything the node cached.
+    assert!(successor.quiesce().unwrap().whole_heap);
+}
+
+#[test]
+fn of_two_simultaneous_claims_the_one_memory_lost_stops_at_its_next_pass() {
+    let s = setup(2);
+    s.nodes[1].quiesce().unwrap();
+    // Another process's claim of node 1 lands in memory after ours did.
+    let at = s.region.layout().node_record(1).unwrap().offset;
+    let view = s.emu.node(1);
+    let mut r: NodeRecord = view.load(at).unwrap();
+    r.holder = 0xC0FFEE;
+    view.store(at, &r).unwrap();
+    view.writeback(at, size_of::<NodeRecord>()).unwrap();
+    view.fence();
+    assert!(matches!(
+        s.nodes[1].quiesce(),
+        Err(BiError::NodeTaken { node: 1 })
+    ));
+    // It did not overwrite the other claim.
+    view.invalidate(at, size_of::<NodeRecord>()).unwrap();
+    view.fence();
+    assert_eq!(view.load::<NodeRecord>(at).unwrap().holder, 0xC0FFEE);
+}
+
+#[test]
+fn nodes_that_never_joined_hold_no_log_space() {
+    // Four nodes in the region; only node 0 ever runs.
+    let mut s = setup(4);
+    s.nodes.truncate(1);
+    let mut w = s.writer(0);
+    let slot = s.slot(0);
+    // Far more publications and retirements than the 16-entry rings hold.
+    for v in 0..200u64 {
+        let b = w.alloc(v).unwrap();
+        let old = w
+            .try_publish(slot, b)
+            .expect("no LogFull: only node 0 is live");
+        if !old.is_null() {
+            w.try_retire(old).unwrap();
+        }
+        s.nodes[0].quiesce().unwrap();
+        w.reclaim().unwrap();
+    }
+}
