@@ -133,6 +133,16 @@ pub enum RegionError {
         /// `(size_of, align_of)` of the type asked for.
         requested: (u64, u64),
     },
+    /// A root names a structure of another kind or other types than asked for (or a plain
+    /// object where a structure was asked for, or the reverse: fingerprint 0).
+    StructureTypeMismatch {
+        /// The root's name.
+        name: String,
+        /// The fingerprint recorded with the root (0: a plain object).
+        stored: u64,
+        /// The fingerprint asked for (0: a plain object).
+        requested: u64,
+    },
     /// A root directory entry is unreadable (corrupt, or torn by a concurrent update that
     /// never finished).
     CorruptRoot {
@@ -244,6 +254,15 @@ impl fmt::Display for RegionError {
                 "root {name:?} holds a type of size {} and alignment {}, but a type of size {} \
                  and alignment {} was asked for",
                 stored.0, stored.1, requested.0, requested.1
+            ),
+            StructureTypeMismatch {
+                name,
+                stored,
+                requested,
+            } => write!(
+                f,
+                "root {name:?} was made for other types (fingerprint {stored:#x}) than asked \
+                 for ({requested:#x}; 0 is a plain object)"
             ),
             CorruptRoot { index, reason } => {
                 write!(f, "root directory entry {index} is corrupt: {reason}")

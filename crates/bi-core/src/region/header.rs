@@ -19,7 +19,10 @@
 //! carry one stamp word per line (see `runtime::object`) instead of version 1's 32-byte
 //! header. Version 3: a log ring entry's second word carries the scope of the structure
 //! it is about in its top 16 bits (see `runtime::scope`), where version 2 kept the full
-//! clock. Older regions cannot be read by this code; their files are refused as
+//! clock; node records name the process that runs the node (`runtime::claim`) and hold
+//! its pool lock record (`runtime::lock`); root entries take two slots (the second is a
+//! named structure's root word and writer record) and record a structure fingerprint, so
+//! names are at most 32 bytes. Older regions cannot be read by this code; their files are refused as
 //! [`RegionError::UnsupportedVersion`].
 //!
 //! All integers little-endian. [`HEADER_LEN`] bytes, at offset 0 of the region; the header

@@ -21,7 +21,7 @@
 //! | node table | `nodes` x [`NODE_RECORD_SLOTS`] slots |
 //! | reader table | `nodes` x `readers_per_node` slots |
 //! | log rings | `nodes` x [`RINGS_PER_NODE`] rings, each [`RING_CONTROL_SLOTS`] slots of control then `log_ring_entries` x [`LOG_ENTRY_BYTES`] rounded up to a slot |
-//! | root directory | `root_entries` slots |
+//! | root directory | `root_entries` x [`ROOT_ENTRY_SLOTS`] slots |
 //! | heap | the rest, at least [`MIN_HEAP_BYTES`] |
 //!
 //! A *slot* is `max(line size, 64)` bytes: one line on machines with 64-byte lines or
@@ -42,6 +42,9 @@ pub const NODE_RECORD_SLOTS: usize = 4;
 pub const RINGS_PER_NODE: usize = 2;
 /// Control slots at the start of each log ring (head and tail on separate lines).
 pub const RING_CONTROL_SLOTS: usize = 2;
+/// Slots per root directory entry: the entry (name, type) and the slot of the structure
+/// it names (its root word and its writer record), each on lines of their own.
+pub const ROOT_ENTRY_SLOTS: usize = 2;
 /// Bytes per log ring entry (an offset and a time stamp).
 pub const LOG_ENTRY_BYTES: usize = 16;
 /// The smallest heap a region may have.
@@ -412,7 +415,7 @@ fn fixed_sections(config: &RegionConfig, line: LineSize) -> Result<[Section; 5],
         )?)?)
         .ok_or_else(overflow)?;
     let rings_len = mul(mul(nodes, RINGS_PER_NODE)?, ring_len)?;
-    let roots_len = mul(config.root_entries as usize, slot)?;
+    let roots_len = mul(mul(config.root_entries as usize, ROOT_ENTRY_SLOTS)?, slot)?;
 
     let mut out = [Section::default(); 5];
     let mut at = 0usize;
@@ -584,15 +587,26 @@ impl Layout {
         )
     }
 
-    /// Entry `index` of the root directory (one slot).
+    /// Entry `index` of the root directory ([`ROOT_ENTRY_SLOTS`] slots: the entry, then
+    /// the slot of the structure it names).
     pub fn root_entry(&self, index: usize) -> Option<Section> {
         let slot = self.slot_size();
         self.nth(
             SectionKind::RootDirectory,
             index,
             self.config.root_entries as usize,
-            slot,
+            ROOT_ENTRY_SLOTS * slot,
         )
+    }
+
+    /// The structure slot of root entry `index` (its second slot): the root word of the
+    /// structure the entry names, and its writer record.
+    pub fn root_slot(&self, index: usize) -> Option<Section> {
+        let slot = self.slot_size();
+        self.root_entry(index).map(|e| Section {
+            offset: e.offset + slot,
+            len: slot,
+        })
     }
 
     fn nth(&self, kind: SectionKind, index: usize, count: usize, len: usize) -> Option<Section> {

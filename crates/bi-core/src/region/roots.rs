@@ -15,6 +15,11 @@
 //! [`Region::root`] invalidates the directory's lines before reading them: it never trusts
 //! a cached copy.
 //!
+//! An entry may also name a *structure* ([`Region::structure`]): then the object it points
+//! at is the entry's own second slot (the structure's root word and its writer record, on
+//! a line of their own), and the entry records a fingerprint of the structure's kind and
+//! types, checked by every opener.
+//!
 //! An entry carries a checksum over its other fields. A reader that catches an entry
 //! halfway through an update (the entry spans several words, which reach memory one by
 //! one) sees a checksum mismatch, invalidates the entry and reads it again; an entry that
@@ -37,7 +42,8 @@
 //! | 3 | 1 | reserved, zero |
 //! | 4 | 4 | `size_of` of the type |
 //! | 8 | 8 | offset of the object |
-//! | 16 | 40 | name, UTF-8, zero padded |
+//! | 16 | 8 | fingerprint of a structure's kind and types; 0 for a plain root |
+//! | 24 | 32 | name, UTF-8, zero padded |
 //! | 56 | 8 | 64-bit FNV-1a of bytes 0..56 |
 
 use super::error::RegionError;
@@ -48,7 +54,7 @@ use crate::ptr::ShPtr;
 use bytemuck::{Pod, Zeroable};
 
 /// Longest root name, in bytes of UTF-8.
-pub const MAX_ROOT_NAME: usize = 40;
+pub const MAX_ROOT_NAME: usize = 32;
 
 /// Size of a root directory entry's contents in bytes (an entry occupies one slot).
 pub const ROOT_ENTRY_BYTES: usize = 64;
@@ -67,7 +73,8 @@ struct RootEntry {
     reserved: u8,
     size: u32,
     offset: u64,
-    /// Stored as words of bytes only because bytemuck has no `Pod` for `[u8; 40]`.
+    types: u64,
+    /// Stored as words of bytes only because bytemuck has no `Pod` for `[u8; 32]`.
     name: [[u8; 8]; MAX_ROOT_NAME / 8],
     check: u64,
 }
@@ -77,6 +84,12 @@ const _: () = assert!(size_of::<RootEntry>() == ROOT_ENTRY_BYTES);
 impl RootEntry {
     fn sum(&self) -> u64 {
         fnv1a(&bytemuck::bytes_of(self)[..ROOT_ENTRY_BYTES - 8])
+    }
+
+    /// Stores `name` (checked) and seals the entry with its checksum.
+    fn set_name(&mut self, name: &str) {
+        bytemuck::bytes_of_mut(&mut self.name)[..name.len()].copy_from_slice(name.as_bytes());
+        self.check = self.sum();
     }
 
     fn name(&self) -> &[u8] {
@@ -178,6 +191,13 @@ impl Region {
         if e.align_log2 >= 32 {
             return bad("alignment out of range");
         }
+        if e.types != 0 {
+            let own = self.layout().root_slot(index).map(|s| s.offset as u64);
+            return match own == Some(e.offset) && e.size == 8 && e.align_log2 == 3 {
+                true => Ok(e),
+                false => bad("a structure entry must point at its own slot"),
+            };
+        }
         let heap = self.layout().heap();
         let fits = usize::try_from(e.offset).ok().is_some_and(|off| {
             off % (1usize << e.align_log2) == 0 && heap.contains(off, e.size as usize)
@@ -261,11 +281,11 @@ impl Region {
             reserved: 0,
             size,
             offset: ptr.offset(),
+            types: 0,
             name: [[0; 8]; MAX_ROOT_NAME / 8],
             check: 0,
         };
-        bytemuck::bytes_of_mut(&mut entry.name)[..name.len()].copy_from_slice(name.as_bytes());
-        entry.check = entry.sum();
+        entry.set_name(name);
 
         let _serial = self.roots_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.refresh_directory(view)?;
@@ -307,6 +327,13 @@ impl Region {
         let Some((_, e)) = self.find(view, name)?.named else {
             return Ok(None);
         };
+        if e.types != 0 {
+            return Err(RegionError::StructureTypeMismatch {
+                name: name.to_owned(),
+                stored: e.types,
+                requested: 0,
+            });
+        }
         let stored = (u64::from(e.size), 1u64 << e.align_log2);
         let requested = (size_of::<T>() as u64, align_of::<T>() as u64);
         if stored != requested {
@@ -317,6 +344,95 @@ impl Region {
             });
         }
         Ok(Some(ShPtr::new(e.offset)))
+    }
+
+    /// The slot of the structure named `name` (its root word, followed by its writer
+    /// record, on a line of their own in the root directory), after checking that the
+    /// entry was made with the same `types` fingerprint (nonzero: the structure's kind and
+    /// its key and value types). With `create`, a missing entry is made (its slot zeroed:
+    /// a null root word and no writer); returns the slot's offset and whether it was made
+    /// now. Entries are made under this process's roots lock; processes of other nodes
+    /// must be kept out by the caller (the runtime's pool lock).
+    ///
+    /// Errors: [`RegionError::StructureTypeMismatch`] for another fingerprint (or a plain
+    /// root of that name), [`RegionError::RootDirectoryFull`], name errors as for
+    /// [`Region::set_root`].
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let (slot, made) = region.structure(&view, "orders", 0xABC, true).unwrap().unwrap();
+    /// assert!(made);
+    /// assert_eq!(region.structure(&view, "orders", 0xABC, false).unwrap(), Some((slot, false)));
+    /// assert!(matches!(
+    ///     region.structure(&view, "orders", 0xDEF, false),
+    ///     Err(RegionError::StructureTypeMismatch { .. })
+    /// ));
+    /// assert_eq!(region.structure(&view, "absent", 0xABC, false).unwrap(), None);
+    /// ```
+    pub fn structure<V: MemView>(
+        &self,
+        view: &V,
+        name: &str,
+        types: u64,
+        create: bool,
+    ) -> Result<Option<(usize, bool)>, RegionError> {
+        check_name(name)?;
+        self.check_view(view)?;
+        let mismatch = |stored| RegionError::StructureTypeMismatch {
+            name: name.to_owned(),
+            stored,
+            requested: types,
+        };
+        if types == 0 {
+            return Err(mismatch(0));
+        }
+        let _serial = self.roots_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.refresh_directory(view)?;
+        let found = self.find(view, name)?;
+        if let Some((index, e)) = found.named {
+            let slot = self.layout().root_slot(index).map(|s| s.offset);
+            return match (e.types == types, slot) {
+                (true, Some(slot)) => Ok(Some((slot, false))),
+                _ => Err(mismatch(e.types)),
+            };
+        }
+        let (true, Some(index)) = (create, found.free) else {
+            return match create {
+                false => Ok(None),
+                true => Err(RegionError::RootDirectoryFull {
+                    entries: self.layout().config().root_entries() as usize,
+                }),
+            };
+        };
+        let slot = self.entry_slot(index)?;
+        let own = self
+            .layout()
+            .root_slot(index)
+            .ok_or(RegionError::CorruptRoot {
+                index,
+                reason: "no such entry",
+            })?;
+        // The slot first: whoever finds the entry finds a null root and no writer.
+        view.store(own.offset, &[0u64; 8])?;
+        view.writeback(own.offset, 64)?;
+        let mut entry = RootEntry {
+            state: STATE_USED,
+            name_len: name.len() as u8,
+            align_log2: 3,
+            reserved: 0,
+            size: 8,
+            offset: own.offset as u64,
+            types,
+            name: [[0; 8]; MAX_ROOT_NAME / 8],
+            check: 0,
+        };
+        entry.set_name(name);
+        debug_assert_eq!(slot.offset + self.layout().slot_size(), own.offset);
+        self.write_entry(view, index, &entry)?;
+        Ok(Some((own.offset, true)))
     }
 
     /// Removes the root named `name`; `Ok(false)` if there was none. The freed entry is

@@ -266,13 +266,13 @@ fn root_errors() {
     let long = "x".repeat(MAX_ROOT_NAME + 1);
     assert!(matches!(
         region.set_root(&view, &long, p),
-        Err(E::RootNameTooLong { len: 41, max: 40 })
+        Err(E::RootNameTooLong { len: 33, max: 32 })
     ));
     assert!(matches!(
         region.root::<u64, _>(&view, &long),
         Err(E::RootNameTooLong { .. })
     ));
-    let exact = "é".repeat(MAX_ROOT_NAME / 2); // 40 bytes of UTF-8
+    let exact = "é".repeat(MAX_ROOT_NAME / 2); // 32 bytes of UTF-8
     region.set_root(&view, &exact, p).unwrap();
     assert_eq!(region.root::<u64, _>(&view, &exact).unwrap(), Some(p));
 
