@@ -65,6 +65,12 @@ pub enum BiError {
         /// The node.
         node: usize,
     },
+    /// The structure's writer is alive (in another process, or a role this process still
+    /// holds): a structure has one writer. Delegate writes to it, or wait for its lease.
+    WriterAlive {
+        /// The writer's node.
+        node: usize,
+    },
     /// The pool lock was not free within the time asked for.
     LockTimeout {
         /// The node that asked.
@@ -132,6 +138,9 @@ impl fmt::Display for BiError {
                 f,
                 "node {node} is run by another live process (its claim in the region is not ours)"
             ),
+            BiError::WriterAlive { node } => {
+                write!(f, "the structure already has a live writer on node {node}")
+            }
             BiError::LockTimeout { node, holder } => write!(
                 f,
                 "node {node} timed out waiting for the pool lock (node {holder} was ahead of it)"

@@ -196,6 +196,7 @@ pub mod object;
 pub mod pass;
 mod reader;
 pub mod ring;
+pub mod role;
 pub mod scope;
 pub mod slots;
 pub mod testing;
@@ -214,6 +215,7 @@ pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Link, Stamp};
 pub use pass::{NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, ReaderState, Shared};
+pub use role::{Role, WriterRecord};
 pub use scope::Scope;
 pub use slots::{SlotArray, SlotArrayRef};
 pub use writer::{BiBox, RECLAIM_STEP, RETIRE_BATCH, ReclaimReport, Unpublished, Writer};
@@ -571,6 +573,30 @@ impl<V: MemView> NodeRuntime<V> {
     /// ```
     pub fn lock(&self, timeout: Duration) -> Result<PoolLockGuard<'_, V>, BiError> {
         lock::lock(&self.inner, timeout)
+    }
+
+    /// Takes the writer role of the named structure whose slot is at `slot` ([`role`]),
+    /// under the pool lock (waiting at most `timeout` for it). A writer that is still
+    /// alive (in this process or another) makes it [`BiError::WriterAlive`].
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, testing::Setup};
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let (slot, _) = s.region.structure(s.nodes[0].view(), "orders", 7, true).unwrap().unwrap();
+    /// let role = s.nodes[0].take_writer_role(slot, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(role.previous().takes, 0); // a new structure
+    /// assert!(matches!(
+    ///     s.nodes[1].take_writer_role(slot, Duration::from_secs(1)),
+    ///     Err(BiError::WriterAlive { node: 0 })
+    /// ));
+    /// drop(role); // gives the role up
+    /// let role = s.nodes[1].take_writer_role(slot, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(role.previous().takes, 1); // written before: adopt it
+    /// ```
+    pub fn take_writer_role(&self, slot: usize, timeout: Duration) -> Result<Role<V>, BiError> {
+        role::take(self, slot, timeout)
     }
 
     /// Runs one quiescence pass now.

@@ -1,0 +1,147 @@
+//! Writer roles: one writer per structure, named in the region.
+//!
+//! A named structure's slot ([`Region::structure`](crate::region::Region::structure))
+//! holds its root word and, after it, a [`WriterRecord`]: the node and the holder token
+//! (see [`claim`](super::claim)) of the process that writes it. Taking the role happens
+//! under the pool lock ([`lock`](super::lock)): the record is read from memory, and if it
+//! names a writer that is still alive (its node's record still names that holder, with
+//! a live heartbeat) the attempt is [`BiError::WriterAlive`], never a second writer.
+//! Otherwise this process writes its own record, writes it back and fences.
+//!
+//! The writer's lease is its node's: when the process that held the role dies, its node
+//! claim lapses with its heartbeat (or a restarted process claims the node with a new
+//! token), and the role can be taken over. What the taker finds in the record tells it
+//! whether a structure is already there to adopt ([`Role::previous`]).
+
+use super::pass::NodeRecord;
+use super::{BiError, NodeRuntime, claim};
+use crate::mem::MemView;
+use bytemuck::{Pod, Zeroable};
+use std::time::Duration;
+
+/// Where a structure's writer record lies in its slot: after the root word.
+pub const WRITER_RECORD_OFFSET: usize = 8;
+
+/// Who writes a structure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct WriterRecord {
+    /// The writer's node plus one; 0 when nobody holds the role.
+    pub node: u64,
+    /// The writer process's holder token.
+    pub holder: u64,
+    /// The writer's clock when it took the role.
+    pub since: u64,
+    /// Times the role was taken, ever (a taker that finds 0 makes the structure).
+    pub takes: u64,
+}
+
+/// The writer role of one structure, held by this process: dropping it gives the role up
+/// (the record is cleared, so another process can take it at once).
+pub struct Role<V: MemView> {
+    rt: NodeRuntime<V>,
+    at: usize,
+    previous: WriterRecord,
+}
+
+impl<V: MemView> std::fmt::Debug for Role<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Role")
+            .field("node", &self.rt.node())
+            .field("record_at", &self.at)
+            .field("previous", &self.previous)
+            .finish()
+    }
+}
+
+impl<V: MemView> Role<V> {
+    /// The record found when the role was taken: `takes == 0` means the structure had
+    /// never had a writer (nothing to adopt); otherwise a writer wrote it before (this
+    /// process, an earlier one, or another node's) and left or died.
+    pub fn previous(&self) -> WriterRecord {
+        self.previous
+    }
+
+    /// Whether memory still names this process as the writer.
+    pub fn is_held(&self) -> Result<bool, BiError> {
+        Ok(read(&self.rt, self.at)?.holder == self.rt.inner.token)
+    }
+}
+
+impl<V: MemView> Drop for Role<V> {
+    fn drop(&mut self) {
+        // Best effort: a record that cannot be cleared lapses with this node's lease.
+        if let Ok(true) = self.is_held() {
+            let r = WriterRecord {
+                node: 0,
+                holder: 0,
+                ..read(&self.rt, self.at).unwrap_or_default()
+            };
+            let _ = write(&self.rt, self.at, &r);
+        }
+    }
+}
+
+fn read<V: MemView>(rt: &NodeRuntime<V>, at: usize) -> Result<WriterRecord, BiError> {
+    let view = rt.view();
+    view.invalidate(at, size_of::<WriterRecord>())?;
+    view.fence();
+    Ok(view.load(at)?)
+}
+
+fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result<(), BiError> {
+    let view = rt.view();
+    view.store(at, r)?;
+    view.writeback(at, size_of::<WriterRecord>())?;
+    view.fence();
+    Ok(())
+}
+
+/// Whether the writer `r` names is alive: its node's record still names its holder, with
+/// a live heartbeat.
+fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiError> {
+    let Some(node) = r.node.checked_sub(1) else {
+        return Ok(false);
+    };
+    let inner = &rt.inner;
+    let at = inner.node_record_of(node as usize)?;
+    inner.view.invalidate(at, size_of::<NodeRecord>())?;
+    inner.view.fence();
+    let rec: NodeRecord = inner.view.load(at)?;
+    let now = inner.clock.refresh();
+    let cfg = &inner.config;
+    Ok(rec.holder == r.holder
+        && claim::live(rec.holder, rec.heartbeat, now, cfg.node_lease, cfg.skew))
+}
+
+/// Takes the writer role of the structure whose slot is at `slot`.
+pub(crate) fn take<V: MemView>(
+    rt: &NodeRuntime<V>,
+    slot: usize,
+    timeout: Duration,
+) -> Result<Role<V>, BiError> {
+    let at = slot + WRITER_RECORD_OFFSET;
+    let guard = rt.lock(timeout)?;
+    let previous = read(rt, at)?;
+    // A record naming this process is a role it still holds (giving it up clears it).
+    let mine = previous.holder == rt.inner.token;
+    if previous.node != 0 && (mine || alive(rt, &previous)?) {
+        return Err(BiError::WriterAlive {
+            node: previous.node as usize - 1,
+        });
+    }
+    let record = WriterRecord {
+        node: rt.node() as u64 + 1,
+        holder: rt.inner.token,
+        since: rt.inner.clock.refresh(),
+        takes: previous.takes + 1,
+    };
+    guard.check()?;
+    write(rt, at, &record)?;
+    drop(guard);
+    Ok(Role {
+        rt: rt.clone(),
+        at,
+        previous,
+    })
+}
