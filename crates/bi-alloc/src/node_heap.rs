@@ -505,6 +505,90 @@ impl Heap for NodeHeap {
     fn stats(&self) -> HeapStats {
         self.state.stats
     }
+
+    /// Live blocks keep the slot their size asks for (a class slot, or an exact run);
+    /// the gaps between them come back as large runs, the caller's to free after a grace
+    /// period (they then coalesce as any run does).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = NodeHeap::new(0..64 * 64, LineSize::X86).unwrap();
+    /// let gaps = heap.adopt(&mut [(640, 64), (128, 100)]).unwrap();
+    /// // Lines 0-1, 4-9 and 11-63 were not live: handed out until the caller frees them.
+    /// let spans: Vec<_> = gaps.iter().map(|b| (b.offset, b.len)).collect();
+    /// assert_eq!(spans, [(0, 128), (256, 384), (704, 64 * 64 - 704)]);
+    /// assert_eq!(heap.block_len(128), Some(128)); // the 2-line class
+    /// assert!(heap.alloc(64).is_err()); // nothing is free yet
+    /// for g in gaps {
+    ///     heap.free(g).unwrap();
+    /// }
+    /// assert!(heap.alloc(64).unwrap().reused);
+    /// ```
+    fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<Vec<Block>, HeapError> {
+        let g = &self.geom;
+        if self.state.stats.allocations != 0 {
+            return Err(HeapError::BadArena {
+                reason: "only a heap that has handed nothing out can take over an arena",
+            });
+        }
+        let line = g.line.get();
+        live.sort_unstable_by_key(|&(offset, _)| offset);
+        // Everything counts as used memory from before, as after `reinit`.
+        let mut fresh = NodeHeap::build(g.arena.clone(), g.line, true)?;
+        let st = &mut fresh.state;
+        st.bump = g.arena.end;
+        st.bump_peak = g.arena.end;
+        let mut gaps = Vec::new();
+        let mut gap = |st: &mut State, from: usize, to: usize| {
+            if to > from {
+                st.live.insert(from, Kind::Large(to - from));
+                st.large.live_blocks += 1;
+                st.large.live_bytes += to - from;
+                gaps.push(Block {
+                    offset: from,
+                    len: to - from,
+                    reused: true,
+                });
+            }
+        };
+        let mut at = g.arena.start;
+        for &(offset, bytes) in live.iter() {
+            let lines = g.line.align_up(bytes).unwrap_or(0) / line;
+            let class = class_of(lines).filter(|&c| CLASS_LINES[c] * line <= g.arena.len());
+            let len = class.map_or(lines * line, |c| CLASS_LINES[c] * line);
+            let fits = lines > 0
+                && offset >= at
+                && offset % line == 0
+                && offset
+                    .checked_add(len)
+                    .is_some_and(|end| end <= g.arena.end);
+            if !fits {
+                return Err(HeapError::ForeignBlock { offset });
+            }
+            gap(st, at, offset);
+            match class {
+                Some(c) => {
+                    st.classes[c].live += 1;
+                    st.classes[c].reserved += 1;
+                    st.live.insert(offset, Kind::Class(c));
+                }
+                None => {
+                    st.large.live_blocks += 1;
+                    st.large.live_bytes += len;
+                    st.live.insert(offset, Kind::Large(len));
+                }
+            }
+            at = offset + len;
+        }
+        gap(st, at, g.arena.end);
+        st.stats.live = g.arena.len();
+        st.stats.peak = g.arena.len();
+        *self = fresh;
+        Ok(gaps)
+    }
 }
 
 #[cfg(test)]

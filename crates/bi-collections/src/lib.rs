@@ -52,6 +52,7 @@ pub mod op;
 
 pub mod delegate;
 pub mod map;
+pub mod named;
 pub mod testing;
 pub mod tree;
 

@@ -138,6 +138,23 @@ pub trait Heap: Send + Sync {
 
     /// The heap's counters.
     fn stats(&self) -> HeapStats;
+
+    /// Takes over an arena that an earlier owner left: this heap (which must not have
+    /// handed anything out yet) marks the blocks of `live` as handed out (each given as
+    /// its offset and the bytes it was allocated for), and hands out everything else of
+    /// the arena at once, as the blocks it returns. Those may still be cached or read by
+    /// other nodes (the earlier owner's retired and unfinished objects), so the caller
+    /// keeps them until a grace period has passed and then frees them.
+    ///
+    /// Errors: [`HeapError::ForeignBlock`] for a block outside the arena, misaligned or
+    /// overlapping another; [`HeapError::BadArena`] if this heap cannot adopt (the
+    /// default) or has already handed blocks out.
+    fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<Vec<Block>, HeapError> {
+        let _ = live;
+        Err(HeapError::BadArena {
+            reason: "this heap cannot take over an arena",
+        })
+    }
 }
 
 /// The simplest heap that works: a bump pointer over an arena, with exact-size free lists.

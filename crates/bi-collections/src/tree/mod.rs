@@ -82,6 +82,7 @@
 
 mod algo;
 mod epoch;
+mod named;
 mod node;
 mod read;
 mod ref_hash;
@@ -119,6 +120,8 @@ use std::marker::PhantomData;
 /// ```
 pub struct BiTree<K, V> {
     slot: usize,
+    /// Made by [`BiTree::named`]: its slot is followed by a writer record.
+    named: bool,
     _t: PhantomData<fn() -> (K, V)>,
 }
 
@@ -140,6 +143,7 @@ impl<K, V> BiTree<K, V> {
     pub const fn at(slot: usize) -> Self {
         BiTree {
             slot,
+            named: false,
             _t: PhantomData,
         }
     }

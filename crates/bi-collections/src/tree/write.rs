@@ -7,7 +7,7 @@ use crate::CollectionError;
 use crate::op::{ApplyBatch, BatchReport, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Link, ReclaimReport, Writer};
+use bi_core::runtime::{BiError, Link, ReclaimReport, Role, Writer};
 use bytemuck::Pod;
 use std::fmt;
 use std::ops::RangeBounds;
@@ -90,6 +90,8 @@ pub struct TreeWriteHandle<K: Pod + Ord, V: Pod, M: MemView, H: Heap> {
     root: u64,
     /// The batch bookkeeping, kept between batches so that an update allocates none.
     edit: Edit<u64>,
+    /// The writer role of a named tree, given up when the handle is dropped.
+    role: Option<Role<M>>,
 }
 
 impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
@@ -117,7 +119,65 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             tree,
             root: 0,
             edit: Edit::new(0),
+            role: None,
         })
+    }
+
+    /// Takes `writer` over the tree already in `tree`'s slot, whose root is `root`: walks
+    /// it, keeps its nodes live in the writer's heap and retires the rest of the arena
+    /// until a grace period has passed ([`Writer::adopt`]). With `foreign`, the nodes were
+    /// written through another node's cache, so this node's copy of the heap is dropped
+    /// first.
+    pub(crate) fn adopt(
+        tree: BiTree<K, V>,
+        mut writer: Writer<M, H>,
+        root: u64,
+        foreign: bool,
+        role: Role<M>,
+    ) -> Result<Self, CollectionError> {
+        if foreign {
+            writer.invalidate_heap()?;
+        }
+        let bytes = writer.object_bytes(size_of::<Node<K, V>>())?;
+        let mut live = Vec::new();
+        let mut todo = vec![root];
+        while let Some(r) = todo.pop() {
+            if r == 0 {
+                continue;
+            }
+            let link = Link::<Node<K, V>>::from_raw(r);
+            let n = writer.read_own(link)?;
+            live.push((link.offset(), bytes));
+            if live.len() > writer.heap().stats().capacity / bytes.max(1) {
+                return Err(CollectionError::Corrupt {
+                    reason: "the tree has more nodes than its arena holds (a cycle?)",
+                });
+            }
+            todo.extend([n.left(), n.right()]);
+        }
+        writer.adopt(&mut live)?;
+        let handle = TreeWriteHandle {
+            store: WriterStore {
+                writer,
+                nodes: live.len(),
+                _types: std::marker::PhantomData,
+            },
+            tree,
+            root,
+            edit: Edit::new(root),
+            role: Some(role),
+        };
+        handle
+            .check_invariants()
+            .map_err(|_| CollectionError::Corrupt {
+                reason: "the adopted tree breaks the tree's invariants",
+            })?;
+        Ok(handle)
+    }
+
+    pub(crate) fn with_role(mut self, role: Role<M>) -> Self {
+        self.role = Some(role);
+        self
     }
 
     /// The tree this handle writes.

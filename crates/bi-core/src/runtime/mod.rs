@@ -181,6 +181,7 @@
 //! assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
 //! ```
 
+mod adopt;
 mod background;
 pub mod claim;
 mod clock;
@@ -203,6 +204,7 @@ pub mod testing;
 pub mod walk;
 mod writer;
 
+pub use adopt::AdoptReport;
 pub use background::Background;
 pub use clock::{Clock, EmulatedClock, TickClock};
 pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};

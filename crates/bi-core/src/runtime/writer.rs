@@ -14,7 +14,7 @@ use super::object::{
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::scope::Scope;
 use super::{BiError, NodeInner};
-use crate::heap::{Block, Heap};
+use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 use crate::region::RingKind;
 use bytemuck::Pod;
@@ -129,11 +129,11 @@ pub struct ReclaimReport {
 }
 
 #[derive(Debug)]
-struct Retired {
-    block: Block,
+pub(super) struct Retired {
+    pub(super) block: Block,
     /// The generation its lines carry (line 0 with the FREED mark).
-    generation: Generation,
-    visible: u64,
+    pub(super) generation: Generation,
+    pub(super) visible: u64,
 }
 
 /// The writer of one node. See the [module docs](super) for the protocol.
@@ -142,8 +142,8 @@ pub struct Writer<V: MemView, H: Heap> {
     pub(super) heap: H,
     pub(super) modified: RingWriter,
     freed: RingWriter,
-    retired: VecDeque<Retired>,
-    retired_bytes: usize,
+    pub(super) retired: VecDeque<Retired>,
+    pub(super) retired_bytes: usize,
     /// Unlinked objects waiting for room in the freed ring ([`Writer::defer_retire`]).
     deferred: Vec<Link<()>>,
     /// The blocks of the retirement in progress and their generations (kept to reuse the
@@ -335,8 +335,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
     pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
+        let (block, tag) = match self.heap.alloc_tagged(shape.bytes()) {
+            Ok(got) => got,
+            Err(HeapError::OutOfMemory { .. }) if !self.retired.is_empty() => {
+                self.alloc_after_reclaim(shape)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let inner = &self.inner;
-        let (block, tag) = self.heap.alloc_tagged(shape.bytes())?;
         let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
             if block.len >= shape.bytes() && block.offset % inner.line == 0 {
                 Ok(())
@@ -422,6 +428,25 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Returns a block to the heap. A one-line block is tagged with `generation`, the one
     /// its line carries, so that reusing it needs no read of the line.
+    /// The heap is full but retired blocks wait for their grace period: give back what
+    /// has passed it and try again, waiting for passes as long as a full log ring would.
+    #[cold]
+    fn alloc_after_reclaim(&mut self, shape: &Shape) -> Result<(Block, Option<u64>), BiError> {
+        let start = Instant::now();
+        loop {
+            self.reclaim()?;
+            match self.heap.alloc_tagged(shape.bytes()) {
+                Err(HeapError::OutOfMemory { .. })
+                    if !self.retired.is_empty()
+                        && start.elapsed() < self.inner.config.log_full_timeout =>
+                {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+                r => return Ok(r?),
+            }
+        }
+    }
+
     fn give_back(&mut self, block: Block, generation: Generation) -> Result<(), BiError> {
         if block.len == self.inner.line {
             Ok(self.heap.free_tagged(block, generation.get())?)

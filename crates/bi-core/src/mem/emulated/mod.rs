@@ -491,6 +491,25 @@ impl EmulatedNode {
         Ok(())
     }
 
+    /// The node's host dies: its cache is lost, and nothing it had not written back ever
+    /// reaches memory. Returns how many dirty lines were lost. (A process that starts
+    /// afterwards for this node sees memory only.)
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(0, &7u64).unwrap();
+    /// a.store(64, &8u64).unwrap();
+    /// a.writeback(64, 8).unwrap();
+    /// assert_eq!(a.crash(), 1); // the line at 0 was dirty
+    /// assert_eq!((a.load::<u64>(0).unwrap(), a.load::<u64>(64).unwrap()), (0, 8));
+    /// ```
+    pub fn crash(&self) -> usize {
+        self.machine.with_cache(self.id, |c, _| c.lose_everything())
+    }
+
     /// Evicts the line holding `offset` now, if cached, writing it back first if dirty,
     /// as the hardware may at any moment.
     pub fn evict(&self, offset: usize) -> Result<(), MemError> {

@@ -409,6 +409,17 @@ impl NodeCache {
         });
     }
 
+    /// The host dies: every line is dropped, and the dirty ones never reach memory.
+    /// Returns how many dirty lines were lost.
+    pub(super) fn lose_everything(&mut self) -> usize {
+        let mut lost = 0;
+        for slot in &mut self.slots {
+            lost += usize::from(slot.tag != EMPTY && slot.dirty);
+            *slot = FREE;
+        }
+        lost
+    }
+
     /// Records that memory moved past older copies of the marked lines.
     pub(super) fn mark_stale(&mut self, marks: &[Mark]) {
         for m in marks {

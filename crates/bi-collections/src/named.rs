@@ -1,0 +1,99 @@
+//! Named structures: found by name in the region, typed, with one writer.
+//!
+//! A structure made by name ([`BiTree::named`](crate::BiTree::named)) lives in a root
+//! directory entry of its own ([`Region::structure`]): the entry records a fingerprint of
+//! the structure's kind and of its key and value types, so opening it as another kind or
+//! with other types is an error, never a reinterpretation of its bytes; the entry's slot
+//! holds the structure's root word and its writer record ([`bi_core::runtime::role`]).
+//! Entries are made under the pool lock, so processes of several nodes may open one name
+//! at the same moment and find one structure.
+//!
+//! The fingerprint is built from the types' names, sizes and alignments as this build of
+//! the program sees them: the same program, or programs sharing the key and value type
+//! definitions, agree on it; a rename of a type (or a compiler that spells a name
+//! differently) makes an existing structure refuse to open, which is the safe side.
+
+use crate::CollectionError;
+use bi_core::mem::MemView;
+use bi_core::region::Region;
+use bi_core::runtime::NodeRuntime;
+use std::time::Duration;
+
+/// How long opening a structure or taking its writer role waits for the pool lock.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The fingerprint of a structure of kind `kind` with keys `K` and values `V` (never 0).
+pub fn fingerprint<K, V>(kind: &str) -> u64 {
+    let (k, v) = (std::any::type_name::<K>(), std::any::type_name::<V>());
+    let sizes = [
+        size_of::<K>(),
+        align_of::<K>(),
+        size_of::<V>(),
+        align_of::<V>(),
+    ];
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+        }
+        // A separator, so that ("ab", "c") and ("a", "bc") differ.
+        h = (h ^ 0xFF).wrapping_mul(0x0000_0100_0000_01B3);
+    };
+    eat(kind.as_bytes());
+    eat(k.as_bytes());
+    eat(v.as_bytes());
+    for s in sizes {
+        eat(&(s as u64).to_le_bytes());
+    }
+    h.max(1)
+}
+
+/// The slot of the structure named `name` with fingerprint `types`, made if missing.
+pub(crate) fn open_slot<M: MemView>(
+    region: &Region,
+    rt: &NodeRuntime<M>,
+    name: &str,
+    types: u64,
+) -> Result<usize, CollectionError> {
+    let guard = rt.lock(LOCK_WAIT)?;
+    guard.check()?;
+    match region.structure(rt.view(), name, types, true) {
+        Ok(Some((slot, _))) => Ok(slot),
+        Ok(None) => Err(CollectionError::Corrupt {
+            reason: "the root directory made no entry",
+        }),
+        Err(e) => Err(CollectionError::Runtime(e.into())),
+    }
+}
+
+/// The root word of the structure whose slot is `slot`, read from memory.
+pub(crate) fn root_word<M: MemView>(
+    rt: &NodeRuntime<M>,
+    slot: usize,
+) -> Result<u64, CollectionError> {
+    let view = rt.view();
+    view.invalidate(slot, 8)
+        .map_err(bi_core::runtime::BiError::from)?;
+    view.fence();
+    Ok(view
+        .load_u64(slot)
+        .map_err(bi_core::runtime::BiError::from)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_tell_kinds_and_types_apart() {
+        let a = fingerprint::<u64, u64>("BiTree");
+        assert_eq!(a, fingerprint::<u64, u64>("BiTree"));
+        assert_ne!(a, fingerprint::<u64, u64>("BiHashMap"));
+        assert_ne!(a, fingerprint::<u64, u32>("BiTree"));
+        assert_ne!(a, fingerprint::<i64, u64>("BiTree"));
+        assert_ne!(
+            fingerprint::<[u8; 2], u8>("t"),
+            fingerprint::<[u8; 1], [u8; 2]>("t")
+        );
+    }
+}

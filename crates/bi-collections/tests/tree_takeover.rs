@@ -1,0 +1,174 @@
+//! A named tree's writer dies (its host loses its cache: nothing it had not written back
+//! reaches memory) after every step of a scripted workload; a restarted process takes the
+//! role over and adopts the tree. Every acknowledged write is there after each restart,
+//! readers on another node see them, and the memory the dead writers left is given back.
+
+use bi_alloc::NodeHeap;
+use bi_collections::CollectionError;
+use bi_collections::tree::{BiTree, TreeWriteHandle};
+use bi_core::heap::Heap;
+use bi_core::mem::EmulatedNode;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
+use std::collections::BTreeMap;
+
+const LEASE: u64 = 1_000_000;
+type Handle = TreeWriteHandle<u64, u64, EmulatedNode, NodeHeap>;
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(LEASE)
+        .reader_lease(LEASE)
+}
+
+fn machine() -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 20).with_nodes(2),
+        |c| c.seed(11),
+        config(),
+    )
+}
+
+/// Node 0's process takes the writer role of the tree "t" (adopting it if it exists).
+fn writer(s: &Setup) -> Result<Handle, CollectionError> {
+    let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    let tree = BiTree::<u64, u64>::named(&s.region, &s.nodes[0], "t")?;
+    tree.take_writer(&s.nodes[0], s.nodes[0].writer(heap)?)
+}
+
+/// Node 0's host dies, its lease runs out, and a new process runs node 0.
+fn crash_and_restart(s: &mut Setup, handle: Handle) {
+    std::mem::forget(handle);
+    std::mem::forget(s.nodes.remove(0));
+    s.emu.node(0).crash();
+    s.emu.advance(2 * LEASE);
+    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
+    s.nodes.insert(0, fresh);
+}
+
+/// Node 0's new process adopts the tree; both nodes then pass twice, the grace period
+/// after which what the dead writer left behind comes back to the heap.
+fn adopt(s: &Setup) -> Handle {
+    let w = writer(s).unwrap();
+    for _ in 0..2 {
+        s.quiesce_all().unwrap();
+    }
+    w
+}
+
+fn op(i: u64) -> (u64, Option<u64>) {
+    let key = (i * 37) % 61;
+    (key, (i % 4 != 3).then_some(i))
+}
+
+fn apply(w: &mut Handle, model: &mut BTreeMap<u64, u64>, i: u64) {
+    match op(i) {
+        (k, Some(v)) => {
+            w.insert(k, v).unwrap();
+            model.insert(k, v);
+        }
+        (k, None) => {
+            w.remove(&k).unwrap();
+            model.remove(&k);
+        }
+    }
+}
+
+fn check(s: &Setup, w: &Handle, model: &BTreeMap<u64, u64>) {
+    w.check_invariants().unwrap();
+    assert_eq!(w.len(), model.len());
+    let reader = BiTree::<u64, u64>::named(&s.region, &s.nodes[1], "t")
+        .unwrap()
+        .read_handle(&s.nodes[1])
+        .unwrap();
+    for k in 0..61 {
+        assert_eq!(
+            w.get(&k).unwrap(),
+            model.get(&k).copied(),
+            "writer, key {k}"
+        );
+        assert_eq!(
+            reader.get(&k).unwrap(),
+            model.get(&k).copied(),
+            "reader, key {k}"
+        );
+    }
+}
+
+#[test]
+fn every_acknowledged_write_survives_a_writer_death_after_every_step() {
+    const STEPS: u64 = 40;
+    for crash_after in 1..=STEPS {
+        let mut s = machine();
+        let mut model = BTreeMap::new();
+        let mut w = writer(&s).unwrap();
+        for i in 0..crash_after {
+            apply(&mut w, &mut model, i);
+            if i % 8 == 0 {
+                s.quiesce_all().unwrap();
+            }
+        }
+        crash_and_restart(&mut s, w);
+        let mut w = adopt(&s);
+        check(&s, &w, &model);
+        // The adopter goes on writing; what the dead writer left comes back to the heap.
+        for i in crash_after..STEPS + 20 {
+            apply(&mut w, &mut model, i);
+            if i % 8 == 0 {
+                s.quiesce_all().unwrap();
+            }
+        }
+        s.quiesce_all().unwrap();
+        check(&s, &w, &model);
+    }
+}
+
+#[test]
+fn many_restarts_keep_memory_bounded() {
+    let mut s = machine();
+    let mut model = BTreeMap::new();
+    let mut w = writer(&s).unwrap();
+    let capacity = w.writer().heap().stats().capacity;
+    let mut i = 0;
+    for _ in 0..25 {
+        for _ in 0..30 {
+            apply(&mut w, &mut model, i);
+            i += 1;
+            if i % 8 == 0 {
+                s.quiesce_all().unwrap();
+            }
+        }
+        crash_and_restart(&mut s, w);
+        w = adopt(&s);
+        check(&s, &w, &model);
+    }
+    for _ in 0..2 {
+        s.quiesce_all().unwrap();
+    }
+    w.writer().reclaim().unwrap();
+    // Everything but the live tree came back after 25 deaths.
+    let live = w.writer().heap().stats().live;
+    assert!(
+        live <= model.len() * 64,
+        "live {live} of {capacity} for {} keys",
+        model.len()
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_and_wipes_nothing() {
+    let s = machine();
+    let mut w = writer(&s).unwrap();
+    w.insert(1, 10).unwrap();
+    let heap = NodeHeap::new(s.arena(1), s.region.layout().line_size()).unwrap();
+    let tree = BiTree::<u64, u64>::named(&s.region, &s.nodes[1], "t").unwrap();
+    let second = tree.take_writer(&s.nodes[1], s.nodes[1].writer(heap).unwrap());
+    assert!(matches!(
+        second,
+        Err(CollectionError::Runtime(BiError::WriterAlive { node: 0 }))
+    ));
+    assert_eq!(w.get(&1).unwrap(), Some(10));
+    // Other types under the same name are refused too.
+    assert!(BiTree::<u32, u64>::named(&s.region, &s.nodes[1], "t").is_err());
+}

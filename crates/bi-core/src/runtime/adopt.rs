@@ -1,0 +1,104 @@
+//! Adoption: a writer takes over what an earlier writer of its arena left in memory.
+//!
+//! A writer process that dies (or restarts) loses its heap's free lists and its queue of
+//! retired blocks; memory keeps what it wrote back, which includes every object a
+//! returned publication made reachable. The next writer of the structure (after taking
+//! its role, see [`role`](super::role)) walks the structure from its root, which only
+//! the structure knows how to do, and hands the objects it reached to
+//! [`Writer::adopt`]: they stay live in the heap. Everything else in the arena is what
+//! the dead writer retired, left unlinked in its bag, or allocated without publishing.
+//! Readers may still hold links to some of it, and nodes may still cache it, so it is
+//! treated as retired at the moment of adoption: it is given back to the heap once a
+//! grace period has passed, as any retirement is. Until then allocations wait for it
+//! when the heap has nothing else ([`Writer::alloc`] reclaims and retries).
+
+use super::object::{Generation, Shape, Stamp};
+use super::writer::Retired;
+use super::{BiError, Writer};
+use crate::heap::Heap;
+use crate::mem::MemView;
+
+/// What [`Writer::adopt`] took over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdoptReport {
+    /// Objects kept live.
+    pub live_blocks: usize,
+    /// Blocks of the rest of the arena, retired until a grace period has passed.
+    pub quarantined_blocks: usize,
+    /// Their bytes.
+    pub quarantined_bytes: usize,
+}
+
+impl<V: MemView, H: Heap> Writer<V, H> {
+    /// Drops this node's cached copy of the whole heap and fences, so that what follows
+    /// reads what is in memory: the first step of adopting a structure that another
+    /// node's writer wrote (a restarted process of the same node shares its caches with
+    /// its predecessor and may skip it). Costs one invalidation per heap line.
+    pub fn invalidate_heap(&self) -> Result<(), BiError> {
+        let heap = self.inner.layout.heap();
+        self.inner.view.invalidate(heap.offset, heap.len)?;
+        self.inner.view.fence();
+        Ok(())
+    }
+
+    /// The bytes an object of `size` payload bytes occupies (its lines, stamps included):
+    /// what [`adopt`](Self::adopt) takes for it.
+    pub fn object_bytes(&self, size: usize) -> Result<usize, BiError> {
+        Ok(Shape::new(size, self.inner.line)?.bytes())
+    }
+
+    /// Takes over this writer's arena from an earlier writer: the blocks of `live` (each
+    /// given as its offset and the bytes it occupies, see
+    /// [`object_bytes`](Self::object_bytes): what the structure reached from its root)
+    /// stay live; the rest of the arena is retired now and given back to the heap
+    /// after a grace period. The heap must be fresh (nothing handed out) and must be
+    /// over the arena the earlier writer used, which held nothing but this structure.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let kept = w.alloc(7u64).unwrap();
+    /// let at = kept.offset();
+    /// w.publish(s.slot(0), kept).unwrap();
+    /// drop(w); // the writer's process is gone; memory keeps what it wrote back
+    ///
+    /// // The next writer's heap knows nothing yet: BumpHeap cannot adopt (bi-alloc's
+    /// // NodeHeap can), so this shows the error path.
+    /// let mut again = s.writer(0);
+    /// assert!(again.adopt(&mut [(at, 8)]).is_err());
+    /// ```
+    pub fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<AdoptReport, BiError> {
+        let quarantined = self.heap.adopt(live)?;
+        let inner = &self.inner;
+        let now = inner.clock.refresh();
+        let mut report = AdoptReport {
+            live_blocks: live.len(),
+            ..AdoptReport::default()
+        };
+        for block in quarantined {
+            // A one-line block goes back tagged with its generation (`give_back`): the
+            // one its stamp carries now, so the next object there is stamped above it.
+            let generation = if block.len == inner.line {
+                let stamp = Stamp::from_raw(inner.view.load_u64(block.offset)?);
+                match stamp.is_invalid() {
+                    true => Generation::default(),
+                    false => stamp.generation(),
+                }
+            } else {
+                Generation::default()
+            };
+            report.quarantined_blocks += 1;
+            report.quarantined_bytes += block.len;
+            self.retired_bytes += block.len;
+            self.retired.push_back(Retired {
+                block,
+                generation,
+                visible: now,
+            });
+        }
+        Ok(report)
+    }
+}
