@@ -14,9 +14,10 @@
 //! differently) makes an existing structure refuse to open, which is the safe side.
 
 use crate::CollectionError;
+use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::region::Region;
-use bi_core::runtime::NodeRuntime;
+use bi_core::runtime::{NodeRuntime, Role, Scope, Writer};
 use std::time::Duration;
 
 /// How long opening a structure or taking its writer role waits for the pool lock.
@@ -66,18 +67,42 @@ pub(crate) fn open_slot<M: MemView>(
     }
 }
 
-/// The root word of the structure whose slot is `slot`, read from memory.
-pub(crate) fn root_word<M: MemView>(
+/// How a new writer of a named structure starts.
+pub(crate) enum Start {
+    /// The structure never had a root: make it empty.
+    Fresh,
+    /// An earlier writer left the structure: adopt it. `foreign` when that writer ran on
+    /// another node (its lines are not in this node's cache).
+    Adopt { foreign: bool },
+}
+
+/// Takes the writer role of the named structure at `slot` for this process and sets
+/// `writer`'s scope; says whether to make the structure or adopt it.
+pub(crate) fn take_role<M: MemView, H: Heap>(
     rt: &NodeRuntime<M>,
     slot: usize,
-) -> Result<u64, CollectionError> {
-    let view = rt.view();
-    view.invalidate(slot, 8)
-        .map_err(bi_core::runtime::BiError::from)?;
-    view.fence();
-    Ok(view
-        .load_u64(slot)
-        .map_err(bi_core::runtime::BiError::from)?)
+    named: bool,
+    scope: Scope,
+    writer: &mut Writer<M, H>,
+) -> Result<(Role<M>, Start), CollectionError> {
+    if !named {
+        return Err(CollectionError::Corrupt {
+            reason: "take_writer needs a structure opened by name (`named`)",
+        });
+    }
+    let role = rt.take_writer_role(slot, LOCK_WAIT)?;
+    writer.set_scope(scope)?;
+    let previous = role.previous();
+    // A writer that died between taking the role and publishing a first root left
+    // nothing to adopt.
+    let start = if previous.takes == 0 || writer.read_slot(slot)? == 0 {
+        Start::Fresh
+    } else {
+        Start::Adopt {
+            foreign: previous.node != rt.node() as u64 + 1,
+        }
+    };
+    Ok((role, start))
 }
 
 #[cfg(test)]

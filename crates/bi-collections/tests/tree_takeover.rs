@@ -10,7 +10,7 @@ use bi_core::heap::Heap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
+use bi_core::runtime::{BiError, RuntimeConfig};
 use std::collections::BTreeMap;
 
 const LEASE: u64 = 1_000_000;
@@ -35,16 +35,6 @@ fn writer(s: &Setup) -> Result<Handle, CollectionError> {
     let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
     let tree = BiTree::<u64, u64>::named(&s.region, &s.nodes[0], "t")?;
     tree.take_writer(&s.nodes[0], s.nodes[0].writer(heap)?)
-}
-
-/// Node 0's host dies, its lease runs out, and a new process runs node 0.
-fn crash_and_restart(s: &mut Setup, handle: Handle) {
-    std::mem::forget(handle);
-    std::mem::forget(s.nodes.remove(0));
-    s.emu.node(0).crash();
-    s.emu.advance(2 * LEASE);
-    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
-    s.nodes.insert(0, fresh);
 }
 
 /// Node 0's new process adopts the tree; both nodes then pass twice, the grace period
@@ -109,7 +99,8 @@ fn every_acknowledged_write_survives_a_writer_death_after_every_step() {
                 s.quiesce_all().unwrap();
             }
         }
-        crash_and_restart(&mut s, w);
+        std::mem::forget(w);
+        s.crash_and_restart(0, config());
         let mut w = adopt(&s);
         check(&s, &w, &model);
         // The adopter goes on writing; what the dead writer left comes back to the heap.
@@ -139,7 +130,8 @@ fn many_restarts_keep_memory_bounded() {
                 s.quiesce_all().unwrap();
             }
         }
-        crash_and_restart(&mut s, w);
+        std::mem::forget(w);
+        s.crash_and_restart(0, config());
         w = adopt(&s);
         check(&s, &w, &model);
     }

@@ -103,6 +103,7 @@
 
 mod bucket;
 mod hash;
+mod named;
 mod read;
 mod write;
 
@@ -177,6 +178,8 @@ pub struct BiHashMap<K, V> {
     first_slot: usize,
     stride: usize,
     partitions: usize,
+    /// Made by [`BiHashMap::named`]: its slot is followed by a writer record.
+    named: bool,
     _kv: PhantomData<fn() -> (K, V)>,
 }
 
@@ -215,6 +218,7 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
             first_slot: slot,
             stride: 8,
             partitions: 1,
+            named: false,
             _kv: PhantomData,
         }
     }
@@ -270,6 +274,7 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
             first_slot,
             stride,
             partitions,
+            named: false,
             _kv: PhantomData,
         })
     }

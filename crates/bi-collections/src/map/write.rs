@@ -11,13 +11,13 @@
 //! chain. So a reader that walks a chain while lines are rewritten one by one always
 //! meets every key that stays (see the [map docs](super)).
 
-use super::bucket::{BucketLine, Format, LineLink, Pair};
+use super::bucket::{BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, LineLink, Pair};
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, MapConfig, key_hash};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{Link, ReclaimReport, Writer, lines};
+use bi_core::runtime::{Link, ReclaimReport, Role, Writer, lines};
 use bytemuck::Pod;
 use foldhash::fast::FixedState;
 use std::collections::HashMap;
@@ -93,6 +93,21 @@ struct Partition<K, V> {
     grow_after: usize,
 }
 
+impl<K, V> Partition<K, V> {
+    /// A partition whose published array is `array`, before its keys are counted.
+    fn empty(slot: usize, array: LineLink, buckets: usize) -> Self {
+        Partition {
+            slot,
+            array,
+            buckets,
+            overflow: HashMap::default(),
+            pairs: HashMap::new(),
+            len: 0,
+            grow_after: 0,
+        }
+    }
+}
+
 /// A staged bucket: its new chain (line 0 is the bucket's line in the array) and the
 /// pairs the batch made or replaced in it.
 struct Staged<K, V> {
@@ -145,6 +160,8 @@ pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
     /// Shrinking stops at the configured start size.
     min_buckets: usize,
     max_buckets: usize,
+    /// The writer role of a named map, given up when the handle is dropped.
+    role: Option<Role<M>>,
 }
 
 impl<K, V, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
@@ -172,6 +189,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             partitions: Vec::with_capacity(parts.len()),
             min_buckets: config.start_buckets(max_buckets),
             max_buckets,
+            role: None,
         };
         let buckets = handle.min_buckets;
         for p in parts {
@@ -181,17 +199,103 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 let _ = handle.writer.discard_lines(array);
                 return Err(e.into());
             }
-            handle.partitions.push(Partition {
-                slot,
-                array,
-                buckets,
-                overflow: HashMap::default(),
-                pairs: HashMap::new(),
-                len: 0,
-                grow_after: 0,
-            });
+            handle
+                .partitions
+                .push(Partition::empty(slot, array, buckets));
         }
         Ok(handle)
+    }
+
+    /// Takes `writer` over the partitions `parts` of a map already in memory, as an
+    /// earlier writer left them: walks each partition's array, overflow lines and linked
+    /// pairs, keeps them live in the writer's heap and retires the rest of the arena until
+    /// a grace period has passed ([`Writer::adopt`]). With `foreign`, the lines were
+    /// written through another node's cache, so this node's copy of the heap is dropped
+    /// first.
+    pub(super) fn adopt(
+        map: BiHashMap<K, V>,
+        mut writer: Writer<M, H>,
+        parts: Range<usize>,
+        config: MapConfig,
+        foreign: bool,
+    ) -> Result<Self, CollectionError> {
+        let corrupt = |reason| CollectionError::Corrupt { reason };
+        if foreign {
+            writer.invalidate_heap()?;
+        }
+        let line_bytes = writer.lines_bytes(1, size_of::<BucketLine>())?;
+        let pair_bytes = writer.object_bytes(size_of::<Pair<K, V>>())?;
+        let most = writer.heap().stats().capacity / line_bytes.max(1);
+        let mut live = Vec::new();
+        let mut partitions = Vec::with_capacity(parts.len());
+        for p in parts.clone() {
+            let slot = map.partition_slot(p);
+            let array = LineLink::from_raw(writer.read_slot(slot)?);
+            if array.is_null() {
+                return Err(corrupt("a partition of the adopted map has no array"));
+            }
+            let header: BucketLine = writer.read_own_line(array, 0)?;
+            let buckets = header.0[HEADER_BUCKETS] as usize;
+            if header.0[HEADER_FORMAT] != Format::<K, V>::CODE || buckets == 0 || buckets > most {
+                return Err(corrupt("the adopted map's header does not fit its types"));
+            }
+            live.push((
+                array.offset(),
+                writer.lines_bytes(buckets + 1, size_of::<BucketLine>())?,
+            ));
+            let mut part = Partition::empty(slot, array, buckets);
+            for b in 0..buckets {
+                let first: BucketLine = writer.read_own_line(array, 1 + b)?;
+                let mut chain = vec![first];
+                let mut rest = Vec::new();
+                let mut next = first.next();
+                while !next.is_null() {
+                    if live.len() > most {
+                        return Err(corrupt("the adopted map has more lines than its arena"));
+                    }
+                    let line: BucketLine = writer.read_own_line(next, 0)?;
+                    live.push((next.offset(), line_bytes));
+                    rest.push(ChainLine {
+                        link: Some(next),
+                        line,
+                    });
+                    chain.push(line);
+                    next = line.next();
+                }
+                for l in &chain {
+                    part.len += l.entries();
+                    if Format::<K, V>::INLINE {
+                        continue;
+                    }
+                    for j in l.used_entries::<K, V>() {
+                        let (_, pair) = l.linked::<K, V>(j);
+                        let kv = writer.read_own(pair)?;
+                        live.push((pair.offset(), pair_bytes));
+                        part.pairs.insert(pair.raw(), ({ kv.key }, { kv.value }));
+                    }
+                }
+                if !rest.is_empty() {
+                    part.overflow.insert(b, rest);
+                }
+            }
+            partitions.push(part);
+        }
+        writer.adopt(&mut live)?;
+        let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
+        Ok(MapWriteHandle {
+            map,
+            writer,
+            parts,
+            partitions,
+            min_buckets: config.start_buckets(max_buckets),
+            max_buckets,
+            role: None,
+        })
+    }
+
+    pub(super) fn with_role(mut self, role: Role<M>) -> Self {
+        self.role = Some(role);
+        self
     }
 
     /// The map this handle writes.

@@ -2,7 +2,7 @@
 
 use super::{BiTree, TreeWriteHandle};
 use crate::CollectionError;
-use crate::named::{LOCK_WAIT, fingerprint, open_slot, root_word};
+use crate::named::{Start, fingerprint, open_slot, take_role};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::region::Region;
@@ -64,19 +64,13 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
         rt: &NodeRuntime<M>,
         mut writer: Writer<M, H>,
     ) -> Result<TreeWriteHandle<K, V, M, H>, CollectionError> {
-        if !self.named {
-            return Err(CollectionError::Corrupt {
-                reason: "take_writer needs a tree opened by name (BiTree::named)",
-            });
+        let (role, start) = take_role(rt, self.slot, self.named, self.scope(), &mut writer)?;
+        match start {
+            Start::Fresh => Ok(TreeWriteHandle::create(self, writer)?.with_role(role)),
+            Start::Adopt { foreign } => {
+                let root = writer.read_slot(self.slot)?;
+                TreeWriteHandle::adopt(self, writer, root, foreign, role)
+            }
         }
-        let role = rt.take_writer_role(self.slot, LOCK_WAIT)?;
-        writer.set_scope(self.scope())?;
-        let previous = role.previous();
-        if previous.takes == 0 {
-            return Ok(TreeWriteHandle::create(self, writer)?.with_role(role));
-        }
-        let foreign = previous.node != rt.node() as u64 + 1;
-        let root = root_word(rt, self.slot)?;
-        TreeWriteHandle::adopt(self, writer, root, foreign, role)
     }
 }

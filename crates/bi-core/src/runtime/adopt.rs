@@ -41,10 +41,25 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(())
     }
 
+    /// The word in `slot` as memory holds it (this node's cached copy dropped first): the
+    /// root an earlier writer published last.
+    pub fn read_slot(&self, slot: usize) -> Result<u64, BiError> {
+        let view = &self.inner.view;
+        view.invalidate(slot, 8)?;
+        view.fence();
+        Ok(view.load_u64(slot)?)
+    }
+
     /// The bytes an object of `size` payload bytes occupies (its lines, stamps included):
     /// what [`adopt`](Self::adopt) takes for it.
     pub fn object_bytes(&self, size: usize) -> Result<usize, BiError> {
         Ok(Shape::new(size, self.inner.line)?.bytes())
+    }
+
+    /// The bytes a line array of `records` records of `size` bytes occupies (see
+    /// [`Writer::alloc_lines`]): what [`adopt`](Self::adopt) takes for it.
+    pub fn lines_bytes(&self, records: usize, size: usize) -> Result<usize, BiError> {
+        Ok(Shape::of_lines(records, size, self.inner.line)?.bytes())
     }
 
     /// Takes over this writer's arena from an earlier writer: the blocks of `live` (each

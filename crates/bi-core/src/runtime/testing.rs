@@ -122,6 +122,26 @@ impl Setup {
             .offset
     }
 
+    /// Node `n`'s host dies: its runtime is abandoned (its node claim and any writer
+    /// role stay in the region, as a killed process leaves them), its cache is lost
+    /// without writing anything back, its lease runs out, and a new process runs node `n`
+    /// with `config` (whose node lease is the one waited for). Forget the dead process's
+    /// handles (`std::mem::forget`) before: dropping them would clean up as only a
+    /// living process does.
+    ///
+    /// # Panics
+    ///
+    /// If the new runtime cannot be made.
+    pub fn crash_and_restart(&mut self, n: usize, config: RuntimeConfig) {
+        std::mem::forget(self.nodes.remove(n));
+        self.emu.node(n).crash();
+        self.emu
+            .advance(config.node_lease_ticks().saturating_mul(2));
+        let layout = *self.region.layout();
+        let fresh = NodeRuntime::emulated(self.emu.node(n), layout, config).expect("runtime");
+        self.nodes.insert(n, fresh);
+    }
+
     /// Runs one pass on every node, in order.
     pub fn quiesce_all(&self) -> Result<Vec<PassReport>, BiError> {
         self.nodes.iter().map(|n| n.quiesce()).collect()

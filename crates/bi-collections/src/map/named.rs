@@ -1,0 +1,73 @@
+//! Maps found by name, with one writer that can die and be replaced.
+
+use super::write::MapWriteHandle;
+use super::{BiHashMap, MapConfig};
+use crate::CollectionError;
+use crate::named::{Start, fingerprint, open_slot, take_role};
+use bi_core::heap::Heap;
+use bi_core::mem::MemView;
+use bi_core::region::Region;
+use bi_core::runtime::{NodeRuntime, Writer};
+use bytemuck::Pod;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
+    /// The map named `name` in `region` (one partition), made (with no writer yet) if
+    /// the region has none. Opening a name made for another kind of structure, or for
+    /// other key or value types, is an error ([`crate::named`]).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    /// let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "orders").unwrap();
+    /// let mut w = map.take_writer(&s.nodes[0], s.nodes[0].writer(heap).unwrap()).unwrap();
+    /// w.insert(7, 70).unwrap();
+    ///
+    /// let again = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "orders").unwrap();
+    /// assert_eq!(again.read_handle(&s.nodes[1]).unwrap().get(&7).unwrap(), Some(70));
+    /// assert!(BiHashMap::<u32, u64>::named(&s.region, &s.nodes[1], "orders").is_err());
+    /// ```
+    pub fn named<M: MemView>(
+        region: &Region,
+        rt: &NodeRuntime<M>,
+        name: &str,
+    ) -> Result<Self, CollectionError> {
+        let slot = open_slot(region, rt, name, fingerprint::<K, V>("BiHashMap"))?;
+        Ok(BiHashMap {
+            first_slot: slot,
+            stride: 8,
+            partitions: 1,
+            named: true,
+            _kv: PhantomData,
+        })
+    }
+
+    /// Makes this process the map's writer, with `writer` (the node's writer, whose heap
+    /// is over the arena the map's lines live in). A writer that is still alive makes it
+    /// [`BiError::WriterAlive`](bi_core::runtime::BiError::WriterAlive). A map that never
+    /// had a writer starts empty; a map whose writer left or died is **adopted**: its
+    /// array, overflow lines and pairs stay as they are, and the rest of the arena comes
+    /// back to the heap after a grace period.
+    ///
+    /// Only for maps made by [`named`](Self::named).
+    pub fn take_writer<M: MemView, H: Heap>(
+        &self,
+        rt: &NodeRuntime<M>,
+        mut writer: Writer<M, H>,
+    ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
+        let (role, start) = take_role(rt, self.first_slot, self.named, self.scope(), &mut writer)?;
+        let config = MapConfig::default();
+        let handle = match start {
+            Start::Fresh => MapWriteHandle::new(*self, writer, 0..1, config)?,
+            Start::Adopt { foreign } => {
+                MapWriteHandle::adopt(*self, writer, 0..1, config, foreign)?
+            }
+        };
+        Ok(handle.with_role(role))
+    }
+}
