@@ -32,6 +32,9 @@
 //! ```
 
 pub mod hazards;
+mod pool;
+
+pub use pool::{Pool, PoolConfig, PoolError};
 
 pub use bi_alloc as alloc;
 pub use bi_collections as collections;

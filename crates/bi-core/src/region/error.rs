@@ -33,6 +33,12 @@ pub enum RegionError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// [`Region::create`](super::Region::create) found a file already there: an existing
+    /// region is never overwritten unless asked ([`Region::create_replacing`](super::Region::create_replacing)).
+    AlreadyExists {
+        /// The file.
+        path: PathBuf,
+    },
     /// The shared memory could not be allocated or accessed.
     Mem(MemError),
     /// A layout parameter (from a [`RegionConfig`](super::RegionConfig) or a stored
@@ -167,6 +173,11 @@ impl fmt::Display for RegionError {
             Io { path, op, source } => {
                 write!(f, "cannot {op} region file {}: {source}", path.display())
             }
+            AlreadyExists { path } => write!(
+                f,
+                "region file {} already exists (open it, or replace it explicitly)",
+                path.display()
+            ),
             Mem(e) => write!(f, "region memory: {e}"),
             InvalidParameter {
                 name,

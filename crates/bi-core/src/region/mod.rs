@@ -102,13 +102,87 @@ impl Region {
         Ok(Region::assemble(backing, layout, None))
     }
 
-    /// Creates (or truncates) the file at `path`, sets its length to the configured size,
-    /// maps it shared, writes the header and writes it back to memory.
+    /// Creates the file at `path` (which must not exist: an existing region is never
+    /// overwritten, [`RegionError::AlreadyExists`]), sets its length to the configured
+    /// size, maps it shared, writes the header and writes it back to memory.
     ///
-    /// Truncating a file that another process has mapped makes that process fault; create
-    /// a region once, then [`open`](Region::open) it everywhere else.
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let config = RegionConfig::new(1 << 20).with_nodes(2);
+    /// Region::create(&path, config).unwrap();
+    /// assert!(matches!(Region::create(&path, config), Err(RegionError::AlreadyExists { .. })));
+    /// assert!(Region::open(&path).is_ok());
+    /// ```
     pub fn create(path: impl AsRef<Path>, config: RegionConfig) -> Result<Region, RegionError> {
+        Region::create_with(path.as_ref(), config, false)
+    }
+
+    /// [`create`](Self::create), truncating a file already at `path`. Whatever region it
+    /// held is lost, and a process that still maps it faults: for tests and tools that
+    /// mean to start over.
+    pub fn create_replacing(
+        path: impl AsRef<Path>,
+        config: RegionConfig,
+    ) -> Result<Region, RegionError> {
+        Region::create_with(path.as_ref(), config, true)
+    }
+
+    /// Opens the region at `path`, or creates it with `config` if there is no file there
+    /// (if another process creates it at the same moment, opens that one).
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let config = RegionConfig::new(1 << 20).with_nodes(2);
+    /// let a = Region::open_or_create(&path, config).unwrap();
+    /// let b = Region::open_or_create(&path, config.with_nodes(3)).unwrap(); // opened
+    /// assert_eq!(a.layout(), b.layout());
+    /// ```
+    pub fn open_or_create(
+        path: impl AsRef<Path>,
+        config: RegionConfig,
+    ) -> Result<Region, RegionError> {
         let path = path.as_ref();
+        match Region::open(path) {
+            Err(RegionError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                match Region::create(path, config) {
+                    Err(RegionError::AlreadyExists { .. }) => Region::open_when_written(path),
+                    r => r,
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// Opens a region another process is creating right now: its file may still be
+    /// shorter than the region, or its header not yet written, for a moment.
+    fn open_when_written(path: &Path) -> Result<Region, RegionError> {
+        let mut tries = 0;
+        loop {
+            match Region::open(path) {
+                Err(RegionError::Truncated { .. } | RegionError::BadMagic { .. })
+                    if tries < 100 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn create_with(
+        path: &Path,
+        config: RegionConfig,
+        replace: bool,
+    ) -> Result<Region, RegionError> {
         let layout = Layout::compute(&config)?;
         let io = |op| {
             move |source| RegionError::Io {
@@ -120,10 +194,16 @@ impl Region {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create(replace)
+            .truncate(replace)
+            .create_new(!replace)
             .open(path)
-            .map_err(io("create"))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => RegionError::AlreadyExists {
+                    path: path.to_owned(),
+                },
+                _ => io("create")(e),
+            })?;
         file.set_len(layout.size() as u64)
             .map_err(io("set the length of"))?;
         let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);

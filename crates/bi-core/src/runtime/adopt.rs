@@ -15,7 +15,7 @@
 use super::object::{Generation, Shape, Stamp};
 use super::writer::Retired;
 use super::{BiError, Writer};
-use crate::heap::Heap;
+use crate::heap::{Heap, HeapError};
 use crate::mem::MemView;
 
 /// What [`Writer::adopt`] took over.
@@ -86,7 +86,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// assert!(again.adopt(&mut [(at, 8)]).is_err());
     /// ```
     pub fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<AdoptReport, BiError> {
-        let quarantined = self.heap.adopt(live)?;
+        let quarantined = self.heap.adopt(live).map_err(|e| match e {
+            HeapError::ForeignBlock { .. } => BiError::BadConfig {
+                reason: "the structure lies outside this writer's arena: it is adopted by a \
+                         writer over the arena its earlier writer used (that node's)",
+            },
+            e => e.into(),
+        })?;
         let inner = &self.inner;
         let now = inner.clock.refresh();
         let mut report = AdoptReport {

@@ -601,6 +601,16 @@ impl<V: MemView> NodeRuntime<V> {
         role::take(self, slot, timeout)
     }
 
+    /// Whether memory still names this runtime as the process running its node
+    /// ([`claim`]): `false` once another process claimed the node.
+    pub fn holds_claim(&self) -> Result<bool, BiError> {
+        match claim::check_held(&self.inner) {
+            Ok(()) => Ok(true),
+            Err(BiError::NodeTaken { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Runs one quiescence pass now.
     pub fn quiesce(&self) -> Result<PassReport, BiError> {
         pass::quiesce(&self.inner)

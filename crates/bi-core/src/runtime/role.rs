@@ -26,9 +26,10 @@ pub const WRITER_RECORD_OFFSET: usize = 8;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct WriterRecord {
-    /// The writer's node plus one; 0 when nobody holds the role.
+    /// The writer's node plus one (the last writer's, once it gave the role up); 0 if the
+    /// structure never had a writer.
     pub node: u64,
-    /// The writer process's holder token.
+    /// The writer process's holder token; 0 when nobody holds the role.
     pub holder: u64,
     /// The writer's clock when it took the role.
     pub since: u64,
@@ -72,8 +73,8 @@ impl<V: MemView> Drop for Role<V> {
     fn drop(&mut self) {
         // Best effort: a record that cannot be cleared lapses with this node's lease.
         if let Ok(true) = self.is_held() {
+            // The node stays: the next writer learns where the structure was written.
             let r = WriterRecord {
-                node: 0,
                 holder: 0,
                 ..read(&self.rt, self.at).unwrap_or_default()
             };
@@ -125,7 +126,7 @@ pub(crate) fn take<V: MemView>(
     let previous = read(rt, at)?;
     // A record naming this process is a role it still holds (giving it up clears it).
     let mine = previous.holder == rt.inner.token;
-    if previous.node != 0 && (mine || alive(rt, &previous)?) {
+    if previous.holder != 0 && (mine || alive(rt, &previous)?) {
         return Err(BiError::WriterAlive {
             node: previous.node as usize - 1,
         });

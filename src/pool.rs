@@ -1,0 +1,284 @@
+//! A pool: one call to map a region and run this process as one of its nodes.
+//!
+//! [`Pool::open`] opens the region file (or creates it, if there is none: an existing
+//! region is never truncated), claims a node of it for this process (the first node no
+//! live process runs, or the one [`PoolConfig::node`] names), starts the node's
+//! background quiescence pass, and stops it when the pool is dropped. Structures are then
+//! found by name and type: [`Pool::map_writer`] / [`Pool::map_reader`] and the same for
+//! trees. The node's writer owns the node's share of the heap, so a process writes the
+//! structures of one node: one writer handle per pool.
+//!
+//! ```
+//! use bi::{Pool, PoolConfig};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("orders.bi");
+//! // The writer process: two statements of setup.
+//! let writer_pool = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let mut orders = writer_pool.map_writer::<u64, u64>("orders").unwrap();
+//! orders.insert(1, 100).unwrap();
+//!
+//! // A reader process (here the same one, as another node): two statements as well.
+//! let reader_pool = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let orders_read = reader_pool.map_reader::<u64, u64>("orders").unwrap();
+//! assert_eq!(orders_read.get(&1).unwrap(), Some(100));
+//! assert_ne!(writer_pool.node(), reader_pool.node());
+//! ```
+
+use bi_alloc::{AllocError, NodeHeap};
+use bi_collections::CollectionError;
+use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
+use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
+use bi_core::mem::Hardware;
+use bi_core::region::{Region, RegionConfig, RegionError};
+use bi_core::runtime::{
+    Background, BiError, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
+};
+use bytemuck::Pod;
+use std::fmt;
+use std::hash::Hash;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How [`Pool::open`] opens and joins a pool.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// The region to create if the file does not exist (ignored when it does).
+    pub region: RegionConfig,
+    /// The node to run; `None` claims the first node no live process runs.
+    pub node: Option<usize>,
+    /// The runtime's parameters (leases, skew bound).
+    pub runtime: RuntimeConfig,
+    /// How often the background pass runs.
+    pub pass_period: Duration,
+}
+
+impl Default for PoolConfig {
+    /// A 64 MiB region of 8 nodes when one must be created, the first free node, the
+    /// runtime's defaults, a pass every millisecond.
+    fn default() -> Self {
+        PoolConfig {
+            region: RegionConfig::new(64 << 20)
+                .with_nodes(8)
+                .with_log_ring_entries(1 << 14),
+            node: None,
+            runtime: RuntimeConfig::default(),
+            pass_period: DEFAULT_PASS_PERIOD,
+        }
+    }
+}
+
+/// Why a pool could not be opened or used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// The region file could not be opened, created or validated.
+    Region(RegionError),
+    /// The runtime refused (a node taken, a bad configuration, ...).
+    Runtime(BiError),
+    /// The node's heap could not be set up.
+    Alloc(AllocError),
+    /// Opening a structure failed (another type under that name, a live writer, ...).
+    Collection(CollectionError),
+    /// Every node of the region is run by a live process.
+    NoFreeNode {
+        /// Nodes in the region.
+        nodes: usize,
+    },
+    /// This pool's node writer is already handed out (one writer handle per pool).
+    WriterTaken,
+}
+
+impl fmt::Display for PoolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoolError::Region(e) => write!(f, "region: {e}"),
+            PoolError::Runtime(e) => write!(f, "runtime: {e}"),
+            PoolError::Alloc(e) => write!(f, "heap: {e}"),
+            PoolError::Collection(e) => write!(f, "{e}"),
+            PoolError::NoFreeNode { nodes } => {
+                write!(
+                    f,
+                    "all {nodes} nodes of the region are run by live processes"
+                )
+            }
+            PoolError::WriterTaken => {
+                write!(
+                    f,
+                    "this pool's node already has a writer handle (one per pool)"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PoolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PoolError::Region(e) => Some(e),
+            PoolError::Runtime(e) => Some(e),
+            PoolError::Alloc(e) => Some(e),
+            PoolError::Collection(e) => Some(e),
+            PoolError::NoFreeNode { .. } | PoolError::WriterTaken => None,
+        }
+    }
+}
+
+impl From<RegionError> for PoolError {
+    fn from(e: RegionError) -> Self {
+        PoolError::Region(e)
+    }
+}
+
+impl From<BiError> for PoolError {
+    fn from(e: BiError) -> Self {
+        PoolError::Runtime(e)
+    }
+}
+
+impl From<AllocError> for PoolError {
+    fn from(e: AllocError) -> Self {
+        PoolError::Alloc(e)
+    }
+}
+
+impl From<CollectionError> for PoolError {
+    fn from(e: CollectionError) -> Self {
+        PoolError::Collection(e)
+    }
+}
+
+/// A region mapped by this process and one of its nodes run by it, with the node's
+/// background pass; dropping it stops the pass and gives the node up.
+pub struct Pool {
+    // Dropped in this order: the pass stops before the runtime gives the node up.
+    background: Background,
+    rt: NodeRuntime<Hardware>,
+    region: Region,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("path", &self.region.path())
+            .field("node", &self.rt.node())
+            .field("passes", &self.background.passes())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a claim must stand before the pool trusts it: another process that claimed
+/// the same free node at the same moment has written its claim by then, and one of the
+/// two sees the other's.
+const CLAIM_SETTLE: Duration = Duration::from_millis(5);
+
+impl Pool {
+    /// Opens the region at `path` (creating it from `config.region` if there is no file)
+    /// and runs one of its nodes in this process.
+    ///
+    /// Errors: [`PoolError::Region`] for a file that is not a valid region (nothing is
+    /// written to it), [`PoolError::NoFreeNode`] when every node is run by a live process,
+    /// [`PoolError::Runtime`] with [`BiError::NodeTaken`] when `config.node` is.
+    pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, PoolError> {
+        let region = Region::open_or_create(path, config.region)?;
+        let layout = *region.layout();
+        let nodes = layout.config().nodes() as usize;
+        let candidates: Vec<usize> = match config.node {
+            Some(n) => vec![n],
+            None => (0..nodes).collect(),
+        };
+        for n in candidates {
+            let clock = Arc::new(TickClock::new());
+            let rt =
+                match NodeRuntime::new(region.hardware(), layout, n, config.runtime.clone(), clock)
+                {
+                    Ok(rt) => rt,
+                    Err(BiError::NodeTaken { .. }) if config.node.is_none() => continue,
+                    Err(e) => return Err(e.into()),
+                };
+            std::thread::sleep(CLAIM_SETTLE);
+            if !rt.holds_claim()? {
+                if config.node.is_some() {
+                    return Err(BiError::NodeTaken { node: n }.into());
+                }
+                continue;
+            }
+            let background = rt.start_background(config.pass_period);
+            return Ok(Pool {
+                background,
+                rt,
+                region,
+            });
+        }
+        Err(PoolError::NoFreeNode { nodes })
+    }
+
+    /// The node this process runs.
+    pub fn node(&self) -> usize {
+        self.rt.node()
+    }
+
+    /// The region.
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    /// The node's runtime (for raw reads and writes, and statistics).
+    pub fn runtime(&self) -> &NodeRuntime<Hardware> {
+        &self.rt
+    }
+
+    /// Background passes run so far, and whether the pass stopped because another process
+    /// took this node over.
+    pub fn passes(&self) -> (u64, bool) {
+        (self.background.passes(), self.background.node_taken())
+    }
+
+    fn node_writer(&self) -> Result<bi_core::runtime::Writer<Hardware, NodeHeap>, PoolError> {
+        let heap = NodeHeap::for_node(self.region.layout(), self.rt.node())?;
+        match self.rt.writer(heap) {
+            Err(BiError::WriterTaken { .. }) => Err(PoolError::WriterTaken),
+            r => Ok(r?),
+        }
+    }
+
+    /// The map named `name` (made if missing), as its writer: a live writer elsewhere is
+    /// an error; a map whose writer died is adopted ([`BiHashMap::take_writer`]).
+    pub fn map_writer<K: Pod + Eq + Hash, V: Pod>(
+        &self,
+        name: &str,
+    ) -> Result<MapWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
+        let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
+        Ok(map.take_writer(&self.rt, self.node_writer()?)?)
+    }
+
+    /// A reader of the map named `name` (made, empty, if missing), for the calling
+    /// thread.
+    pub fn map_reader<K: Pod + Eq + Hash, V: Pod>(
+        &self,
+        name: &str,
+    ) -> Result<MapReadHandle<K, V, Hardware>, PoolError> {
+        let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
+        Ok(map.read_handle(&self.rt)?)
+    }
+
+    /// The tree named `name` (made if missing), as its writer ([`BiTree::take_writer`]).
+    pub fn tree_writer<K: Pod + Ord, V: Pod>(
+        &self,
+        name: &str,
+    ) -> Result<TreeWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
+        let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
+        Ok(tree.take_writer(&self.rt, self.node_writer()?)?)
+    }
+
+    /// A reader of the tree named `name` (made, empty, if missing), for the calling
+    /// thread.
+    pub fn tree_reader<K: Pod + Ord, V: Pod>(
+        &self,
+        name: &str,
+    ) -> Result<TreeReadHandle<K, V, Hardware>, PoolError> {
+        let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
+        Ok(tree.read_handle(&self.rt)?)
+    }
+}
