@@ -37,6 +37,10 @@ fn rejoin_with(
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_live_node_cannot_be_joined_twice() {
     let s = setup(2);
     assert!(matches!(rejoin(&s, 1), Err(BiError::NodeTaken { node: 1 })));
@@ -46,6 +50,10 @@ fn a_live_node_cannot_be_joined_twice() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn without_claims_two_runtimes_run_one_node() {
     // Negative control: the shipped runtime with its claim checks switched off. A second
     // runtime joins a live node, and both go on passing, writing one record (and they
@@ -61,6 +69,10 @@ fn without_claims_two_runtimes_run_one_node() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_node_left_cleanly_is_free_at_once_and_holds_nothing_back() {
     let mut s = setup(2);
     s.quiesce_all().unwrap();
@@ -81,6 +93,10 @@ fn a_node_left_cleanly_is_free_at_once_and_holds_nothing_back() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_dead_holders_node_is_taken_over_after_its_lease() {
     let mut s = setup(2);
     s.quiesce_all().unwrap();
@@ -94,6 +110,10 @@ fn a_dead_holders_node_is_taken_over_after_its_lease() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn of_two_simultaneous_claims_the_one_memory_lost_stops_at_its_next_pass() {
     let s = setup(2);
     s.nodes[1].quiesce().unwrap();
@@ -116,6 +136,10 @@ fn of_two_simultaneous_claims_the_one_memory_lost_stops_at_its_next_pass() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn nodes_that_never_joined_hold_no_log_space() {
     // Four nodes in the region; only node 0 ever runs.
     let mut s = setup(4);

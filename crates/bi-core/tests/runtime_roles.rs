@@ -37,6 +37,10 @@ fn restart(s: &Setup, node: usize) -> Result<NodeRuntime<EmulatedNode>, BiError>
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_second_writer_is_refused_while_the_first_lives() {
     let (s, slot) = setup();
     let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
@@ -50,6 +54,10 @@ fn a_second_writer_is_refused_while_the_first_lives() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_dead_writers_role_is_taken_over_after_its_lease() {
     let (mut s, slot) = setup();
     std::mem::forget(s.nodes[0].take_writer_role(slot, WAIT).unwrap());
@@ -66,6 +74,10 @@ fn a_dead_writers_role_is_taken_over_after_its_lease() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
 fn a_restarted_process_takes_its_node_and_role_back_once_the_old_claim_lapses() {
     let (mut s, slot) = setup();
     // The process dies holding the role: neither its claim nor its role is cleared.

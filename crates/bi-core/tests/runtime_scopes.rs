@@ -46,6 +46,10 @@ fn read(s: &Setup, slot: usize) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
+)]
 fn undeclared_structures_cost_a_node_no_invalidation() {
     let s = setup(RuntimeConfig::default());
     let mut w = s.writer(0);
@@ -60,6 +64,10 @@ fn undeclared_structures_cost_a_node_no_invalidation() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
+)]
 fn declared_and_unscoped_notices_are_invalidated() {
     let s = setup(RuntimeConfig::default());
     let mut w = s.writer(0);
@@ -75,6 +83,10 @@ fn declared_and_unscoped_notices_are_invalidated() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
+)]
 fn the_modified_policy_ignores_scopes() {
     let s = setup(RuntimeConfig::default());
     let mut w = s.writer(0);
@@ -112,6 +124,10 @@ fn first_declaration(runtime: RuntimeConfig) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
+)]
 fn a_first_declaration_drops_what_passes_skipped() {
     assert_eq!(first_declaration(RuntimeConfig::default()), 8);
     let stale = first_declaration(RuntimeConfig::default().fault(Fault::ScopeRefresh));
