@@ -14,6 +14,31 @@
 //! - [`delegate`]: writes from any thread or node travel to the structure's single writer
 //!   over a non-coherent channel and are applied in batches, one fence per batch.
 //!
+//! ## Deploying: one writer process, any number of reader processes
+//!
+//! Through the `bi` facade's pool, each process maps the region file, runs one node of
+//! it and opens the structure by name and type, in two statements (the whole program is
+//! `examples/two_processes.rs` at the repository's root: `cargo run --release --example
+//! two_processes`):
+//!
+//! ```ignore
+//! // The writer process.
+//! let pool = bi::Pool::open("/dev/shm/orders.bi", bi::PoolConfig::default())?;
+//! let mut orders = pool.map_writer::<u64, Order>("orders")?;
+//! orders.insert(42, order)?; // visible to every node once it returns
+//!
+//! // A reader process (on this host, or another host of the memory pool).
+//! let pool = bi::Pool::open("/dev/shm/orders.bi", bi::PoolConfig::default())?;
+//! let orders = pool.map_reader::<u64, Order>("orders")?;
+//! let o = orders.get(&42)?;
+//! ```
+//!
+//! A second writer is refused ([`BiError::WriterAlive`](bi_core::runtime::BiError)) while
+//! the first is alive; a writer that is killed is replaced by the next process that opens
+//! the map as writer on its node, which **adopts** the map from memory ([`named`]): every
+//! write whose `insert` returned is there. Opening the name with other key or value types
+//! is an error, never a reinterpretation.
+//!
 //! ## What a reader sees, and when
 //!
 //! Between two quiescence passes of its node a reader may see an older version of a
@@ -46,6 +71,36 @@
 //! ```
 //!
 //! [`testing`] holds the model checker the property tests and fuzz targets share.
+//!
+//! ## Trade-offs
+//!
+//! What bi gives:
+//!
+//! - reads that use the cache as on one coherent machine (no cache operation, no fence, no
+//!   atomic read-modify-write on the read path), a bounded staleness (a pass period plus
+//!   the pass and the clock skew), and no torn or reused object ever returned;
+//! - sharing across nodes that have no coherence and no cross-node atomics at all;
+//! - a writer that can die at any point without losing an acknowledged write.
+//!
+//! What it costs:
+//!
+//! - **one writer per structure** (per partition of a map). Writes from elsewhere are
+//!   delegated to it ([`delegate`]); a second writer is an error, not a second lock holder;
+//! - **writes cost more than on a coherent machine**: every new object is written back to
+//!   memory and every retired one marked, so an update costs several times its
+//!   crossbeam-epoch twin (see the README's benchmark table for the measured ratios);
+//! - **a reader may see an old version** for up to the staleness bound, as with any RCU
+//!   scheme, plus the time its node's pass takes; a miss is re-checked against memory, so
+//!   a key published before the lookup is never reported absent;
+//! - **memory is reused late**: only after every live node has passed twice (a
+//!   millisecond each by default), so retired memory is a few pass periods of updates;
+//! - **keys and values are `Pod`** (fixed-size, plain bytes); a value too large for a
+//!   bucket line lives behind a link, one more line per lookup;
+//! - **each node runs a background pass** (a thread waking every millisecond), and a node
+//!   that stops passing is excluded after its lease, after which it re-reads everything;
+//! - a structure written by a node that died is adopted by a process of **the same
+//!   node** (its arena holds the structure); a node that restarts waits out its old
+//!   lease (a second by default) before it can claim its id again.
 
 mod error;
 pub mod op;

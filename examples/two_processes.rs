@@ -1,0 +1,96 @@
+//! A writer process and a reader process share a map through a region file: the whole
+//! setup of each is two statements (open the pool, open the map by name and type).
+//!
+//! ```sh
+//! cargo run --release --example two_processes
+//! ```
+//!
+//! The parent starts the reader first (it finds an empty map), then the writer, which
+//! inserts 10,000 orders and then a last key that says it is done; the reader waits for
+//! that key and checks every order. Each process runs as one node of the region, with
+//! its own background pass.
+
+use bi::{Pool, PoolConfig};
+use bytemuck::{Pod, Zeroable};
+use std::error::Error;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A value that is not a plain integer: it lives behind a link in the map.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Order {
+    customer: u64,
+    cents: u64,
+    quantity: u32,
+    flags: u32,
+    placed_at: u64,
+    pad: [u64; 3],
+}
+
+fn order(id: u64) -> Order {
+    Order {
+        customer: id % 97,
+        cents: id * 125,
+        quantity: (id % 9) as u32 + 1,
+        flags: 0,
+        placed_at: id,
+        pad: [0; 3],
+    }
+}
+
+const ORDERS: u64 = 10_000;
+const DONE: u64 = u64::MAX;
+
+fn writer(path: &str) -> Result<(), Box<dyn Error>> {
+    let pool = Pool::open(path, PoolConfig::default())?;
+    let mut orders = pool.map_writer::<u64, Order>("orders")?;
+
+    for id in 0..ORDERS {
+        orders.insert(id, order(id))?;
+    }
+    orders.insert(DONE, order(ORDERS))?;
+    // Stay (and keep passing) until the reader is done.
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
+
+fn reader(path: &str) -> Result<(), Box<dyn Error>> {
+    let pool = Pool::open(path, PoolConfig::default())?;
+    let orders = pool.map_reader::<u64, Order>("orders")?;
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while orders.get(&DONE)?.is_none() {
+        if Instant::now() > deadline {
+            return Err("the writer never finished".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for id in 0..ORDERS {
+        if orders.get(&id)? != Some(order(id)) {
+            return Err(format!("order {id} is wrong or missing").into());
+        }
+    }
+    println!("reader (node {}): all {ORDERS} orders present", pool.node());
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("writer") => return writer(&args[2]),
+        Some("reader") => return reader(&args[2]),
+        _ => {}
+    }
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("orders.bi");
+    let me = std::env::current_exe()?;
+    let mut reader = Command::new(&me).arg("reader").arg(&path).spawn()?;
+    let writer = Command::new(&me).arg("writer").arg(&path).status()?;
+    let read = reader.wait()?;
+    if !(writer.success() && read.success()) {
+        return Err(format!("writer: {writer}, reader: {read}").into());
+    }
+    println!("two processes shared a map through {}", path.display());
+    Ok(())
+}
