@@ -15,18 +15,25 @@
 //! value after its successor had been published. (On a coherent machine this is zero;
 //! the bound is what the protocol guarantees where caches are not coherent.)
 //!
+//! After the main run the writer's own process is killed with SIGKILL five times while
+//! inserting, and each time a new process for node 0 adopts the map (found by name: it
+//! is a named, typed map with one writer); halfway, a process of another node tries to
+//! become a second writer and must be refused. This process then checks, as a node of
+//! its own, that every key a killed writer acknowledged is in the map.
+//!
 //! With `--json` the run prints one JSON object:
 //! `{"readers": n, "writes": n, "reads": n, "lost_writes": 0, "max_staleness_us": x,
-//! "bound_us": y, "killed_reader_recovered": true}`. The process exits with status 1
-//! if a write was lost, staleness exceeded the bound or reclamation did not resume.
+//! "bound_us": y, "killed_reader_recovered": true, "writer_restarts": 5,
+//! "lost_acknowledged": 0, "second_writer_refused": true}`. The process exits with
+//! status 1 if a write was lost, staleness exceeded the bound, reclamation did not
+//! resume, an acknowledged write was lost or a second writer was not refused.
 
 use bi::alloc::NodeHeap;
+use bi::collections::CollectionError;
 use bi::collections::{ApplyBatch, BiHashMap, Op};
-use bi::core::heap::Heap;
 use bi::core::mem::Hardware;
-use bi::core::ptr::ShPtr;
 use bi::core::region::{Region, RegionConfig};
-use bi::core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
+use bi::core::runtime::{BiError, Clock, NodeRuntime, RuntimeConfig, TickClock};
 use clap::{Parser, ValueEnum};
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -36,7 +43,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Name of the root that holds the map's slot.
+/// The map's name in the region.
 const ROOT: &str = "shared_map";
 /// Keys the writer updates round-robin; key 0 is the writer's heartbeat.
 const KEYS: u64 = 4096;
@@ -55,7 +62,7 @@ fn value(first: u64, second: u64) -> Value {
 const DONE: u64 = u64::MAX;
 
 /// Share a hash map between processes through a region file.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(version, about)]
 struct Args {
     /// Print one JSON object instead of a report.
@@ -79,12 +86,19 @@ struct Args {
     /// Internal: the node a child process runs as.
     #[arg(long, hide = true, default_value_t = 0)]
     node: usize,
+    /// Internal: the first key a restarted writer inserts (past its predecessors').
+    #[arg(long, hide = true, default_value_t = 0)]
+    start: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Role {
     Writer,
     Reader,
+    /// A later writer: adopts the map and inserts acknowledged keys until killed.
+    Restart,
+    /// Tries to become a second writer while one is alive.
+    Second,
 }
 
 fn main() {
@@ -92,6 +106,8 @@ fn main() {
     let result = match args.role {
         Some(Role::Writer) => writer(&args),
         Some(Role::Reader) => reader(&args),
+        Some(Role::Restart) => restarted_writer(&args),
+        Some(Role::Second) => second_writer(&args),
         None => parent(&args),
     };
     if let Err(e) = result {
@@ -157,6 +173,8 @@ fn spawn(args: &Args, region: &Path, role: &str, node: usize) -> Result<Child, B
         .arg(args.period_us.to_string())
         .arg("--readers")
         .arg(args.readers.to_string())
+        .arg("--start")
+        .arg(args.start.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?)
@@ -285,9 +303,10 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
     }
     // Recovered: after the kill, the writer excluded the dead node and freed memory again.
     let recovered = !after.is_empty() && freed_after > 0;
+    let (restarts, lost_acked, refused) = restart_phase(args, &path, WRITER_RESTARTS)?;
     if args.json {
         println!(
-            "{{\"readers\": {}, \"writes\": {writes}, \"reads\": {reads}, \"lost_writes\": {lost}, \"max_staleness_us\": {:.3}, \"bound_us\": {:.1}, \"killed_reader_recovered\": {recovered}}}",
+            "{{\"readers\": {}, \"writes\": {writes}, \"reads\": {reads}, \"lost_writes\": {lost}, \"max_staleness_us\": {:.3}, \"bound_us\": {:.1}, \"killed_reader_recovered\": {recovered}, \"writer_restarts\": {restarts}, \"lost_acknowledged\": {lost_acked}, \"second_writer_refused\": {refused}}}",
             args.readers,
             max_stale as f64 / 1e3,
             bound as f64 / 1e3
@@ -314,7 +333,13 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
             );
         }
     }
-    if lost > 0 || regressions > 0 || max_stale > bound || !recovered {
+    if !args.json {
+        println!(
+            "  then the writer was killed with SIGKILL {restarts} times while inserting; each successor adopted the map: {lost_acked} acknowledged keys lost, a second writer refused = {refused}"
+        );
+    }
+    if lost > 0 || regressions > 0 || max_stale > bound || !recovered || lost_acked > 0 || !refused
+    {
         std::process::exit(1);
     }
     Ok(())
@@ -330,13 +355,9 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
     let rt = node_runtime(&region, 0, period)?;
-    let layout = *region.layout();
-    let mut heap = NodeHeap::for_node(&layout, 0)?;
-    let slot = heap.alloc(8)?.offset;
-    let view = region.hardware();
-    let map = BiHashMap::<u64, Value>::at(slot);
-    let mut handle = map.write_handle(rt.writer(heap)?)?;
-    region.set_root(&view, ROOT, ShPtr::<u64>::new(slot as u64))?;
+    let heap = NodeHeap::for_node(region.layout(), 0)?;
+    let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
+    let mut handle = map.take_writer(&rt, rt.writer(heap)?)?;
     let background = rt.start_background(period);
     let clock = rt.clock().clone();
 
@@ -396,9 +417,7 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
     let rt = node_runtime(&region, args.node, period)?;
-    let view = region.hardware();
-    let slot: ShPtr<u64> = region.root(&view, ROOT)?.ok_or("no shared_map root")?;
-    let map = BiHashMap::<u64, Value>::at(slot.offset() as usize);
+    let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
     let handle = map.read_handle(&rt)?;
     rt.quiesce()?;
     let background = rt.start_background(period);
@@ -459,4 +478,130 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
         ("regressions", regressions),
     ]);
     Ok(())
+}
+
+/// Times the writer is killed and restarted after the main run.
+const WRITER_RESTARTS: u64 = 5;
+/// Keys the restarted writers insert start here (past the workload's keys).
+const RESTART_KEYS: u64 = 1 << 32;
+
+/// A node's runtime, waiting for a killed predecessor's claim of the node to lapse.
+fn rejoin(
+    region: &Region,
+    node: usize,
+    period: Duration,
+) -> Result<NodeRuntime<Hardware>, Box<dyn Error>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match node_runtime(region, node, period) {
+            Err(e)
+                if Instant::now() < deadline
+                    && matches!(e.downcast_ref(), Some(BiError::NodeTaken { .. })) =>
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// A writer started after another died: adopts the map (every acknowledged write of its
+/// predecessors must be in it) and inserts keys from `--node`'s start on, printing `ack k`
+/// after each insert returned, until it is killed.
+fn restarted_writer(args: &Args) -> Result<(), Box<dyn Error>> {
+    let path = args.region.as_ref().ok_or("--region is required")?;
+    let region = Region::open(path)?;
+    let period = Duration::from_micros(args.period_us);
+    let rt = rejoin(&region, 0, period)?;
+    let _background = rt.start_background(period);
+    let heap = NodeHeap::for_node(region.layout(), 0)?;
+    let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
+    let mut handle = map.take_writer(&rt, rt.writer(heap)?)?;
+    report(&[("adopted", handle.len() as u64)]);
+    for k in RESTART_KEYS + args.start.. {
+        handle.insert(k, value(k, 7))?;
+        report(&[("ack", k)]);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Tries to take the map's writer role while another process holds it: prints
+/// `refused=1` if it was refused as it must be.
+fn second_writer(args: &Args) -> Result<(), Box<dyn Error>> {
+    let path = args.region.as_ref().ok_or("--region is required")?;
+    let region = Region::open(path)?;
+    let period = Duration::from_micros(args.period_us);
+    let rt = rejoin(&region, args.node, period)?;
+    let heap = NodeHeap::for_node(region.layout(), args.node)?;
+    let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
+    let refused = matches!(
+        map.take_writer(&rt, rt.writer(heap)?),
+        Err(CollectionError::Runtime(BiError::WriterAlive { .. }))
+    );
+    report(&[("refused", u64::from(refused))]);
+    Ok(())
+}
+
+/// After the main run: the writer's process is killed with SIGKILL `restarts` times, each
+/// time while inserting; the next one adopts the map. Halfway, another process tries to
+/// become a second writer. Finally this process, as a node of its own, checks that every
+/// acknowledged key is in the map. Returns (restarts, acknowledged keys lost, second
+/// writer refused).
+fn restart_phase(
+    args: &Args,
+    path: &Path,
+    restarts: u64,
+) -> Result<(u64, u64, bool), Box<dyn Error>> {
+    let mut acked = Vec::new();
+    let mut refused = false;
+    for round in 0..restarts {
+        let start = Args {
+            start: acked.last().map_or(0, |k| k - RESTART_KEYS + 1),
+            ..args.clone()
+        };
+        let mut writer = Children(vec![spawn(&start, path, "restart", 0)?]);
+        let mut out = BufReader::new(writer.0[0].stdout.take().ok_or("no writer stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        let adopted = parse_report(&line)("adopted").ok_or("the restarted writer did not adopt")?;
+        if adopted < acked.len() as u64 {
+            return Err("a restarted writer adopted a map missing acknowledged keys".into());
+        }
+        if round == restarts / 2 {
+            let second = spawn(args, path, "second", 2)?;
+            refused = parse_report(&last_line(second)?)("refused") == Some(1);
+        }
+        // Let it insert for a while, then kill it wherever it is.
+        let until = Instant::now() + Duration::from_millis(20 + 10 * round);
+        while Instant::now() < until {
+            line.clear();
+            if out.read_line(&mut line)? == 0 {
+                return Err("a restarted writer stopped".into());
+            }
+            if let Some(k) = parse_report(&line)("ack") {
+                acked.push(k);
+            }
+        }
+        // (Dropping the `Children` kills and reaps it.)
+        drop(writer);
+        // Acknowledgements printed before the kill still count.
+        for l in out.lines() {
+            if let Some(k) = parse_report(&l?)("ack") {
+                acked.push(k);
+            }
+        }
+    }
+    // Check as node 2, once that node's claim (held by the second writer) is free.
+    let region = Region::open(path)?;
+    let period = Duration::from_micros(args.period_us);
+    let rt = rejoin(&region, 2, period)?;
+    let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
+    let r = map.read_handle(&rt)?;
+    rt.quiesce()?;
+    let lost = acked
+        .iter()
+        .filter(|&&k| !matches!(r.get(&k), Ok(Some([v, 7, ..])) if v == k))
+        .count() as u64;
+    Ok((restarts, lost, refused))
 }
