@@ -55,12 +55,14 @@ pub struct PoolConfig {
 }
 
 impl Default for PoolConfig {
-    /// A 64 MiB region of 8 nodes when one must be created, the first free node, the
-    /// runtime's defaults, a pass every millisecond.
+    /// A 64 MiB region of 8 nodes with 512 reader records each (one per reading thread:
+    /// a pass reads them all, about a nanosecond each) when one must be created, the first
+    /// free node, the runtime's defaults, a pass every millisecond.
     fn default() -> Self {
         PoolConfig {
             region: RegionConfig::new(64 << 20)
                 .with_nodes(8)
+                .with_readers_per_node(512)
                 .with_log_ring_entries(1 << 14),
             node: None,
             runtime: RuntimeConfig::default(),
