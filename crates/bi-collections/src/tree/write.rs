@@ -139,6 +139,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             writer.invalidate_heap()?;
         }
         let bytes = writer.object_bytes(size_of::<Node<K, V>>())?;
+        let most = writer.heap().stats().capacity / bytes.max(1);
         let mut live = Vec::new();
         let mut todo = vec![root];
         while let Some(r) = todo.pop() {
@@ -148,7 +149,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             let link = Link::<Node<K, V>>::from_raw(r);
             let n = writer.read_own(link)?;
             live.push((link.offset(), bytes));
-            if live.len() > writer.heap().stats().capacity / bytes.max(1) {
+            if live.len() > most {
                 return Err(CollectionError::Corrupt {
                     reason: "the tree has more nodes than its arena holds (a cycle?)",
                 });

@@ -167,6 +167,23 @@ pub trait MemView: Clone + Send + Sync {
     /// later loads and stores.
     fn fence(&self);
 
+    /// Reads a `T` from memory, not from this node's cache: invalidates its lines,
+    /// fences, loads. How a node reads a record that another node owns.
+    fn load_from_memory<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
+        self.invalidate(offset, size_of::<T>())?;
+        self.fence();
+        self.load(offset)
+    }
+
+    /// Stores a `T` and makes it reach memory: stores, writes its lines back, fences. How
+    /// a node publishes a record it owns.
+    fn store_to_memory<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
+        self.store(offset, value)?;
+        self.writeback(offset, size_of::<T>())?;
+        self.fence();
+        Ok(())
+    }
+
     /// Reads the 8-byte word at `offset` through this node's cache.
     ///
     /// The same as `load::<u64>`; views override it with a faster path for aligned words

@@ -44,10 +44,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// The word in `slot` as memory holds it (this node's cached copy dropped first): the
     /// root an earlier writer published last.
     pub fn read_slot(&self, slot: usize) -> Result<u64, BiError> {
-        let view = &self.inner.view;
-        view.invalidate(slot, 8)?;
-        view.fence();
-        Ok(view.load_u64(slot)?)
+        Ok(self.inner.view.load_from_memory(slot)?)
     }
 
     /// The bytes an object of `size` payload bytes occupies (its lines, stamps included):

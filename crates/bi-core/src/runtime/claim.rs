@@ -51,9 +51,7 @@ pub(crate) fn claim<V: MemView>(
     config: &RuntimeConfig,
 ) -> Result<NodeRecord, BiError> {
     let (lease, skew) = (config.node_lease, config.skew);
-    view.invalidate(at, size_of::<NodeRecord>())?;
-    view.fence();
-    let prev: NodeRecord = view.load(at)?;
+    let prev: NodeRecord = view.load_from_memory(at)?;
     let t = now();
     let checked = !config.faults.has(Fault::NodeClaim);
     if checked && prev.holder != token && live(prev.holder, prev.heartbeat, t, lease, skew) {
@@ -64,10 +62,19 @@ pub(crate) fn claim<V: MemView>(
         heartbeat: t,
         ..prev
     };
-    view.store(at, &record)?;
-    view.writeback(at, size_of::<NodeRecord>())?;
-    view.fence();
+    view.store_to_memory(at, &record)?;
     Ok(prev)
+}
+
+/// This node's record as memory holds it, if memory still names this runtime as the
+/// node's holder ([`BiError::NodeTaken`] otherwise).
+fn held<V: MemView>(inner: &NodeInner<V>) -> Result<NodeRecord, BiError> {
+    let r: NodeRecord = inner.view.load_from_memory(inner.node_record_at())?;
+    if r.holder == inner.token || inner.config.faults.has(Fault::NodeClaim) {
+        Ok(r)
+    } else {
+        Err(BiError::NodeTaken { node: inner.node })
+    }
 }
 
 /// Checks that memory still names this runtime as the node's holder.
@@ -75,29 +82,17 @@ pub(crate) fn check_held<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError
     if inner.config.faults.has(Fault::NodeClaim) {
         return Ok(());
     }
-    let at = inner.node_record_at();
-    inner.view.invalidate(at, size_of::<NodeRecord>())?;
-    inner.view.fence();
-    let r: NodeRecord = inner.view.load(at)?;
-    if r.holder == inner.token {
-        Ok(())
-    } else {
-        Err(BiError::NodeTaken { node: inner.node })
-    }
+    held(inner).map(drop)
 }
 
 /// Clears this runtime's claim and heartbeat, if memory still names it.
 pub(crate) fn release<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
-    check_held(inner)?;
-    let at = inner.node_record_at();
-    let r: NodeRecord = inner.view.load(at)?;
     let cleared = NodeRecord {
         holder: 0,
         heartbeat: 0,
-        ..r
+        ..held(inner)?
     };
-    inner.view.store(at, &cleared)?;
-    inner.view.writeback(at, size_of::<NodeRecord>())?;
-    inner.view.fence();
-    Ok(())
+    Ok(inner
+        .view
+        .store_to_memory(inner.node_record_at(), &cleared)?)
 }

@@ -128,10 +128,7 @@ fn read<V: MemView>(
     j: usize,
     now: u64,
 ) -> Result<Option<LockRecord>, BiError> {
-    let at = record_at(inner, j)?;
-    inner.view.invalidate(at, size_of::<LockRecord>())?;
-    inner.view.fence();
-    let r: LockRecord = inner.view.load(at)?;
+    let r: LockRecord = inner.view.load_from_memory(record_at(inner, j)?)?;
     let horizon = now.saturating_sub(inner.config.skew);
     let live = r.heartbeat != 0 && r.heartbeat.saturating_add(inner.config.node_lease) >= horizon;
     Ok(live.then_some(r))

@@ -72,30 +72,21 @@ impl<V: MemView> Role<V> {
 impl<V: MemView> Drop for Role<V> {
     fn drop(&mut self) {
         // Best effort: a record that cannot be cleared lapses with this node's lease.
-        if let Ok(true) = self.is_held() {
+        if let Ok(r) = read(&self.rt, self.at)
+            && r.holder == self.rt.inner.token
+        {
             // The node stays: the next writer learns where the structure was written.
-            let r = WriterRecord {
-                holder: 0,
-                ..read(&self.rt, self.at).unwrap_or_default()
-            };
-            let _ = write(&self.rt, self.at, &r);
+            let _ = write(&self.rt, self.at, &WriterRecord { holder: 0, ..r });
         }
     }
 }
 
 fn read<V: MemView>(rt: &NodeRuntime<V>, at: usize) -> Result<WriterRecord, BiError> {
-    let view = rt.view();
-    view.invalidate(at, size_of::<WriterRecord>())?;
-    view.fence();
-    Ok(view.load(at)?)
+    Ok(rt.view().load_from_memory(at)?)
 }
 
 fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result<(), BiError> {
-    let view = rt.view();
-    view.store(at, r)?;
-    view.writeback(at, size_of::<WriterRecord>())?;
-    view.fence();
-    Ok(())
+    Ok(rt.view().store_to_memory(at, r)?)
 }
 
 /// Whether the writer `r` names is alive: its node's record still names its holder, with
@@ -105,10 +96,9 @@ fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiEr
         return Ok(false);
     };
     let inner = &rt.inner;
-    let at = inner.node_record_of(node as usize)?;
-    inner.view.invalidate(at, size_of::<NodeRecord>())?;
-    inner.view.fence();
-    let rec: NodeRecord = inner.view.load(at)?;
+    let rec: NodeRecord = inner
+        .view
+        .load_from_memory(inner.node_record_of(node as usize)?)?;
     let now = inner.clock.refresh();
     let cfg = &inner.config;
     Ok(rec.holder == r.holder
