@@ -8,14 +8,18 @@
 //! [`Writer::adopt`]: they stay live in the heap. Everything else in the arena is what
 //! the dead writer retired, left unlinked in its bag, or allocated without publishing.
 //! Readers may still hold links to some of it, and nodes may still cache it, so it is
-//! treated as retired at the moment of adoption: it is given back to the heap once a
-//! grace period has passed, as any retirement is. Until then allocations wait for it
+//! treated as retired at the moment of adoption: the span it covers is logged in the
+//! freed ring, so every node's pass invalidates it and waits for its readers that were
+//! inside, and it is given back to the heap once that grace period has passed, as any
+//! retirement is. Until then allocations wait for it
 //! when the heap has nothing else ([`Writer::alloc`] reclaims and retries).
 
-use super::object::{Generation, Shape, Stamp};
+use super::fault::Fault;
+use super::object::{Generation, MAX_OBJECT_LINES, Shape, Stamp};
+use super::ring::LogEntry;
 use super::writer::Retired;
 use super::{BiError, Writer};
-use crate::heap::{Heap, HeapError};
+use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 
 /// What [`Writer::adopt`] took over.
@@ -30,6 +34,30 @@ pub struct AdoptReport {
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
+    /// Logs the span the quarantined blocks cover in the freed ring (in entries as long as
+    /// an entry allows), as a retirement is logged: every node's pass then invalidates it
+    /// and waits for the readers that were inside before its reclaim point moves past it,
+    /// which is what holds the blocks back from reuse while a reader may still use one.
+    /// Returns when the entries became visible.
+    fn log_quarantine(&mut self, blocks: &[Block]) -> Result<u64, BiError> {
+        let inner = &self.inner;
+        let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else {
+            return Ok(inner.clock.refresh());
+        };
+        let (start, end) = (first.offset, last.offset + last.len);
+        let now = inner.clock.now();
+        let piece = MAX_OBJECT_LINES * inner.line;
+        let entries: Vec<LogEntry> = (start..end)
+            .step_by(piece)
+            .map(|at| LogEntry::new(at, (end - at).min(piece) / inner.line, now, self.scope()))
+            .collect();
+        self.wait(|w| Self::reserve(&w.inner, &mut w.freed, entries.len()))?;
+        self.freed.append(&self.inner.view, &entries)?;
+        let visible = self.inner.clock.refresh();
+        self.freed.visible(entries.len(), visible);
+        Ok(visible)
+    }
+
     /// Drops this node's cached copy of the whole heap and fences, so that what follows
     /// reads what is in memory: the first step of adopting a structure that another
     /// node's writer wrote (a restarted process of the same node shares its caches with
@@ -90,12 +118,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             },
             e => e.into(),
         })?;
-        let inner = &self.inner;
-        let now = inner.clock.refresh();
         let mut report = AdoptReport {
             live_blocks: live.len(),
             ..AdoptReport::default()
         };
+        if self.inner.config.faults.has(Fault::AdoptQuarantine) {
+            for block in quarantined {
+                self.heap.free(block)?;
+            }
+            return Ok(report);
+        }
+        let visible = self.log_quarantine(&quarantined)?;
+        let inner = &self.inner;
         for block in quarantined {
             // A one-line block goes back tagged with its generation (`give_back`): the
             // one its stamp carries now, so the next object there is stamped above it.
@@ -114,7 +148,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             self.retired.push_back(Retired {
                 block,
                 generation,
-                visible: now,
+                visible,
             });
         }
         Ok(report)

@@ -20,6 +20,10 @@ pub enum Fault {
     /// each pass writes the node's record, that memory still names it
     /// ([`claim`](super::claim)).
     NodeClaim,
+    /// A writer that adopts a structure gives the rest of its arena back to the heap at
+    /// once instead of keeping it until a grace period has passed
+    /// ([`Writer::adopt`](super::Writer::adopt)).
+    AdoptQuarantine,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

@@ -141,7 +141,7 @@ pub struct Writer<V: MemView, H: Heap> {
     pub(super) inner: Arc<NodeInner<V>>,
     pub(super) heap: H,
     pub(super) modified: RingWriter,
-    freed: RingWriter,
+    pub(super) freed: RingWriter,
     pub(super) retired: VecDeque<Retired>,
     pub(super) retired_bytes: usize,
     /// Unlinked objects waiting for room in the freed ring ([`Writer::defer_retire`]).
