@@ -223,3 +223,25 @@ fn error_messages_are_informative() {
         "region is truncated: 4096 bytes available, at least 131072 needed"
     );
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // maps files
+fn processes_opening_or_creating_one_file_at_once_all_get_the_region() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("race{round}.region"));
+        let layouts: Vec<_> = std::thread::scope(|s| {
+            let opens: Vec<_> = (0..6)
+                .map(|_| s.spawn(|| Region::open_or_create(&path, config()).map(|r| *r.layout())))
+                .collect();
+            opens.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for l in &layouts {
+            assert_eq!(
+                l.as_ref().unwrap(),
+                layouts[0].as_ref().unwrap(),
+                "round {round}"
+            );
+        }
+    }
+}

@@ -131,7 +131,9 @@ impl Region {
     }
 
     /// Opens the region at `path`, or creates it with `config` if there is no file there
-    /// (if another process creates it at the same moment, opens that one).
+    /// (if another process creates it at the same moment, opens that one, waiting up to
+    /// 200 ms for its header to be whole; a file whose header is still wrong after that
+    /// is the typed error it is, and is left untouched).
     ///
     /// ```
     /// use bi_core::region::{Region, RegionConfig};
@@ -157,6 +159,8 @@ impl Region {
                     r => r,
                 }
             }
+            // Another process may be creating it right now: its header is not whole yet.
+            Err(e) if !matches!(e, RegionError::Io { .. }) => Region::open_when_written(path),
             r => r,
         }
     }
@@ -167,9 +171,8 @@ impl Region {
         let mut tries = 0;
         loop {
             match Region::open(path) {
-                Err(RegionError::Truncated { .. } | RegionError::BadMagic { .. })
-                    if tries < 100 =>
-                {
+                // A header not yet whole reads as any of the header's errors.
+                Err(e) if !matches!(e, RegionError::Io { .. }) && tries < 100 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
