@@ -5,8 +5,11 @@
 //! live process runs, or the one [`PoolConfig::node`] names), starts the node's
 //! background quiescence pass, and stops it when the pool is dropped. Structures are then
 //! found by name and type: [`Pool::map_writer`] / [`Pool::map_reader`] and the same for
-//! trees. The node's writer owns the node's share of the heap, so a process writes the
-//! structures of one node: one writer handle per pool.
+//! trees. A structure's memory comes from the region's heap in extents granted to the
+//! structure as it grows ([`bi_alloc::extents`]), not from a share fixed per node: the
+//! only writer of a pool can use all of it, and whichever node writes a structure next
+//! takes over exactly its memory. A node runs one writer at a time, so a process holds
+//! one writer handle per pool.
 //!
 //! ```
 //! use bi::{Pool, PoolConfig};
@@ -25,7 +28,7 @@
 //! assert_ne!(writer_pool.node(), reader_pool.node());
 //! ```
 
-use bi_alloc::{AllocError, NodeHeap};
+use bi_alloc::{AllocError, Extents, NodeHeap};
 use bi_collections::CollectionError;
 use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
@@ -237,8 +240,13 @@ impl Pool {
         (self.background.passes(), self.background.node_taken())
     }
 
-    fn node_writer(&self) -> Result<bi_core::runtime::Writer<Hardware, NodeHeap>, PoolError> {
-        let heap = NodeHeap::for_node(self.region.layout(), self.rt.node())?;
+    /// The node's writer, over a heap of the extents of the structure at `slot`.
+    fn writer_for(
+        &self,
+        slot: usize,
+    ) -> Result<bi_core::runtime::Writer<Hardware, NodeHeap>, PoolError> {
+        let extents = Extents::new(self.rt.clone(), slot as u64).map_err(AllocError::Heap)?;
+        let heap = extents.heap().map_err(AllocError::Heap)?;
         match self.rt.writer(heap) {
             Err(BiError::WriterTaken { .. }) => Err(PoolError::WriterTaken),
             r => Ok(r?),
@@ -252,7 +260,7 @@ impl Pool {
         name: &str,
     ) -> Result<MapWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
         let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(map.take_writer(&self.rt, self.node_writer()?)?)
+        Ok(map.take_writer(&self.rt, self.writer_for(map.slot())?)?)
     }
 
     /// A reader of the map named `name` (made, empty, if missing), for the calling
@@ -271,7 +279,7 @@ impl Pool {
         name: &str,
     ) -> Result<TreeWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
         let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(tree.take_writer(&self.rt, self.node_writer()?)?)
+        Ok(tree.take_writer(&self.rt, self.writer_for(tree.slot())?)?)
     }
 
     /// A reader of the tree named `name` (made, empty, if missing), for the calling

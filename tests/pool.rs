@@ -1,6 +1,8 @@
 //! The pool facade on real hardware (processes are played by pools of one process, each
 //! a node): one-call setup, a second writer refused, a restarted writer adopting its map,
-//! readers before any writer, bad files refused without being touched.
+//! a writer on another node adopting it, structures written one after the other by one
+//! node kept apart, one writer using most of the heap, readers before any writer, bad
+//! files refused without being touched.
 
 use bi::collections::CollectionError;
 use bi::core::region::RegionError;
@@ -40,39 +42,101 @@ fn a_restarted_writer_adopts_its_map_and_a_second_writer_is_refused() {
     assert!(other.map_reader::<u32, u64>("m").is_err());
     assert_eq!(reader.get(&999).unwrap(), Some(1998));
 
-    // The writer process ends. Another node cannot adopt the map (its lines lie in the
-    // arena of the writer's node): a typed error, and nothing changes.
+    // The writer process ends; another node becomes the writer and adopts the map: its
+    // memory is the map's extents, not the old node's.
     let writer_node = writer_pool.node();
     drop(w);
     drop(writer_pool);
-    assert!(matches!(
-        other.map_writer::<u64, u64>("m"),
-        Err(PoolError::Collection(CollectionError::Runtime(
-            BiError::BadConfig { .. }
-        )))
-    ));
-    assert_eq!(reader.get(&999).unwrap(), Some(1998));
-    // A new process for the writer's node becomes the writer and finds every key.
+    let mut w = other.map_writer::<u64, u64>("m").unwrap();
+    assert_eq!(w.len(), 1000);
+    w.insert(1000, 1).unwrap();
+    drop(w);
+    drop(other);
+    // A new process for the first writer's node takes the map back and finds every key.
     let mut again = small();
     again.node = Some(writer_node);
     let restarted = Pool::open(&path, again).unwrap();
     let mut w = restarted.map_writer::<u64, u64>("m").unwrap();
-    assert_eq!(w.len(), 1000);
+    assert_eq!(w.len(), 1001);
     assert_eq!(w.get(&500), Some(1000));
-    w.insert(1000, 1).unwrap();
+    w.insert(1001, 1).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while reader.get(&1000).unwrap() != Some(1) {
+    while reader.get(&1001).unwrap() != Some(1) {
         assert!(
             std::time::Instant::now() < deadline,
             "the reader never saw the new key"
         );
         std::thread::yield_now();
     }
+    assert_eq!(reader.get(&1000).unwrap(), Some(1));
     // One writer handle per pool.
     assert!(matches!(
         restarted.tree_writer::<u64, u64>("t"),
         Err(PoolError::WriterTaken)
     ));
+}
+
+/// Waits until the background passes have run `n` more times on `pool`.
+fn passes(pool: &Pool, n: u64) {
+    let start = pool.passes().0;
+    while pool.passes().0 < start + n {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn adopting_one_structure_leaves_the_others_of_its_node_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.bi");
+    // One process writes a map, then a tree, then ends.
+    let first = Pool::open(&path, small()).unwrap();
+    let mut a = first.map_writer::<u64, u64>("a").unwrap();
+    for k in 0..500 {
+        a.insert(k, k).unwrap();
+    }
+    drop(a);
+    let mut b = first.tree_writer::<u64, u64>("b").unwrap();
+    for k in 0..500 {
+        b.insert(k, k + 1).unwrap();
+    }
+    drop(b);
+    let node = first.node();
+    drop(first);
+    // Its successor adopts the map and writes on, long enough for what the adoption
+    // set aside to be reused: none of it is the tree's.
+    let mut config = small();
+    config.node = Some(node);
+    let second = Pool::open(&path, config).unwrap();
+    let mut a = second.map_writer::<u64, u64>("a").unwrap();
+    for round in 0..20 {
+        for k in 0..500 {
+            a.insert(k, k + round).unwrap();
+        }
+        passes(&second, 2);
+    }
+    let reader = second.tree_reader::<u64, u64>("b").unwrap();
+    for k in 0..500 {
+        assert_eq!(reader.get(&k).unwrap(), Some(k + 1), "tree key {k}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_only_writer_can_use_most_of_the_heap() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = Pool::open(dir.path().join("p.bi"), small()).unwrap();
+    let heap = pool.region().layout().heap().len;
+    let mut w = pool.tree_writer::<u64, [u64; 8]>("big").unwrap();
+    // Each key takes a 128-byte node (its 64-byte value and the node's links): half the
+    // heap in all, far more than an even share of four nodes.
+    let keys = heap / 2 / 128;
+    for k in 0..keys as u64 {
+        w.insert(k, [k; 8]).unwrap();
+    }
+    assert_eq!(w.len(), keys);
+    let owned: usize = w.writer().heap().owned().iter().map(|r| r.len()).sum();
+    assert!(owned > heap / 4, "owned {owned} of a heap of {heap}");
 }
 
 #[test]

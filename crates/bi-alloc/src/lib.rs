@@ -8,9 +8,14 @@
 //! The nodes sharing a region do not see each other's caches, so the heap is built to
 //! never need them to:
 //!
-//! - **Per-node arenas** ([`Arenas`]): the heap section is divided into one arena per node,
-//!   as a pure function of the region's layout. A node allocates and frees only in its own
-//!   arena, so no allocator operation ever needs an atomic that crosses nodes.
+//! - **Extents on demand** ([`Extents`]): the heap section is cut into extents, and a
+//!   structure's writer is granted extents as its heap runs out, under the pool lock; the
+//!   extent table in the region records who owns each. Whoever writes a structure next
+//!   takes over exactly its extents. Only the owner allocates and frees in its memory, so
+//!   no allocator operation ever needs an atomic that crosses nodes.
+//! - **Per-node arenas** ([`Arenas`]), for code that runs the runtime by hand: the heap
+//!   section divided evenly into one arena per node, as a pure function of the region's
+//!   layout. A region's heap is used either this way or through extents, not both.
 //! - **Line-padded slots** ([`class`]): every block is a whole number of lines starting
 //!   on a line boundary, so two nodes never write one cache line and a write-back of one
 //!   object can never carry (or lose) another object's bytes.
@@ -53,10 +58,12 @@
 pub mod arena;
 pub mod class;
 pub mod error;
+pub mod extents;
 mod live;
 pub mod node_heap;
 mod runs;
 
 pub use arena::{ArenaRange, Arenas, MIN_ARENA_LINES};
 pub use error::AllocError;
+pub use extents::{Extents, GRANT_LOCK_WAIT, Grow};
 pub use node_heap::{ClassStats, LargeStats, NodeHeap, NodeHeapStats};

@@ -4,9 +4,10 @@
 //! free and every retirement check. A hash map answers it with a hash, a probe and a miss
 //! into a table that grows with the live set; here the answer is one byte at index
 //! `(offset - arena start) / line`, a page map in the manner of tcmalloc's. The table costs
-//! one byte per line of the arena (1/64 of it with 64-byte lines), is allocated once, and
-//! never rehashes. Large runs, which are few, keep their exact length in a small map
-//! beside it.
+//! one byte per line of the memory the heap was ever given (1/64 of it with 64-byte
+//! lines), in pages allocated when a first block starts in them (a heap that grows over a
+//! large pool pays only for what it got), and never rehashes. Large runs, which are few,
+//! keep their exact length in a small map beside it.
 
 use std::collections::HashMap;
 
@@ -24,13 +25,18 @@ pub(crate) enum Kind {
     Large(usize),
 }
 
+/// Lines per page of tags.
+const PAGE_LINES: usize = 4096;
+
 /// The live blocks of one arena.
 #[derive(Debug)]
 pub(crate) struct LiveMap {
     start: usize,
+    lines: usize,
     line_shift: u32,
-    /// Per line: `NONE`, `class + 1`, or `LARGE`.
-    tags: Vec<u8>,
+    /// Per line: `NONE`, `class + 1`, or `LARGE`; in pages of `PAGE_LINES`, empty until
+    /// a block starts in them.
+    pages: Vec<Box<[u8]>>,
     large: HashMap<usize, usize>,
 }
 
@@ -39,8 +45,11 @@ impl LiveMap {
     pub(crate) fn new(start: usize, lines: usize, line: usize) -> LiveMap {
         LiveMap {
             start,
+            lines,
             line_shift: line.trailing_zeros(),
-            tags: vec![NONE; lines],
+            pages: (0..lines.div_ceil(PAGE_LINES))
+                .map(|_| Box::default())
+                .collect(),
             large: HashMap::new(),
         }
     }
@@ -51,13 +60,14 @@ impl LiveMap {
             return None;
         }
         let i = rel >> self.line_shift;
-        (i < self.tags.len()).then_some(i)
+        (i < self.lines).then_some(i)
     }
 
     /// The live block starting at `offset`, if any.
     #[inline]
     pub(crate) fn get(&self, offset: usize) -> Option<Kind> {
-        match *self.tags.get(self.index(offset)?)? {
+        let i = self.index(offset)?;
+        match *self.pages[i / PAGE_LINES].get(i % PAGE_LINES)? {
             NONE => None,
             LARGE => self.large.get(&offset).map(|&len| Kind::Large(len)),
             tag => Some(Kind::Class(usize::from(tag) - 1)),
@@ -70,7 +80,11 @@ impl LiveMap {
         let Some(i) = self.index(offset) else {
             return;
         };
-        self.tags[i] = match kind {
+        let page = &mut self.pages[i / PAGE_LINES];
+        if page.is_empty() {
+            *page = vec![NONE; PAGE_LINES].into_boxed_slice();
+        }
+        page[i % PAGE_LINES] = match kind {
             // Class indices are below `CLASSES` (12), far below `LARGE`.
             Kind::Class(c) => (c + 1) as u8,
             Kind::Large(len) => {
@@ -83,11 +97,13 @@ impl LiveMap {
     /// Forgets the live block at `offset`.
     #[inline]
     pub(crate) fn remove(&mut self, offset: usize) {
-        if let Some(i) = self.index(offset) {
-            if self.tags[i] == LARGE {
+        if let Some(i) = self.index(offset)
+            && let Some(tag) = self.pages[i / PAGE_LINES].get_mut(i % PAGE_LINES)
+        {
+            if *tag == LARGE {
                 self.large.remove(&offset);
             }
-            self.tags[i] = NONE;
+            *tag = NONE;
         }
     }
 }

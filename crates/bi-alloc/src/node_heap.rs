@@ -47,10 +47,20 @@
 //! - New memory (for a large block or a class chunk) comes first from the free runs, then
 //!   from the bump pointer; if neither has room (even for a single slot) the request fails
 //!   with [`HeapError::OutOfMemory`]. A class never borrows another class's free slots.
+//!
+//! # Growing
+//!
+//! A heap made with [`NodeHeap::growing`] starts with the memory it owns already (none,
+//! for a new structure) and asks its [`Grow`] source for more when a request does not
+//! fit: extents of the pool's heap handed to it on demand (see [`crate::extents`]). A
+//! grant next to the bump window extends it; any other moves the bump pointer there and
+//! leaves the rest of the old window as a free run. The heap's live map spans the whole
+//! heap section, in pages allocated as blocks land in them.
 
 use crate::arena::Arenas;
 use crate::class::{CLASS_LINES, CLASSES, class_of};
 use crate::error::AllocError;
+use crate::extents::Grow;
 use crate::live::{Kind, LiveMap};
 use crate::runs::FreeRuns;
 use bi_core::heap::{Block, Heap, HeapError, HeapStats};
@@ -138,13 +148,18 @@ struct ClassState {
 
 #[derive(Debug)]
 struct State {
-    /// Next fresh byte; everything from here to the arena's end has never been cut.
+    /// Next fresh byte; everything from here to `bump_end` has never been cut.
     bump: usize,
+    /// The end of the memory the bump pointer cuts from (the arena's end for a fixed heap,
+    /// the end of the latest grant for a growing one).
+    bump_end: usize,
     /// Memory below this offset may have held an object: `bump .. high_water` and the free
     /// runs all belonged to large blocks handed out before (after `reinit`, everything).
     high_water: usize,
-    /// The highest `bump` ever reached.
-    bump_peak: usize,
+    /// The largest footprint ever reached.
+    footprint_peak: usize,
+    /// The memory this heap owns, sorted, adjacent ranges merged.
+    owned: Vec<Range<usize>>,
     runs: FreeRuns,
     classes: [ClassState; CLASSES],
     live: LiveMap,
@@ -176,15 +191,28 @@ struct State {
 /// assert_eq!(big.len, 64 * 100);
 /// assert!(matches!(heap.alloc(64 * 30), Err(HeapError::OutOfMemory { .. })));
 /// ```
-#[derive(Debug)]
 pub struct NodeHeap {
     geom: Geom,
     state: State,
+    /// Where a growing heap gets more memory.
+    source: Option<Box<dyn Grow>>,
+}
+
+impl std::fmt::Debug for NodeHeap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeHeap")
+            .field("geom", &self.geom)
+            .field("state", &self.state)
+            .field("growing", &self.source.is_some())
+            .finish()
+    }
 }
 
 /// What a heap is over: fixed at creation.
 #[derive(Debug)]
 struct Geom {
+    /// The memory the heap may ever own: its arena, or the pool's whole heap section for
+    /// a growing heap.
     arena: Range<usize>,
     line: LineSize,
     /// Lines cut per class refill at most (depends on the arena's size).
@@ -215,6 +243,101 @@ impl NodeHeap {
     /// ```
     pub fn reinit(arena: Range<usize>, line: LineSize) -> Result<NodeHeap, HeapError> {
         NodeHeap::build(arena, line, true)
+    }
+
+    /// A heap that may own any memory of `span` (a pool's heap section), owns `owned`
+    /// now (ranges of `span` it was given earlier, which may hold objects from before:
+    /// everything in them is reported `reused`), and asks `source` for more when a
+    /// request does not fit.
+    ///
+    /// ```
+    /// use bi_alloc::{Grow, NodeHeap};
+    /// use bi_core::heap::{Heap, HeapError};
+    /// use bi_core::line::LineSize;
+    /// use std::ops::Range;
+    ///
+    /// /// Hands out 16-line extents from 0 up to 4096 lines.
+    /// struct Extents(usize);
+    /// impl Grow for Extents {
+    ///     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
+    ///         let len = bytes.next_multiple_of(16 * 64);
+    ///         self.0 += len;
+    ///         Ok(self.0 - len..self.0)
+    ///     }
+    /// }
+    ///
+    /// let mut heap = NodeHeap::growing(0..4096 * 64, LineSize::X86, &[], Box::new(Extents(0)))
+    ///     .unwrap();
+    /// assert_eq!(heap.stats().capacity, 0);
+    /// let a = heap.alloc(100).unwrap(); // the first extent arrives
+    /// assert_eq!((a.offset, heap.stats().capacity), (0, 16 * 64));
+    /// let big = heap.alloc(40 * 64).unwrap(); // three more, next to it
+    /// assert_eq!(heap.owned(), [0..64 * 64]);
+    /// assert!(big.offset >= 16 * 64);
+    /// ```
+    pub fn growing(
+        span: Range<usize>,
+        line: LineSize,
+        owned: &[Range<usize>],
+        source: Box<dyn Grow>,
+    ) -> Result<NodeHeap, HeapError> {
+        let mut heap = NodeHeap::build(span, line, false)?;
+        heap.state = heap.geom.empty_state();
+        heap.geom.chunk_lines = CHUNK_LINES;
+        for range in owned {
+            heap.add(range.clone(), true)?;
+        }
+        heap.source = Some(source);
+        Ok(heap)
+    }
+
+    /// The memory this heap owns: its arena, or what a growing heap has been given.
+    pub fn owned(&self) -> &[Range<usize>] {
+        &self.state.owned
+    }
+
+    /// Takes `range` (whole lines of the span, owned by no one else) into the heap; `used`
+    /// when it may hold objects from before.
+    fn add(&mut self, range: Range<usize>, used: bool) -> Result<(), HeapError> {
+        let g = &self.geom;
+        let st = &mut self.state;
+        let aligned = g.line.align_down(range.start) == range.start
+            && g.line.align_down(range.end) == range.end;
+        let overlaps = st
+            .owned
+            .iter()
+            .any(|o| o.start < range.end && range.start < o.end);
+        if range.is_empty()
+            || !aligned
+            || range.start < g.arena.start
+            || range.end > g.arena.end
+            || overlaps
+        {
+            return Err(HeapError::BadArena {
+                reason: "a grant must be whole lines of the heap's span, owned by no one else",
+            });
+        }
+        st.stats.capacity += range.len();
+        if range.start != st.bump_end {
+            // The rest of the old window stays free, as a run; the grant is the new window.
+            if st.bump_end > st.bump {
+                st.runs.insert(st.bump, st.bump_end - st.bump);
+            }
+            st.bump = range.start;
+            st.high_water = range.start;
+        }
+        st.bump_end = range.end;
+        if used {
+            st.high_water = range.end;
+        }
+        // A free run that ends where the window starts is window again.
+        if let Some((start, _)) = st.runs.remove_ending_at(st.bump) {
+            st.bump = start;
+        }
+        let at = st.owned.partition_point(|o| o.start < range.start);
+        st.owned.insert(at, range);
+        merge_adjacent(&mut st.owned);
+        Ok(())
     }
 
     /// The heap of `node` over its arena in a freshly created region with this layout
@@ -249,27 +372,20 @@ impl NodeHeap {
             });
         }
         let lines = arena.len() / line.get();
-        let chunk_lines = (lines / 16).clamp(1, CHUNK_LINES);
-        let state = State {
-            bump: arena.start,
-            high_water: if used { arena.end } else { arena.start },
-            bump_peak: arena.start,
-            runs: FreeRuns::default(),
-            classes: Default::default(),
-            live: LiveMap::new(arena.start, lines, line.get()),
-            stats: HeapStats {
-                capacity: arena.len(),
-                ..HeapStats::default()
-            },
-            large: LargeStats::default(),
+        let geom = Geom {
+            chunk_lines: (lines / 16).clamp(1, CHUNK_LINES),
+            arena: arena.clone(),
+            line,
         };
+        let mut state = geom.empty_state();
+        state.bump_end = arena.end;
+        state.high_water = if used { arena.end } else { arena.start };
+        state.owned = vec![arena.clone()];
+        state.stats.capacity = arena.len();
         Ok(NodeHeap {
-            geom: Geom {
-                arena,
-                line,
-                chunk_lines,
-            },
+            geom,
             state,
+            source: None,
         })
     }
 
@@ -311,9 +427,9 @@ impl NodeHeap {
         });
         NodeHeapStats {
             heap: st.stats,
-            footprint: st.bump - self.geom.arena.start,
-            footprint_peak: st.bump_peak - self.geom.arena.start,
-            untouched: self.geom.arena.end - st.bump,
+            footprint: st.footprint(),
+            footprint_peak: st.footprint_peak,
+            untouched: st.bump_end - st.bump,
             free: self.geom.free_bytes(st),
             large: LargeStats {
                 free_bytes: st.runs.total(),
@@ -325,7 +441,43 @@ impl NodeHeap {
     }
 }
 
+/// Sorts nothing: merges neighbours of a sorted list of disjoint ranges that touch.
+fn merge_adjacent(ranges: &mut Vec<Range<usize>>) {
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.end == r.start => last.end = r.end,
+            _ => out.push(r),
+        }
+    }
+    *ranges = out;
+}
+
+impl State {
+    /// Bytes owned and cut (below the bump pointer or outside its window).
+    fn footprint(&self) -> usize {
+        self.stats.capacity - (self.bump_end - self.bump)
+    }
+}
+
 impl Geom {
+    /// A state that owns nothing yet.
+    fn empty_state(&self) -> State {
+        let lines = self.arena.len() / self.line.get();
+        State {
+            bump: self.arena.start,
+            bump_end: self.arena.start,
+            high_water: self.arena.start,
+            footprint_peak: 0,
+            owned: Vec::new(),
+            runs: FreeRuns::default(),
+            classes: Default::default(),
+            live: LiveMap::new(self.arena.start, lines, self.line.get()),
+            stats: HeapStats::default(),
+            large: LargeStats::default(),
+        }
+    }
+
     fn free_bytes(&self, st: &State) -> usize {
         let classes: usize = st
             .classes
@@ -333,7 +485,7 @@ impl Geom {
             .enumerate()
             .map(|(i, c)| c.free.len() * CLASS_LINES[i] * self.line.get() + (c.end - c.next))
             .sum();
-        (self.arena.end - st.bump) + st.runs.total() + classes
+        (st.bump_end - st.bump) + st.runs.total() + classes
     }
 
     /// Takes `len` bytes of new memory: first-fit from the free runs, else from the bump
@@ -343,14 +495,14 @@ impl Geom {
         if let Some(offset) = st.runs.take_first_fit(len) {
             return Some((offset, offset + len));
         }
-        if self.arena.end - st.bump < len {
+        if st.bump_end - st.bump < len {
             return None;
         }
         let offset = st.bump;
         st.bump += len;
         let fresh_from = st.high_water.clamp(offset, st.bump);
         st.high_water = st.high_water.max(st.bump);
-        st.bump_peak = st.bump_peak.max(st.bump);
+        st.footprint_peak = st.footprint_peak.max(st.footprint());
         Some((offset, fresh_from))
     }
 
@@ -428,16 +580,9 @@ impl Geom {
     }
 }
 
-impl Heap for NodeHeap {
-    fn line_size(&self) -> LineSize {
-        self.geom.line
-    }
-
-    fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {
-        Ok(self.alloc_tagged(bytes)?.0)
-    }
-
-    fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
+impl NodeHeap {
+    /// An allocation from the memory the heap owns now.
+    fn alloc_owned(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
         let g = &self.geom;
         let len = match g.line.align_up(bytes) {
             Some(len) if bytes > 0 && len <= g.arena.len() => len,
@@ -457,7 +602,30 @@ impl Heap for NodeHeap {
         st.stats.reuses += u64::from(block.reused);
         Ok((block, (tag != NO_TAG).then_some(tag)))
     }
+}
 
+impl Heap for NodeHeap {
+    fn line_size(&self) -> LineSize {
+        self.geom.line
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {
+        Ok(self.alloc_tagged(bytes)?.0)
+    }
+
+    fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
+        match self.alloc_owned(bytes) {
+            Err(HeapError::OutOfMemory { .. }) if self.source.is_some() => {
+                let len = self.geom.line.align_up(bytes).unwrap_or(bytes);
+                let got = self.source.as_mut().map(|s| s.grow(len)).transpose()?;
+                if let Some(range) = got {
+                    self.add(range, false)?;
+                }
+                self.alloc_owned(bytes)
+            }
+            r => r,
+        }
+    }
     fn free(&mut self, block: Block) -> Result<(), HeapError> {
         self.free_tagged(block, NO_TAG)
     }
@@ -536,11 +704,20 @@ impl Heap for NodeHeap {
         }
         let line = g.line.get();
         live.sort_unstable_by_key(|&(offset, _)| offset);
-        // Everything counts as used memory from before, as after `reinit`.
-        let mut fresh = NodeHeap::build(g.arena.clone(), g.line, true)?;
-        let st = &mut fresh.state;
-        st.bump = g.arena.end;
-        st.bump_peak = g.arena.end;
+        // Everything owned counts as used memory from before, and nothing is left to cut.
+        let owned = self.state.owned.clone();
+        let capacity: usize = owned.iter().map(|r| r.len()).sum();
+        let mut st = g.empty_state();
+        let end = owned.last().map_or(g.arena.start, |r| r.end);
+        (st.bump, st.bump_end, st.high_water) = (end, end, end);
+        st.footprint_peak = capacity;
+        st.owned = owned.clone();
+        st.stats = HeapStats {
+            capacity,
+            live: capacity,
+            peak: capacity,
+            ..HeapStats::default()
+        };
         let mut gaps = Vec::new();
         let mut gap = |st: &mut State, from: usize, to: usize| {
             if to > from {
@@ -554,21 +731,29 @@ impl Heap for NodeHeap {
                 });
             }
         };
-        let mut at = g.arena.start;
+        // Walk the owned ranges and the live blocks together; `at` is where the next gap
+        // of range `r` starts.
+        let mut r = 0;
+        let mut at = owned.first().map_or(0, |o| o.start);
         for &(offset, bytes) in live.iter() {
             let lines = g.line.align_up(bytes).unwrap_or(0) / line;
             let class = class_of(lines).filter(|&c| CLASS_LINES[c] * line <= g.arena.len());
             let len = class.map_or(lines * line, |c| CLASS_LINES[c] * line);
+            let block_end = offset.checked_add(len);
+            while r < owned.len() && owned[r].end <= offset {
+                gap(&mut st, at, owned[r].end);
+                r += 1;
+                at = owned.get(r).map_or(at, |o| o.start);
+            }
             let fits = lines > 0
-                && offset >= at
                 && offset % line == 0
-                && offset
-                    .checked_add(len)
-                    .is_some_and(|end| end <= g.arena.end);
+                && r < owned.len()
+                && offset >= at
+                && block_end.is_some_and(|e| e <= owned[r].end);
             if !fits {
                 return Err(HeapError::ForeignBlock { offset });
             }
-            gap(st, at, offset);
+            gap(&mut st, at, offset);
             match class {
                 Some(c) => {
                     st.classes[c].live += 1;
@@ -583,10 +768,10 @@ impl Heap for NodeHeap {
             }
             at = offset + len;
         }
-        gap(st, at, g.arena.end);
-        st.stats.live = g.arena.len();
-        st.stats.peak = g.arena.len();
-        *self = fresh;
+        for o in owned.get(r..).unwrap_or_default() {
+            gap(&mut st, at.max(o.start), o.end);
+        }
+        self.state = st;
         Ok(gaps)
     }
 }
@@ -791,6 +976,85 @@ mod tests {
             let b = h.alloc(70 * line).unwrap();
             assert_eq!((b.len, b.offset % line), (70 * line, 0));
         }
+    }
+
+    /// Hands out the listed ranges, in order, then says the pool is full.
+    struct Script(Vec<Range<usize>>);
+    impl Grow for Script {
+        fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
+            match self.0.first() {
+                Some(r) if r.len() >= bytes => Ok(self.0.remove(0)),
+                _ => Err(HeapError::OutOfMemory {
+                    requested: bytes,
+                    free: 0,
+                }),
+            }
+        }
+    }
+
+    fn growing(grants: Vec<Range<usize>>) -> NodeHeap {
+        NodeHeap::growing(0..1024 * L, LineSize::X86, &[], Box::new(Script(grants))).unwrap()
+    }
+
+    #[test]
+    fn a_growing_heap_takes_grants_apart_and_adjacent() {
+        // Requests above the largest class, so that every block is an exact run.
+        let mut h = growing(vec![64 * L..192 * L, 512 * L..640 * L, 640 * L..768 * L]);
+        assert!(h.owned().is_empty());
+        let a = h.alloc(124 * L).unwrap(); // the first grant
+        assert_eq!((a.offset, a.reused), (64 * L, false));
+        let b = h.alloc(70 * L).unwrap(); // four lines left: the next grant, elsewhere
+        assert_eq!(b.offset, 512 * L);
+        let c = h.alloc(100 * L).unwrap(); // 58 left: the third grant extends the window
+        assert_eq!(c.offset, 582 * L);
+        assert_eq!(h.owned(), [64 * L..192 * L, 512 * L..768 * L]);
+        // The first window's four lines became a free run.
+        let st = h.node_stats();
+        assert_eq!((st.large.free_runs, st.large.free_bytes), (1, 4 * L));
+        assert_eq!((st.heap.capacity, st.untouched), (384 * L, 86 * L));
+        assert!(matches!(
+            h.alloc(100 * L),
+            Err(HeapError::OutOfMemory { .. })
+        ));
+        h.free(c).unwrap();
+        assert_eq!(h.alloc(100 * L).unwrap(), Block { reused: true, ..c });
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one grant, one owned range
+    fn grants_outside_the_span_or_overlapping_are_refused() {
+        let mut h = growing(vec![1020 * L..1030 * L]);
+        assert!(matches!(h.alloc(L), Err(HeapError::BadArena { .. })));
+        let mut h = NodeHeap::growing(
+            0..1024 * L,
+            LineSize::X86,
+            &[0..64 * L],
+            Box::new(Script(vec![32 * L..96 * L])),
+        )
+        .unwrap();
+        h.alloc(64 * L).unwrap();
+        assert!(matches!(h.alloc(L), Err(HeapError::BadArena { .. })));
+    }
+
+    #[test]
+    fn adoption_walks_every_owned_range() {
+        let owned = [64 * L..128 * L, 512 * L..576 * L];
+        let mut h = NodeHeap::growing(0..1024 * L, LineSize::X86, &owned, Box::new(Script(vec![])))
+            .unwrap();
+        // Owned memory from before is reported as reused.
+        let mut h2 =
+            NodeHeap::growing(0..1024 * L, LineSize::X86, &owned, Box::new(Script(vec![])))
+                .unwrap();
+        assert!(h2.alloc(L).unwrap().reused);
+        let gaps = h.adopt(&mut [(520 * L, 64), (70 * L, 65)]).unwrap();
+        let spans: Vec<_> = gaps.iter().map(|b| (b.offset / L, b.len / L)).collect();
+        assert_eq!(spans, [(64, 6), (72, 56), (512, 8), (521, 55)]);
+        // A block outside every owned range, or across the end of one, is foreign.
+        let mut h3 =
+            NodeHeap::growing(0..1024 * L, LineSize::X86, &owned, Box::new(Script(vec![])))
+                .unwrap();
+        assert!(h3.adopt(&mut [(300 * L, 64)]).is_err());
+        assert!(h3.adopt(&mut [(127 * L, 128)]).is_err());
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub enum HeapError {
         /// Why.
         reason: &'static str,
     },
+    /// The heap needed more memory from its pool and could not be given any for a reason
+    /// other than exhaustion (the pool lock could not be had, the extent table is damaged).
+    NoExtent {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for HeapError {
@@ -74,6 +80,9 @@ impl fmt::Display for HeapError {
                 "block at offset {offset} was not handed out by this heap (or was freed twice)"
             ),
             HeapError::BadArena { reason } => write!(f, "unusable heap arena: {reason}"),
+            HeapError::NoExtent { reason } => {
+                write!(f, "the heap could not be given more memory: {reason}")
+            }
         }
     }
 }

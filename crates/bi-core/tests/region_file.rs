@@ -130,14 +130,14 @@ fn every_open_error_from_a_crafted_file() {
 
     let r = open_edited(|b| b[..8].copy_from_slice(b"NOTAREGN"), false);
     assert!(matches!(r, Err(E::BadMagic { .. })), "{r:?}");
-    // A file written by format version 2 (ring entries without a scope) is refused.
-    let r = open_edited(|b| put32(b, offsets::VERSION, 2), false);
+    // A file written by format version 3 (no extent table) is refused.
+    let r = open_edited(|b| put32(b, offsets::VERSION, 3), false);
     assert!(
         matches!(
             r,
             Err(E::UnsupportedVersion {
-                found: 2,
-                supported: 3
+                found: 3,
+                supported: 4
             })
         ),
         "{r:?}"
@@ -148,7 +148,7 @@ fn every_open_error_from_a_crafted_file() {
             r,
             Err(E::Truncated {
                 available: 100,
-                needed: 136
+                needed: 152
             })
         ),
         "{r:?}"
@@ -215,7 +215,7 @@ fn error_messages_are_informative() {
     let e = open_edited(|b| b[8] = 7, false).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "region format version 7 is not supported (this build reads version 3)"
+        "region format version 7 is not supported (this build reads version 4)"
     );
     let e = open_edited(|b| b.truncate(4096), false).unwrap_err();
     assert_eq!(

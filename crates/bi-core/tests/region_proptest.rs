@@ -48,7 +48,7 @@ const FIELDS: &[(usize, usize)] = &[
     (offsets::READERS_PER_NODE, 4),
     (offsets::LOG_RING_ENTRIES, 4),
     (offsets::ROOT_ENTRIES, 4),
-    (offsets::RESERVED, 4),
+    (offsets::EXTENT_LINES, 4),
     (offsets::SECTIONS, 8),
     (offsets::SECTIONS + 8, 8),
     (offsets::SECTIONS + 16, 8),
@@ -59,6 +59,8 @@ const FIELDS: &[(usize, usize)] = &[
     (offsets::SECTIONS + 56, 8),
     (offsets::SECTIONS + 64, 8),
     (offsets::SECTIONS + 72, 8),
+    (offsets::SECTIONS + 80, 8),
+    (offsets::SECTIONS + 88, 8),
 ];
 
 proptest! {

@@ -285,6 +285,12 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
         Scope::of_slot(self.first_slot)
     }
 
+    /// The first partition's root slot: what names the map (its scope, its writer
+    /// record and the extents its memory comes from when it is named).
+    pub fn slot(&self) -> usize {
+        self.first_slot
+    }
+
     /// Number of partitions.
     pub fn partitions(&self) -> usize {
         self.partitions

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 ///
 /// let err = Header::decode(&[0u8; 16]).unwrap_err();
 /// assert!(matches!(err, RegionError::Truncated { .. }));
-/// println!("{err}"); // "region is truncated: 16 bytes available, at least 136 needed"
+/// println!("{err}"); // "region is truncated: 16 bytes available, at least 152 needed"
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]

@@ -22,7 +22,9 @@
 //! clock; node records name the process that runs the node (`runtime::claim`) and hold
 //! its pool lock record (`runtime::lock`); root entries take two slots (the second is a
 //! named structure's root word and writer record) and record a structure fingerprint, so
-//! names are at most 32 bytes. Older regions cannot be read by this code; their files are refused as
+//! names are at most 32 bytes. Version 4: the heap is cut into extents handed out on
+//! demand, with an extent table before it recording each extent's owner (and the extent
+//! size in what was a reserved field). Older regions cannot be read by this code; their files are refused as
 //! [`RegionError::UnsupportedVersion`].
 //!
 //! All integers little-endian. [`HEADER_LEN`] bytes, at offset 0 of the region; the header
@@ -31,21 +33,22 @@
 //! | offset | size | field |
 //! |---:|---:|---|
 //! | 0 | 8 | magic `b"BIREGION"` |
-//! | 8 | 4 | format version (3) |
-//! | 12 | 4 | header length in bytes (136) |
+//! | 8 | 4 | format version (4) |
+//! | 12 | 4 | header length in bytes (152) |
 //! | 16 | 8 | total region size in bytes |
 //! | 24 | 4 | line size in bytes |
 //! | 28 | 4 | nodes |
 //! | 32 | 4 | readers per node |
 //! | 36 | 4 | log ring entries |
 //! | 40 | 4 | root directory entries |
-//! | 44 | 4 | reserved, zero |
+//! | 44 | 4 | lines per extent (follows from the size; checked) |
 //! | 48 | 16 | node table: offset (u64), length (u64) |
 //! | 64 | 16 | reader table |
 //! | 80 | 16 | log rings |
 //! | 96 | 16 | root directory |
-//! | 112 | 16 | heap |
-//! | 128 | 8 | checksum: 64-bit FNV-1a of bytes 0..128 |
+//! | 112 | 16 | extent table |
+//! | 128 | 16 | heap |
+//! | 144 | 8 | checksum: 64-bit FNV-1a of bytes 0..144 |
 //!
 //! FNV-1a changes its result for any single changed byte (each step is a bijection of the
 //! running state), so every one-byte corruption of the header is caught.
@@ -56,9 +59,9 @@ use super::layout::{Layout, RegionConfig, Section, SectionKind};
 /// The first eight bytes of every region.
 pub const MAGIC: [u8; 8] = *b"BIREGION";
 /// The header format version this code reads and writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// Length of the encoded header in bytes.
-pub const HEADER_LEN: usize = 136;
+pub const HEADER_LEN: usize = 152;
 
 /// Byte offsets of the header's fields, for tools and tests that inspect or craft headers.
 pub mod offsets {
@@ -80,12 +83,12 @@ pub mod offsets {
     pub const LOG_RING_ENTRIES: usize = 36;
     /// Root directory entries, u32.
     pub const ROOT_ENTRIES: usize = 40;
-    /// Reserved u32, zero.
-    pub const RESERVED: usize = 44;
-    /// Section table: five (offset u64, length u64) pairs in address order.
+    /// Lines per extent (what the region's size gives), u32.
+    pub const EXTENT_LINES: usize = 44;
+    /// Section table: six (offset u64, length u64) pairs in address order.
     pub const SECTIONS: usize = 48;
     /// Checksum, u64.
-    pub const CHECKSUM: usize = 128;
+    pub const CHECKSUM: usize = 144;
 }
 
 /// 64-bit FNV-1a.
@@ -157,7 +160,10 @@ impl Header {
         put32(offsets::READERS_PER_NODE, c.readers_per_node());
         put32(offsets::LOG_RING_ENTRIES, c.log_ring_entries());
         put32(offsets::ROOT_ENTRIES, c.root_entries());
-        put32(offsets::RESERVED, 0);
+        put32(
+            offsets::EXTENT_LINES,
+            (self.layout.extent_bytes() / self.layout.line_size().get()) as u32,
+        );
         b[offsets::SIZE..offsets::SIZE + 8].copy_from_slice(&c.size().to_le_bytes());
         for (i, kind) in SectionKind::STORED.into_iter().enumerate() {
             let s = self.layout.section(kind);
@@ -212,20 +218,12 @@ impl Header {
             return Err(RegionError::InvalidParameter {
                 name: "header_len",
                 value: header_len.into(),
-                reason: "must be 136 in this format version",
+                reason: "must be 152 in this format version",
             });
         }
         let line = u32_at(b, offsets::LINE_SIZE);
         if crate::line::LineSize::new(line as usize).is_err() {
             return Err(RegionError::BadLineSize { found: line.into() });
-        }
-        let reserved = u32_at(b, offsets::RESERVED);
-        if reserved != 0 {
-            return Err(RegionError::InvalidParameter {
-                name: "reserved",
-                value: reserved.into(),
-                reason: "must be zero in this format version",
-            });
         }
         let size = u64_at(b, offsets::SIZE);
         let config = RegionConfig::new(0)
@@ -244,7 +242,7 @@ impl Header {
         // The stored section table on its own terms: aligned, in order, inside the region.
         let header_section_end = HEADER_LEN.next_multiple_of(line as usize) as u64;
         let mut prev_end = header_section_end;
-        let mut stored_sections = [Section::default(); 5];
+        let mut stored_sections = [Section::default(); 6];
         for (i, kind) in SectionKind::STORED.into_iter().enumerate() {
             let at = offsets::SECTIONS + 16 * i;
             let (off, len) = (u64_at(b, at), u64_at(b, at + 8));
@@ -273,6 +271,14 @@ impl Header {
             stored_sections[i] = shown;
         }
 
+        let extent_lines = u32_at(b, offsets::EXTENT_LINES);
+        if extent_lines as usize * line as usize != layout.extent_bytes() {
+            return Err(RegionError::InvalidParameter {
+                name: "extent_lines",
+                value: extent_lines.into(),
+                reason: "must be the extent size the region's size gives",
+            });
+        }
         for (i, kind) in SectionKind::STORED.into_iter().enumerate() {
             let expected = layout.section(kind);
             if stored_sections[i] != expected {
@@ -381,13 +387,13 @@ mod tests {
         );
         // past the end
         let mut b = base.clone();
-        let (o, _) = section(&b, 4);
-        set(&mut b, 4, o, 1 << 20);
+        let (o, _) = section(&b, 5);
+        set(&mut b, 5, o, 1 << 20);
         assert!(
             matches!(Header::decode(&b), Err(RegionError::BadSection { problem, .. }) if problem.contains("past"))
         );
         let mut b = base.clone();
-        set(&mut b, 4, u64::MAX - 63, 128);
+        set(&mut b, 5, u64::MAX - 63, 128);
         assert!(matches!(
             Header::decode(&b),
             Err(RegionError::BadSection { .. })
@@ -401,8 +407,8 @@ mod tests {
         );
         // well formed but not what the parameters say
         let mut b = base.clone();
-        let (o, l) = section(&b, 4);
-        set(&mut b, 4, o + line, l - line);
+        let (o, l) = section(&b, 5);
+        set(&mut b, 5, o + line, l - line);
         assert!(matches!(
             Header::decode(&b),
             Err(RegionError::LayoutMismatch {

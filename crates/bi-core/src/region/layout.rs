@@ -22,7 +22,13 @@
 //! | reader table | `nodes` x `readers_per_node` slots |
 //! | log rings | `nodes` x [`RINGS_PER_NODE`] rings, each [`RING_CONTROL_SLOTS`] slots of control then `log_ring_entries` x [`LOG_ENTRY_BYTES`] rounded up to a slot |
 //! | root directory | `root_entries` x [`ROOT_ENTRY_SLOTS`] slots |
+//! | extent table | one 8-byte owner word per extent of the heap, rounded up to a slot |
 //! | heap | the rest, at least [`MIN_HEAP_BYTES`] |
+//!
+//! The heap is cut into *extents* (the last one may be shorter): the unit in which heap
+//! memory is handed to the structures that need it ([`Layout::extent`]), recorded in the
+//! extent table. Their size follows from the region's size: the smallest power of two of
+//! lines, at least [`MIN_EXTENT_LINES`], that makes at most [`TARGET_EXTENTS`] of them.
 //!
 //! A *slot* is `max(line size, 64)` bytes: one line on machines with 64-byte lines or
 //! larger, and enough lines to hold a 64-byte record on machines (or tests) with smaller
@@ -51,6 +57,12 @@ pub const LOG_ENTRY_BYTES: usize = 16;
 pub const MIN_HEAP_BYTES: usize = 4096;
 /// The smallest slot: one 64-byte record.
 pub const MIN_SLOT_BYTES: usize = 64;
+/// Bytes per extent table entry (the owner word of one extent).
+pub const EXTENT_ENTRY_BYTES: usize = 8;
+/// The smallest extent, in lines.
+pub const MIN_EXTENT_LINES: usize = 64;
+/// At most about how many extents a heap is cut into.
+pub const TARGET_EXTENTS: usize = 1024;
 
 /// Most nodes a region can describe.
 pub const MAX_NODES: u32 = 4096;
@@ -201,8 +213,16 @@ impl RegionConfig {
         let line = self.checked_line()?;
         self.check_counts()?;
         let fixed = fixed_sections(self, line)?;
-        let end = fixed[4].end();
-        Ok(end + MIN_HEAP_BYTES.max(line.get()))
+        let heap = MIN_HEAP_BYTES.max(line.get());
+        // The smallest table that covers itself and a minimal heap.
+        let mut table = 0;
+        loop {
+            let (_, need) = extent_geometry(line, table + heap);
+            if need <= table {
+                return Ok(fixed[4].end() + table + heap);
+            }
+            table = need;
+        }
     }
 
     fn checked_line(&self) -> Result<LineSize, RegionError> {
@@ -269,27 +289,31 @@ pub enum SectionKind {
     LogRings,
     /// Named roots.
     RootDirectory,
+    /// Who owns each extent of the heap.
+    ExtentTable,
     /// Everything else: the objects themselves.
     Heap,
 }
 
 impl SectionKind {
     /// All sections, in address order.
-    pub const ALL: [SectionKind; 6] = [
+    pub const ALL: [SectionKind; 7] = [
         SectionKind::Header,
         SectionKind::NodeTable,
         SectionKind::ReaderTable,
         SectionKind::LogRings,
         SectionKind::RootDirectory,
+        SectionKind::ExtentTable,
         SectionKind::Heap,
     ];
 
     /// The sections recorded in the header's section table (all but the header itself).
-    pub const STORED: [SectionKind; 5] = [
+    pub const STORED: [SectionKind; 6] = [
         SectionKind::NodeTable,
         SectionKind::ReaderTable,
         SectionKind::LogRings,
         SectionKind::RootDirectory,
+        SectionKind::ExtentTable,
         SectionKind::Heap,
     ];
 
@@ -306,6 +330,7 @@ impl fmt::Display for SectionKind {
             SectionKind::ReaderTable => "reader table",
             SectionKind::LogRings => "log rings",
             SectionKind::RootDirectory => "root directory",
+            SectionKind::ExtentTable => "extent table",
             SectionKind::Heap => "heap",
         })
     }
@@ -386,7 +411,9 @@ pub enum RingKind {
 pub struct Layout {
     config: RegionConfig,
     line: LineSize,
-    sections: [Section; 6],
+    sections: [Section; 7],
+    /// Bytes per extent (a whole number of lines).
+    extent: usize,
 }
 
 /// Offsets of the five fixed sections (header to root directory), checked for overflow.
@@ -429,6 +456,18 @@ fn fixed_sections(config: &RegionConfig, line: LineSize) -> Result<[Section; 5],
     Ok(out)
 }
 
+/// The extent size and the extent table's length for `rest` bytes after the root
+/// directory (table and heap together).
+/// Extents are the smallest power of two of lines, at least [`MIN_EXTENT_LINES`], that
+/// cuts `rest` into at most [`TARGET_EXTENTS`].
+fn extent_geometry(line: LineSize, rest: usize) -> (usize, usize) {
+    let slot = line.get().max(MIN_SLOT_BYTES);
+    let lines = (rest / line.get()).div_ceil(TARGET_EXTENTS);
+    let extent = lines.next_power_of_two().max(MIN_EXTENT_LINES) * line.get();
+    let table = (rest.div_ceil(extent) * EXTENT_ENTRY_BYTES).next_multiple_of(slot);
+    (extent, table)
+}
+
 impl Layout {
     /// Validates `config` and computes its sections.
     ///
@@ -468,10 +507,24 @@ impl Layout {
             });
         }
         let fixed = fixed_sections(config, line)?;
-        let heap_at = fixed[4].end();
-        let mut sections = [Section::default(); 6];
+        let table_at = fixed[4].end();
+        // The table is sized for extents over everything after the root directory, so it
+        // covers the heap that remains once the table is carved out.
+        let (extent, table_len) = extent_geometry(line, size - table_at);
+        let heap_at = table_at + table_len;
+        if size < heap_at + MIN_HEAP_BYTES.max(line.get()) {
+            return Err(RegionError::TooSmall {
+                size: config.size,
+                needed: (heap_at + MIN_HEAP_BYTES.max(line.get())) as u64,
+            });
+        }
+        let mut sections = [Section::default(); 7];
         sections[..5].copy_from_slice(&fixed);
         sections[5] = Section {
+            offset: table_at,
+            len: table_len,
+        };
+        sections[6] = Section {
             offset: heap_at,
             len: size - heap_at,
         };
@@ -479,6 +532,7 @@ impl Layout {
             config: *config,
             line,
             sections,
+            extent,
         })
     }
 
@@ -532,9 +586,61 @@ impl Layout {
         self.sections[4]
     }
 
+    /// The extent table: one owner word per extent of the heap.
+    pub const fn extent_table(&self) -> Section {
+        self.sections[5]
+    }
+
     /// The heap.
     pub const fn heap(&self) -> Section {
-        self.sections[5]
+        self.sections[6]
+    }
+
+    /// Bytes per extent (the last extent of the heap may be shorter).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(64 << 20)).unwrap();
+    /// assert_eq!(layout.extent_bytes(), 64 << 10); // 1024 extents of 64 KiB
+    /// assert_eq!(layout.extents(), layout.heap().len.div_ceil(64 << 10));
+    /// ```
+    pub const fn extent_bytes(&self) -> usize {
+        self.extent
+    }
+
+    /// How many extents the heap is cut into.
+    pub fn extents(&self) -> usize {
+        self.heap().len.div_ceil(self.extent)
+    }
+
+    /// Extent `index` of the heap, or `None` past the last.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// let n = layout.extents();
+    /// let last = layout.extent(n - 1).unwrap();
+    /// assert_eq!(last.end(), layout.heap().end());
+    /// assert_eq!(layout.extent(0).unwrap().offset, layout.heap().offset);
+    /// assert!(layout.extent(n).is_none());
+    /// assert_eq!(layout.extent_of(last.offset), Some(n - 1));
+    /// ```
+    pub fn extent(&self, index: usize) -> Option<Section> {
+        let heap = self.heap();
+        let offset = heap.offset.checked_add(index.checked_mul(self.extent)?)?;
+        (offset < heap.end()).then(|| Section {
+            offset,
+            len: self.extent.min(heap.end() - offset),
+        })
+    }
+
+    /// The extent holding byte `offset` of the region, if it is in the heap.
+    pub fn extent_of(&self, offset: usize) -> Option<usize> {
+        let heap = self.heap();
+        heap.contains(offset, 1)
+            .then(|| (offset - heap.offset) / self.extent)
     }
 
     /// The record of `node` in the node table ([`NODE_RECORD_SLOTS`] slots), or `None`

@@ -57,7 +57,10 @@ pub mod roots;
 
 pub use error::RegionError;
 pub use header::{FORMAT_VERSION, HEADER_LEN, Header, MAGIC};
-pub use layout::{Layout, RegionConfig, RingKind, Section, SectionKind};
+pub use layout::{
+    EXTENT_ENTRY_BYTES, Layout, MIN_EXTENT_LINES, RegionConfig, RingKind, Section, SectionKind,
+    TARGET_EXTENTS,
+};
 pub use roots::{MAX_ROOT_NAME, RootInfo};
 
 use crate::mem::{Backing, Hardware, MemView};

@@ -141,14 +141,14 @@ fn every_open_error_from_crafted_bytes() {
     );
     // Regions written by versions 1 (objects with a 32-byte header) and 2 (ring entries
     // without a scope) are refused.
-    for old in [1, 2] {
+    for old in [1, 2, 3] {
         let r = crafted(|b| put_u32(b, offsets::VERSION, old), false);
         assert!(
             matches!(
                 r,
                 Err(E::UnsupportedVersion {
                     found,
-                    supported: 3
+                    supported: 4
                 }) if found == old
             ),
             "{r:?}"
@@ -159,8 +159,8 @@ fn every_open_error_from_crafted_bytes() {
         matches!(
             r,
             Err(E::Truncated {
-                available: 135,
-                needed: 136
+                available: 151,
+                needed: 152
             })
         ),
         "{r:?}"
@@ -192,12 +192,12 @@ fn every_open_error_from_crafted_bytes() {
         matches!(r, Err(E::InvalidParameter { name: "nodes", .. })),
         "{r:?}"
     );
-    let r = crafted(|b| put_u32(b, offsets::RESERVED, 1), true);
+    let r = crafted(|b| put_u32(b, offsets::EXTENT_LINES, 3), true);
     assert!(
         matches!(
             r,
             Err(E::InvalidParameter {
-                name: "reserved",
+                name: "extent_lines",
                 ..
             })
         ),
@@ -205,7 +205,7 @@ fn every_open_error_from_crafted_bytes() {
     );
     // The heap's stored length runs past the end of the region.
     let r = crafted(
-        |b| put_u64(b, offsets::SECTIONS + 16 * 4 + 8, 1 << 20),
+        |b| put_u64(b, offsets::SECTIONS + 16 * 5 + 8, 1 << 20),
         true,
     );
     assert!(

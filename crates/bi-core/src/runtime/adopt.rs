@@ -34,22 +34,53 @@ pub struct AdoptReport {
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
-    /// Logs the span the quarantined blocks cover in the freed ring (in entries as long as
-    /// an entry allows), as a retirement is logged: every node's pass then invalidates it
-    /// and waits for the readers that were inside before its reclaim point moves past it,
-    /// which is what holds the blocks back from reuse while a reader may still use one.
-    /// Returns when the entries became visible.
-    fn log_quarantine(&mut self, blocks: &[Block]) -> Result<u64, BiError> {
+    /// Logs the spans the quarantined blocks cover in the freed ring (in entries as long
+    /// as an entry allows), as a retirement is logged: every node's pass then invalidates
+    /// them and waits for the readers that were inside before its reclaim point moves
+    /// past them, which is what holds the blocks back from reuse while a reader may still
+    /// use one. A span runs over the structure's own live objects between two blocks
+    /// (`live`, sorted), so they are invalidated everywhere too: a quarantine that
+    /// skipped them let a reader on another node load a line of one from before the dead
+    /// writer reused its memory (the takeover test shows it). It never runs over memory
+    /// the structure does not own. Returns when the entries became visible.
+    fn log_quarantine(
+        &mut self,
+        blocks: &[Block],
+        live: &[(usize, usize)],
+    ) -> Result<u64, BiError> {
         let inner = &self.inner;
-        let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else {
+        if blocks.is_empty() {
             return Ok(inner.clock.refresh());
-        };
-        let (start, end) = (first.offset, last.offset + last.len);
-        let now = inner.clock.now();
-        let piece = MAX_OBJECT_LINES * inner.line;
-        let entries: Vec<LogEntry> = (start..end)
-            .step_by(piece)
-            .map(|at| LogEntry::new(at, (end - at).min(piece) / inner.line, now, self.scope()))
+        }
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut objects = live.iter().peekable();
+        for b in blocks {
+            // Skip over the live objects up to this block; the span reaches it if they
+            // fill the hole between.
+            let mut reach = spans.last().map_or(usize::MAX, |&(_, end)| end);
+            while let Some(&&(at, _)) = objects.peek() {
+                if at >= b.offset {
+                    break;
+                }
+                if at == reach {
+                    reach = at + self.heap.block_len(at).unwrap_or(0);
+                }
+                objects.next();
+            }
+            match spans.last_mut() {
+                Some((_, end)) if reach >= b.offset => *end = b.offset + b.len,
+                _ => spans.push((b.offset, b.offset + b.len)),
+            }
+        }
+        let (now, line, scope) = (inner.clock.now(), inner.line, self.scope());
+        let piece = MAX_OBJECT_LINES * line;
+        let entries: Vec<LogEntry> = spans
+            .iter()
+            .flat_map(|&(start, end)| {
+                (start..end)
+                    .step_by(piece)
+                    .map(move |at| LogEntry::new(at, (end - at).min(piece) / line, now, scope))
+            })
             .collect();
         self.wait(|w| Self::reserve(&w.inner, &mut w.freed, entries.len()))?;
         self.freed.append(&self.inner.view, &entries)?;
@@ -91,8 +122,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// given as its offset and the bytes it occupies, see
     /// [`object_bytes`](Self::object_bytes): what the structure reached from its root)
     /// stay live; the rest of the arena is retired now and given back to the heap
-    /// after a grace period. The heap must be fresh (nothing handed out) and must be
-    /// over the arena the earlier writer used, which held nothing but this structure.
+    /// after a grace period. The heap must be fresh (nothing handed out) and must own
+    /// the memory the earlier writer used, which held nothing but this structure: the
+    /// structure's extents (`bi_alloc::Extents`), or the arena of the node it was
+    /// written on.
     ///
     /// ```
     /// use bi_core::heap::{BumpHeap, Heap};
@@ -128,7 +161,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             }
             return Ok(report);
         }
-        let visible = self.log_quarantine(&quarantined)?;
+        let visible = self.log_quarantine(&quarantined, live)?;
         let inner = &self.inner;
         for block in quarantined {
             // A one-line block goes back tagged with its generation (`give_back`): the

@@ -213,7 +213,7 @@ pub fn run_detailed<P: VertexProgram>(
         .with_log_ring_entries(2)
         .with_root_entries(1);
     let min = base_cfg.min_size()?;
-    let heap = Layout::compute(&base_cfg.with_size(min))?.heap().offset;
+    let mut heap = Layout::compute(&base_cfg.with_size(min))?.heap().offset;
     let stock = config.mode == Mode::Stock;
     let metas = shared::Metas {
         values: scatters || config.mode == Mode::BiPeriodic,
@@ -226,15 +226,27 @@ pub fn run_detailed<P: VertexProgram>(
         .channel_capacity
         .min(1 << budget.max(16).ilog2())
         .max(16.min(options.channel_capacity));
-    let layout =
-        SharedLayout::new::<P::Data, P::Gather>(heap, line, &plans, metas, stock, capacity)?;
-    let size = layout.end.max(min).next_multiple_of(line.get());
+    // The heap starts after the extent table, which grows with the region: lay the
+    // arrays out again until the heap stays where they were laid out from (it only moves
+    // up, and by less each time).
+    let mut tries = 0;
+    let (layout, size) = loop {
+        let layout =
+            SharedLayout::new::<P::Data, P::Gather>(heap, line, &plans, metas, stock, capacity)?;
+        let size = layout.end.max(min).next_multiple_of(line.get());
+        let at = Layout::compute(&base_cfg.with_size(size))?.heap().offset;
+        if at == heap {
+            break (layout, size);
+        }
+        tries += 1;
+        if tries == 8 {
+            return Err(GraphError::InvalidArgument {
+                reason: "the region's heap offset does not settle".into(),
+            });
+        }
+        heap = at;
+    };
     let region = Region::anonymous(base_cfg.with_size(size))?;
-    if region.layout().heap().offset != heap {
-        return Err(GraphError::InvalidArgument {
-            reason: "region layout moved with its size".into(),
-        });
-    }
     let sync = sync_plans(&layout, &plans);
 
     let counters = Arc::new(LineCounters::default());
