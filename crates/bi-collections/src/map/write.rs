@@ -280,7 +280,10 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             }
             partitions.push(part);
         }
-        writer.adopt(&mut live)?;
+        let slots: Vec<usize> = (0..map.partitions())
+            .map(|p| map.partition_slot(p))
+            .collect();
+        writer.adopt(&mut live, &slots)?;
         let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
         Ok(MapWriteHandle {
             map,

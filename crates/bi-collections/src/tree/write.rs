@@ -156,7 +156,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             }
             todo.extend([n.left(), n.right()]);
         }
-        writer.adopt(&mut live)?;
+        writer.adopt(&mut live, &[tree.slot()])?;
         let handle = TreeWriteHandle {
             store: WriterStore {
                 writer,

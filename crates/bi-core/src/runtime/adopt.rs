@@ -16,7 +16,7 @@
 
 use super::fault::Fault;
 use super::object::{Generation, MAX_OBJECT_LINES, Shape, Stamp};
-use super::ring::LogEntry;
+use super::ring::{LogEntry, RingWriter};
 use super::writer::Retired;
 use super::{BiError, Writer};
 use crate::heap::{Block, Heap, HeapError};
@@ -34,47 +34,32 @@ pub struct AdoptReport {
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
-    /// Logs the spans the quarantined blocks cover in the freed ring (in entries as long
-    /// as an entry allows), as a retirement is logged: every node's pass then invalidates
-    /// them and waits for the readers that were inside before its reclaim point moves
-    /// past them, which is what holds the blocks back from reuse while a reader may still
-    /// use one. A span runs over the structure's own live objects between two blocks
-    /// (`live`, sorted), so they are invalidated everywhere too: a quarantine that
-    /// skipped them let a reader on another node load a line of one from before the dead
-    /// writer reused its memory (the takeover test shows it). It never runs over memory
-    /// the structure does not own. Returns when the entries became visible.
-    fn log_quarantine(
-        &mut self,
-        blocks: &[Block],
-        live: &[(usize, usize)],
-    ) -> Result<u64, BiError> {
-        let inner = &self.inner;
-        if blocks.is_empty() {
-            return Ok(inner.clock.refresh());
-        }
+    /// The runs of memory the adopted structure owns: its live objects and the
+    /// quarantined blocks, adjacent ones merged (the heap hands out nothing else, so
+    /// these are its owned ranges that hold anything).
+    fn owned_spans(&self, blocks: &[Block], live: &[(usize, usize)]) -> Vec<(usize, usize)> {
+        let mut all: Vec<(usize, usize)> = blocks.iter().map(|b| (b.offset, b.len)).collect();
+        all.extend(
+            live.iter()
+                .map(|&(at, _)| (at, self.heap.block_len(at).unwrap_or(0))),
+        );
+        all.sort_unstable();
         let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut objects = live.iter().peekable();
-        for b in blocks {
-            // Skip over the live objects up to this block; the span reaches it if they
-            // fill the hole between.
-            let mut reach = spans.last().map_or(usize::MAX, |&(_, end)| end);
-            while let Some(&&(at, _)) = objects.peek() {
-                if at >= b.offset {
-                    break;
-                }
-                if at == reach {
-                    reach = at + self.heap.block_len(at).unwrap_or(0);
-                }
-                objects.next();
-            }
+        for (at, len) in all {
             match spans.last_mut() {
-                Some((_, end)) if reach >= b.offset => *end = b.offset + b.len,
-                _ => spans.push((b.offset, b.offset + b.len)),
+                Some((_, end)) if *end == at => *end += len,
+                _ => spans.push((at, at + len)),
             }
         }
+        spans
+    }
+
+    /// Log entries covering `spans` (in pieces as long as an entry allows) and `slots`.
+    fn entries(&self, spans: &[(usize, usize)], slots: &[usize]) -> Vec<LogEntry> {
+        let inner = &self.inner;
         let (now, line, scope) = (inner.clock.now(), inner.line, self.scope());
         let piece = MAX_OBJECT_LINES * line;
-        let entries: Vec<LogEntry> = spans
+        let mut entries: Vec<LogEntry> = spans
             .iter()
             .flat_map(|&(start, end)| {
                 (start..end)
@@ -82,10 +67,28 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                     .map(move |at| LogEntry::new(at, (end - at).min(piece) / line, now, scope))
             })
             .collect();
-        self.wait(|w| Self::reserve(&w.inner, &mut w.freed, entries.len()))?;
-        self.freed.append(&self.inner.view, &entries)?;
-        let visible = self.inner.clock.refresh();
-        self.freed.visible(entries.len(), visible);
+        entries.extend(
+            slots
+                .iter()
+                .map(|&slot| LogEntry::new(inner.line_floor(slot), 1, now, scope)),
+        );
+        entries
+    }
+
+    /// Logs `entries` in the freed ring (`freed`) or the modified ring, waiting for room;
+    /// returns when they became visible.
+    fn log(&mut self, entries: &[LogEntry], freed: bool) -> Result<u64, BiError> {
+        fn ring<V: MemView, H: Heap>(w: &mut Writer<V, H>, freed: bool) -> &mut RingWriter {
+            if freed { &mut w.freed } else { &mut w.modified }
+        }
+        self.wait(|w| {
+            let inner = w.inner.clone();
+            Self::reserve(&inner, ring(w, freed), entries.len())
+        })?;
+        let inner = self.inner.clone();
+        ring(self, freed).append(&inner.view, entries)?;
+        let visible = inner.clock.refresh();
+        ring(self, freed).visible(entries.len(), visible);
         Ok(visible)
     }
 
@@ -122,10 +125,22 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// given as its offset and the bytes it occupies, see
     /// [`object_bytes`](Self::object_bytes): what the structure reached from its root)
     /// stay live; the rest of the arena is retired now and given back to the heap
-    /// after a grace period. The heap must be fresh (nothing handed out) and must own
-    /// the memory the earlier writer used, which held nothing but this structure: the
-    /// structure's extents (`bi_alloc::Extents`), or the arena of the node it was
-    /// written on.
+    /// after a grace period. `slots` are the structure's root slots. The heap must be
+    /// fresh (nothing handed out) and must own the memory the earlier writer used, which
+    /// held nothing but this structure: the structure's extents (`bi_alloc::Extents`),
+    /// or the arena of the node it was written on.
+    ///
+    /// Two things are logged, so that every node's pass acts on them:
+    /// - **in the freed ring**, the memory the structure owns (what it reached and the
+    ///   rest), as a retirement is: passes invalidate it and wait for the readers that
+    ///   were inside before the rest can be reused. Logging the live objects too matters
+    ///   twice over: a quarantine that skipped them let a reader on another node load a
+    ///   line of one from before the dead writer reused its memory, and the dead writer
+    ///   may have written back a line it rewrote in place (a map's bucket) and died
+    ///   before the log entry that announces it;
+    /// - **in the modified ring**, the root slots, for the same reason: a slot the dead
+    ///   writer stored and wrote back, dying before its log entry, would otherwise stay
+    ///   old in other nodes' caches until the next publication.
     ///
     /// ```
     /// use bi_core::heap::{BumpHeap, Heap};
@@ -141,9 +156,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// // The next writer's heap knows nothing yet: BumpHeap cannot adopt (bi-alloc's
     /// // NodeHeap can), so this shows the error path.
     /// let mut again = s.writer(0);
-    /// assert!(again.adopt(&mut [(at, 8)]).is_err());
+    /// assert!(again.adopt(&mut [(at, 8)], &[s.slot(0)]).is_err());
     /// ```
-    pub fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<AdoptReport, BiError> {
+    pub fn adopt(
+        &mut self,
+        live: &mut [(usize, usize)],
+        slots: &[usize],
+    ) -> Result<AdoptReport, BiError> {
         let quarantined = self.heap.adopt(live).map_err(|e| match e {
             HeapError::ForeignBlock { .. } => BiError::BadConfig {
                 reason: "the structure lies outside this writer's arena: it is adopted by a \
@@ -155,13 +174,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             live_blocks: live.len(),
             ..AdoptReport::default()
         };
+        let spans = self.owned_spans(&quarantined, live);
+        if !self.inner.config.faults.has(Fault::AdoptAnnounce) {
+            self.log(&self.entries(&[], slots), false)?;
+        }
         if self.inner.config.faults.has(Fault::AdoptQuarantine) {
             for block in quarantined {
                 self.heap.free(block)?;
             }
             return Ok(report);
         }
-        let visible = self.log_quarantine(&quarantined, live)?;
+        let visible = self.log(&self.entries(&spans, &[]), true)?;
         let inner = &self.inner;
         for block in quarantined {
             // A one-line block goes back tagged with its generation (`give_back`): the

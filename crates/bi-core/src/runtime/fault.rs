@@ -24,6 +24,10 @@ pub enum Fault {
     /// once instead of keeping it until a grace period has passed
     /// ([`Writer::adopt`](super::Writer::adopt)).
     AdoptQuarantine,
+    /// A writer that adopts a structure does not announce its root slots in the modified
+    /// ring, so nodes keep a root the dead writer wrote back without logging it
+    /// ([`Writer::adopt`](super::Writer::adopt)).
+    AdoptAnnounce,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature
