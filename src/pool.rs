@@ -1,7 +1,8 @@
 //! A pool: one call to map a region and run this process as one of its nodes.
 //!
 //! [`Pool::open`] opens the region file (or creates it, if there is none: an existing
-//! region is never truncated), claims a node of it for this process (the first node no
+//! region is never truncated; on a DAX or CXL character device, or a block device, the
+//! region takes the device's size and is made only if the device holds none), claims a node of it for this process (the first node no
 //! live process runs, or the one [`PoolConfig::node`] names), starts the node's
 //! background quiescence pass, and stops it when the pool is dropped. Structures are then
 //! found by name and type: [`Pool::map_writer`] / [`Pool::map_reader`] and the same for

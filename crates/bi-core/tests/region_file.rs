@@ -245,3 +245,45 @@ fn processes_opening_or_creating_one_file_at_once_all_get_the_region() {
         }
     }
 }
+
+/// A region on a block device: made as large as the device (not the configured size),
+/// found again by `open`, and never remade over. Needs root and a free loop device, so it
+/// is run by hand: `cargo test -p bi-core --test region_file -- --ignored`.
+#[test]
+#[ignore = "needs root and losetup"]
+fn a_region_on_a_loop_device_takes_the_device_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output()
+        .expect("losetup runs");
+    assert!(out.status.success(), "losetup: {out:?}");
+    let device = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let result = std::panic::catch_unwind(|| {
+        let config = RegionConfig::new(1 << 20).with_nodes(2);
+        let made = Region::open_or_create(&device, config).unwrap();
+        assert_eq!(
+            made.layout().size(),
+            8 << 20,
+            "the device's size, not the config's"
+        );
+        drop(made);
+        let opened = Region::open(&device).unwrap();
+        assert_eq!(opened.layout().size(), 8 << 20);
+        assert!(matches!(
+            Region::create(&device, config),
+            Err(RegionError::AlreadyExists { .. })
+        ));
+    });
+    let _ = std::process::Command::new("losetup")
+        .arg("-d")
+        .arg(&device)
+        .status();
+    result.unwrap();
+}

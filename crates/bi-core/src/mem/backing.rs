@@ -63,7 +63,7 @@ impl Backing {
     }
 
     /// Maps `size` bytes of `file` shared (changes reach the file and every other process
-    /// that maps it). The file must already be at least `size` bytes long.
+    /// that maps it). The file (or device) must already hold at least `size` bytes.
     pub fn map_file(file: &File, size: usize) -> std::io::Result<Backing> {
         check_size(size).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // loom's atomics are model objects, not the machine's words: a mapping cannot be
@@ -74,7 +74,9 @@ impl Backing {
                 "file-backed memory is not available in loom builds",
             ));
         }
-        let file_len = file.metadata()?.len();
+        let file_len = match crate::region::device::extent_of(file)? {
+            crate::region::device::Extent::File(n) | crate::region::device::Extent::Device(n) => n,
+        };
         if file_len < size as u64 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,

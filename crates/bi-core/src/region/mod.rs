@@ -50,6 +50,7 @@
 //! assert_eq!(region.load(&view, found).unwrap(), 42);
 //! ```
 
+pub(crate) mod device;
 mod error;
 pub mod header;
 pub mod layout;
@@ -68,6 +69,7 @@ use crate::ptr::ShPtr;
 use bytemuck::Pod;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -136,7 +138,9 @@ impl Region {
     /// Opens the region at `path`, or creates it with `config` if there is no file there
     /// (if another process creates it at the same moment, opens that one, waiting up to
     /// 200 ms for its header to be whole; a file whose header is still wrong after that
-    /// is the typed error it is, and is left untouched).
+    /// is the typed error it is, and is left untouched). A device (a DAX or CXL character
+    /// device, a block device) that holds no region yet (its first bytes are not a
+    /// region's magic) is made one, as large as the device.
     ///
     /// ```
     /// use bi_core::region::{Region, RegionConfig};
@@ -153,7 +157,13 @@ impl Region {
         config: RegionConfig,
     ) -> Result<Region, RegionError> {
         let path = path.as_ref();
+        let on_device = std::fs::metadata(path)
+            .map(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
+            .unwrap_or(false);
         match Region::open(path) {
+            Err(RegionError::BadMagic { .. }) if on_device => {
+                Region::create_on_device(path, config, false)
+            }
             Err(RegionError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {
@@ -189,7 +199,6 @@ impl Region {
         config: RegionConfig,
         replace: bool,
     ) -> Result<Region, RegionError> {
-        let layout = Layout::compute(&config)?;
         let io = |op| {
             move |source| RegionError::Io {
                 path: path.to_owned(),
@@ -197,6 +206,13 @@ impl Region {
                 source,
             }
         };
+        if let Ok(meta) = std::fs::metadata(path) {
+            let kind = meta.file_type();
+            if kind.is_char_device() || kind.is_block_device() {
+                return Region::create_on_device(path, config, replace);
+            }
+        }
+        let layout = Layout::compute(&config)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -212,6 +228,47 @@ impl Region {
             })?;
         file.set_len(layout.size() as u64)
             .map_err(io("set the length of"))?;
+        let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
+        backing.store_bytes(0, &Header::new(layout).encode())?;
+        let region = Region::assemble(backing, layout, Some(path.to_owned()));
+        let view = region.hardware();
+        view.writeback(0, layout.header().len)?;
+        view.fence();
+        Ok(region)
+    }
+
+    /// Makes a region on the device at `path` (a DAX or CXL character device, or a block
+    /// device), as large as the device (whole lines); `config`'s size is ignored. A
+    /// device that already holds a valid region is left alone
+    /// ([`RegionError::AlreadyExists`]) unless `replace`.
+    fn create_on_device(
+        path: &Path,
+        config: RegionConfig,
+        replace: bool,
+    ) -> Result<Region, RegionError> {
+        let io = |op| {
+            move |source| RegionError::Io {
+                path: path.to_owned(),
+                op,
+                source,
+            }
+        };
+        if !replace && Region::open(path).is_ok() {
+            return Err(RegionError::AlreadyExists {
+                path: path.to_owned(),
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io("open"))?;
+        let size = match device::extent_of(&file).map_err(io("inspect"))? {
+            device::Extent::Device(n) | device::Extent::File(n) => n,
+        };
+        let line = config.line_size().max(1);
+        let size = usize::try_from(size - size % line).unwrap_or(usize::MAX);
+        let layout = Layout::compute(&config.with_size(size))?;
         let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
         backing.store_bytes(0, &Header::new(layout).encode())?;
         let region = Region::assemble(backing, layout, Some(path.to_owned()));
@@ -240,7 +297,9 @@ impl Region {
             .write(true)
             .open(path)
             .map_err(io("open"))?;
-        let file_len = file.metadata().map_err(io("inspect"))?.len();
+        let file_len = match device::extent_of(&file).map_err(io("inspect"))? {
+            device::Extent::File(n) | device::Extent::Device(n) => n,
+        };
         let mut prefix = Vec::with_capacity(HEADER_LEN);
         (&mut file)
             .take(HEADER_LEN as u64)
