@@ -52,6 +52,10 @@ pub struct PoolConfig {
     pub region: RegionConfig,
     /// The node to run; `None` claims the first node no live process runs.
     pub node: Option<usize>,
+    /// Join this node, which another process of this host runs, as a reader only,
+    /// instead of running a node ([`bi_core::runtime::share`]): the runner's pass covers
+    /// this process's readers. Overrides `node`.
+    pub join: Option<usize>,
     /// The runtime's parameters (leases, skew bound).
     pub runtime: RuntimeConfig,
     /// How often the background pass runs.
@@ -69,6 +73,7 @@ impl Default for PoolConfig {
                 .with_readers_per_node(512)
                 .with_log_ring_entries(1 << 14),
             node: None,
+            join: None,
             runtime: RuntimeConfig::default(),
             pass_period: DEFAULT_PASS_PERIOD,
         }
@@ -159,7 +164,8 @@ impl From<CollectionError> for PoolError {
 /// background pass; dropping it stops the pass and gives the node up.
 pub struct Pool {
     // Dropped in this order: the pass stops before the runtime gives the node up.
-    background: Background,
+    // (None for a process that joined its node: the runner passes.)
+    background: Option<Background>,
     rt: NodeRuntime<Hardware>,
     region: Region,
 }
@@ -169,7 +175,8 @@ impl fmt::Debug for Pool {
         f.debug_struct("Pool")
             .field("path", &self.region.path())
             .field("node", &self.rt.node())
-            .field("passes", &self.background.passes())
+            .field("passes", &self.passes().0)
+            .field("joined", &self.rt.is_joined())
             .finish_non_exhaustive()
     }
 }
@@ -185,10 +192,41 @@ impl Pool {
     ///
     /// Errors: [`PoolError::Region`] for a file that is not a valid region (nothing is
     /// written to it), [`PoolError::NoFreeNode`] when every node is run by a live process,
-    /// [`PoolError::Runtime`] with [`BiError::NodeTaken`] when `config.node` is.
+    /// [`PoolError::Runtime`] with [`BiError::NodeTaken`] when `config.node` is, or
+    /// [`BiError::NodeNotRunning`] / [`BiError::NodeOnAnotherHost`] when the node
+    /// `config.join` names cannot be joined.
+    ///
+    /// Joining: a second process of a host that already runs a node reads through it
+    /// (it writes nothing, runs no pass):
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("orders.bi");
+    /// let runner = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let mut orders = runner.map_writer::<u64, u64>("orders").unwrap();
+    /// orders.insert(7, 70).unwrap();
+    ///
+    /// // Another process of this host (here: the same one) joins the runner's node.
+    /// let joined = Pool::open(&path, PoolConfig { join: Some(runner.node()), ..PoolConfig::default() })
+    ///     .unwrap();
+    /// assert_eq!(joined.node(), runner.node());
+    /// assert_eq!(joined.map_reader::<u64, u64>("orders").unwrap().get(&7).unwrap(), Some(70));
+    /// assert!(joined.map_writer::<u64, u64>("orders").is_err()); // reads only
+    /// ```
     pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, PoolError> {
         let region = Region::open_or_create(path, config.region)?;
         let layout = *region.layout();
+        if let Some(n) = config.join {
+            let clock = Arc::new(TickClock::new());
+            let rt = NodeRuntime::join(region.hardware(), layout, n, config.runtime, clock)?;
+            return Ok(Pool {
+                background: None,
+                rt,
+                region,
+            });
+        }
         let nodes = layout.config().nodes() as usize;
         let candidates: Vec<usize> = match config.node {
             Some(n) => vec![n],
@@ -210,7 +248,7 @@ impl Pool {
                 }
                 continue;
             }
-            let background = rt.start_background(config.pass_period);
+            let background = Some(rt.start_background(config.pass_period));
             return Ok(Pool {
                 background,
                 rt,
@@ -238,7 +276,10 @@ impl Pool {
     /// Background passes run so far, and whether the pass stopped because another process
     /// took this node over.
     pub fn passes(&self) -> (u64, bool) {
-        (self.background.passes(), self.background.node_taken())
+        match &self.background {
+            Some(b) => (b.passes(), b.node_taken()),
+            None => (0, false),
+        }
     }
 
     /// The node's writer, over a heap of the extents of the structure at `slot`.
@@ -246,6 +287,10 @@ impl Pool {
         &self,
         slot: usize,
     ) -> Result<bi_core::runtime::Writer<Hardware, NodeHeap>, PoolError> {
+        if self.rt.is_joined() {
+            let node = self.rt.node();
+            return Err(BiError::NotRunner { node }.into());
+        }
         let extents = Extents::new(self.rt.clone(), slot as u64).map_err(AllocError::Heap)?;
         let heap = extents.heap().map_err(AllocError::Heap)?;
         match self.rt.writer(heap) {

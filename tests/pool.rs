@@ -173,3 +173,50 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
     ));
     assert_eq!(std::fs::read(&junk).unwrap(), b"not a region");
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.bi");
+    let writer_pool = Pool::open(&path, small()).unwrap();
+    let mut w = writer_pool.map_writer::<u64, u64>("m").unwrap();
+    w.insert(1, 10).unwrap();
+    let runner = Pool::open(&path, small()).unwrap();
+    let join = |node| {
+        let mut c = small();
+        c.join = Some(node);
+        Pool::open(&path, c)
+    };
+    // A node nobody runs cannot be joined.
+    assert!(matches!(
+        join(3),
+        Err(PoolError::Runtime(BiError::NodeNotRunning { node: 3 }))
+    ));
+    let joined = join(runner.node()).unwrap();
+    assert_eq!(joined.node(), runner.node());
+    let reader = joined.map_reader::<u64, u64>("m").unwrap();
+    assert_eq!(reader.get(&1).unwrap(), Some(10));
+    w.insert(2, 20).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while reader.get(&2).unwrap() != Some(20) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the joined reader never saw key 2"
+        );
+        std::thread::yield_now();
+    }
+    // It reads only, and makes nothing.
+    assert!(matches!(
+        joined.map_writer::<u64, u64>("m"),
+        Err(PoolError::Runtime(BiError::NotRunner { .. }))
+    ));
+    assert!(matches!(
+        joined.tree_reader::<u64, u64>("absent"),
+        Err(PoolError::Collection(CollectionError::NotFound { .. }))
+    ));
+    // Its end leaves the runner running its node.
+    drop(reader);
+    drop(joined);
+    assert!(runner.runtime().holds_claim().unwrap());
+}

@@ -20,6 +20,12 @@ pub enum CollectionError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// No structure of that name exists, and this process cannot make one: it joined a
+    /// node another process of its host runs, and reads only.
+    NotFound {
+        /// The name asked for.
+        name: String,
+    },
     /// Delegation failed: a bad layout or range, a client index out of range, a corrupt
     /// record or acknowledgement, or a client that timed out waiting for its server.
     Delegation(DelegationError),
@@ -32,6 +38,11 @@ impl fmt::Display for CollectionError {
             CollectionError::Channel(e) => write!(f, "delegation channel: {e}"),
             CollectionError::Corrupt { reason } => write!(f, "corrupt structure: {reason}"),
             CollectionError::Delegation(e) => write!(f, "delegation: {e}"),
+            CollectionError::NotFound { name } => write!(
+                f,
+                "no structure named {name:?} yet (a process that joined a node opens only \
+                 what exists)"
+            ),
         }
     }
 }
@@ -41,7 +52,7 @@ impl std::error::Error for CollectionError {
         match self {
             CollectionError::Runtime(e) => Some(e),
             CollectionError::Channel(e) => Some(e),
-            CollectionError::Corrupt { .. } => None,
+            CollectionError::Corrupt { .. } | CollectionError::NotFound { .. } => None,
             CollectionError::Delegation(e) => Some(e),
         }
     }

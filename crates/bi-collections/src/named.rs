@@ -49,13 +49,23 @@ pub fn fingerprint<K, V>(kind: &str) -> u64 {
     h.max(1)
 }
 
-/// The slot of the structure named `name` with fingerprint `types`, made if missing.
+/// The slot of the structure named `name` with fingerprint `types`, made if missing
+/// (found only, by a process that joined its node: it takes no pool lock).
 pub(crate) fn open_slot<M: MemView>(
     region: &Region,
     rt: &NodeRuntime<M>,
     name: &str,
     types: u64,
 ) -> Result<usize, CollectionError> {
+    if rt.is_joined() {
+        return match region.structure(rt.view(), name, types, false) {
+            Ok(Some((slot, _))) => Ok(slot),
+            Ok(None) => Err(CollectionError::NotFound {
+                name: name.to_owned(),
+            }),
+            Err(e) => Err(CollectionError::Runtime(e.into())),
+        };
+    }
     let guard = rt.lock(LOCK_WAIT)?;
     guard.check()?;
     match region.structure(rt.view(), name, types, true) {

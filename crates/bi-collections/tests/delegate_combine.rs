@@ -120,6 +120,9 @@ impl MemView for Dying {
     fn fence(&self) {
         self.inner.fence()
     }
+    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
+        self.inner.compare_exchange_u64(offset, current, new)
+    }
 }
 
 #[test]

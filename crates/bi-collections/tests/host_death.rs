@@ -193,6 +193,10 @@ impl MemView for Mortal {
         self.op(OpKind::NoteReuse)?;
         self.node.note_reuse(offset, len)
     }
+    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
+        self.op(OpKind::Store)?;
+        self.node.compare_exchange_u64(offset, current, new)
+    }
     // The word-sized and validated reads, `load_from_memory` and `store_to_memory` keep
     // the trait's defaults, made of the operations above (as `EmulatedNode`'s are).
 }

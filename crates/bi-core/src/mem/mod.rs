@@ -41,7 +41,7 @@ pub use emulated::*;
 pub use hardware::Hardware;
 
 use crate::line::LineSize;
-use crate::primitive::sync::atomic::AtomicU64;
+use crate::primitive::sync::atomic::{AtomicU64, Ordering};
 use bytemuck::Pod;
 use std::fmt;
 
@@ -69,6 +69,12 @@ pub enum MemError {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// The view cannot do what was asked (an atomic exchange on a view that has no
+    /// direct access to the word, say).
+    Unsupported {
+        /// What.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for MemError {
@@ -90,6 +96,7 @@ impl fmt::Display for MemError {
                     "cannot provide {requested} bytes of shared memory: {reason}"
                 )
             }
+            MemError::Unsupported { what } => write!(f, "this memory view cannot {what}"),
         }
     }
 }
@@ -264,6 +271,30 @@ pub trait MemView: Clone + Send + Sync {
     fn direct_word(&self, offset: usize) -> Option<&AtomicU64> {
         let _ = offset;
         None
+    }
+
+    /// Replaces the 8-byte word at the aligned `offset` with `new` if it holds `current`,
+    /// atomically **among the threads and processes of this node** (one host, coherent
+    /// with itself), and returns the word it found. Nothing makes it atomic with respect
+    /// to other nodes: it is for records only one node's processes use (its reader
+    /// records). The default goes through [`direct_word`](Self::direct_word) (a
+    /// processor compare-and-exchange on [`Hardware`]); the emulator does it under its
+    /// node cache's lock; a view with neither says [`MemError::Unsupported`].
+    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
+        check_range(offset, 8, self.size())?;
+        if !offset.is_multiple_of(8) {
+            return Err(MemError::Misaligned { offset });
+        }
+        match self.direct_word(offset) {
+            Some(w) => Ok(
+                match w.compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(v) | Err(v) => v,
+                },
+            ),
+            None => Err(MemError::Unsupported {
+                what: "exchange a word atomically",
+            }),
+        }
     }
 
     /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap

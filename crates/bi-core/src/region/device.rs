@@ -69,6 +69,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri runs isolated from the file system")]
     fn sizes_come_from_sysfs_by_device_number() {
         let dir = tempfile::tempdir().unwrap();
         // Device 251:3 (encoded as the kernel does) publishes 1 GiB; 251:4 publishes junk.

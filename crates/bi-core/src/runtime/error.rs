@@ -65,6 +65,24 @@ pub enum BiError {
         /// The node.
         node: usize,
     },
+    /// This process joined the node another process of its host runs
+    /// ([`share`](super::share)): it reads only (no writer, no pass, no pool lock).
+    NotRunner {
+        /// The node.
+        node: usize,
+    },
+    /// No live process runs the node this process asked to join.
+    NodeNotRunning {
+        /// The node.
+        node: usize,
+    },
+    /// The process running the node this process asked to join is on another host
+    /// (or this host cannot tell which it is): only processes that share a cache can be
+    /// one node.
+    NodeOnAnotherHost {
+        /// The node.
+        node: usize,
+    },
     /// The structure's writer is alive (in another process, or a role this process still
     /// holds): a structure has one writer. Delegate writes to it, or wait for its lease.
     WriterAlive {
@@ -137,6 +155,20 @@ impl fmt::Display for BiError {
             BiError::NodeTaken { node } => write!(
                 f,
                 "node {node} is run by another live process (its claim in the region is not ours)"
+            ),
+            BiError::NotRunner { node } => write!(
+                f,
+                "this process joined node {node}, which another process runs: it can only read"
+            ),
+            BiError::NodeNotRunning { node } => {
+                write!(
+                    f,
+                    "no live process runs node {node}, so it cannot be joined"
+                )
+            }
+            BiError::NodeOnAnotherHost { node } => write!(
+                f,
+                "node {node} is run by a process of another host: only processes of one host can share a node"
             ),
             BiError::WriterAlive { node } => {
                 write!(f, "the structure already has a live writer on node {node}")

@@ -28,6 +28,9 @@ pub enum Fault {
     /// ring, so nodes keep a root the dead writer wrote back without logging it
     /// ([`Writer::adopt`](super::Writer::adopt)).
     AdoptAnnounce,
+    /// A node's pass ignores the flag a joined process raises, and skips what writers
+    /// logged for structures only that process reads ([`share`](super::share)).
+    JoinedScopes,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

@@ -199,6 +199,7 @@ mod reader;
 pub mod ring;
 pub mod role;
 pub mod scope;
+pub mod share;
 pub mod slots;
 pub mod testing;
 pub mod walk;
@@ -255,7 +256,10 @@ pub(crate) struct NodeInner<V: MemView> {
     pub(crate) fence_on_enter: bool,
     pub(crate) membarrier: bool,
     pub(crate) ordering: ReaderOrdering,
-    readers: Mutex<Vec<bool>>,
+    /// What this runtime writes in the holder word of the reader records it takes.
+    reader_holder: u64,
+    /// This process joined the node another process of its host runs ([`share`]).
+    pub(crate) joined: bool,
     /// Readers registered now: a pass with none to order against skips `membarrier`.
     pub(crate) registered: AtomicUsize,
     writer_taken: AtomicUsize,
@@ -268,8 +272,10 @@ pub(crate) struct NodeInner<V: MemView> {
 impl<V: MemView> Drop for NodeInner<V> {
     fn drop(&mut self) {
         // Best effort: a runtime that cannot write its record any more leaves its claim
-        // to expire with its lease.
-        let _ = claim::release(self);
+        // to expire with its lease. A joined process holds no claim.
+        if !self.joined {
+            let _ = claim::release(self);
+        }
     }
 }
 
@@ -302,12 +308,17 @@ impl<V: MemView> NodeInner<V> {
     }
 
     pub(crate) fn release_reader(&self, index: usize) {
-        let mut r = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(slot) = r.get_mut(index)
-            && *slot
-        {
-            *slot = false;
-            self.registered.fetch_sub(1, Ordering::SeqCst);
+        self.registered.fetch_sub(1, Ordering::SeqCst);
+        // Best effort: a record that cannot be given back is taken over once this
+        // process is gone.
+        let _ = share::release_reader_record(self, index, self.reader_holder);
+    }
+
+    /// Refuses what only the process running the node may do.
+    pub(crate) fn check_runner(&self) -> Result<(), BiError> {
+        match self.joined {
+            true => Err(BiError::NotRunner { node: self.node }),
+            false => Ok(()),
         }
     }
 
@@ -394,6 +405,24 @@ impl NodeRuntime<EmulatedNode> {
             clock,
         )
     }
+
+    /// [`join`](NodeRuntime::join) for an emulated node: another process of the host
+    /// `node` stands for (its cache is the one `node` models).
+    pub fn emulated_join(
+        node: EmulatedNode,
+        layout: Layout,
+        config: RuntimeConfig,
+    ) -> Result<Self, BiError> {
+        let id = node.id();
+        let clock = Arc::new(EmulatedClock::new(node.clone()));
+        NodeRuntime::join(
+            node,
+            layout,
+            id,
+            config.reader_ordering(ReaderOrdering::Emulated),
+            clock,
+        )
+    }
 }
 
 impl<V: MemView> NodeRuntime<V> {
@@ -407,6 +436,49 @@ impl<V: MemView> NodeRuntime<V> {
         node: usize,
         config: RuntimeConfig,
         clock: Arc<dyn Clock>,
+    ) -> Result<Self, BiError> {
+        NodeRuntime::start(view, layout, node, config, clock, false)
+    }
+
+    /// Joins node `node`, which another process of this host runs, as a reader only
+    /// ([`share`]): its readers are seen by the runner's pass, and it has no writer, no
+    /// pass and no pool lock of its own ([`BiError::NotRunner`]).
+    ///
+    /// Errors: [`BiError::NodeNotRunning`] when no live process runs the node,
+    /// [`BiError::NodeOnAnotherHost`] when its runner is on another host, and those of
+    /// [`new`](Self::new).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
+    ///
+    /// let s = Setup::new(2, 3);
+    /// s.quiesce_all().unwrap(); // node 1 runs: its heartbeat is fresh
+    /// // A second process of node 1's host (here: another runtime over the same node).
+    /// let layout = *s.region.layout();
+    /// let joined = NodeRuntime::emulated_join(s.emu.node(1), layout, RuntimeConfig::default())
+    ///     .unwrap();
+    /// let reader = joined.reader().unwrap(); // node 1's pass sees it
+    /// assert_ne!(reader.index(), s.nodes[1].reader().unwrap().index());
+    /// assert!(matches!(joined.quiesce(), Err(BiError::NotRunner { node: 1 })));
+    /// ```
+    pub fn join(
+        view: V,
+        layout: Layout,
+        node: usize,
+        config: RuntimeConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, BiError> {
+        NodeRuntime::start(view, layout, node, config, clock, true)
+    }
+
+    fn start(
+        view: V,
+        layout: Layout,
+        node: usize,
+        config: RuntimeConfig,
+        clock: Arc<dyn Clock>,
+        join: bool,
     ) -> Result<Self, BiError> {
         config.validate()?;
         let line = layout.line_size();
@@ -422,16 +494,35 @@ impl<V: MemView> NodeRuntime<V> {
         }
         let rec = layout.node_record(node).ok_or(BiError::BadNode { node })?;
         let nodes = layout.config().nodes() as usize;
-        let per_node = layout.config().readers_per_node() as usize;
         let ordering = match config.ordering {
+            // The runner's barrier reaches no other process: a joined one fences.
+            ReaderOrdering::Membarrier if join => ReaderOrdering::Fence,
             ReaderOrdering::Membarrier if membarrier::register() => ReaderOrdering::Membarrier,
             ReaderOrdering::Membarrier => ReaderOrdering::Fence,
             o => o,
         };
         let token = claim::new_token();
-        let prev = claim::claim(&view, rec.offset, node, token, || clock.refresh(), &config)?;
+        let share_at = rec.offset + share::SHARE_SLOT * layout.slot_size();
+        let prev = if join {
+            share::join(
+                &view,
+                rec.offset,
+                share_at,
+                node,
+                || clock.refresh(),
+                &config,
+            )?
+        } else {
+            let prev = claim::claim(&view, rec.offset, node, token, || clock.refresh(), &config)?;
+            let mut shared: share::ShareRecord = view.load_from_memory(share_at)?;
+            shared.host = share::host_id();
+            view.store_to_memory(share_at, &shared)?;
+            prev
+        };
         let inner = NodeInner {
-            token,
+            token: if join { 0 } else { token },
+            reader_holder: share::holder(token),
+            joined: join,
             line: line.get(),
             layout,
             node,
@@ -440,7 +531,6 @@ impl<V: MemView> NodeRuntime<V> {
             membarrier: ordering == ReaderOrdering::Membarrier,
             ordering,
             clock,
-            readers: Mutex::new(vec![false; per_node]),
             registered: AtomicUsize::new(0),
             writer_taken: AtomicUsize::new(0),
             scopes: scope::ScopeSet::new(),
@@ -449,9 +539,13 @@ impl<V: MemView> NodeRuntime<V> {
             config,
             view,
         };
-        Ok(NodeRuntime {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        if join {
+            // After the joined flag (`share::join`): what passes skipped before it.
+            pass::invalidate_everything(&inner)?;
+            inner.view.fence();
+        }
+        Ok(NodeRuntime { inner })
     }
 
     /// This node's index.
@@ -501,20 +595,9 @@ impl<V: MemView> NodeRuntime<V> {
 
     /// Registers a reader: claims a free reader record of this node.
     pub fn reader(&self) -> Result<Reader<V>, BiError> {
-        let mut slots = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let index = slots
-            .iter()
-            .position(|used| !used)
-            .ok_or(BiError::NoReaderSlot {
-                node: self.inner.node,
-            })?;
+        let index = share::take_reader_record(&self.inner, self.inner.reader_holder)?;
         let record = self.inner.reader_record(index)?;
         self.inner.view.store(record, &[0u64, 0u64])?;
-        slots[index] = true;
         // SeqCst, and before the reader can enter: a pass that still counts no reader
         // (and so skips membarrier) is ordered before every load this reader makes.
         self.inner.registered.fetch_add(1, Ordering::SeqCst);
@@ -523,6 +606,7 @@ impl<V: MemView> NodeRuntime<V> {
 
     /// The node's writer, owning `heap` (this node's arena). One at a time per node.
     pub fn writer<H: Heap>(&self, heap: H) -> Result<Writer<V, H>, BiError> {
+        self.inner.check_runner()?;
         if self
             .inner
             .writer_taken
@@ -574,6 +658,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(s.nodes[1].lock(Duration::from_millis(10)).is_ok());
     /// ```
     pub fn lock(&self, timeout: Duration) -> Result<PoolLockGuard<'_, V>, BiError> {
+        self.inner.check_runner()?;
         lock::lock(&self.inner, timeout)
     }
 
@@ -601,6 +686,11 @@ impl<V: MemView> NodeRuntime<V> {
         role::take(self, slot, timeout)
     }
 
+    /// Whether this process joined its node rather than running it ([`join`](Self::join)).
+    pub fn is_joined(&self) -> bool {
+        self.inner.joined
+    }
+
     /// Whether memory still names this runtime as the process running its node
     /// ([`claim`]): `false` once another process claimed the node.
     pub fn holds_claim(&self) -> Result<bool, BiError> {
@@ -613,6 +703,7 @@ impl<V: MemView> NodeRuntime<V> {
 
     /// Runs one quiescence pass now.
     pub fn quiesce(&self) -> Result<PassReport, BiError> {
+        self.inner.check_runner()?;
         pass::quiesce(&self.inner)
     }
 

@@ -42,6 +42,7 @@
 //! readers all sit on its writer's node costs the other nodes one load per entry.
 
 use super::config::Policy;
+use super::fault::Fault;
 use super::ring::{LogEntry, RingGeom, read_entries};
 use super::{BiError, NodeInner, ReaderState};
 use crate::mem::MemView;
@@ -274,6 +275,11 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             continue;
         }
         view.fence();
+        // Structures a joined process of this node reads are not in `scopes`: with one
+        // joined, nothing is skipped. Read after this ring's tail (see `share`).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let scoped = scoped
+            && (inner.config.faults.has(Fault::JoinedScopes) || !super::share::joined(inner)?);
         for (g, tail, k) in todo {
             let next = st.next[w][k];
             if next == tail {

@@ -541,6 +541,25 @@ impl MemView for EmulatedNode {
         Ok(value)
     }
 
+    /// Under the node cache's lock, which every access of this node takes: atomic among
+    /// this node's users, as a processor's exchange is among one host's processes.
+    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
+        check_range(offset, 8, self.machine.size)?;
+        if !offset.is_multiple_of(8) {
+            return Err(MemError::Misaligned { offset });
+        }
+        Ok(self.machine.with_cache(self.id, |c, cx| {
+            c.events(cx);
+            let mut found = [0u8; 8];
+            c.load(offset, &mut found, cx);
+            let found = u64::from_ne_bytes(found);
+            if found == current {
+                c.store(offset, &new.to_ne_bytes(), cx);
+            }
+            found
+        }))
+    }
+
     #[inline]
     fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
         check_range(offset, size_of::<T>(), self.machine.size)?;

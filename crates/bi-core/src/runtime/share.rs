@@ -1,0 +1,171 @@
+//! One node, several processes of its host.
+//!
+//! A node is a cache domain: the processes of one host see each other's stores without
+//! any cache operation. So several processes of a host can be one node: one of them
+//! *runs* it (it holds the node's claim, runs its quiescence pass and may write), the
+//! others *join* it ([`NodeRuntime::join`](super::NodeRuntime::join)) and only read.
+//! The node's one pass then covers every reader of every process of the node:
+//!
+//! - **Reader records are shared.** Each record names the process using it in a holder
+//!   word (its process id and a token), taken with a compare-and-exchange that is atomic
+//!   among the host's processes ([`MemView::compare_exchange_u64`]; never across nodes).
+//!   A record whose holder process is gone is taken over. The pass reads every record of
+//!   the node, whoever holds it.
+//! - **Ordering without the runner's barrier.** The runner's pass orders its own
+//!   process's readers with `membarrier`, which reaches no other process: a joined
+//!   process's readers issue a full fence on entering instead
+//!   ([`ReaderOrdering::Fence`](super::ReaderOrdering::Fence)).
+//! - **Every structure counts as read.** The runner knows which structures its own
+//!   readers declared ([`scope`](super::scope)), not those of other processes. A joined
+//!   process raises the node's *joined* flag (in the node's share record), fences, then
+//!   drops its host's cached copy of the heap and the root directory; a pass reads the
+//!   flag after the ring tails it will act on and, when it is set, invalidates what
+//!   every structure's writers logged. So an entry a pass skipped was logged before the
+//!   flag was raised, and the joined process's own invalidation came after it.
+//!
+//! The share record also names the runner's host (a hash of the kernel's boot id), so a
+//! process of another host cannot join by mistake: it would share no cache with the
+//! runner, and the runner's pass would not be its pass.
+
+use super::claim;
+use super::pass::NodeRecord;
+use super::{BiError, NodeInner, RuntimeConfig};
+use crate::mem::MemView;
+use bytemuck::{Pod, Zeroable};
+
+/// The node record slot that holds the share record.
+pub const SHARE_SLOT: usize = 2;
+
+/// The byte of a reader record that holds its holder word.
+pub const HOLDER_AT: usize = 56;
+
+/// A node's share record: the host its runner runs on, and whether processes joined it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct ShareRecord {
+    /// The runner's host ([`host_id`]), 0 before a runner started.
+    pub host: u64,
+    /// Nonzero once a process joined the node (never cleared: a joined process may still
+    /// read when the node's runner changes).
+    pub joined: u64,
+}
+
+/// This host's identity: a hash of the kernel's boot id (the same for every process of
+/// the host until it reboots), or 0 where there is none (and under Miri, which runs
+/// isolated from the file system).
+pub fn host_id() -> u64 {
+    if cfg!(miri) {
+        return 0;
+    }
+    std::fs::read("/proc/sys/kernel/random/boot_id")
+        .map(|id| {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in id {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            h | 1
+        })
+        .unwrap_or(0)
+}
+
+/// The holder word of a reader record taken by this process with `token`.
+pub(crate) fn holder(token: u64) -> u64 {
+    (u64::from(std::process::id()) << 32) | (token & 0xffff_ffff) | 1
+}
+
+/// Whether the process named by a holder word may still be alive (this process, or a
+/// process of this host with that id; a reused id is taken as alive, which only keeps a
+/// record from being reused).
+fn holder_alive(word: u64) -> bool {
+    let pid = (word >> 32) as u32;
+    if pid == std::process::id() || cfg!(miri) {
+        return true;
+    }
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing: it only checks that the process exists
+    // and may be signalled; it reads and writes no memory of ours.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Takes a free reader record of `inner`'s node for `holder` (or one whose holder
+/// process is gone); returns its index.
+pub(crate) fn take_reader_record<V: MemView>(
+    inner: &NodeInner<V>,
+    holder: u64,
+) -> Result<usize, BiError> {
+    let per_node = inner.layout.config().readers_per_node() as usize;
+    for r in 0..per_node {
+        let at = inner.reader_record(r)? + HOLDER_AT;
+        let mut found = inner.view.compare_exchange_u64(at, 0, holder)?;
+        if found != 0 && !holder_alive(found) {
+            found = match inner.view.compare_exchange_u64(at, found, holder)? {
+                f if f == found => 0,
+                f => f,
+            };
+        }
+        if found == 0 {
+            return Ok(r);
+        }
+    }
+    Err(BiError::NoReaderSlot { node: inner.node })
+}
+
+/// Gives reader record `r` back (if `holder` still holds it).
+pub(crate) fn release_reader_record<V: MemView>(
+    inner: &NodeInner<V>,
+    r: usize,
+    holder: u64,
+) -> Result<(), BiError> {
+    let at = inner.reader_record(r)? + HOLDER_AT;
+    inner.view.compare_exchange_u64(at, holder, 0)?;
+    Ok(())
+}
+
+/// Joins the node whose record is at `at` and share record at `share_at`: checks that a
+/// live process of this host runs it, raises the joined flag in memory and fences (the
+/// caller then drops its host's cached heap). Returns the node record as it was.
+pub(crate) fn join<V: MemView>(
+    view: &V,
+    at: usize,
+    share_at: usize,
+    node: usize,
+    now: impl Fn() -> u64,
+    config: &RuntimeConfig,
+) -> Result<NodeRecord, BiError> {
+    let record: NodeRecord = view.load_from_memory(at)?;
+    if !claim::live(
+        record.holder,
+        record.heartbeat,
+        now(),
+        config.node_lease,
+        config.skew,
+    ) {
+        return Err(BiError::NodeNotRunning { node });
+    }
+    let mut shared: ShareRecord = view.load_from_memory(share_at)?;
+    let host = host_id();
+    if host == 0 || shared.host != host {
+        return Err(BiError::NodeOnAnotherHost { node });
+    }
+    shared.joined = 1;
+    view.store_to_memory(share_at, &shared)?;
+    // Before the caller's invalidation: a pass that read the flag unset had read its
+    // ring tails before this (see the module docs).
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    Ok(record)
+}
+
+/// The node's share record's offset.
+pub(crate) fn record_at<V: MemView>(inner: &NodeInner<V>) -> usize {
+    inner.node_record_at() + SHARE_SLOT * inner.layout.slot_size()
+}
+
+/// Whether a process joined this node (read through the node's cache, which its
+/// processes share).
+pub(crate) fn joined<V: MemView>(inner: &NodeInner<V>) -> Result<bool, BiError> {
+    let r: ShareRecord = inner.view.load(record_at(inner))?;
+    Ok(r.joined != 0)
+}
