@@ -7,8 +7,10 @@
 //!
 //! The parent starts the reader first (it finds an empty map), then the writer, which
 //! inserts 10,000 orders and then a last key that says it is done; the reader waits for
-//! that key and checks every order. Each process runs as one node of the region, with
-//! its own background pass.
+//! that key and checks every order. Each runs as one node of the region (the writer
+//! node 0, the reader node 1), with its own background pass. A third process of the same
+//! host joins the reader's node instead of running one of its own (`PoolConfig::join`):
+//! it reads through the reader's node, whose pass covers its readers too.
 
 use bi::{Pool, PoolConfig};
 use bytemuck::{Pod, Zeroable};
@@ -42,8 +44,17 @@ fn order(id: u64) -> Order {
 const ORDERS: u64 = 10_000;
 const DONE: u64 = u64::MAX;
 
+const WRITER_NODE: usize = 0;
+const READER_NODE: usize = 1;
+
 fn writer(path: &str) -> Result<(), Box<dyn Error>> {
-    let pool = Pool::open(path, PoolConfig::default())?;
+    let pool = Pool::open(
+        path,
+        PoolConfig {
+            node: Some(WRITER_NODE),
+            ..PoolConfig::default()
+        },
+    )?;
     let mut orders = pool.map_writer::<u64, Order>("orders")?;
 
     for id in 0..ORDERS {
@@ -56,9 +67,57 @@ fn writer(path: &str) -> Result<(), Box<dyn Error>> {
 }
 
 fn reader(path: &str) -> Result<(), Box<dyn Error>> {
-    let pool = Pool::open(path, PoolConfig::default())?;
+    let pool = Pool::open(
+        path,
+        PoolConfig {
+            node: Some(READER_NODE),
+            ..PoolConfig::default()
+        },
+    )?;
     let orders = pool.map_reader::<u64, Order>("orders")?;
+    check(&orders)?;
+    println!("reader (node {}): all {ORDERS} orders present", pool.node());
+    // Stay (and keep passing for the joined process) until it is done.
+    std::thread::sleep(Duration::from_millis(1000));
+    Ok(())
+}
 
+/// A second process of the reader's host: it joins the reader's node (retrying until the
+/// reader runs it) and reads only.
+fn joined(path: &str) -> Result<(), Box<dyn Error>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pool = loop {
+        match Pool::open(
+            path,
+            PoolConfig {
+                join: Some(READER_NODE),
+                ..PoolConfig::default()
+            },
+        ) {
+            Ok(pool) => break pool,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let orders = loop {
+        match pool.map_reader::<u64, Order>("orders") {
+            Ok(orders) => break orders,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    check(&orders)?;
+    println!(
+        "joined reader (node {}, run by the reader): all {ORDERS} orders present",
+        pool.node()
+    );
+    Ok(())
+}
+
+/// Waits for the writer's last key, then checks every order.
+fn check(
+    orders: &bi::collections::map::MapReadHandle<u64, Order, bi::core::mem::Hardware>,
+) -> Result<(), Box<dyn Error>> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while orders.get(&DONE)?.is_none() {
         if Instant::now() > deadline {
@@ -71,7 +130,6 @@ fn reader(path: &str) -> Result<(), Box<dyn Error>> {
             return Err(format!("order {id} is wrong or missing").into());
         }
     }
-    println!("reader (node {}): all {ORDERS} orders present", pool.node());
     Ok(())
 }
 
@@ -80,17 +138,23 @@ fn main() -> Result<(), Box<dyn Error>> {
     match args.get(1).map(String::as_str) {
         Some("writer") => return writer(&args[2]),
         Some("reader") => return reader(&args[2]),
+        Some("joined") => return joined(&args[2]),
         _ => {}
     }
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("orders.bi");
     let me = std::env::current_exe()?;
     let mut reader = Command::new(&me).arg("reader").arg(&path).spawn()?;
+    let mut joined = Command::new(&me).arg("joined").arg(&path).spawn()?;
     let writer = Command::new(&me).arg("writer").arg(&path).status()?;
     let read = reader.wait()?;
-    if !(writer.success() && read.success()) {
-        return Err(format!("writer: {writer}, reader: {read}").into());
+    let joined = joined.wait()?;
+    if !(writer.success() && read.success() && joined.success()) {
+        return Err(format!("writer: {writer}, reader: {read}, joined: {joined}").into());
     }
-    println!("two processes shared a map through {}", path.display());
+    println!(
+        "three processes (two nodes) shared a map through {}",
+        path.display()
+    );
     Ok(())
 }
