@@ -7,6 +7,19 @@ use std::fmt;
 
 /// Why an operation on a shared collection failed. Nothing is lost on an error: the
 /// structure a reader sees is the last one published.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_collections::CollectionError;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let tree = BiTree::<u64, u64>::at(s.slot(0));
+/// // A tree named by a bare slot has no writer record to take.
+/// let err = tree.take_writer(&s.nodes[0], s.writer(0)).unwrap_err();
+/// assert!(matches!(err, CollectionError::Corrupt { .. }));
+/// assert!(err.to_string().starts_with("corrupt structure"));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CollectionError {

@@ -24,6 +24,16 @@ use std::time::Duration;
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The fingerprint of a structure of kind `kind` with keys `K` and values `V` (never 0).
+///
+/// ```
+/// use bi_collections::named::fingerprint;
+///
+/// let a = fingerprint::<u64, u64>("BiTree");
+/// assert_eq!(a, fingerprint::<u64, u64>("BiTree")); // stable within a build
+/// assert_ne!(a, fingerprint::<u64, u32>("BiTree")); // other value type
+/// assert_ne!(a, fingerprint::<u64, u64>("BiHashMap")); // other kind
+/// assert_ne!(a, 0);
+/// ```
 pub fn fingerprint<K, V>(kind: &str) -> u64 {
     let (k, v) = (std::any::type_name::<K>(), std::any::type_name::<V>());
     let sizes = [

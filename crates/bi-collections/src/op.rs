@@ -4,6 +4,15 @@
 use crate::CollectionError;
 
 /// One write to a key-value structure.
+///
+/// ```
+/// use bi_collections::{ApplyBatch, EpochBonsai, Op};
+///
+/// let mut t = EpochBonsai::new();
+/// t.apply_batch(&[Op::Insert(1, 'a'), Op::Insert(2, 'b'), Op::Remove(1)]).unwrap();
+/// assert_eq!(t.iter(), vec![(2, 'b')]);
+/// assert_ne!(Op::<u8, u8>::Remove(1), Op::Insert(1, 0));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op<K, V> {
     /// Insert or replace the value of a key.
@@ -13,6 +22,18 @@ pub enum Op<K, V> {
 }
 
 /// What a batch did.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_collections::{ApplyBatch, BatchReport, Op};
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+/// let report = w.apply_batch(&[Op::Insert(1, 1), Op::Insert(1, 2), Op::Remove(1), Op::Remove(1)]);
+/// let expected = BatchReport { applied: 4, inserted: 1, replaced: 1, removed: 1 };
+/// assert_eq!(report.unwrap(), expected);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BatchReport {
     /// Operations applied.
@@ -27,8 +48,38 @@ pub struct BatchReport {
 
 /// A structure's single writer: applies a batch of operations and makes all of them
 /// visible with one publication (one write-back batch and one fence for the batch).
+///
+/// ```
+/// use bi_collections::{ApplyBatch, BiHashMap, BiTree, Op};
+/// use bi_core::runtime::testing::Setup;
+///
+/// // One function for every single writer.
+/// fn load(w: &mut impl ApplyBatch<u32, u32>) -> usize {
+///     let ops: Vec<_> = (0..50).map(|k| Op::Insert(k, k)).collect();
+///     w.apply_batch(&ops).unwrap().inserted
+/// }
+/// let s = Setup::new(2, 0);
+/// let mut tree = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+/// let mut map = BiHashMap::<u32, u32>::at(s.slot(1)).write_handle(s.writer(1)).unwrap();
+/// assert_eq!((load(&mut tree), load(&mut map)), (50, 50));
+/// ```
 pub trait ApplyBatch<K, V> {
     /// Applies `ops` in order. On an error, the operations before the failing one may
     /// have been applied and published; the failing one and those after were not.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_collections::{ApplyBatch, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let report = w.apply_batch(&[Op::Insert(1, 10), Op::Insert(2, 20), Op::Remove(1)]).unwrap();
+    /// assert_eq!(report.applied, 3);
+    /// // One publication for the batch: readers see all of it.
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!((r.get(&1).unwrap(), r.get(&2).unwrap()), (None, Some(20)));
+    /// ```
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError>;
 }

@@ -128,6 +128,16 @@ pub const MAX_PARTITIONS: usize = 4096;
 pub const MIN_BUCKETS: usize = 8;
 
 /// How a write handle sizes its tables.
+///
+/// ```
+/// use bi_collections::map::{BiHashMap, MapConfig};
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let config = MapConfig::new().initial_buckets(100); // rounded up to 128
+/// let w = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle_with(s.writer(0), config).unwrap();
+/// assert_eq!(w.capacity(), 128);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapConfig {
     initial_buckets: usize,
@@ -143,6 +153,13 @@ impl Default for MapConfig {
 
 impl MapConfig {
     /// 16 buckets per partition to start with.
+    ///
+    /// ```
+    /// use bi_collections::map::MapConfig;
+    ///
+    /// assert_eq!(MapConfig::new(), MapConfig::default());
+    /// assert_eq!(MapConfig::new(), MapConfig::new().initial_buckets(16));
+    /// ```
     pub fn new() -> Self {
         MapConfig::default()
     }
@@ -152,6 +169,19 @@ impl MapConfig {
     /// to avoid resizes while loading. A bucket is one line holding a few entries (three
     /// `u64 -> u64` pairs); the table grows once a partition holds more than half as many
     /// keys as its buckets have entries.
+    ///
+    /// ```
+    /// use bi_collections::map::{BiHashMap, MapConfig, MIN_BUCKETS};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let small = MapConfig::new().initial_buckets(1); // raised to the minimum
+    /// let w = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle_with(s.writer(0), small).unwrap();
+    /// assert_eq!(w.capacity(), MIN_BUCKETS);
+    /// let big = MapConfig::new().initial_buckets(1000); // rounded up to a power of two
+    /// let w = BiHashMap::<u64, u64>::at(s.slot(1)).write_handle_with(s.writer(1), big).unwrap();
+    /// assert_eq!(w.capacity(), 1024);
+    /// ```
     pub fn initial_buckets(mut self, buckets: usize) -> Self {
         self.initial_buckets = buckets;
         self
@@ -174,6 +204,20 @@ impl MapConfig {
 /// [`key_hash`] (their `Hash`), which must therefore agree between processes (it does
 /// for the integer and array types). A map needs lines of at least 64 bytes (a bucket
 /// line's record is 56 bytes).
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+/// let mut w = map.write_handle(s.writer(0)).unwrap();
+/// w.insert(3, 30).unwrap();
+/// // Any process builds the same descriptor to reach the same map.
+/// let same = BiHashMap::<u64, u64>::at(s.slot(0));
+/// assert_eq!(same, map);
+/// assert_eq!(same.read_handle(&s.nodes[1]).unwrap().get(&3).unwrap(), Some(30));
+/// ```
 pub struct BiHashMap<K, V> {
     first_slot: usize,
     stride: usize,
@@ -213,6 +257,16 @@ impl<K, V> Eq for BiHashMap<K, V> {}
 impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     /// The map whose root is the `u64` slot at offset `slot` (a root directory entry or
     /// a slot inside a shared object).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u32, u32>::at(s.slot(3));
+    /// assert_eq!((map.slot(), map.partitions()), (s.slot(3), 1));
+    /// assert_eq!(map.partition_slot(0), s.slot(3));
+    /// ```
     pub fn at(slot: usize) -> Self {
         BiHashMap {
             first_slot: slot,
@@ -281,27 +335,69 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
 
     /// The scope this map's writers log under and its readers declare: that of its first
     /// root slot ([`bi_core::runtime::scope`]).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::Scope;
+    ///
+    /// let map = BiHashMap::<u32, u32>::partitioned(4096, 64, 4).unwrap();
+    /// // One scope for the whole map: that of its first slot.
+    /// assert_eq!(map.scope(), Scope::of_slot(4096));
+    /// ```
     pub fn scope(&self) -> Scope {
         Scope::of_slot(self.first_slot)
     }
 
     /// The first partition's root slot: what names the map (its scope, its writer
     /// record and the extents its memory comes from when it is named).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    ///
+    /// let map = BiHashMap::<u32, u32>::partitioned(4096, 64, 4).unwrap();
+    /// assert_eq!(map.slot(), 4096);
+    /// ```
     pub fn slot(&self) -> usize {
         self.first_slot
     }
 
     /// Number of partitions.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    ///
+    /// assert_eq!(BiHashMap::<u32, u32>::at(4096).partitions(), 1);
+    /// assert_eq!(BiHashMap::<u32, u32>::partitioned(4096, 64, 4).unwrap().partitions(), 4);
+    /// assert!(BiHashMap::<u32, u32>::partitioned(4096, 64, 0).is_err());
+    /// ```
     pub fn partitions(&self) -> usize {
         self.partitions
     }
 
     /// Root slot of partition `p`.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    ///
+    /// let map = BiHashMap::<u32, u32>::partitioned(4096, 64, 4).unwrap();
+    /// assert_eq!(map.partition_slot(0), 4096);
+    /// assert_eq!(map.partition_slot(3), 4096 + 3 * 64);
+    /// ```
     pub fn partition_slot(&self, p: usize) -> usize {
         self.first_slot + p * self.stride
     }
 
     /// The partition `key` belongs to.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    ///
+    /// let map = BiHashMap::<u64, u64>::partitioned(4096, 64, 4).unwrap();
+    /// let p = map.partition_of(&42);
+    /// assert!(p < 4);
+    /// assert_eq!(p, map.partition_of(&42)); // fixed: every process agrees
+    /// assert_eq!(BiHashMap::<u64, u64>::at(4096).partition_of(&42), 0);
+    /// ```
     pub fn partition_of(&self, key: &K) -> usize {
         hash::partition_of(key_hash(key), self.partitions)
     }
@@ -309,6 +405,18 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     /// A write handle for every partition, starting a new, empty map (16 buckets per
     /// partition). It owns `writer` (get it back with
     /// [`into_writer`](MapWriteHandle::into_writer)).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!((w.len(), w.capacity()), (0, 16));
+    /// w.insert(1, 1).unwrap();
+    /// assert_eq!(w.map(), map);
+    /// ```
     pub fn write_handle<M: MemView, H: Heap>(
         &self,
         writer: Writer<M, H>,
@@ -317,6 +425,18 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     }
 
     /// [`write_handle`](Self::write_handle) with a configuration.
+    ///
+    /// ```
+    /// use bi_collections::map::{BiHashMap, MapConfig};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::partitioned(s.slot(0), 8, 2).unwrap();
+    /// let config = MapConfig::new().initial_buckets(32);
+    /// let w = map.write_handle_with(s.writer(0), config).unwrap();
+    /// assert_eq!(w.partitions(), 0..2);
+    /// assert_eq!((w.buckets(0), w.buckets(1)), (Some(32), Some(32)));
+    /// ```
     pub fn write_handle_with<M: MemView, H: Heap>(
         &self,
         writer: Writer<M, H>,
@@ -327,6 +447,20 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
 
     /// A write handle for partitions `parts` only (each partition must have exactly one
     /// writer), starting them empty. Inserting a key of another partition is an error.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::partitioned(s.slot(0), 8, 2).unwrap();
+    /// let mut w = map.partition_write_handle(s.writer(0), 1..2, Default::default()).unwrap();
+    /// assert_eq!(w.buckets(0), None); // not this handle's partition
+    /// let mine = (0u64..).find(|k| map.partition_of(k) == 1).unwrap();
+    /// let other = (0u64..).find(|k| map.partition_of(k) == 0).unwrap();
+    /// w.insert(mine, 1).unwrap();
+    /// assert!(w.insert(other, 1).is_err()); // another partition's key
+    /// ```
     pub fn partition_write_handle<M: MemView, H: Heap>(
         &self,
         mut writer: Writer<M, H>,
@@ -343,6 +477,19 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     }
 
     /// A read handle on `rt`'s node: registers one reader (one per thread).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(5, 55).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.map(), map);
+    /// assert_eq!(r.get(&5).unwrap(), Some(55));
+    /// ```
     pub fn read_handle<M: MemView>(
         &self,
         rt: &NodeRuntime<M>,

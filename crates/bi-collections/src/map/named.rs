@@ -55,6 +55,21 @@ impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
     /// back to the heap after a grace period.
     ///
     /// Only for maps made by [`named`](Self::named).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let heap = || NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    /// let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "orders").unwrap();
+    /// let mut w = map.take_writer(&s.nodes[0], s.nodes[0].writer(heap()).unwrap()).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// drop(w); // the writer leaves: the next one adopts the map as it is
+    /// let w = map.take_writer(&s.nodes[0], s.nodes[0].writer(heap()).unwrap()).unwrap();
+    /// assert_eq!((w.get(&1), w.len()), (Some(10), 1));
+    /// ```
     pub fn take_writer<M: MemView, H: Heap>(
         &self,
         rt: &NodeRuntime<M>,

@@ -52,17 +52,59 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
     }
 
     /// The map.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.map(), map);
+    /// assert_eq!(r.map().slot(), s.slot(0));
+    /// ```
     pub fn map(&self) -> BiHashMap<K, V> {
         self.map
     }
 
     /// The runtime reader this handle uses.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter();
+    /// assert!(r.reader().is_active());
+    /// drop(m);
+    /// assert!(!r.reader().is_active());
+    /// ```
     pub fn reader(&self) -> &Reader<M> {
         &self.reader
     }
 
     /// Opens a read section: everything read through the returned [`MapRef`] is
     /// protected until it is dropped. Keep sections short (the reader lease).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// w.insert(2, 20).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter(); // one section for several reads
+    /// assert_eq!((m.get(&1).unwrap(), m.get(&2).unwrap()), (Some(10), Some(20)));
+    /// assert_eq!(m.len().unwrap(), 2);
+    /// ```
     #[inline]
     pub fn enter(&self) -> MapRef<'_, K, V, M> {
         MapRef {
@@ -72,18 +114,65 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
     }
 
     /// The value of `key`, in a section of its own.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.get(&4).unwrap(), None);
+    /// w.insert(4, 40).unwrap();
+    /// // Published before the lookup: the miss re-reads from memory and finds it.
+    /// assert_eq!(r.get(&4).unwrap(), Some(40));
+    /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         self.enter().get(key)
     }
 
     /// Whether `key` is present, in a section of its own.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(4, 40).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(r.contains_key(&4).unwrap());
+    /// w.remove(&4).unwrap();
+    /// s.quiesce_all().unwrap(); // a hit may be stale until the reader's node passes
+    /// assert!(!r.contains_key(&4).unwrap());
+    /// ```
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         Ok(self.get(key)?.is_some())
     }
 }
 
 /// An open read section on a map.
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+/// let mut w = map.write_handle(s.writer(0)).unwrap();
+/// for k in 0..10 {
+///     w.insert(k, k * 3).unwrap();
+/// }
+/// s.quiesce_all().unwrap();
+/// let r = map.read_handle(&s.nodes[1]).unwrap();
+/// let m = r.enter();
+/// assert_eq!(m.get(&4).unwrap(), Some(12));
+/// assert_eq!(m.len().unwrap(), 10);
+/// assert_eq!(m.iter().count(), 10);
+/// ```
 pub struct MapRef<'r, K, V, M: MemView> {
     map: BiHashMap<K, V>,
     guard: BiGuard<'r, M>,
@@ -137,6 +226,20 @@ const MAX_CHAIN: usize = 1 << 20;
 
 impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// The guard of this section.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter();
+    /// // The guard reads anything else under the same section: here the map's root slot.
+    /// let root = m.guard().slot_word(map.slot(), bi_core::runtime::Entry::Fresh).unwrap();
+    /// assert_ne!(root, 0); // the write handle published the bucket array
+    /// ```
     pub fn guard(&self) -> &BiGuard<'r, M> {
         &self.guard
     }
@@ -149,6 +252,20 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// a stale link), it reads the lines again from memory and searches once more
     /// ([`BiGuard::lazy`]): a key whose insertion was published before this call began
     /// is always found.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter();
+    /// assert_eq!(m.get(&9).unwrap(), None);
+    /// w.insert(9, 90).unwrap();
+    /// assert_eq!(m.get(&9).unwrap(), Some(90)); // the miss re-read the lines from memory
+    /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         let h = key_hash(key);
@@ -207,6 +324,20 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     }
 
     /// Whether `key` is present.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(9, 90).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter();
+    /// assert!(m.contains_key(&9).unwrap());
+    /// assert!(!m.contains_key(&10).unwrap());
+    /// ```
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         Ok(self.get(key)?.is_some())
     }
@@ -256,6 +387,22 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
 
     /// Number of keys, as published (each partition's count read once; between passes
     /// possibly stale by the runtime's bound).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..100 {
+    ///     w.insert(k, k).unwrap(); // grows the table several times
+    /// }
+    /// w.remove(&0).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().len().unwrap(), 99);
+    /// ```
     pub fn len(&self) -> Result<usize, CollectionError> {
         let mut total = 0usize;
         for p in 0..self.map.partitions() {
@@ -273,6 +420,20 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     }
 
     /// Whether the map has no key.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(r.enter().is_empty().unwrap());
+    /// w.insert(1, 1).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// assert!(!r.enter().is_empty().unwrap());
+    /// ```
     pub fn is_empty(&self) -> Result<bool, CollectionError> {
         Ok(self.len()? == 0)
     }
@@ -384,6 +545,22 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
 
 /// Iterator over a map's entries under one section ([`MapRef::iter`]); yields an error
 /// (and then ends) if the structure cannot be read.
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+/// let mut w = map.write_handle(s.writer(0)).unwrap();
+/// w.insert(1, 10).unwrap();
+/// w.insert(2, 20).unwrap();
+/// s.quiesce_all().unwrap();
+/// let r = map.read_handle(&s.nodes[1]).unwrap();
+/// let m = r.enter();
+/// let sum: u64 = m.iter().map(|e| e.unwrap().1).sum();
+/// assert_eq!(sum, 30);
+/// ```
 pub struct Iter<'a, 'r, K, V, M: MemView> {
     map: &'a MapRef<'r, K, V, M>,
     partition: usize,

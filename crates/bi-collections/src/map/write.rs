@@ -302,60 +302,193 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// The map this handle writes.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.map(), map);
+    /// ```
     pub fn map(&self) -> BiHashMap<K, V> {
         self.map
     }
 
     /// The partitions this handle writes.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.partitions(), 0..1);
+    /// ```
     pub fn partitions(&self) -> Range<usize> {
         self.parts.clone()
     }
 
     /// The writer (for its statistics: retired bytes, heap, ring usage).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.writer().scope(), map.scope());
+    /// ```
     pub fn writer(&self) -> &Writer<M, H> {
         &self.writer
     }
 
     /// Gives the writer back (with its deferred retirements, see
     /// [`pending_retirements`](Self::pending_retirements)).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let writer = w.into_writer();
+    /// assert_eq!(writer.scope(), map.scope());
+    /// // The map stays published.
+    /// assert_eq!(map.read_handle(&s.nodes[0]).unwrap().get(&1).unwrap(), Some(10));
+    /// ```
     pub fn into_writer(self) -> Writer<M, H> {
         self.writer
     }
 
     /// Keys in the partitions this handle writes.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..30 {
+    ///     w.insert(k % 10, k).unwrap();
+    /// }
+    /// assert_eq!(w.len(), 10);
+    /// ```
     pub fn len(&self) -> usize {
         self.partitions.iter().map(|p| p.len).sum()
     }
 
     /// Whether the partitions this handle writes are empty.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert!(w.is_empty());
+    /// w.insert(1, 1).unwrap();
+    /// w.remove(&1).unwrap();
+    /// assert!(w.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Buckets (one line each, holding up to a few entries) over the partitions this
     /// handle writes.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let start = w.capacity();
+    /// for k in 0..200 {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// assert!(w.capacity() > start); // the table grew
+    /// ```
     pub fn capacity(&self) -> usize {
         self.partitions.iter().map(|p| p.buckets).sum()
     }
 
     /// Buckets of partition `p` (`None` if this handle does not write it).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.buckets(0), Some(16));
+    /// assert_eq!(w.buckets(1), None); // the map has one partition
+    /// ```
     pub fn buckets(&self, p: usize) -> Option<usize> {
         self.part_index(p).map(|i| self.partitions[i].buckets)
     }
 
     /// Most buckets one partition grows to.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert!(w.max_buckets().is_power_of_two());
+    /// assert!(w.max_buckets() >= w.capacity());
+    /// ```
     pub fn max_buckets(&self) -> usize {
         self.max_buckets
     }
 
     /// Overflow lines, replaced pairs and old arrays waiting for room in the freed ring
     /// ([`Writer::deferred`]).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 1).unwrap();
+    /// for k in 0..100 {
+    ///     w.insert(k, k).unwrap(); // resizes: the old arrays wait to be retired
+    /// }
+    /// w.reclaim().unwrap();
+    /// assert_eq!(w.pending_retirements(), 0);
+    /// ```
     pub fn pending_retirements(&self) -> usize {
         self.writer.deferred()
     }
 
     /// The value of `key`, from the writer's own (always current) lines. (Reading a line
     /// the writer wrote can fail only if the region was corrupted; that reads as absent.)
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(2, 20).unwrap();
+    /// assert_eq!(w.get(&2), Some(20));
+    /// assert_eq!(w.get(&3), None);
+    /// ```
     pub fn get(&self, key: &K) -> Option<V> {
         let h = key_hash(key);
         let pi = self.part_index(partition_of(h, self.map.partitions()))?;
@@ -378,12 +511,36 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// Whether `key` is present.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(2, 20).unwrap();
+    /// assert!(w.contains_key(&2));
+    /// assert!(!w.contains_key(&20));
+    /// ```
     pub fn contains_key(&self, key: &K) -> bool {
         self.get(key).is_some()
     }
 
     /// Inserts or replaces; returns the previous value. Published (visible to lazy
     /// lookups on every node) when it returns.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.insert(2, 20).unwrap(), None);
+    /// assert_eq!(w.insert(2, 21).unwrap(), Some(20));
+    /// assert_eq!(map.read_handle(&s.nodes[0]).unwrap().get(&2).unwrap(), Some(21));
+    /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         match self.apply_one(Op::Insert(key, value))? {
             Outcome::Replaced(v) => Ok(Some(v)),
@@ -392,6 +549,19 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// Removes `key`; returns its value if it was present.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(2, 20).unwrap();
+    /// assert_eq!(w.remove(&2).unwrap(), Some(20));
+    /// assert_eq!(w.remove(&2).unwrap(), None);
+    /// assert_eq!(w.len(), 0);
+    /// ```
     pub fn remove(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
         match self.apply_one(Op::Remove(*key))? {
             Outcome::Removed(v) => Ok(Some(v)),
@@ -401,6 +571,25 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
 
     /// Logs deferred retirements and gives back to the heap every retired block whose
     /// grace period has passed.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for v in 0..5 {
+    ///     w.insert(1, v).unwrap();
+    /// }
+    /// for k in 0..100 {
+    ///     w.insert(k, k).unwrap(); // resizes retire the old arrays
+    /// }
+    /// w.reclaim().unwrap();
+    /// s.quiesce_all().unwrap();
+    /// s.quiesce_all().unwrap(); // the grace period has passed
+    /// assert!(w.reclaim().unwrap().freed_blocks > 0);
+    /// ```
     pub fn reclaim(&mut self) -> Result<ReclaimReport, CollectionError> {
         Ok(self.writer.reclaim()?)
     }

@@ -155,6 +155,16 @@ pub(crate) fn collect_range<K: Ord + Copy, V: Copy, S: NodeSource<K, V>, B: Rang
 }
 
 /// A broken invariant of a tree, found by a check.
+///
+/// ```
+/// use bi_collections::tree::{EpochBonsai, InvariantError};
+///
+/// let t = EpochBonsai::from_sorted(&[(1, 'a'), (2, 'b'), (3, 'c')]).unwrap();
+/// let checked: Result<(), InvariantError<std::convert::Infallible>> = t.check_invariants();
+/// assert!(checked.is_ok());
+/// let e = InvariantError::<std::convert::Infallible>::Order { depth: 2 };
+/// assert_eq!(e.to_string(), "key out of order at depth 2");
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum InvariantError<E> {

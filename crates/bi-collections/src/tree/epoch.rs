@@ -179,6 +179,14 @@ impl<K, V> Drop for EpochBonsai<K, V> {
 
 impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     /// An empty tree.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::<u64, u64>::new();
+    /// assert!(t.is_empty());
+    /// assert_eq!(t.get(&1), None);
+    /// ```
     pub fn new() -> Self {
         EpochBonsai {
             root: Atomic::null(),
@@ -197,17 +205,45 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// The value of `key`.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(1, "one");
+    /// assert_eq!(t.get(&1), Some("one"));
+    /// assert_eq!(t.get(&2), None);
+    /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
         self.with_store(|s, root| infallible(algo::get(s, root, key)))
     }
 
     /// Whether `key` is present.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(1, ());
+    /// assert!(t.contains_key(&1));
+    /// assert!(!t.contains_key(&2));
+    /// ```
     pub fn contains_key(&self, key: &K) -> bool {
         self.get(key).is_some()
     }
 
     /// Number of entries.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// for k in 0..10 {
+    ///     t.insert(k % 3, k);
+    /// }
+    /// assert_eq!(t.len(), 3);
+    /// ```
     pub fn len(&self) -> usize {
         self.with_store(|s, root| {
             if root == s.null() {
@@ -219,11 +255,29 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// Whether the tree is empty.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(1, 1);
+    /// assert!(!t.is_empty());
+    /// t.remove(&1);
+    /// assert!(t.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The entries in `range`, in key order, from one version.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::from_sorted(&[(1, 10), (2, 20), (3, 30), (4, 40)]).unwrap();
+    /// assert_eq!(t.range(2..4), vec![(2, 20), (3, 30)]);
+    /// assert_eq!(t.range(..2), vec![(1, 10)]);
+    /// ```
     pub fn range<B: RangeBounds<K>>(&self, range: B) -> Vec<(K, V)> {
         self.with_store(|s, root| {
             let mut out = Vec::new();
@@ -233,21 +287,59 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// Every entry in key order.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// for k in [3, 1, 2] {
+    ///     t.insert(k, k * 2);
+    /// }
+    /// assert_eq!(t.iter(), vec![(1, 2), (2, 4), (3, 6)]);
+    /// ```
     pub fn iter(&self) -> Vec<(K, V)> {
         self.range(..)
     }
 
     /// The entry with the smallest key.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// assert_eq!(t.first(), None);
+    /// t.insert(5, 'e');
+    /// t.insert(2, 'b');
+    /// assert_eq!(t.first(), Some((2, 'b')));
+    /// ```
     pub fn first(&self) -> Option<(K, V)> {
         self.with_store(|s, root| infallible(algo::extreme(s, root, true)))
     }
 
     /// The entry with the largest key.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(5, 'e');
+    /// t.insert(2, 'b');
+    /// assert_eq!(t.last(), Some((5, 'e')));
+    /// ```
     pub fn last(&self) -> Option<(K, V)> {
         self.with_store(|s, root| infallible(algo::extreme(s, root, false)))
     }
 
     /// Inserts or replaces; returns the previous value.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// assert_eq!(t.insert(1, 10), None);
+    /// assert_eq!(t.insert(1, 11), Some(10)); // replaced
+    /// assert_eq!(t.len(), 1);
+    /// ```
     pub fn insert(&self, key: K, value: V) -> Option<V> {
         let mut old = None;
         self.apply_with(&[Op::Insert(key, value)], |v| old = v);
@@ -255,6 +347,15 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// Removes `key`; returns its value.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(1, 10);
+    /// assert_eq!(t.remove(&1), Some(10));
+    /// assert_eq!(t.remove(&1), None);
+    /// ```
     pub fn remove(&self, key: &K) -> Option<V> {
         let mut old = None;
         self.apply_with(&[Op::Remove(*key)], |v| old = v);
@@ -262,6 +363,18 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// Applies a batch and publishes it with one root store.
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// t.insert(1, 0);
+    /// let report = t.apply(&[Op::Insert(1, 1), Op::Insert(2, 2), Op::Remove(1), Op::Remove(9)]);
+    /// assert_eq!((report.applied, report.inserted), (4, 1));
+    /// assert_eq!((report.replaced, report.removed), (1, 1));
+    /// assert_eq!(t.iter(), vec![(2, 2)]);
+    /// ```
     pub fn apply(&self, ops: &[Op<K, V>]) -> BatchReport {
         self.apply_with(ops, |_| {})
     }
@@ -295,6 +408,16 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
 
     /// A tree of `entries` (keys strictly increasing), built perfectly balanced; `None`
     /// if the keys are not strictly increasing.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let entries: Vec<(u32, u32)> = (0..100).map(|k| (k, k)).collect();
+    /// let t = EpochBonsai::from_sorted(&entries).unwrap();
+    /// assert_eq!(t.len(), 100);
+    /// t.check_invariants().unwrap();
+    /// assert!(EpochBonsai::from_sorted(&[(2, 0), (1, 0)]).is_none()); // not increasing
+    /// ```
     pub fn from_sorted(entries: &[(K, V)]) -> Option<Self> {
         let t = Self::new();
         {
@@ -311,6 +434,16 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     }
 
     /// Checks key order, subtree sizes and weight balance.
+    ///
+    /// ```
+    /// use bi_collections::tree::EpochBonsai;
+    ///
+    /// let t = EpochBonsai::new();
+    /// for k in 0..500 {
+    ///     t.insert(k, k); // ascending keys: rotations all the way
+    /// }
+    /// assert!(t.check_invariants().is_ok());
+    /// ```
     pub fn check_invariants(&self) -> Result<(), InvariantError<Infallible>> {
         let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.with_store(|s, root| algo::check(s, root).map(|_| ()))

@@ -140,6 +140,18 @@ impl<K, V> fmt::Debug for BiTree<K, V> {
 
 impl<K, V> BiTree<K, V> {
     /// The tree whose root link lives in the 8-byte slot at `slot`.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u64, u64>::at(s.slot(2));
+    /// assert_eq!(tree.slot(), s.slot(2));
+    /// // A descriptor only: copies name the same tree.
+    /// let copy = tree;
+    /// assert_eq!(copy.slot(), tree.slot());
+    /// ```
     pub const fn at(slot: usize) -> Self {
         BiTree {
             slot,
@@ -149,12 +161,28 @@ impl<K, V> BiTree<K, V> {
     }
 
     /// Offset of the root slot.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    ///
+    /// let tree = BiTree::<u32, u32>::at(4096);
+    /// assert_eq!(tree.slot(), 4096);
+    /// ```
     pub const fn slot(&self) -> usize {
         self.slot
     }
 
     /// The scope this tree's writer logs under and its readers declare
     /// ([`bi_core::runtime::scope`]).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::Scope;
+    ///
+    /// let tree = BiTree::<u32, u32>::at(4096);
+    /// assert_eq!(tree.scope(), Scope::of_slot(4096));
+    /// assert_ne!(tree.scope(), Scope::ALL);
+    /// ```
     pub fn scope(&self) -> Scope {
         Scope::of_slot(self.slot)
     }
@@ -165,6 +193,19 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
     /// `writer` ([`TreeWriteHandle::into_writer`] gives it back). A tree previously in the
     /// slot is unlinked, not retired. On an error the writer is dropped (the node can
     /// create a new one).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u64, u64>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// assert!(w.is_empty());
+    /// w.insert(5, 50).unwrap();
+    /// // The handle took the writer and set its scope to the tree's.
+    /// assert_eq!(w.writer().scope(), tree.scope());
+    /// ```
     pub fn write_handle<M: MemView, H: Heap>(
         self,
         mut writer: Writer<M, H>,
@@ -174,6 +215,21 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
     }
 
     /// Registers a reader on `rt`'s node (one per thread).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u64, u64>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 2).unwrap();
+    /// // One reader per thread: two handles on one node are two readers.
+    /// let a = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let b = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_ne!(a.reader().index(), b.reader().index());
+    /// assert_eq!(b.get(&1).unwrap(), Some(2));
+    /// ```
     pub fn read_handle<M: MemView>(
         self,
         rt: &NodeRuntime<M>,

@@ -59,6 +59,24 @@ impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
     ///
     /// Only for trees made by [`named`](Self::named) (a tree named by a bare slot has no
     /// writer record: use [`write_handle`](Self::write_handle)).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let heap = || NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    /// let tree = BiTree::<u64, u64>::named(&s.region, &s.nodes[0], "stock").unwrap();
+    /// let mut w = tree.take_writer(&s.nodes[0], s.nodes[0].writer(heap()).unwrap()).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// drop(w); // the writer leaves: the next one adopts the tree as it is
+    /// let w = tree.take_writer(&s.nodes[0], s.nodes[0].writer(heap()).unwrap()).unwrap();
+    /// assert_eq!(w.get(&1).unwrap(), Some(10));
+    /// // A tree named by a bare slot has no writer record.
+    /// let bare = BiTree::<u64, u64>::at(s.slot(0));
+    /// assert!(bare.take_writer(&s.nodes[0], w.into_writer()).is_err());
+    /// ```
     pub fn take_writer<M: MemView, H: Heap>(
         self,
         rt: &NodeRuntime<M>,

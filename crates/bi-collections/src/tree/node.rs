@@ -15,6 +15,23 @@ use std::fmt;
 ///
 /// Fields are read by copy (the struct is packed, so no reference to a field is ever
 /// taken).
+///
+/// ```
+/// use bi_collections::tree::{BiTree, Node};
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let tree = BiTree::<u32, u32>::at(s.slot(0));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// for k in 1..=3 {
+///     w.insert(k, k * 10).unwrap();
+/// }
+/// let r = tree.read_handle(&s.nodes[0]).unwrap();
+/// let guard = r.reader().enter();
+/// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+/// assert_eq!(root.size(), 3);
+/// assert_eq!(root.value(), root.key() * 10);
+/// ```
 #[derive(Clone, Copy)]
 #[repr(C, packed)]
 pub struct Node<K, V> {
@@ -50,26 +67,102 @@ impl<K: Pod, V: Pod> Node<K, V> {
     }
 
     /// The key.
+    ///
+    /// ```
+    /// use bi_collections::tree::{BiTree, Node};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(7, 70).unwrap();
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// let guard = r.reader().enter();
+    /// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+    /// assert_eq!(root.key(), 7);
+    /// ```
     pub fn key(&self) -> K {
         self.key
     }
 
     /// The value.
+    ///
+    /// ```
+    /// use bi_collections::tree::{BiTree, Node};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(7, 70).unwrap();
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// let guard = r.reader().enter();
+    /// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+    /// assert_eq!(root.value(), 70);
+    /// ```
     pub fn value(&self) -> V {
         self.value
     }
 
     /// Raw link of the left subtree (zero: empty).
+    ///
+    /// ```
+    /// use bi_collections::tree::{BiTree, Node};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(7, 70).unwrap();
+    /// w.insert(3, 30).unwrap(); // smaller: goes left
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// let guard = r.reader().enter();
+    /// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+    /// assert_ne!(root.left(), 0);
+    /// assert_eq!(root.right(), 0);
+    /// ```
     pub fn left(&self) -> u64 {
         self.left
     }
 
     /// Raw link of the right subtree (zero: empty).
+    ///
+    /// ```
+    /// use bi_collections::tree::{BiTree, Node};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(7, 70).unwrap();
+    /// w.insert(9, 90).unwrap(); // larger: goes right
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// let guard = r.reader().enter();
+    /// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+    /// assert_ne!(root.right(), 0);
+    /// assert_eq!(root.left(), 0);
+    /// ```
     pub fn right(&self) -> u64 {
         self.right
     }
 
     /// Nodes in the subtree rooted here.
+    ///
+    /// ```
+    /// use bi_collections::tree::{BiTree, Node};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..10 {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// let guard = r.reader().enter();
+    /// let root = guard.load::<Node<u32, u32>>(tree.slot()).unwrap().unwrap();
+    /// assert_eq!(root.size(), 10); // the root's subtree is the whole tree
+    /// ```
     pub fn size(&self) -> u64 {
         self.size
     }

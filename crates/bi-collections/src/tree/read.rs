@@ -96,6 +96,22 @@ impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
 
     /// Enters a read section: the returned view reads one consistent version of the tree
     /// per operation, and every node it reaches stays valid until the view is dropped.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let view = r.enter();
+    /// assert!(r.reader().is_active());
+    /// assert_eq!(view.get(&1).unwrap(), Some(10));
+    /// drop(view);
+    /// assert!(!r.reader().is_active());
+    /// ```
     #[inline]
     pub fn enter(&self) -> TreeRef<'_, K, V, M> {
         TreeRef {
@@ -106,31 +122,115 @@ impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
     }
 
     /// The value of `key`, in a section of its own.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.get(&1).unwrap(), Some(10));
+    /// w.insert(1, 11).unwrap();
+    /// s.quiesce_all().unwrap(); // the reader's node passes: it sees the new value
+    /// assert_eq!(r.get(&1).unwrap(), Some(11));
+    /// ```
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         self.enter().get(key)
     }
 
     /// Whether `key` is present, in a section of its own.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(!r.contains_key(&3).unwrap());
+    /// w.insert(3, 30).unwrap();
+    /// // Published before the lookup: a miss re-reads the root, so it is found.
+    /// assert!(r.contains_key(&3).unwrap());
+    /// ```
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         self.enter().contains_key(key)
     }
 
     /// The number of entries of the version this node sees, in a section of its own.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..5 {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.len().unwrap(), 5);
+    /// ```
     pub fn len(&self) -> Result<usize, CollectionError> {
         self.enter().len()
     }
 
     /// Whether the version this node sees is empty.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(r.is_empty().unwrap());
+    /// w.insert(1, 1).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// assert!(!r.is_empty().unwrap());
+    /// ```
     pub fn is_empty(&self) -> Result<bool, CollectionError> {
         Ok(self.len()? == 0)
     }
 
     /// The runtime reader.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(!r.reader().is_active());
+    /// let _view = r.enter();
+    /// assert!(r.reader().is_active());
+    /// ```
     pub fn reader(&self) -> &Reader<M> {
         &self.reader
     }
 
     /// Gives the runtime reader back.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let index = r.reader().index();
+    /// let reader = r.into_reader(); // still registered: reuse it for other structures
+    /// assert_eq!(reader.index(), index);
+    /// ```
     pub fn into_reader(self) -> Reader<M> {
         self.reader
     }
@@ -142,6 +242,23 @@ impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
 /// (never a torn one: every version is a complete immutable tree). A lookup that misses
 /// re-reads the root slot from memory and, if a newer root was published, searches it,
 /// so a key whose insertion was published before the lookup began is always found.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let tree = BiTree::<u32, u32>::at(s.slot(0));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// for k in [5, 1, 3] {
+///     w.insert(k, k * 100).unwrap();
+/// }
+/// s.quiesce_all().unwrap();
+/// let r = tree.read_handle(&s.nodes[1]).unwrap();
+/// let view = r.enter(); // several reads under one guard
+/// assert_eq!(view.get(&3).unwrap(), Some(300));
+/// assert_eq!(view.iter().unwrap(), vec![(1, 100), (3, 300), (5, 500)]);
+/// ```
 pub struct TreeRef<'r, K, V, M: MemView> {
     guard: BiGuard<'r, M>,
     slot: usize,
@@ -201,6 +318,21 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     ///
     /// On a miss (or a stale link) the root slot is re-read from memory; if a newer root
     /// is there, the search runs again on it ([`BiGuard::lazy`]).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let view = r.enter();
+    /// assert_eq!(view.get(&8).unwrap(), None);
+    /// w.insert(8, 80).unwrap();
+    /// // The miss re-reads the root from memory: the new key is found in the same view.
+    /// assert_eq!(view.get(&8).unwrap(), Some(80));
+    /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         // A root already searched without success names the same immutable version: it
@@ -220,11 +352,41 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     }
 
     /// Whether `key` is present (see [`get`](Self::get)).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(2, 20).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let view = r.enter();
+    /// assert!(view.contains_key(&2).unwrap());
+    /// assert!(!view.contains_key(&3).unwrap());
+    /// ```
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         Ok(self.get(key)?.is_some())
     }
 
     /// The number of entries of the version this node sees (the root's subtree size).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..7 {
+    ///     w.insert(k, 0).unwrap();
+    /// }
+    /// w.remove(&0).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().len().unwrap(), 6);
+    /// ```
     pub fn len(&self) -> Result<usize, CollectionError> {
         self.with_root(|src, root| {
             if root == 0 {
@@ -236,11 +398,44 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     }
 
     /// Whether the version this node sees is empty.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert!(r.enter().is_empty().unwrap());
+    /// w.insert(1, 1).unwrap();
+    /// w.remove(&1).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// assert!(r.enter().is_empty().unwrap());
+    /// ```
     pub fn is_empty(&self) -> Result<bool, CollectionError> {
         Ok(self.len()? == 0)
     }
 
     /// The entries in `range`, in key order, from one version of the tree.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..10 {
+    ///     w.insert(k, k * k).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap(); // the reader's node sees the last publication
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let view = r.enter();
+    /// assert_eq!(view.range(7..).unwrap(), vec![(7, 49), (8, 64), (9, 81)]);
+    /// assert_eq!(view.range(..=1).unwrap(), vec![(0, 0), (1, 1)]);
+    /// assert!(view.range(20..30).unwrap().is_empty());
+    /// ```
     pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
         self.with_root(|src, root| {
             let mut out = Vec::new();
@@ -250,16 +445,62 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     }
 
     /// Every entry, in key order, from one version of the tree.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in [3, 1, 2] {
+    ///     w.insert(k, k + 10).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap(); // the reader's node sees the last publication
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().iter().unwrap(), vec![(1, 11), (2, 12), (3, 13)]);
+    /// ```
     pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
         self.range(..)
     }
 
     /// The entry with the smallest key.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().first().unwrap(), None);
+    /// for k in [9, 4, 6] {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap(); // the reader's node sees the last publication
+    /// assert_eq!(r.enter().first().unwrap(), Some((4, 4)));
+    /// ```
     pub fn first(&self) -> Result<Option<(K, V)>, CollectionError> {
         self.with_root(|src, root| algo::extreme(src, root, true))
     }
 
     /// The entry with the largest key.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in [9, 4, 6] {
+    ///     w.insert(k, k * 2).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap(); // the reader's node sees the last publication
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().last().unwrap(), Some((9, 18)));
+    /// ```
     pub fn last(&self) -> Result<Option<(K, V)>, CollectionError> {
         self.with_root(|src, root| algo::extreme(src, root, false))
     }

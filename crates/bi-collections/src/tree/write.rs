@@ -182,52 +182,180 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     }
 
     /// The tree this handle writes.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.tree().slot(), tree.slot());
+    /// ```
     pub fn tree(&self) -> BiTree<K, V> {
         self.tree
     }
 
     /// The node's writer (to allocate or publish other objects with it).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 1).unwrap();
+    /// w.insert(1, 2).unwrap(); // replaces a node: the old one waits to be retired
+    /// assert_eq!(w.writer().deferred(), 1);
+    /// assert_eq!(w.writer().scope(), tree.scope());
+    /// ```
     pub fn writer(&mut self) -> &mut Writer<M, H> {
         &mut self.store.writer
     }
 
     /// Gives the writer back. The published tree stays readable; its nodes are never
     /// retired (nothing remembers the root any more).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let writer = w.into_writer();
+    /// assert_eq!(writer.scope(), tree.scope());
+    /// // The published tree stays readable.
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// assert_eq!(r.get(&1).unwrap(), Some(10));
+    /// ```
     pub fn into_writer(self) -> Writer<M, H> {
         self.store.writer
     }
 
     /// Inserts or replaces; returns the previous value. Published before returning.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.insert(3, 30).unwrap(), None);
+    /// assert_eq!(w.insert(3, 31).unwrap(), Some(30));
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// assert_eq!(r.get(&3).unwrap(), Some(31));
+    /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         self.single(Op::Insert(key, value))
     }
 
     /// Removes a key; returns its value. Published before returning.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(3, 30).unwrap();
+    /// assert_eq!(w.remove(&3).unwrap(), Some(30));
+    /// assert_eq!(w.remove(&3).unwrap(), None); // absent keys are no error
+    /// let r = tree.read_handle(&s.nodes[0]).unwrap();
+    /// assert_eq!(r.get(&3).unwrap(), None);
+    /// ```
     pub fn remove(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
         self.single(Op::Remove(*key))
     }
 
     /// The value of `key` in the current tree.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(4, 40).unwrap();
+    /// assert_eq!(w.get(&4).unwrap(), Some(40));
+    /// assert_eq!(w.get(&5).unwrap(), None);
+    /// ```
     pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
         algo::get(&self.store, self.root, key)
     }
 
     /// Whether `key` is present.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(4, 40).unwrap();
+    /// assert!(w.contains_key(&4).unwrap());
+    /// assert!(!w.contains_key(&40).unwrap());
+    /// ```
     pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
         Ok(self.get(key)?.is_some())
     }
 
     /// Number of entries.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..12 {
+    ///     w.insert(k % 4, k).unwrap(); // four keys, replaced three times each
+    /// }
+    /// assert_eq!(w.len(), 4);
+    /// ```
     pub fn len(&self) -> usize {
         self.store.read(self.root).map_or(0, |n| n.size)
     }
 
     /// Whether the tree is empty.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// assert!(w.is_empty());
+    /// w.insert(1, 1).unwrap();
+    /// assert!(!w.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.root == 0
     }
 
     /// The entries in `range`, in key order.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..10 {
+    ///     w.insert(k, k * 10).unwrap();
+    /// }
+    /// assert_eq!(w.range(3..6).unwrap(), vec![(3, 30), (4, 40), (5, 50)]);
+    /// assert_eq!(w.range(9..).unwrap(), vec![(9, 90)]);
+    /// ```
     pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
         let mut out = Vec::new();
         algo::collect_range(&self.store, self.root, &range, &mut out)?;
@@ -235,12 +363,39 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     }
 
     /// Every entry, in key order.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in [2, 0, 1] {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// assert_eq!(w.iter().unwrap(), vec![(0, 0), (1, 1), (2, 2)]);
+    /// ```
     pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
         self.range(..)
     }
 
     /// Checks the tree's invariants: keys in order, every stored size equal to the size
     /// of its subtree, and weight balance at every node.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..200 {
+    ///     w.insert(k, k).unwrap(); // ascending keys: every insert rebalances
+    /// }
+    /// w.check_invariants().unwrap();
+    /// assert_eq!(w.len(), 200);
+    /// ```
     pub fn check_invariants(&self) -> Result<(), InvariantError<CollectionError>> {
         let counted = algo::check(&self.store, self.root)?;
         if counted != self.store.nodes {
@@ -284,6 +439,24 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
 
     /// Retires replaced nodes still waiting for room in the freed ring, then gives back
     /// to the heap every retired node whose grace period has passed.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// for v in 0..10 {
+    ///     w.insert(1, v).unwrap(); // every insert replaces the node
+    /// }
+    /// let report = w.reclaim().unwrap(); // retires the replaced nodes
+    /// assert_eq!((report.freed_blocks, report.pending_blocks), (0, 9));
+    /// s.quiesce_all().unwrap();
+    /// s.quiesce_all().unwrap(); // every node passed twice: the grace period is over
+    /// let report = w.reclaim().unwrap();
+    /// assert_eq!((report.freed_blocks, report.pending_blocks), (9, 0));
+    /// ```
     pub fn reclaim(&mut self) -> Result<ReclaimReport, CollectionError> {
         Ok(self.store.writer.reclaim()?)
     }
@@ -291,6 +464,21 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// Replaced nodes whose retirement is still to be logged (the freed ring was full
     /// when their batch was published; the next update or [`reclaim`](Self::reclaim)
     /// retries). They are unlinked already; they count toward memory in use.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 1).unwrap();
+    /// w.insert(1, 2).unwrap();
+    /// // The replaced node waits to be logged with the next ones (one retirement per bag).
+    /// assert_eq!(w.unretired(), 1);
+    /// w.reclaim().unwrap();
+    /// assert_eq!(w.unretired(), 0);
+    /// ```
     pub fn unretired(&self) -> usize {
         self.store.writer.deferred()
     }
