@@ -46,6 +46,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How [`Pool::open`] opens and joins a pool.
+///
+/// ```
+/// use bi::core::region::RegionConfig;
+/// use bi::{Pool, PoolConfig};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let config = PoolConfig {
+///     region: RegionConfig::new(4 << 20).with_nodes(2), // used only to create the file
+///     node: Some(1),
+///     ..PoolConfig::default()
+/// };
+/// let pool = Pool::open(dir.path().join("small.bi"), config).unwrap();
+/// assert_eq!(pool.node(), 1);
+/// assert_eq!(pool.region().layout().config().nodes(), 2);
+/// ```
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
     /// The region to create if the file does not exist (ignored when it does).
@@ -81,6 +96,22 @@ impl Default for PoolConfig {
 }
 
 /// Why a pool could not be opened or used.
+///
+/// ```
+/// use bi::core::region::RegionConfig;
+/// use bi::{Pool, PoolConfig, PoolError};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("one-node.bi");
+/// let region = RegionConfig::new(4 << 20).with_nodes(1);
+/// let config = PoolConfig { region, ..PoolConfig::default() };
+/// let pool = Pool::open(&path, config.clone()).unwrap();
+/// // The only node is run by a live process (this one).
+/// let err = Pool::open(&path, config).unwrap_err();
+/// assert!(matches!(err, PoolError::NoFreeNode { nodes: 1 }));
+/// let _w = pool.map_writer::<u64, u64>("a").unwrap();
+/// assert!(matches!(pool.tree_writer::<u64, u64>("b"), Err(PoolError::WriterTaken)));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PoolError {
@@ -162,6 +193,22 @@ impl From<CollectionError> for PoolError {
 
 /// A region mapped by this process and one of its nodes run by it, with the node's
 /// background pass; dropping it stops the pass and gives the node up.
+///
+/// ```
+/// use bi::{Pool, PoolConfig};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("pool.bi");
+/// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+/// let mut prices = pool.tree_writer::<u32, u64>("prices").unwrap();
+/// prices.insert(3, 300).unwrap();
+/// let node = pool.node();
+/// drop(prices);
+/// drop(pool); // the pass stops and the node is given up: it can be claimed again
+/// let config = PoolConfig { node: Some(node), ..PoolConfig::default() };
+/// let again = Pool::open(&path, config).unwrap();
+/// assert_eq!(again.tree_reader::<u32, u64>("prices").unwrap().get(&3).unwrap(), Some(300));
+/// ```
 pub struct Pool {
     // Dropped in this order: the pass stops before the runtime gives the node up.
     // (None for a process that joined its node: the runner passes.)
@@ -259,22 +306,67 @@ impl Pool {
     }
 
     /// The node this process runs.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let a = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let b = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// assert_eq!((a.node(), b.node()), (0, 1)); // the first nodes no live process runs
+    /// ```
     pub fn node(&self) -> usize {
         self.rt.node()
     }
 
     /// The region.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// assert_eq!(pool.region().path(), Some(path.as_path()));
+    /// assert_eq!(pool.region().layout().config().nodes(), 8);
+    /// ```
     pub fn region(&self) -> &Region {
         &self.region
     }
 
     /// The node's runtime (for raw reads and writes, and statistics).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// assert_eq!(pool.runtime().node(), pool.node());
+    /// assert!(!pool.runtime().is_joined());
+    /// ```
     pub fn runtime(&self) -> &NodeRuntime<Hardware> {
         &self.rt
     }
 
     /// Background passes run so far, and whether the pass stopped because another process
     /// took this node over.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap(); // a pass every millisecond
+    /// let start = std::time::Instant::now();
+    /// while pool.passes().0 == 0 && start.elapsed().as_secs() < 5 {
+    ///     std::thread::sleep(std::time::Duration::from_millis(1));
+    /// }
+    /// let (passes, taken) = pool.passes();
+    /// assert!(passes > 0);
+    /// assert!(!taken);
+    /// ```
     pub fn passes(&self) -> (u64, bool) {
         match &self.background {
             Some(b) => (b.passes(), b.node_taken()),
@@ -301,6 +393,19 @@ impl Pool {
 
     /// The map named `name` (made if missing), as its writer: a live writer elsewhere is
     /// an error; a map whose writer died is adopted ([`BiHashMap::take_writer`]).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let mut stock = pool.map_writer::<u64, u32>("stock").unwrap();
+    /// assert_eq!(stock.insert(17, 4).unwrap(), None);
+    /// // One writer per structure: another node's second writer is refused.
+    /// let other = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// assert!(other.map_writer::<u64, u32>("stock").is_err());
+    /// ```
     pub fn map_writer<K: Pod + Eq + Hash, V: Pod>(
         &self,
         name: &str,
@@ -311,6 +416,18 @@ impl Pool {
 
     /// A reader of the map named `name` (made, empty, if missing), for the calling
     /// thread.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let stock = pool.map_reader::<u64, u32>("stock").unwrap(); // made, empty
+    /// assert_eq!(stock.get(&17).unwrap(), None);
+    /// // The name is bound to its key and value types.
+    /// assert!(pool.map_reader::<u64, u64>("stock").is_err());
+    /// ```
     pub fn map_reader<K: Pod + Eq + Hash, V: Pod>(
         &self,
         name: &str,
@@ -320,6 +437,19 @@ impl Pool {
     }
 
     /// The tree named `name` (made if missing), as its writer ([`BiTree::take_writer`]).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let mut events = pool.tree_writer::<u64, u64>("events").unwrap();
+    /// for t in [30, 10, 20] {
+    ///     events.insert(t, t * 2).unwrap();
+    /// }
+    /// assert_eq!(events.range(15..).unwrap(), vec![(20, 40), (30, 60)]);
+    /// ```
     pub fn tree_writer<K: Pod + Ord, V: Pod>(
         &self,
         name: &str,
@@ -330,6 +460,18 @@ impl Pool {
 
     /// A reader of the tree named `name` (made, empty, if missing), for the calling
     /// thread.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let writer = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// writer.tree_writer::<u64, u64>("events").unwrap().insert(1, 2).unwrap();
+    /// let reader = Pool::open(&path, PoolConfig::default()).unwrap(); // another node
+    /// let events = reader.tree_reader::<u64, u64>("events").unwrap();
+    /// assert_eq!(events.get(&1).unwrap(), Some(2));
+    /// ```
     pub fn tree_reader<K: Pod + Ord, V: Pod>(
         &self,
         name: &str,

@@ -41,6 +41,15 @@ use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 
 /// One row of the catalog: a hazard counted over `seeds` runs of each variant.
+///
+/// ```
+/// use bi::hazards::{catalog, run};
+///
+/// let torn = catalog().into_iter().find(|h| h.name == "publish_before_writeback").unwrap();
+/// let row = run(&torn, 1);
+/// assert_eq!((row.hazard, row.seeds), ("publish_before_writeback", 1));
+/// assert!(row.broken > 0 && row.bi == 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HazardRow {
     /// Short name of the hazard (`snake_case`).
@@ -58,6 +67,19 @@ pub struct HazardRow {
 impl HazardRow {
     /// The row as one line of JSON:
     /// `{"hazard": "...", "broken": n, "bi": n, "seeds": n}`.
+    ///
+    /// ```
+    /// use bi::hazards::HazardRow;
+    ///
+    /// let row = HazardRow {
+    ///     hazard: "lost_update",
+    ///     counts: "lost writes",
+    ///     broken: 3,
+    ///     bi: 0,
+    ///     seeds: 2,
+    /// };
+    /// assert_eq!(row.to_json(), r#"{"hazard": "lost_update", "broken": 3, "bi": 0, "seeds": 2}"#);
+    /// ```
     pub fn to_json(&self) -> String {
         format!(
             "{{\"hazard\": \"{}\", \"broken\": {}, \"bi\": {}, \"seeds\": {}}}",
@@ -67,6 +89,14 @@ impl HazardRow {
 }
 
 /// Which variant of a hazard's program to run.
+///
+/// ```
+/// use bi::hazards::{catalog, Variant};
+///
+/// let torn = catalog().into_iter().find(|h| h.name == "publish_before_writeback").unwrap();
+/// assert!((torn.run)(Variant::Broken, 0) > 0);
+/// assert_eq!((torn.run)(Variant::Bi, 0), 0);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// The deliberately broken protocol.
@@ -76,6 +106,19 @@ pub enum Variant {
 }
 
 /// A hazard of the catalog.
+///
+/// ```
+/// use bi::hazards::{run, Hazard, Variant};
+///
+/// // A catalog row is any program counting a hazard per variant and seed.
+/// let toy = Hazard {
+///     name: "toy",
+///     counts: "ones",
+///     run: |v, _seed| u64::from(v == Variant::Broken),
+/// };
+/// let row = run(&toy, 3);
+/// assert_eq!((row.broken, row.bi, row.seeds), (3, 0, 3));
+/// ```
 pub struct Hazard {
     /// Short name (`snake_case`).
     pub name: &'static str,
@@ -86,6 +129,13 @@ pub struct Hazard {
 }
 
 /// Every hazard of the catalog, in the order of the design's list.
+///
+/// ```
+/// let hazards = bi::hazards::catalog();
+/// assert_eq!(hazards.len(), 10);
+/// assert_eq!(hazards[0].name, "stale_beyond_bound");
+/// assert!(hazards.iter().all(|h| !h.counts.is_empty()));
+/// ```
 pub fn catalog() -> Vec<Hazard> {
     vec![
         stale_beyond_bound::HAZARD,
@@ -102,11 +152,27 @@ pub fn catalog() -> Vec<Hazard> {
 }
 
 /// Runs every hazard's two variants over seeds `0..seeds`.
+///
+/// ```
+/// let rows = bi::hazards::run_all(1);
+/// assert_eq!(rows.len(), bi::hazards::catalog().len());
+/// assert!(rows.iter().all(|r| r.seeds == 1 && r.bi == 0));
+/// ```
 pub fn run_all(seeds: u64) -> Vec<HazardRow> {
     catalog().iter().map(|h| run(h, seeds)).collect()
 }
 
 /// Runs one hazard's two variants over seeds `0..seeds`.
+///
+/// ```
+/// use bi::hazards::{catalog, run};
+///
+/// let lost = catalog().into_iter().find(|h| h.name == "two_nodes_one_line").unwrap();
+/// let row = run(&lost, 2);
+/// assert_eq!(row.hazard, "two_nodes_one_line");
+/// assert!(row.broken > 0, "the broken variant loses writes");
+/// assert_eq!(row.bi, 0, "the real protocol loses none");
+/// ```
 pub fn run(hazard: &Hazard, seeds: u64) -> HazardRow {
     let count = |v| (0..seeds).map(|s| (hazard.run)(v, s)).sum();
     HazardRow {
