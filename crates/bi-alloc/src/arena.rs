@@ -55,6 +55,14 @@ pub struct ArenaRange {
 
 impl ArenaRange {
     /// The arena as a region [`Section`].
+    ///
+    /// ```
+    /// use bi_alloc::ArenaRange;
+    ///
+    /// let a = ArenaRange { node: 0, offset: 4096, len: 1024 };
+    /// let s = a.section();
+    /// assert_eq!((s.offset, s.len), (4096, 1024));
+    /// ```
     pub const fn section(&self) -> Section {
         Section {
             offset: self.offset,
@@ -63,16 +71,43 @@ impl ArenaRange {
     }
 
     /// One past the last byte (saturating).
+    ///
+    /// ```
+    /// use bi_alloc::ArenaRange;
+    ///
+    /// let a = ArenaRange { node: 0, offset: 4096, len: 1024 };
+    /// assert_eq!(a.end(), 5120);
+    /// let huge = ArenaRange { node: 0, offset: usize::MAX - 10, len: 100 };
+    /// assert_eq!(huge.end(), usize::MAX); // saturating
+    /// ```
     pub const fn end(&self) -> usize {
         self.section().end()
     }
 
     /// The arena as a range of region offsets.
+    ///
+    /// ```
+    /// use bi_alloc::ArenaRange;
+    ///
+    /// let a = ArenaRange { node: 0, offset: 4096, len: 1024 };
+    /// assert_eq!(a.range(), 4096..5120);
+    /// assert_eq!(a.range().len(), a.len);
+    /// ```
     pub const fn range(&self) -> Range<usize> {
         self.section().range()
     }
 
     /// Whether `offset .. offset + len` lies inside this arena.
+    ///
+    /// ```
+    /// use bi_alloc::ArenaRange;
+    ///
+    /// let a = ArenaRange { node: 0, offset: 4096, len: 1024 };
+    /// assert!(a.contains(4096, 1024)); // the whole arena
+    /// assert!(a.contains(5119, 1));
+    /// assert!(!a.contains(5119, 2)); // runs past the end
+    /// assert!(!a.contains(4095, 1));
+    /// ```
     pub const fn contains(&self, offset: usize, len: usize) -> bool {
         self.section().contains(offset, len)
     }
@@ -104,6 +139,17 @@ impl Arenas {
     ///
     /// Errors: [`AllocError::HeapTooSmall`] when a node would get fewer than
     /// [`MIN_ARENA_LINES`] lines.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(4)).unwrap();
+    /// let arenas = Arenas::split(&layout).unwrap();
+    /// assert_eq!(arenas.len(), 4);
+    /// // Every process computes the same split from the layout alone.
+    /// assert_eq!(arenas, Arenas::split(&layout).unwrap());
+    /// ```
     pub fn split(layout: &Layout) -> Result<Arenas, AllocError> {
         Arenas::split_range(
             layout.heap().range(),
@@ -164,26 +210,70 @@ impl Arenas {
     }
 
     /// The line size the arenas are aligned to.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert_eq!(arenas.line_size(), LineSize::X86);
+    /// assert!(arenas.iter().all(|a| a.offset % arenas.line_size().get() == 0));
+    /// ```
     pub fn line_size(&self) -> LineSize {
         self.line
     }
 
     /// Number of arenas (one per node).
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert_eq!(arenas.len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         self.arenas.len()
     }
 
     /// Always `false`: a split has at least one node.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert!(!arenas.is_empty());
+    /// assert!(Arenas::split_range(0..32 * 64, LineSize::X86, 0).is_err()); // never zero nodes
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.arenas.is_empty()
     }
 
     /// The arena of `node`, if the split has that node.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert_eq!(arenas.get(1).unwrap().offset, 16 * 64);
+    /// assert_eq!(arenas.get(2), None);
+    /// ```
     pub fn get(&self, node: usize) -> Option<ArenaRange> {
         self.arenas.get(node).copied()
     }
 
     /// The arena of `node`, or [`AllocError::NoSuchNode`].
+    ///
+    /// ```
+    /// use bi_alloc::{AllocError, Arenas};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert_eq!(arenas.node(0).unwrap().len, 16 * 64);
+    /// assert!(matches!(arenas.node(5), Err(AllocError::NoSuchNode { node: 5, nodes: 2 })));
+    /// ```
     pub fn node(&self, node: usize) -> Result<ArenaRange, AllocError> {
         self.get(node).ok_or(AllocError::NoSuchNode {
             node,
@@ -192,16 +282,44 @@ impl Arenas {
     }
 
     /// All arenas, in node (and address) order.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// let nodes: Vec<usize> = arenas.as_slice().iter().map(|a| a.node).collect();
+    /// assert_eq!(nodes, [0, 1]);
+    /// ```
     pub fn as_slice(&self) -> &[ArenaRange] {
         &self.arenas
     }
 
     /// Iterates over the arenas in node order.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// let total: usize = arenas.iter().map(|a| a.len).sum();
+    /// assert_eq!(total, 32 * 64); // the arenas cover the heap exactly
+    /// ```
     pub fn iter(&self) -> std::slice::Iter<'_, ArenaRange> {
         self.arenas.iter()
     }
 
     /// The node whose arena holds byte `offset`, or `None` outside the heap.
+    ///
+    /// ```
+    /// use bi_alloc::Arenas;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let arenas = Arenas::split_range(0..32 * 64, LineSize::X86, 2).unwrap();
+    /// assert_eq!(arenas.node_of(0), Some(0));
+    /// assert_eq!(arenas.node_of(16 * 64), Some(1));
+    /// assert_eq!(arenas.node_of(32 * 64), None); // past the heap
+    /// ```
     pub fn node_of(&self, offset: usize) -> Option<usize> {
         let i = self.arenas.partition_point(|a| a.end() <= offset);
         self.arenas

@@ -39,9 +39,44 @@ use std::time::Duration;
 pub const GRANT_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Where a growing [`NodeHeap`] gets more memory.
+///
+/// ```
+/// use bi_alloc::{Grow, NodeHeap};
+/// use bi_core::heap::{Heap, HeapError};
+/// use bi_core::line::LineSize;
+/// use std::ops::Range;
+///
+/// /// Grants one range (the first request, in whole lines), then nothing.
+/// struct Once(bool);
+/// impl Grow for Once {
+///     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
+///         match std::mem::replace(&mut self.0, true) {
+///             false => Ok(0..bytes.next_multiple_of(64)),
+///             true => Err(HeapError::OutOfMemory { requested: bytes, free: 0 }),
+///         }
+///     }
+/// }
+/// let source = Box::new(Once(false));
+/// let mut heap = NodeHeap::growing(0..64 * 64, LineSize::X86, &[], source).unwrap();
+/// assert!(heap.alloc(64).is_ok()); // granted
+/// assert!(heap.alloc(60 * 64).is_err()); // the source has nothing more
+/// ```
 pub trait Grow: Send + Sync {
     /// A range of whole lines, at least `bytes` long, that the heap now owns and nobody
     /// else does. [`HeapError::OutOfMemory`] when the pool has no room for it.
+    ///
+    /// ```
+    /// use bi_alloc::{Extents, Grow};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut extents = Extents::new(s.nodes[0].clone(), s.slot(0) as u64).unwrap();
+    /// let a = extents.grow(100).unwrap(); // one extent: whole lines, at least 100 bytes
+    /// assert!(a.len() >= 100 && a.start % 64 == 0);
+    /// let b = extents.grow(100).unwrap();
+    /// assert_eq!(b.start, a.end); // first fit: the next free extent
+    /// assert_eq!(extents.owned().unwrap(), [a.start..b.end]); // merged
+    /// ```
     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError>;
 }
 
@@ -73,6 +108,16 @@ pub struct Extents<V: MemView> {
 
 impl<V: MemView> Extents<V> {
     /// The extents of `owner` (not 0), read and granted through `rt`'s node.
+    ///
+    /// ```
+    /// use bi_alloc::Extents;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// assert!(Extents::new(s.nodes[0].clone(), 0).is_err()); // 0 marks a free extent
+    /// let extents = Extents::new(s.nodes[0].clone(), s.slot(0) as u64).unwrap();
+    /// assert!(extents.owned().unwrap().is_empty()); // nothing granted yet
+    /// ```
     pub fn new(rt: NodeRuntime<V>, owner: u64) -> Result<Extents<V>, HeapError> {
         if owner == 0 {
             return Err(HeapError::BadArena {
@@ -83,6 +128,21 @@ impl<V: MemView> Extents<V> {
     }
 
     /// The extents this owner holds now, adjacent ones merged, in address order.
+    ///
+    /// ```
+    /// use bi_alloc::Extents;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let owner = s.slot(3) as u64;
+    /// let mut heap = Extents::new(s.nodes[0].clone(), owner).unwrap().heap().unwrap();
+    /// heap.alloc(64).unwrap();
+    /// // The table lives in the region: node 1 reads the same grant.
+    /// let seen = Extents::new(s.nodes[1].clone(), owner).unwrap().owned().unwrap();
+    /// assert_eq!(seen, heap.owned());
+    /// assert_eq!(seen.len(), 1);
+    /// ```
     pub fn owned(&self) -> Result<Vec<Range<usize>>, HeapError> {
         let _guard = self.rt.lock(GRANT_LOCK_WAIT).map_err(no_extent)?;
         let table = self.read_table()?;
@@ -100,6 +160,25 @@ impl<V: MemView> Extents<V> {
 
     /// A growing heap over the pool's heap section that owns what this owner holds (its
     /// contents count as used) and is granted more extents as it needs them.
+    ///
+    /// ```
+    /// use bi_alloc::Extents;
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+    /// use std::sync::Arc;
+    ///
+    /// // Real hardware: a region in this process's memory, node 0 run over it.
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let (layout, config) = (*region.layout(), RuntimeConfig::default());
+    /// let clock = Arc::new(TickClock::new());
+    /// let rt = NodeRuntime::new(region.hardware(), layout, 0, config, clock).unwrap();
+    /// let owner = region.layout().root_entry(0).unwrap().offset;
+    /// let heap = Extents::new(rt.clone(), owner as u64).unwrap().heap().unwrap();
+    /// let mut w = rt.writer(heap).unwrap();
+    /// let link = w.alloc_sealed(42u64).unwrap();
+    /// assert_eq!(w.read_own(link).unwrap(), 42);
+    /// assert!(w.heap().owned().iter().any(|r| r.contains(&link.offset())));
+    /// ```
     pub fn heap(self) -> Result<NodeHeap, HeapError>
     where
         V: 'static,

@@ -73,6 +73,20 @@ use std::ops::Range;
 pub const CHUNK_LINES: usize = 32;
 
 /// Counters of one size class.
+///
+/// ```
+/// use bi_alloc::NodeHeap;
+/// use bi_core::heap::Heap;
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = NodeHeap::new(0..256 * 64, LineSize::X86).unwrap();
+/// let b = heap.alloc(64).unwrap();
+/// heap.free(b).unwrap();
+/// heap.alloc(64).unwrap(); // the same one-line slot again
+/// let c = heap.node_stats().classes[0];
+/// assert_eq!((c.lines, c.slot_bytes), (1, 64));
+/// assert_eq!((c.live, c.allocations, c.reuses), (1, 2, 1));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClassStats {
     /// Slot size in lines.
@@ -94,6 +108,20 @@ pub struct ClassStats {
 }
 
 /// Counters of the runs that serve requests above the largest class.
+///
+/// ```
+/// use bi_alloc::NodeHeap;
+/// use bi_alloc::class::LARGEST_CLASS_LINES;
+/// use bi_core::heap::Heap;
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = NodeHeap::new(0..1024 * 64, LineSize::X86).unwrap();
+/// let big = heap.alloc(LARGEST_CLASS_LINES * 64 + 1).unwrap(); // past every class
+/// let l = heap.node_stats().large;
+/// assert_eq!((l.live_blocks, l.live_bytes, l.allocations), (1, big.len, 1));
+/// heap.free(big).unwrap();
+/// assert_eq!(heap.node_stats().large.live_blocks, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LargeStats {
     /// Large blocks handed out now.
@@ -110,6 +138,21 @@ pub struct LargeStats {
 
 /// Everything a [`NodeHeap`] counts: the [`HeapStats`] of the heap seam plus the arena's
 /// footprint and per-class detail.
+///
+/// ```
+/// use bi_alloc::NodeHeap;
+/// use bi_core::heap::Heap;
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = NodeHeap::new(0..256 * 64, LineSize::X86).unwrap();
+/// let before = heap.node_stats();
+/// assert_eq!((before.footprint, before.untouched), (0, 256 * 64));
+/// let b = heap.alloc(200).unwrap(); // a four-line slot
+/// heap.free(b).unwrap();
+/// let after = heap.node_stats();
+/// assert!(after.footprint > 0 && after.footprint_peak >= after.footprint);
+/// assert_eq!(after.free, after.heap.capacity); // everything free again
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeHeapStats {
     /// Capacity, live, peak, allocations, frees, reuses.
@@ -225,6 +268,18 @@ impl NodeHeap {
     /// once this heap has handed their memory out before.
     ///
     /// Errors: [`HeapError::BadArena`] for an empty or misaligned range.
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::heap::Heap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = NodeHeap::new(4096..8192, LineSize::X86).unwrap();
+    /// let b = heap.alloc(100).unwrap(); // two lines
+    /// assert_eq!((b.offset % 64, b.len, b.reused), (0, 128, false));
+    /// assert!((4096..8192).contains(&b.offset));
+    /// assert!(NodeHeap::new(4096..4100, LineSize::X86).is_err()); // not whole lines
+    /// ```
     pub fn new(arena: Range<usize>, line: LineSize) -> Result<NodeHeap, HeapError> {
         NodeHeap::build(arena, line, false)
     }
@@ -292,6 +347,14 @@ impl NodeHeap {
     }
 
     /// The memory this heap owns: its arena, or what a growing heap has been given.
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = NodeHeap::new(4096..8192, LineSize::X86).unwrap();
+    /// assert_eq!(heap.owned(), [4096..8192]); // a fixed heap owns its arena
+    /// ```
     pub fn owned(&self) -> &[Range<usize>] {
         &self.state.owned
     }
@@ -390,6 +453,14 @@ impl NodeHeap {
     }
 
     /// The arena this heap allocates in.
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = NodeHeap::new(4096..8192, LineSize::X86).unwrap();
+    /// assert_eq!(heap.arena(), 4096..8192);
+    /// ```
     pub fn arena(&self) -> Range<usize> {
         self.geom.arena.clone()
     }
