@@ -38,12 +38,28 @@ impl Default for ClientConfig {
 impl ClientConfig {
     /// Sets the longest a client waits for room in its channel or for an
     /// acknowledgement before returning [`DelegationError::Timeout`].
+    ///
+    /// ```
+    /// use bi_collections::delegate::ClientConfig;
+    /// use std::time::Duration;
+    ///
+    /// let cfg = ClientConfig::default().timeout(Duration::from_millis(5));
+    /// assert_eq!(cfg.timeout_value(), Duration::from_millis(5));
+    /// assert_ne!(cfg, ClientConfig::default());
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// The timeout.
+    ///
+    /// ```
+    /// use bi_collections::delegate::ClientConfig;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(ClientConfig::default().timeout_value(), Duration::from_secs(1));
+    /// ```
     pub fn timeout_value(&self) -> Duration {
         self.timeout
     }
@@ -116,6 +132,21 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ///
     /// The server must have initialised the area first: otherwise, or if the server's
     /// layout differs from `layout`, this is [`DelegationError::HeaderMismatch`].
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// // Before the server initialised the area, a client cannot attach.
+    /// assert!(DelegationClient::new(emu.node(1), layout, 0).is_err());
+    /// let _server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!((client.index(), client.sent()), (0, 0));
+    /// assert!(DelegationClient::new(emu.node(1), layout, 1).is_err()); // one client in the layout
+    /// ```
     pub fn new(
         view: Vw,
         layout: DelegationLayout<K, V>,
@@ -125,6 +156,23 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     }
 
     /// Attaches client `index` of `layout` through `view` with `config`.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{ClientConfig, DelegationClient};
+    /// use bi_collections::delegate::{DelegationLayout, DelegationServer};
+    /// use bi_collections::{CollectionError, EpochBonsai};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use std::time::Duration;
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let _server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let config = ClientConfig::default().timeout(Duration::from_millis(10));
+    /// let mut client = DelegationClient::with_config(emu.node(1), layout, 0, config).unwrap();
+    /// // Nobody serves: waiting for the insert times out after 10 ms.
+    /// let err = client.insert_sync(1, 1).unwrap_err();
+    /// assert!(matches!(err, CollectionError::Delegation(_)));
+    /// ```
     pub fn with_config(
         view: Vw,
         layout: DelegationLayout<K, V>,
@@ -148,11 +196,41 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     }
 
     /// Sends an insertion of `key` with `value`; returns its sequence number.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(client.insert(1, 10).unwrap(), 1); // sequence numbers start at 1
+    /// assert_eq!(client.insert(2, 20).unwrap(), 2);
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(server.structure().get(&2), Some(20));
+    /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<u64, CollectionError> {
         self.send(Op::Insert(key, value))
     }
 
     /// Sends a removal of `key`; returns its sequence number.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// server.structure().insert(5, 50);
+    /// client.remove(5).unwrap();
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(server.structure().get(&5), None);
+    /// ```
     pub fn remove(&mut self, key: K) -> Result<u64, CollectionError> {
         self.send(Op::Remove(key))
     }
@@ -162,6 +240,23 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ///
     /// If the channel is full it waits for the server to drain it, up to the configured
     /// timeout, then fails with [`DelegationError::Timeout`]; the operation was not sent.
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let seq = client.send(Op::Insert(7, 70)).unwrap(); // returns at once
+    /// assert_eq!(client.applied(), 0); // not applied yet
+    /// server.serve_once(16).unwrap();
+    /// client.wait_applied(seq).unwrap();
+    /// assert_eq!(server.structure().get(&7), Some(70));
+    /// ```
     pub fn send(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
         let seq = self.sender.sent() + 1;
         let record = OpRecord::new(seq, op);
@@ -230,6 +325,27 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
 
     /// Sends `op` and waits until it is applied and published; returns its sequence
     /// number.
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let stop = std::sync::atomic::AtomicBool::new(false);
+    /// std::thread::scope(|t| {
+    ///     let serving = t.spawn(|| server.run_until(&stop)); // the writer thread
+    ///     client.send_sync(Op::Insert(3, 30)).unwrap(); // returns once applied
+    ///     assert_eq!(client.applied(), 1);
+    ///     stop.store(true, std::sync::atomic::Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// assert_eq!(server.structure().get(&3), Some(30));
+    /// ```
     pub fn send_sync(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
         let seq = self.send(op)?;
         self.wait_applied(seq)?;
@@ -237,17 +353,73 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     }
 
     /// Inserts `key` with `value` and waits until readers can see it.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let stop = std::sync::atomic::AtomicBool::new(false);
+    /// std::thread::scope(|t| {
+    ///     let serving = t.spawn(|| server.run_until(&stop)); // the writer thread
+    ///     assert_eq!(client.insert_sync(4, 40).unwrap(), 1);
+    ///     stop.store(true, std::sync::atomic::Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// assert_eq!(server.structure().get(&4), Some(40));
+    /// ```
     pub fn insert_sync(&mut self, key: K, value: V) -> Result<u64, CollectionError> {
         self.send_sync(Op::Insert(key, value))
     }
 
     /// Removes `key` and waits until readers can no longer find it.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// server.structure().insert(4, 40);
+    /// let stop = std::sync::atomic::AtomicBool::new(false);
+    /// std::thread::scope(|t| {
+    ///     let serving = t.spawn(|| server.run_until(&stop)); // the writer thread
+    ///     client.remove_sync(4).unwrap();
+    ///     stop.store(true, std::sync::atomic::Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// assert!(server.structure().is_empty());
+    /// ```
     pub fn remove_sync(&mut self, key: K) -> Result<u64, CollectionError> {
         self.send_sync(Op::Remove(key))
     }
 
     /// Waits until every operation sent so far is applied and published; returns the
     /// last sequence number.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// for k in 0..5 {
+    ///     client.insert(k, k).unwrap();
+    /// }
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(client.flush().unwrap(), 5); // everything sent is applied
+    /// assert_eq!(server.structure().len(), 5);
+    /// ```
     pub fn flush(&mut self) -> Result<u64, CollectionError> {
         let seq = self.sender.sent();
         self.wait_applied(seq)?;
@@ -257,6 +429,22 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// Waits until the operation numbered `seq` (and so every earlier one) is applied
     /// and published, up to the configured timeout. A `seq` not yet sent is
     /// [`DelegationError::NotSent`].
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let seq = client.insert(1, 1).unwrap();
+    /// assert!(client.wait_applied(seq + 1).is_err()); // never sent
+    /// server.serve_once(16).unwrap();
+    /// client.wait_applied(seq).unwrap();
+    /// assert_eq!(client.applied(), seq);
+    /// ```
     pub fn wait_applied(&mut self, seq: u64) -> Result<(), CollectionError> {
         if self.applied >= seq {
             return Ok(());
@@ -276,6 +464,21 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
 
     /// Reads the acknowledgement word once from memory (invalidate, fence, load) and
     /// returns it: every operation up to that sequence number is applied and published.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 1).unwrap();
+    /// assert_eq!(client.poll_applied().unwrap(), 0);
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(client.poll_applied().unwrap(), 1);
+    /// ```
     pub fn poll_applied(&mut self) -> Result<u64, CollectionError> {
         let view = self.sender.view();
         view.invalidate(self.ack_offset, size_of::<u64>())
@@ -297,21 +500,75 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     }
 
     /// The acknowledgement as last read, without reading memory.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 1).unwrap();
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(client.applied(), 0); // as last read: not read since
+    /// client.poll_applied().unwrap();
+    /// assert_eq!(client.applied(), 1);
+    /// ```
     pub fn applied(&self) -> u64 {
         self.applied
     }
 
     /// Operations sent so far (the last sequence number handed out).
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 1).unwrap();
+    /// client.remove(1).unwrap();
+    /// assert_eq!(client.sent(), 2);
+    /// ```
     pub fn sent(&self) -> u64 {
         self.sender.sent()
     }
 
     /// This client's index in the layout.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(client.index(), 0);
+    /// ```
     pub fn index(&self) -> usize {
         self.index
     }
 
     /// The view this client works through.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(client.view().id(), 1); // the emulated node it was attached through
+    /// ```
     pub fn view(&self) -> &Vw {
         self.sender.view()
     }

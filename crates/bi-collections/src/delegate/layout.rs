@@ -84,6 +84,17 @@ impl<K, V> fmt::Debug for DelegationLayout<K, V> {
 impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     /// Bytes an area for `clients` clients with channels of `capacity` records (a
     /// non-zero power of two) needs, laid out for `line`-byte lines.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let need = DelegationLayout::<u32, u32>::required_bytes(2, 16, LineSize::X86).unwrap();
+    /// let layout = DelegationLayout::<u32, u32>::new(0..need, 2, 16, LineSize::X86).unwrap();
+    /// assert_eq!(layout.len(), need);
+    /// assert!(DelegationLayout::<u32, u32>::new(0..need - 64, 2, 16, LineSize::X86).is_err());
+    /// assert!(DelegationLayout::<u32, u32>::required_bytes(2, 15, LineSize::X86).is_err());
+    /// ```
     pub fn required_bytes(
         clients: usize,
         capacity: usize,
@@ -169,18 +180,54 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     }
 
     /// The channel of client `index`.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// let (a, b) = (layout.channel(0).unwrap(), layout.channel(1).unwrap());
+    /// assert!(a.offset() < b.offset()); // one channel per client, apart
+    /// assert!(layout.channel(2).is_err());
+    /// ```
     pub fn channel(&self, index: usize) -> Result<ChannelLayout<OpRecord<K, V>>, CollectionError> {
         let block = self.block(index)?;
         Ok(ChannelLayout::new(block, self.capacity, self.line)?)
     }
 
     /// The acknowledgement word of client `index` (the first word of its own line).
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// let ack = layout.ack_offset(0).unwrap();
+    /// assert_eq!(ack % 64, 0); // a line of its own
+    /// assert!(ack > layout.offset() && ack < layout.end());
+    /// assert!(layout.ack_offset(2).is_err());
+    /// ```
     pub fn ack_offset(&self, index: usize) -> Result<usize, CollectionError> {
         Ok(self.block(index)? + self.stride - self.line.get())
     }
 
     /// Checks that the area fits in `view` and that the view's lines are no larger than
     /// the layout's (otherwise two single-writer words would share a line).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// let fits = Emulator::new(EmulatorConfig::new(1 << 15, 1));
+    /// assert!(layout.check(&fits.node(0)).is_ok());
+    /// let short = Emulator::new(EmulatorConfig::new(4096, 1)); // ends where the area starts
+    /// assert!(layout.check(&short.node(0)).is_err());
+    /// ```
     pub fn check<Vw: MemView>(&self, view: &Vw) -> Result<(), CollectionError> {
         self.channel(0)?.check(view)?;
         if self.end() > view.size() {
@@ -274,32 +321,87 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
 
 impl<K, V> DelegationLayout<K, V> {
     /// The first byte of the area (its header line).
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert_eq!(layout.offset(), 4096);
+    /// ```
     pub fn offset(&self) -> usize {
         self.offset
     }
 
     /// Bytes the area occupies from [`offset`](Self::offset) (at most the range given).
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert!(layout.len() <= 1 << 14); // at most the range given
+    /// assert_eq!(layout.offset() + layout.len(), layout.end());
+    /// ```
     #[allow(clippy::len_without_is_empty)] // an area always has its header
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// One past the area's last byte.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert!(layout.end() <= 4096 + (1 << 14));
+    /// ```
     pub fn end(&self) -> usize {
         self.offset + self.len
     }
 
     /// How many clients the area serves.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert_eq!(layout.clients(), 2);
+    /// ```
     pub fn clients(&self) -> usize {
         self.clients
     }
 
     /// Records each client's channel holds.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert_eq!(layout.capacity(), 16);
+    /// ```
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// The line size the layout was computed with.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let range = 4096..4096 + (1 << 14);
+    /// let layout = DelegationLayout::<u32, u32>::new(range, 2, 16, LineSize::X86).unwrap();
+    /// assert_eq!(layout.line_size(), LineSize::X86);
+    /// ```
     pub fn line_size(&self) -> LineSize {
         self.line
     }

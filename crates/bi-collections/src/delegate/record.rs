@@ -60,6 +60,14 @@ unsafe impl<K: Pod, V: Pod> Pod for OpRecord<K, V> {}
 
 impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// The record of `op` with sequence number `seq`.
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// let r = OpRecord::new(3, Op::Insert(1u32, 10u32));
+    /// assert_eq!((r.seq(), r.kind(), r.op()), (3, 1, Some(Op::Insert(1, 10))));
+    /// ```
     pub fn new(seq: u64, op: Op<K, V>) -> Self {
         match op {
             Op::Insert(key, value) => OpRecord {
@@ -78,16 +86,41 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     }
 
     /// The sequence number (the client's count of operations including this one).
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// assert_eq!(OpRecord::new(9, Op::<u32, u32>::Remove(1)).seq(), 9);
+    /// ```
     pub fn seq(&self) -> u64 {
         self.seq
     }
 
     /// The kind word (1 insert, 2 remove, anything else is corrupt).
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// assert_eq!(OpRecord::new(1, Op::Insert(1u32, 1u32)).kind(), 1);
+    /// assert_eq!(OpRecord::new(1, Op::<u32, u32>::Remove(1)).kind(), 2);
+    /// ```
     pub fn kind(&self) -> u64 {
         self.kind
     }
 
     /// The operation, or `None` if the kind word is not one an `OpRecord::new` writes.
+    ///
+    /// ```
+    /// use bi_collections::Op;
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// let r = OpRecord::new(1, Op::<u32, u32>::Remove(4));
+    /// assert_eq!(r.op(), Some(Op::Remove(4)));
+    /// let zeroed: OpRecord<u32, u32> = bytemuck::Zeroable::zeroed(); // kind 0: not a record
+    /// assert_eq!(zeroed.op(), None);
+    /// ```
     pub fn op(&self) -> Option<Op<K, V>> {
         // Fields are copied out by value: a packed field may not be borrowed.
         let (key, value) = (self.key, self.value);

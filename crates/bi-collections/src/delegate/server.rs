@@ -16,6 +16,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 
 /// What one [`DelegationServer::serve_once`] did.
+///
+/// ```
+/// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+/// use bi_collections::EpochBonsai;
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+///
+/// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+/// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+/// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+/// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+/// client.insert(1, 1).unwrap();
+/// client.insert(1, 2).unwrap();
+/// let report = server.serve_once(16).unwrap();
+/// assert_eq!((report.ops, report.clients), (2, 1));
+/// assert_eq!((report.batch.inserted, report.batch.replaced), (1, 1));
+/// assert_eq!(server.serve_once(16).unwrap().ops, 0); // an idle poll
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServeReport {
     /// Operations received and applied (zero: an idle poll).
@@ -27,6 +44,24 @@ pub struct ServeReport {
 }
 
 /// Totals over the calls of [`DelegationServer::run_until`].
+///
+/// ```
+/// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+/// use bi_collections::EpochBonsai;
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+///
+/// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+/// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+/// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+/// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+/// for k in 0..10 {
+///     client.insert(k, k).unwrap();
+/// }
+/// let stop = std::sync::atomic::AtomicBool::new(true); // drain what is sent, then stop
+/// let totals = server.run_until(&stop).unwrap();
+/// assert_eq!(totals.ops, 10);
+/// assert!(totals.batches >= 1 && totals.largest_batch <= 10);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServeTotals {
     /// Polls of the channels (busy or idle).
@@ -143,6 +178,18 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// Create the server before any client attaches, and never two servers over one
     /// area: a client attached to an area that is initialised again finds its channel
     /// counters moved back and reports corruption.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 2, 16, emu.line_size()).unwrap();
+    /// let server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// assert_eq!(server.acknowledged(1).unwrap(), 0); // every channel starts empty
+    /// assert!(server.acknowledged(2).is_err()); // two clients only
+    /// ```
     pub fn new(
         view: Vw,
         layout: DelegationLayout<K, V>,
@@ -172,6 +219,24 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     }
 
     /// Sets the largest batch [`run_until`](Self::run_until) applies (at least one).
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let mut server = server.with_max_batch(4);
+    /// assert_eq!(server.max_batch(), 4);
+    /// for k in 0..10 {
+    ///     client.insert(k, k).unwrap();
+    /// }
+    /// let stop = std::sync::atomic::AtomicBool::new(true);
+    /// assert_eq!(server.run_until(&stop).unwrap().largest_batch, 4);
+    /// ```
     pub fn with_max_batch(mut self, max_batch: usize) -> Self {
         self.max_batch = max_batch.max(1);
         self
@@ -185,6 +250,23 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// through the batch, the operations it had applied are then applied a second time;
     /// replaying a prefix of inserts and removes leaves the same final contents, but a
     /// structure's [`BatchReport`] counts them twice.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// for k in 0..5 {
+    ///     client.insert(k, k).unwrap();
+    /// }
+    /// assert_eq!(server.serve_once(3).unwrap().ops, 3); // at most three
+    /// assert_eq!(server.serve_once(3).unwrap().ops, 2);
+    /// assert_eq!(client.flush().unwrap(), 5);
+    /// ```
     pub fn serve_once(&mut self, max_batch: usize) -> Result<ServeReport, CollectionError> {
         if max_batch == 0 {
             return Ok(ServeReport::default());
@@ -208,6 +290,28 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     ///
     /// Idle polls back off (a short spin, then yielding the core), so the loop is meant
     /// for a thread of its own. It stops at the first error.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|t| {
+    ///     let serving = t.spawn(|| server.run_until(&stop));
+    ///     for k in 0..20 {
+    ///         client.insert_sync(k, k * 2).unwrap();
+    ///     }
+    ///     stop.store(true, Ordering::Release);
+    ///     assert_eq!(serving.join().unwrap().unwrap().ops, 20);
+    /// });
+    /// assert_eq!(server.structure().get(&19), Some(38));
+    /// ```
     pub fn run_until(&mut self, stop: &AtomicBool) -> Result<ServeTotals, CollectionError> {
         let mut totals = ServeTotals::default();
         let mut backoff = Backoff::unbounded();
@@ -227,6 +331,21 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     }
 
     /// The acknowledgement of client `index` as this server last published it.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 1).unwrap();
+    /// assert_eq!(server.acknowledged(0).unwrap(), 0);
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(server.acknowledged(0).unwrap(), 1);
+    /// ```
     pub fn acknowledged(&self, index: usize) -> Result<u64, CollectionError> {
         match self.clients.get(index) {
             Some(c) => Ok(c.head),
@@ -347,33 +466,117 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
 
 impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
     /// The structure, for reading on the server's thread.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(9, 90).unwrap();
+    /// server.serve_once(16).unwrap();
+    /// assert_eq!(server.structure().iter(), vec![(9, 90)]);
+    /// ```
     pub fn structure(&self) -> &S {
         &self.structure
     }
 
     /// The structure, for direct updates by the server's thread (they bypass the
     /// channels, and are ordered with delegated batches by this thread's program order).
+    ///
+    /// ```
+    /// use bi_collections::{ApplyBatch, Op};
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// // The server's own thread writes directly, bypassing the channels.
+    /// server.structure_mut().apply_batch(&[Op::Insert(1, 10)]).unwrap();
+    /// client.remove(1).unwrap();
+    /// server.serve_once(16).unwrap(); // applied after the direct write
+    /// assert!(server.structure().is_empty());
+    /// ```
     pub fn structure_mut(&mut self) -> &mut S {
         &mut self.structure
     }
 
     /// Stops serving and hands the structure back. Operations still in the channels
     /// stay unapplied; their clients time out.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 10).unwrap();
+    /// server.serve_once(16).unwrap();
+    /// let tree = server.into_structure();
+    /// assert_eq!(tree.get(&1), Some(10));
+    /// ```
     pub fn into_structure(self) -> S {
         self.structure
     }
 
     /// The area's layout.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(*server.layout(), layout);
+    /// assert_eq!(server.layout().clients(), 1);
+    /// ```
     pub fn layout(&self) -> &DelegationLayout<K, V> {
         &self.layout
     }
 
     /// The view the server works through.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(server.view().id(), 0);
+    /// ```
     pub fn view(&self) -> &Vw {
         &self.view
     }
 
     /// The largest batch [`run_until`](DelegationServer::run_until) applies.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DEFAULT_MAX_BATCH;
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// assert_eq!(server.max_batch(), DEFAULT_MAX_BATCH);
+    /// ```
     pub fn max_batch(&self) -> usize {
         self.max_batch
     }
