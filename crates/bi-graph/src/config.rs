@@ -5,6 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How replicas learn their master's value.
+///
+/// ```
+/// use bi_graph::{wcc, EdgeList, EngineConfig, Mode};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// for mode in [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic] {
+///     let config = EngineConfig { mode, ..EngineConfig::default() };
+///     assert_eq!(wcc(&g, &config)?.values, [0, 0, 2, 2, 2]); // the same answer in every mode
+/// }
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Replicas hold copies; masters send updates over channels (message passing).
@@ -17,6 +28,17 @@ pub enum Mode {
 }
 
 /// How edges are assigned to partitions (a vertex cut).
+///
+/// ```
+/// use bi_graph::{wcc, EdgeList, EngineConfig, Partitioner};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// for partitioner in [Partitioner::Random, Partitioner::Oblivious, Partitioner::Grid] {
+///     let config = EngineConfig { partitioner, nodes: 4, ..EngineConfig::default() };
+///     assert_eq!(wcc(&g, &config)?.values, [0, 0, 2, 2, 2]);
+/// }
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Partitioner {
     /// Each edge to a partition chosen by a seeded hash.
@@ -29,6 +51,18 @@ pub enum Partitioner {
 }
 
 /// Which memory the partitions share.
+///
+/// ```
+/// use bi_graph::engine::{run_detailed, RunOptions};
+/// use bi_graph::{Backend, EdgeList, EngineConfig, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig { backend: Backend::Emulated { seed: 3 }, ..EngineConfig::default() };
+/// let detailed = run_detailed(&Wcc, &g, &config, &RunOptions::default())?;
+/// let oracle = detailed.emulator.expect("the emulated backend reports its counters");
+/// assert_eq!((oracle.reuse_hazards, oracle.lost_writes), (0, 0));
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// The machine's memory, with real cache write-back and invalidation instructions.
@@ -41,6 +75,27 @@ pub enum Backend {
 }
 
 /// Long phases report their progress here (the CLI draws progress bars).
+///
+/// ```
+/// use bi_graph::{wcc, EdgeList, EngineConfig, Observer};
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Default)]
+/// struct Phases(Mutex<Vec<String>>);
+/// impl Observer for Phases {
+///     fn start(&self, phase: &str, _total: u64) {
+///         self.0.lock().unwrap().push(phase.to_owned());
+///     }
+///     fn advance(&self, _n: u64) {}
+///     fn finish(&self) {}
+/// }
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let phases = Arc::new(Phases::default());
+/// let config = EngineConfig { observer: Some(phases.clone()), ..EngineConfig::default() };
+/// wcc(&g, &config)?;
+/// assert!(!phases.0.lock().unwrap().is_empty()); // the run reported its phases
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 pub trait Observer: Send + Sync {
     /// A phase starts with `total` steps (0 when unknown).
     fn start(&self, phase: &str, total: u64);
@@ -51,6 +106,16 @@ pub trait Observer: Send + Sync {
 }
 
 /// Parameters of one run of a vertex program.
+///
+/// ```
+/// use bi_graph::{wcc, EdgeList, EngineConfig, Mode};
+///
+/// let config = EngineConfig { nodes: 3, mode: Mode::Stock, seed: 7, ..EngineConfig::default() };
+/// assert_eq!(config.max_iterations, 20);
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// assert_eq!(wcc(&g, &config)?.values, [0, 0, 2, 2, 2]);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone)]
 pub struct EngineConfig {
     /// Partitions, one per node (thread).
@@ -101,6 +166,16 @@ impl Default for EngineConfig {
 }
 
 /// What a run measured.
+///
+/// ```
+/// use bi_graph::{wcc, EdgeList, EngineConfig};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let stats = wcc(&g, &EngineConfig::default())?.stats;
+/// assert!(stats.iterations >= 1);
+/// assert!(stats.replication_factor >= 1.0); // each vertex is on at least one partition
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunStats {
     /// Supersteps executed.

@@ -7,6 +7,15 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// Why loading a graph or running a program failed.
+///
+/// ```
+/// use bi_graph::{sssp, EdgeList, EngineConfig, GraphError};
+///
+/// let g = EdgeList { ids: vec![1, 2], edges: vec![(0, 1)], weights: None };
+/// let err = sssp(&g, 9, &EngineConfig::default()).unwrap_err(); // no vertex 9
+/// assert!(matches!(err, GraphError::InvalidArgument { .. }));
+/// assert!(err.to_string().contains("9"));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum GraphError {

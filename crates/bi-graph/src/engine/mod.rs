@@ -90,6 +90,17 @@ use std::time::Duration;
 use worker::{Ctx, Outcome, SyncPlan, Worker};
 
 /// Results of a run: one value per vertex (by dense index) and what was measured.
+///
+/// ```
+/// use bi_graph::{run, EdgeList, EngineConfig, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// let result = run(&Wcc, &g, &config)?;
+/// assert_eq!(result.values.len(), g.num_vertices()); // one value per dense index
+/// assert_eq!(result.values[4], 2);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run<T> {
     /// Final value of each vertex, indexed by dense vertex index.
@@ -99,6 +110,19 @@ pub struct Run<T> {
 }
 
 /// A run with the emulator's oracle counters (when the backend is emulated).
+///
+/// ```
+/// use bi_graph::{run_detailed, Backend, EdgeList, EngineConfig, RunOptions, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let hw = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// assert!(run_detailed(&Wcc, &g, &hw, &RunOptions::default())?.emulator.is_none());
+/// let emu = EngineConfig { backend: Backend::Emulated { seed: 1 }, ..hw };
+/// let d = run_detailed(&Wcc, &g, &emu, &RunOptions::default())?;
+/// assert_eq!(d.run.values, [0, 0, 2, 2, 2]);
+/// assert_eq!(d.emulator.unwrap().lost_writes, 0);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct DetailedRun<T> {
     /// The run.
@@ -108,6 +132,18 @@ pub struct DetailedRun<T> {
 }
 
 /// Engine knobs beyond [`EngineConfig`].
+///
+/// ```
+/// use bi_graph::{run_detailed, EdgeList, EngineConfig, RunOptions, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// let bad = RunOptions { channel_capacity: 1000, ..RunOptions::default() };
+/// assert!(run_detailed(&Wcc, &g, &config, &bad).is_err()); // not a power of two
+/// let small = RunOptions { channel_capacity: 64, ..RunOptions::default() };
+/// assert_eq!(run_detailed(&Wcc, &g, &config, &small)?.run.values, [0, 0, 2, 2, 2]);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunOptions {
     /// Period of the background quiescence pass in [`Mode::BiPeriodic`].
@@ -151,6 +187,17 @@ impl Default for RunOptions {
 /// Runs `program` on `graph` with default [`RunOptions`].
 ///
 /// See [`VertexProgram`] for an example.
+///
+/// ```
+/// use bi_graph::{run, EdgeList, EngineConfig, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// assert_eq!(run(&Wcc, &g, &config)?.values, [0, 0, 2, 2, 2]);
+/// let none = EngineConfig { nodes: 0, ..config };
+/// assert!(run(&Wcc, &g, &none).is_err());
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 pub fn run<P: VertexProgram>(
     program: &P,
     graph: &EdgeList,
@@ -176,6 +223,22 @@ fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
 }
 
 /// Runs `program` on `graph`, with explicit options, and reports the emulator's counters.
+///
+/// ```
+/// use bi_graph::{run_detailed, Backend, EdgeList, EngineConfig, Mode, RunOptions, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig {
+///     backend: Backend::Emulated { seed: 5 },
+///     mode: Mode::BiOnDemand,
+///     max_iterations: 10,
+///     ..EngineConfig::default()
+/// };
+/// let d = run_detailed(&Wcc, &g, &config, &RunOptions::default())?;
+/// assert_eq!(d.run.values, [0, 0, 2, 2, 2]);
+/// assert_eq!(d.emulator.unwrap().reuse_hazards, 0);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 pub fn run_detailed<P: VertexProgram>(
     program: &P,
     graph: &EdgeList,

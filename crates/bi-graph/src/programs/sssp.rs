@@ -9,6 +9,15 @@ use crate::error::GraphError;
 /// vertex that was signalled takes the minimum of its distance and `dist(u) + w` over its
 /// in-edges `(u, v)`, and a vertex whose distance dropped signals the out-neighbours it
 /// improves. Unit weights unless the graph has weights (which must be non-negative).
+///
+/// ```
+/// use bi_graph::{run, EdgeList, EngineConfig, Sssp};
+///
+/// let g = EdgeList { ids: (0..3).collect(), edges: vec![(0, 1), (1, 2)], weights: None };
+/// let config = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// assert_eq!(run(&Sssp { source: 1 }, &g, &config)?.values, [f64::INFINITY, 0.0, 1.0]);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sssp {
     /// The source vertex (dense index).

@@ -8,6 +8,15 @@ use crate::error::GraphError;
 /// Weakly connected components: edges are read as undirected, every vertex starts with
 /// its own index as label and takes the smallest label among its neighbours until
 /// nothing changes, so each component ends labelled with its smallest index.
+///
+/// ```
+/// use bi_graph::{run, EdgeList, EngineConfig, Wcc};
+///
+/// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
+/// let config = EngineConfig { max_iterations: 10, ..EngineConfig::default() };
+/// assert_eq!(run(&Wcc, &g, &config)?.values, [0, 0, 2, 2, 2]);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Wcc;
 
