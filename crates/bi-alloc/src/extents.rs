@@ -6,7 +6,7 @@
 //! who may allocate where before anyone knows who will write: the only writer of a pool
 //! of eight nodes gets an eighth of it, and a structure written on one node cannot be
 //! taken over by a writer on another, whose arena is elsewhere. So the heap section is
-//! cut into *extents* ([`Layout::extent`]) and an extent table records the owner of each:
+//! cut into *extents* ([`Layout::extent`](bi_core::region::Layout::extent)) and an extent table records the owner of each:
 //! a structure's writer asks for extents when its heap runs out, and they stay the
 //! structure's, whichever node writes it next. A writer that adopts a structure
 //! ([`Writer::adopt`](bi_core::runtime::Writer::adopt)) takes over exactly the memory

@@ -454,7 +454,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         self.max_buckets
     }
 
-    /// Overflow lines, replaced pairs and old arrays waiting for room in the freed ring
+    /// Overflow lines, replaced pairs and old arrays whose retirement is still to be
+    /// logged: in the writer's retirement bag, or waiting for room in the freed ring
     /// ([`Writer::deferred`]).
     ///
     /// ```

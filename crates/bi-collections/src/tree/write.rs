@@ -437,8 +437,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         r
     }
 
-    /// Retires replaced nodes still waiting for room in the freed ring, then gives back
-    /// to the heap every retired node whose grace period has passed.
+    /// Retires the replaced nodes still in the writer's retirement bag (it is logged by
+    /// itself only every [`RETIRE_BATCH`](bi_core::runtime::RETIRE_BATCH) objects), then
+    /// gives back to the heap every retired node whose grace period has passed. Nodes it
+    /// has just retired wait for their own grace period: memory comes back on a later
+    /// call, after every node has passed twice.
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
@@ -461,9 +464,10 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         Ok(self.store.writer.reclaim()?)
     }
 
-    /// Replaced nodes whose retirement is still to be logged (the freed ring was full
-    /// when their batch was published; the next update or [`reclaim`](Self::reclaim)
-    /// retries). They are unlinked already; they count toward memory in use.
+    /// Replaced nodes whose retirement is still to be logged: they wait in the writer's
+    /// retirement bag until it holds a batch (or the freed ring has room again, if it
+    /// was full), or until [`reclaim`](Self::reclaim). They are unlinked already; they
+    /// count toward memory in use.
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
