@@ -752,7 +752,7 @@ fn count<S: Subject>(bag_before_reclaim: bool) -> u64 {
 }
 
 /// Death at every operation of the script and right after it: every one, no stride
-/// (4,446 runs for the tree, about 19 s in a debug build; 2,801 for the map, about 14 s).
+/// (4,458 runs for the tree, about 19 s in a debug build; 2,813 for the map, about 15 s).
 fn sweep<S: Subject>(bag_before_reclaim: bool) {
     let ops = count::<S>(bag_before_reclaim);
     let started = Instant::now();
