@@ -35,9 +35,12 @@
 //!
 //! A second writer is refused ([`BiError::WriterAlive`](bi_core::runtime::BiError)) while
 //! the first is alive; a writer that is killed is replaced by the next process that opens
-//! the map as writer on its node, which **adopts** the map from memory ([`named`]): every
-//! write whose `insert` returned is there. Opening the name with other key or value types
-//! is an error, never a reinterpretation.
+//! the map as writer, on its node or another, which **adopts** the map from memory
+//! ([`named`]): every write whose `insert` returned is there. A structure's memory comes
+//! from the region's heap in extents granted to it as it grows, so one writer can use
+//! the whole heap. Opening the name with other key or value types is an error, never a
+//! reinterpretation. More reader processes of a host can *join* the node one of them
+//! runs instead of running nodes of their own (`PoolConfig::join`).
 //!
 //! ## What a reader sees, and when
 //!
@@ -98,9 +101,14 @@
 //!   bucket line lives behind a link, one more line per lookup;
 //! - **each node runs a background pass** (a thread waking every millisecond), and a node
 //!   that stops passing is excluded after its lease, after which it re-reads everything;
-//! - a structure written by a node that died is adopted by a process of **the same
-//!   node** (its arena holds the structure); a node that restarts waits out its old
-//!   lease (a second by default) before it can claim its id again.
+//!   processes of one host that join one node share its pass, but read only, fence on
+//!   entering a section, and make the node's passes act on every structure;
+//! - a structure whose writer died is adopted only once the writer's lease has run out,
+//!   and a node that restarts waits out its old lease (a second by default) before it
+//!   can claim its id again; adopting walks the whole structure and invalidates its
+//!   memory on every node once;
+//! - **memory granted to a structure stays its own**: extents are never given back to
+//!   the region, even when the structure shrinks.
 
 mod error;
 pub mod op;
