@@ -180,7 +180,10 @@ impl fmt::Display for Instruction {
 ///
 /// // `clwb` keeps lines, so it can never invalidate (if it runs here at all).
 /// let e = CacheOps::with_instructions(Instruction::Nop, Instruction::Clwb).unwrap_err();
-/// assert!(matches!(e, CacheError::CannotInvalidate(Instruction::Clwb) | CacheError::Unsupported(_)));
+/// assert!(matches!(
+///     e,
+///     CacheError::CannotInvalidate(Instruction::Clwb) | CacheError::Unsupported(_)
+/// ));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheError {

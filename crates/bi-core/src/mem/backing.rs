@@ -81,7 +81,8 @@ impl Backing {
     /// let file = std::fs::OpenOptions::new().read(true).write(true).create(true)
     ///     .truncate(true).open(dir.path().join("mem")).unwrap();
     /// file.set_len(4096).unwrap();
-    /// let (a, b) = (Backing::map_file(&file, 4096).unwrap(), Backing::map_file(&file, 4096).unwrap());
+    /// let a = Backing::map_file(&file, 4096).unwrap();
+    /// let b = Backing::map_file(&file, 4096).unwrap();
     /// a.store_bytes(0, b"shared").unwrap();
     /// let mut got = [0u8; 6];
     /// b.load_bytes(0, &mut got).unwrap(); // the same memory through another mapping

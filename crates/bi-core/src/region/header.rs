@@ -236,7 +236,8 @@ impl Header {
     /// let prefix = &bytes[..HEADER_LEN];
     /// assert!(Header::decode_prefix(prefix, 1 << 16).is_ok());
     /// // A file shorter than the region its header describes.
-    /// assert!(matches!(Header::decode_prefix(prefix, 1 << 15), Err(RegionError::Truncated { .. })));
+    /// let short = Header::decode_prefix(prefix, 1 << 15);
+    /// assert!(matches!(short, Err(RegionError::Truncated { .. })));
     /// ```
     pub fn decode_prefix(prefix: &[u8], available: u64) -> Result<Header, RegionError> {
         let have = (prefix.len() as u64).min(available);

@@ -432,7 +432,8 @@ impl Region {
     ///
     /// let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
     /// assert_eq!(region.backing().size(), 1 << 20);
-    /// let emu = Emulator::over(region.backing().clone(), EmulatorConfig::new(1 << 20, 2)).unwrap();
+    /// let config = EmulatorConfig::new(1 << 20, 2);
+    /// let emu = Emulator::over(region.backing().clone(), config).unwrap();
     /// assert_eq!(emu.node(1).id(), 1);
     /// ```
     pub fn backing(&self) -> &Arc<Backing> {

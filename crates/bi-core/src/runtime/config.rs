@@ -199,7 +199,8 @@ impl RuntimeConfig {
     /// ```
     /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
     ///
-    /// let s = Setup::with(Default::default(), |c| c, RuntimeConfig::default().track_objects(false));
+    /// let config = RuntimeConfig::default().track_objects(false);
+    /// let s = Setup::with(Default::default(), |c| c, config);
     /// let mut w = s.writer(0);
     /// let b = w.alloc(1u64).unwrap();
     /// w.publish(s.slot(0), b).unwrap();

@@ -11,7 +11,7 @@
 /// ```
 /// use bi_core::runtime::{Fault, Faults};
 ///
-/// // Without the `faults` feature no switch can be on.
+/// // Nothing is switched off unless a test asks for it (`faults` feature).
 /// assert!(!Faults::default().has(Fault::LockWriteback));
 /// assert_ne!(Fault::LockWriteback, Fault::NodeClaim);
 /// ```

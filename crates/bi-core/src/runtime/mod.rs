@@ -458,19 +458,20 @@ impl<V: MemView> NodeRuntime<V> {
     ///
     /// ```
     /// use bi_core::region::{Region, RegionConfig};
-    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+    /// use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig, TickClock};
     /// use std::sync::Arc;
     ///
     /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
     /// let clock = Arc::new(TickClock::new());
-    /// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 0, RuntimeConfig::default(), clock)
-    ///     .unwrap();
+    /// let layout = *region.layout();
+    /// let config = RuntimeConfig::default();
+    /// let rt = NodeRuntime::new(region.hardware(), layout, 0, config, clock).unwrap();
     /// assert_eq!(rt.node(), 0);
     /// assert_eq!(rt.quiesce().unwrap().pass, 1);
     /// // A node the region does not have.
-    /// let bad = NodeRuntime::new(region.hardware(), *region.layout(), 99, RuntimeConfig::default(),
+    /// let bad = NodeRuntime::new(region.hardware(), layout, 99, RuntimeConfig::default(),
     ///     Arc::new(TickClock::new()));
-    /// assert!(bad.is_err());
+    /// assert!(matches!(bad, Err(BiError::BadNode { node: 99 })));
     /// ```
     pub fn new(
         view: V,
@@ -648,7 +649,8 @@ impl<V: MemView> NodeRuntime<V> {
     ///
     /// ```
     /// use bi_core::region::{Region, RegionConfig};
-    /// use bi_core::runtime::{NodeRuntime, ReaderOrdering, RuntimeConfig, TickClock, testing::Setup};
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::{NodeRuntime, ReaderOrdering, RuntimeConfig, TickClock};
     /// use std::sync::Arc;
     ///
     /// assert_eq!(Setup::new(1, 0).nodes[0].reader_ordering(), ReaderOrdering::Emulated);
@@ -864,7 +866,8 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(!s.nodes[1].is_joined());
     /// s.nodes[1].quiesce().unwrap();
     /// let layout = *s.region.layout();
-    /// let j = NodeRuntime::emulated_join(s.emu.node(1), layout, RuntimeConfig::default()).unwrap();
+    /// let config = RuntimeConfig::default();
+    /// let j = NodeRuntime::emulated_join(s.emu.node(1), layout, config).unwrap();
     /// assert!(j.is_joined());
     /// ```
     pub fn is_joined(&self) -> bool {

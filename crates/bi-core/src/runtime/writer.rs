@@ -238,7 +238,8 @@ pub(super) struct Retired {
 /// let layout = *region.layout();
 /// let rt = NodeRuntime::new(region.hardware(), layout, 0, RuntimeConfig::default(),
 ///     Arc::new(TickClock::new())).unwrap();
-/// let mut w = rt.writer(BumpHeap::new(layout.heap().range(), layout.line_size()).unwrap()).unwrap();
+/// let heap = BumpHeap::new(layout.heap().range(), layout.line_size()).unwrap();
+/// let mut w = rt.writer(heap).unwrap();
 /// let slot = layout.root_entry(0).unwrap().offset;
 /// let b = w.alloc(99u64).unwrap();
 /// w.publish(slot, b).unwrap();
