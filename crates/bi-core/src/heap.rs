@@ -21,6 +21,15 @@ use std::fmt;
 use std::ops::Range;
 
 /// A block of whole lines handed out by a [`Heap`].
+///
+/// ```
+/// use bi_core::heap::{BumpHeap, Heap};
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = BumpHeap::new(0..4096, LineSize::X86).unwrap();
+/// let b = heap.alloc(65).unwrap();
+/// assert_eq!((b.offset % 64, b.len, b.reused), (0, 128, false)); // whole lines
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Block {
     /// Offset of the first byte (line-aligned).
@@ -32,6 +41,19 @@ pub struct Block {
 }
 
 /// Why a heap could not serve a request.
+///
+/// ```
+/// use bi_core::heap::{BumpHeap, Heap, HeapError};
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = BumpHeap::new(0..128, LineSize::X86).unwrap();
+/// assert_eq!(heap.alloc(0), Err(HeapError::BadSize { requested: 0 }));
+/// assert_eq!(heap.alloc(256), Err(HeapError::BadSize { requested: 256 })); // > the arena
+/// let b = heap.alloc(128).unwrap();
+/// assert!(matches!(heap.alloc(64), Err(HeapError::OutOfMemory { requested: 64, .. })));
+/// heap.free(b).unwrap();
+/// assert_eq!(heap.free(b), Err(HeapError::ForeignBlock { offset: 0 })); // twice
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HeapError {
@@ -90,6 +112,19 @@ impl fmt::Display for HeapError {
 impl std::error::Error for HeapError {}
 
 /// Counters a heap keeps about its arena.
+///
+/// ```
+/// use bi_core::heap::{BumpHeap, Heap};
+/// use bi_core::line::LineSize;
+///
+/// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+/// let a = heap.alloc(64).unwrap();
+/// heap.free(a).unwrap();
+/// heap.alloc(64).unwrap();
+/// let s = heap.stats();
+/// assert_eq!((s.capacity, s.live, s.peak), (1024, 64, 64));
+/// assert_eq!((s.allocations, s.frees, s.reuses), (2, 1, 1));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeapStats {
     /// Size of the arena in bytes.
@@ -112,21 +147,72 @@ pub struct HeapStats {
 /// path needs no lock. Implementations must be `Send + Sync` (a writer may move between
 /// threads) and must never panic on bad input: exhaustion and foreign blocks are
 /// [`HeapError`] values.
+///
+/// ```
+/// use bi_core::heap::{BumpHeap, Heap};
+/// use bi_core::line::LineSize;
+///
+/// fn fill(heap: &mut impl Heap, n: usize) -> usize {
+///     (0..n).filter(|_| heap.alloc(64).is_ok()).count()
+/// }
+/// let mut heap = BumpHeap::new(0..256, LineSize::X86).unwrap();
+/// assert_eq!(fill(&mut heap, 10), 4); // four lines, then exhausted
+/// ```
 pub trait Heap: Send + Sync {
     /// The line size blocks are aligned and padded to.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = BumpHeap::new(0..4096, LineSize::new(128).unwrap()).unwrap();
+    /// assert_eq!(heap.line_size().get(), 128);
+    /// ```
     fn line_size(&self) -> LineSize;
 
     /// A block of at least `bytes` bytes: line-aligned, a whole number of lines.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(4096..8192, LineSize::X86).unwrap();
+    /// let (a, b) = (heap.alloc(10).unwrap(), heap.alloc(10).unwrap());
+    /// assert_eq!((a.offset, b.offset), (4096, 4160)); // never sharing a line
+    /// ```
     fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError>;
 
     /// Gives a block back. The runtime calls this only after a grace period, when no node
     /// can still hold a reference to the block or a cached line of it.
+    ///
+    /// ```
+    /// use bi_core::heap::{Block, BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// let b = heap.alloc(64).unwrap();
+    /// heap.free(b).unwrap();
+    /// assert_eq!(heap.stats().live, 0);
+    /// let foreign = Block { offset: 512, len: 64, reused: false };
+    /// assert!(heap.free(foreign).is_err());
+    /// ```
     fn free(&mut self, block: Block) -> Result<(), HeapError>;
 
     /// [`alloc`](Self::alloc), with the tag the block was last given back with through
     /// [`free_tagged`](Self::free_tagged), if the heap kept one. The runtime tags a block
     /// with the generation its lines last carried, so that reusing it needs no read of
     /// its (by then invalidated, so missing) lines. The default keeps no tags.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// let b = heap.alloc(64).unwrap();
+    /// heap.free_tagged(b, 7).unwrap();
+    /// let (again, tag) = heap.alloc_tagged(64).unwrap();
+    /// assert_eq!((again.offset, tag), (b.offset, None)); // BumpHeap keeps no tags
+    /// ```
     fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
         Ok((self.alloc(bytes)?, None))
     }
@@ -134,6 +220,16 @@ pub trait Heap: Send + Sync {
     /// [`free`](Self::free), leaving `tag` with the block for the next
     /// [`alloc_tagged`](Self::alloc_tagged) that hands out exactly this block. A heap may
     /// drop tags (the default does; `bi-alloc`'s drops them when it merges runs).
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// let b = heap.alloc(64).unwrap();
+    /// heap.free_tagged(b, 3).unwrap(); // a plain free here
+    /// assert_eq!(heap.stats().frees, 1);
+    /// ```
     fn free_tagged(&mut self, block: Block, tag: u64) -> Result<(), HeapError> {
         let _ = tag;
         self.free(block)
@@ -143,9 +239,30 @@ pub trait Heap: Send + Sync {
     /// no block handed out there (another node's memory, the inside of a block, a block
     /// already given back). The runtime asks it before retiring an object, so that only
     /// whole blocks of its own node are ever marked or freed.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// let b = heap.alloc(100).unwrap();
+    /// assert_eq!(heap.block_len(b.offset), Some(128));
+    /// assert_eq!(heap.block_len(b.offset + 64), None); // inside the block
+    /// heap.free(b).unwrap();
+    /// assert_eq!(heap.block_len(b.offset), None);
+    /// ```
     fn block_len(&self, offset: usize) -> Option<usize>;
 
     /// The heap's counters.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// heap.alloc(200).unwrap();
+    /// assert_eq!((heap.stats().live, heap.stats().allocations), (256, 1));
+    /// ```
     fn stats(&self) -> HeapStats;
 
     /// Takes over an arena that an earlier owner left: this heap (which must not have
@@ -158,6 +275,15 @@ pub trait Heap: Send + Sync {
     /// Errors: [`HeapError::ForeignBlock`] for a block outside the arena, misaligned or
     /// overlapping another; [`HeapError::BadArena`] if this heap cannot adopt (the
     /// default) or has already handed blocks out.
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap, HeapError};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// // The default: this heap cannot take an arena over.
+    /// assert!(matches!(heap.adopt(&mut [(0, 64)]), Err(HeapError::BadArena { .. })));
+    /// ```
     fn adopt(&mut self, live: &mut [(usize, usize)]) -> Result<Vec<Block>, HeapError> {
         let _ = live;
         Err(HeapError::BadArena {
@@ -203,6 +329,16 @@ struct BumpState {
 
 impl BumpHeap {
     /// A heap over the byte range `arena` of shared memory (line-aligned, non-empty).
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let heap = BumpHeap::new(4096..8192, LineSize::X86).unwrap();
+    /// assert_eq!(heap.stats().capacity, 4096);
+    /// assert!(BumpHeap::new(4096..4096, LineSize::X86).is_err()); // empty
+    /// assert!(BumpHeap::new(10..4096, LineSize::X86).is_err()); // not line-aligned
+    /// ```
     pub fn new(arena: Range<usize>, line: LineSize) -> Result<BumpHeap, HeapError> {
         if arena.is_empty() {
             return Err(HeapError::BadArena {

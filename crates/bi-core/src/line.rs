@@ -26,6 +26,13 @@ use std::ops::Range;
 pub struct LineSize(u32);
 
 /// A line size that is not a power of two in `8..=4096`.
+///
+/// ```
+/// use bi_core::line::{BadLineSize, LineSize};
+///
+/// assert_eq!(LineSize::new(96), Err(BadLineSize(96)));
+/// assert_eq!(LineSize::new(8192).unwrap_err().0, 8192); // above 4096
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadLineSize(pub usize);
 
@@ -46,6 +53,14 @@ impl LineSize {
     pub const X86: LineSize = LineSize(64);
 
     /// Checks that `bytes` is a power of two in `8..=4096`.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(LineSize::new(64).unwrap(), LineSize::X86);
+    /// assert!(LineSize::new(8).is_ok() && LineSize::new(4096).is_ok());
+    /// assert!(LineSize::new(4).is_err() && LineSize::new(0).is_err());
+    /// ```
     pub const fn new(bytes: usize) -> Result<LineSize, BadLineSize> {
         if bytes.is_power_of_two() && bytes >= 8 && bytes <= 4096 {
             Ok(LineSize(bytes as u32))
@@ -55,24 +70,52 @@ impl LineSize {
     }
 
     /// The size in bytes.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(LineSize::new(128).unwrap().get(), 128);
+    /// ```
     #[inline]
     pub const fn get(self) -> usize {
         self.0 as usize
     }
 
     /// The index of the line that holds byte `addr`.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::X86;
+    /// assert_eq!((line.line_of(0), line.line_of(63), line.line_of(64)), (0, 0, 1));
+    /// ```
     #[inline]
     pub const fn line_of(self, addr: usize) -> usize {
         addr >> self.0.trailing_zeros()
     }
 
     /// `addr` rounded down to the start of its line.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(LineSize::X86.align_down(130), 128);
+    /// assert_eq!(LineSize::X86.align_down(128), 128);
+    /// ```
     #[inline]
     pub const fn align_down(self, addr: usize) -> usize {
         addr & !(self.get() - 1)
     }
 
     /// `addr` rounded up to a line boundary, or `None` on overflow.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(LineSize::X86.align_up(130), Some(192));
+    /// assert_eq!(LineSize::X86.align_up(128), Some(128));
+    /// assert_eq!(LineSize::X86.align_up(usize::MAX), None);
+    /// ```
     #[inline]
     pub const fn align_up(self, addr: usize) -> Option<usize> {
         match addr.checked_add(self.get() - 1) {
@@ -84,6 +127,15 @@ impl LineSize {
     /// Indices of the lines touched by the byte range `start .. start + len`.
     ///
     /// Empty for `len == 0`. The end saturates at the top of the address space.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::X86;
+    /// assert_eq!(line.lines(60, 8), 0..2); // straddles a boundary
+    /// assert_eq!(line.lines(64, 64), 1..2);
+    /// assert_eq!(line.lines(usize::MAX - 10, 100).end, usize::MAX / 64 + 1); // saturates
+    /// ```
     #[inline]
     pub fn lines(self, start: usize, len: usize) -> Range<usize> {
         if len == 0 {

@@ -26,6 +26,14 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 /// A pointer that cannot be resolved.
+///
+/// ```
+/// use bi_core::ptr::{PtrError, ShPtr};
+///
+/// assert_eq!(ShPtr::<u64>::null().check(0..4096), Err(PtrError::Null));
+/// let odd: ShPtr<u64> = ShPtr::new(12);
+/// assert_eq!(odd.check(0..4096), Err(PtrError::Misaligned { offset: 12, align: 8 }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PtrError {
@@ -120,6 +128,14 @@ pub struct ShPtr<T> {
 
 impl<T> ShPtr<T> {
     /// The null pointer (offset 0).
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    ///
+    /// let p = ShPtr::<u64>::null();
+    /// assert!(p.is_null());
+    /// assert_eq!(p.offset(), 0);
+    /// ```
     pub const fn null() -> ShPtr<T> {
         ShPtr {
             offset: 0,
@@ -128,6 +144,14 @@ impl<T> ShPtr<T> {
     }
 
     /// A pointer to the `T` at byte `offset` (0 makes a null pointer).
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    ///
+    /// let p: ShPtr<u32> = ShPtr::new(4096);
+    /// assert_eq!(p.offset(), 4096);
+    /// assert!(!p.is_null());
+    /// ```
     pub const fn new(offset: u64) -> ShPtr<T> {
         ShPtr {
             offset,
@@ -136,11 +160,24 @@ impl<T> ShPtr<T> {
     }
 
     /// The byte offset from the start of the shared memory.
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    ///
+    /// assert_eq!(ShPtr::<u8>::new(77).offset(), 77);
+    /// ```
     pub const fn offset(self) -> u64 {
         self.offset
     }
 
     /// Whether this is the null pointer.
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    ///
+    /// assert!(ShPtr::<u64>::new(0).is_null()); // offset 0 is the header, never an object
+    /// assert!(!ShPtr::<u64>::new(8).is_null());
+    /// ```
     pub const fn is_null(self) -> bool {
         self.offset == 0
     }
@@ -218,6 +255,18 @@ impl<T: Pod> ShPtr<T> {
     ///
     /// Errors: [`PtrError::Null`], [`PtrError::OutOfBounds`] if the `T` does not lie
     /// inside the view's memory, [`PtrError::Misaligned`].
+    ///
+    /// ```
+    /// use bi_core::ptr::{PtrError, ShPtr};
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let p: ShPtr<u64> = ShPtr::new(region.layout().heap().offset as u64);
+    /// assert_eq!(p.load(&view).unwrap(), 0); // fresh memory is zeroed
+    /// let past: ShPtr<u64> = ShPtr::new(1 << 16);
+    /// assert!(matches!(past.load(&view), Err(PtrError::OutOfBounds { .. })));
+    /// ```
     pub fn load<V: MemView>(self, view: &V) -> Result<T, PtrError> {
         let at = self.check(0..view.size())?;
         Ok(view.load(at)?)
@@ -225,6 +274,19 @@ impl<T: Pod> ShPtr<T> {
 
     /// Writes `value` to the `T` this pointer designates, into `view`'s cache (write it
     /// back to make it visible to other nodes). Errors as for [`ShPtr::load`].
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::ptr::ShPtr;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let p: ShPtr<[u32; 2]> = ShPtr::new(region.layout().heap().offset as u64);
+    /// p.store(&view, &[1, 2]).unwrap();
+    /// view.writeback(p.offset() as usize, 8).unwrap(); // visible to other nodes
+    /// assert_eq!(p.load(&view).unwrap(), [1, 2]);
+    /// ```
     pub fn store<V: MemView>(self, view: &V, value: &T) -> Result<(), PtrError> {
         let at = self.check(0..view.size())?;
         Ok(view.store(at, value)?)

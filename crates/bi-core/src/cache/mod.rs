@@ -60,6 +60,15 @@ use std::fmt;
 use std::sync::OnceLock;
 
 /// A cache-line instruction (or the absence of one) that a [`CacheOps`] issues per line.
+///
+/// ```
+/// use bi_core::cache::{CacheOps, Instruction};
+///
+/// let ops = CacheOps::detect();
+/// assert!(ops.writeback_instruction().is_supported());
+/// assert!(Instruction::ALL.contains(&ops.invalidate_instruction()));
+/// assert_eq!(Instruction::Clwb.to_string(), "clwb");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Instruction {
     /// x86 `clflush`: writes a dirty line back and drops it; ordered with every other
@@ -91,6 +100,13 @@ impl Instruction {
     ];
 
     /// The assembly mnemonic (`"nop"` for [`Instruction::Nop`]).
+    ///
+    /// ```
+    /// use bi_core::cache::Instruction;
+    ///
+    /// assert_eq!(Instruction::DcCivac.name(), "dc civac");
+    /// assert_eq!(Instruction::Nop.name(), "nop");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Instruction::Clflush => "clflush",
@@ -105,6 +121,14 @@ impl Instruction {
     /// Whether the instruction removes the line from the cache, so the next load reads
     /// memory. Only such instructions can invalidate. [`Instruction::Nop`] counts as
     /// dropping: on the coherent targets it serves, every load already sees memory.
+    ///
+    /// ```
+    /// use bi_core::cache::Instruction;
+    ///
+    /// assert!(Instruction::Clflushopt.drops_line());
+    /// assert!(!Instruction::Clwb.drops_line()); // writes back, keeps the line
+    /// assert!(!Instruction::DcCvac.drops_line());
+    /// ```
     pub const fn drops_line(self) -> bool {
         matches!(
             self,
@@ -116,6 +140,13 @@ impl Instruction {
     }
 
     /// Whether a loop of this instruction is serialised (each one waits for the previous).
+    ///
+    /// ```
+    /// use bi_core::cache::Instruction;
+    ///
+    /// assert!(Instruction::Clflush.is_serialising());
+    /// assert!(!Instruction::Clflushopt.is_serialising());
+    /// ```
     pub const fn is_serialising(self) -> bool {
         matches!(self, Instruction::Clflush)
     }
@@ -143,6 +174,17 @@ impl fmt::Display for Instruction {
 }
 
 /// Why a [`CacheOps`] with the requested instructions cannot be built.
+///
+/// ```
+/// use bi_core::cache::{CacheError, CacheOps, Instruction};
+///
+/// // `clwb` keeps lines, so it can never invalidate (if it runs here at all).
+/// let e = CacheOps::with_instructions(Instruction::Nop, Instruction::Clwb).unwrap_err();
+/// assert!(matches!(
+///     e,
+///     CacheError::CannotInvalidate(Instruction::Clwb) | CacheError::Unsupported(_)
+/// ));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheError {
     /// This processor (or this build: another architecture, or Miri) cannot execute it.
@@ -221,6 +263,15 @@ impl CacheOps {
     /// x86_64: write-back `clwb` > `clflushopt` > `clflush`, invalidate `clflushopt` >
     /// `clflush`. aarch64: `dc cvac` and `dc civac`. Other targets and Miri:
     /// [`Instruction::Nop`].
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let ops = CacheOps::detect();
+    /// assert_eq!(ops, CacheOps::detect()); // probed once
+    /// assert_eq!(ops, CacheOps::default());
+    /// assert!(ops.line_size().get() >= 8);
+    /// ```
     pub fn detect() -> CacheOps {
         static DETECTED: OnceLock<CacheOps> = OnceLock::new();
         *DETECTED.get_or_init(|| {
@@ -242,6 +293,15 @@ impl CacheOps {
 
     /// `clflush` for everything: the serialising peer that benchmarks compare the batched
     /// instructions against. An error where `clflush` does not exist (not x86, or Miri).
+    ///
+    /// ```
+    /// use bi_core::cache::{CacheOps, Instruction};
+    ///
+    /// match CacheOps::clflush_only() {
+    ///     Ok(ops) => assert_eq!(ops.writeback_instruction(), Instruction::Clflush),
+    ///     Err(_) => assert!(!Instruction::Clflush.is_supported()), // not x86
+    /// }
+    /// ```
     pub fn clflush_only() -> Result<CacheOps, CacheError> {
         CacheOps::with_instructions(Instruction::Clflush, Instruction::Clflush)
     }
@@ -285,6 +345,15 @@ impl CacheOps {
     /// The no-op backend with the given line size: range operations do nothing and
     /// [`fence`](CacheOps::fence) is an atomic fence. Correct only on cache-coherent
     /// memory; useful to measure or test code paths without cache instructions.
+    ///
+    /// ```
+    /// use bi_core::cache::{CacheOps, Instruction};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let ops = CacheOps::nop(LineSize::X86);
+    /// assert!(ops.is_nop());
+    /// assert_eq!(ops.invalidate_instruction(), Instruction::Nop);
+    /// ```
     pub const fn nop(line: LineSize) -> CacheOps {
         CacheOps {
             writeback: Instruction::Nop,
@@ -294,22 +363,54 @@ impl CacheOps {
     }
 
     /// The instruction [`writeback`](CacheOps::writeback) issues per line.
+    ///
+    /// ```
+    /// use bi_core::cache::{CacheOps, Instruction};
+    ///
+    /// let ops = CacheOps::detect();
+    /// let w = ops.writeback_instruction();
+    /// assert!(w.is_supported());
+    /// assert!(w != Instruction::DcCivac); // never picked for write-back
+    /// ```
     pub const fn writeback_instruction(&self) -> Instruction {
         self.writeback
     }
 
     /// The instruction [`invalidate`](CacheOps::invalidate) and
     /// [`flush`](CacheOps::flush) issue per line.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// assert!(CacheOps::detect().invalidate_instruction().drops_line());
+    /// ```
     pub const fn invalidate_instruction(&self) -> Instruction {
         self.invalidate
     }
 
     /// The line size range operations step by.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(CacheOps::nop(LineSize::new(128).unwrap()).line_size().get(), 128);
+    /// ```
     pub const fn line_size(&self) -> LineSize {
         self.line
     }
 
     /// Whether both operations are [`Instruction::Nop`].
+    ///
+    /// ```
+    /// use bi_core::cache::{CacheOps, Instruction};
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert!(CacheOps::nop(LineSize::X86).is_nop());
+    /// if Instruction::Clflush.is_supported() {
+    ///     assert!(!CacheOps::detect().is_nop()); // x86 has real instructions
+    /// }
+    /// ```
     pub fn is_nop(&self) -> bool {
         self.writeback == Instruction::Nop && self.invalidate == Instruction::Nop
     }
@@ -324,6 +425,17 @@ impl CacheOps {
     /// of the call (cache instructions fault on unmapped addresses like a load would). The
     /// range's lines are then mapped too, since pages are whole lines. The contents are
     /// never changed.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let data = [7u8; 256];
+    /// let ops = CacheOps::detect();
+    /// // SAFETY: `data` is mapped and readable for the whole call.
+    /// unsafe { ops.writeback(data.as_ptr(), data.len()) };
+    /// ops.fence();
+    /// assert_eq!(data, [7; 256]); // contents never change
+    /// ```
     #[inline]
     pub unsafe fn writeback(&self, ptr: *const u8, len: usize) {
         // SAFETY: forwarded from this function's contract.
@@ -338,6 +450,18 @@ impl CacheOps {
     ///
     /// As for [`writeback`](CacheOps::writeback): the range must be mapped readable. No
     /// data is lost, because a dirty line is written back before it is dropped.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let mut data = vec![0u64; 32];
+    /// data[5] = 99; // dirty in this cache
+    /// let ops = CacheOps::detect();
+    /// // SAFETY: `data` is mapped and readable for the whole call.
+    /// unsafe { ops.invalidate(data.as_ptr().cast(), 8 * data.len()) };
+    /// ops.fence();
+    /// assert_eq!(data[5], 99); // written back before being dropped
+    /// ```
     #[inline]
     pub unsafe fn invalidate(&self, ptr: *const u8, len: usize) {
         // SAFETY: forwarded from this function's contract.
@@ -351,6 +475,17 @@ impl CacheOps {
     /// # Safety
     ///
     /// As for [`writeback`](CacheOps::writeback).
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let data = [1u32; 64];
+    /// let ops = CacheOps::detect();
+    /// // SAFETY: `data` is mapped and readable for the whole call.
+    /// unsafe { ops.flush(data.as_ptr().cast(), 4 * data.len()) };
+    /// ops.fence();
+    /// assert_eq!(data.iter().sum::<u32>(), 64);
+    /// ```
     #[inline]
     pub unsafe fn flush(&self, ptr: *const u8, len: usize) {
         // SAFETY: forwarded from this function's contract.
@@ -360,6 +495,17 @@ impl CacheOps {
     /// Waits until every cache operation this thread issued has completed, and orders
     /// them before later loads and stores: `mfence` on x86 (not `sfence`, which does not
     /// wait for flushes), `dsb sy` on aarch64, an atomic `SeqCst` fence elsewhere.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let ops = CacheOps::nop(LineSize::X86);
+    /// let x = [3u8; 64];
+    /// ops.flush_of(&x);
+    /// ops.fence(); // still a real fence on the no-op backend
+    /// assert_eq!(x[0], 3);
+    /// ```
     #[inline]
     pub fn fence(&self) {
         imp::fence();
@@ -367,6 +513,17 @@ impl CacheOps {
 
     /// [`writeback`](CacheOps::writeback) over the memory of `value` (a slice, an array of
     /// atomics, any value); safe because a reference proves the memory is mapped.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// let words: Vec<AtomicU64> = (0..16).map(AtomicU64::new).collect();
+    /// let ops = CacheOps::detect();
+    /// ops.writeback_of(&words[..]);
+    /// ops.fence();
+    /// assert_eq!(words[15].load(Ordering::Relaxed), 15);
+    /// ```
     #[inline]
     pub fn writeback_of<T: ?Sized>(&self, value: &T) {
         // SAFETY: `value` is a live reference, so its `size_of_val` bytes are mapped
@@ -377,6 +534,16 @@ impl CacheOps {
     /// [`invalidate`](CacheOps::invalidate) over the memory of `value`; safe because a
     /// reference proves the memory is mapped and invalidation writes dirty lines back
     /// before dropping them, so the contents never change.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let record = (1u64, 2u64);
+    /// let ops = CacheOps::detect();
+    /// ops.invalidate_of(&record);
+    /// ops.fence();
+    /// assert_eq!(record, (1, 2));
+    /// ```
     #[inline]
     pub fn invalidate_of<T: ?Sized>(&self, value: &T) {
         // SAFETY: as in `writeback_of`; invalidation preserves the contents.
@@ -384,6 +551,16 @@ impl CacheOps {
     }
 
     /// [`flush`](CacheOps::flush) over the memory of `value`.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let s = String::from("write me back");
+    /// let ops = CacheOps::detect();
+    /// ops.flush_of(s.as_bytes());
+    /// ops.fence();
+    /// assert_eq!(s, "write me back");
+    /// ```
     #[inline]
     pub fn flush_of<T: ?Sized>(&self, value: &T) {
         // SAFETY: as in `writeback_of`; flushing preserves the contents.

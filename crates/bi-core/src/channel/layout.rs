@@ -124,51 +124,129 @@ impl<T: Pod> ChannelLayout<T> {
 
 impl<T> ChannelLayout<T> {
     /// The first byte of the channel (its head line).
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u64>::new(4096, 8, LineSize::X86).unwrap();
+    /// assert_eq!((l.offset(), l.head_offset()), (4096, 4096));
+    /// ```
     pub fn offset(&self) -> usize {
         self.offset
     }
 
     /// How many entries the ring holds.
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// assert_eq!(ChannelLayout::<u64>::new(0, 16, LineSize::X86).unwrap().capacity(), 16);
+    /// ```
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// The line size the layout was computed with.
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::new(128).unwrap();
+    /// assert_eq!(ChannelLayout::<u64>::new(0, 4, line).unwrap().line_size(), line);
+    /// ```
     pub fn line_size(&self) -> LineSize {
         self.line
     }
 
     /// Bytes the channel occupies from [`offset`](Self::offset): always a multiple of the
     /// line size and never zero, so the next structure can start at [`end`](Self::end).
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u64>::new(0, 16, LineSize::X86).unwrap();
+    /// assert_eq!(l.len(), 2 * 64 + 16 * 8); // head line, tail line, entries
+    /// let tiny = ChannelLayout::<u8>::new(0, 1, LineSize::X86).unwrap();
+    /// assert_eq!(tiny.len(), 3 * 64); // entries rounded up to whole lines
+    /// ```
     #[allow(clippy::len_without_is_empty)] // a channel always has its two control lines
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// One past the channel's last byte.
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let a = ChannelLayout::<u64>::new(0, 8, LineSize::X86).unwrap();
+    /// let b = ChannelLayout::<u64>::new(a.end(), 8, LineSize::X86).unwrap(); // right after
+    /// assert_eq!(a.end(), a.offset() + a.len());
+    /// assert!(b.offset() >= a.end());
+    /// ```
     pub fn end(&self) -> usize {
         self.offset + self.len
     }
 
     /// The head counter (a `u64` at the start of the first line; written only by the
     /// consumer).
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u64>::new(256, 8, LineSize::X86).unwrap();
+    /// assert_eq!(l.head_offset(), 256);
+    /// assert_eq!(l.tail_offset() - l.head_offset(), 64); // a line apart: two writers
+    /// ```
     pub fn head_offset(&self) -> usize {
         self.offset
     }
 
     /// The tail counter (a `u64` at the start of the second line; written only by the
     /// producer).
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u64>::new(0, 8, LineSize::new(32).unwrap()).unwrap();
+    /// assert_eq!(l.tail_offset(), 32);
+    /// ```
     pub fn tail_offset(&self) -> usize {
         self.offset + self.line.get()
     }
 
     /// The first entry slot.
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u64>::new(0, 8, LineSize::X86).unwrap();
+    /// assert_eq!(l.entries_offset(), 128);
+    /// assert_eq!(l.slot_offset(0), l.entries_offset());
+    /// ```
     pub fn entries_offset(&self) -> usize {
         self.offset + 2 * self.line.get()
     }
 
     /// Where message number `index` (a head or tail counter value) is stored: slot
     /// `index % capacity`.
+    ///
+    /// ```
+    /// use bi_core::channel::ChannelLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let l = ChannelLayout::<u32>::new(0, 4, LineSize::X86).unwrap();
+    /// assert_eq!(l.slot_offset(1), l.entries_offset() + 4);
+    /// assert_eq!(l.slot_offset(5), l.slot_offset(1)); // wraps at the capacity
+    /// ```
     pub fn slot_offset(&self, index: u64) -> usize {
         // The capacity is a power of two, so the mask keeps the slot below it and the
         // product inside the extent checked by `new`.

@@ -126,22 +126,79 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
     }
 
     /// Published messages this consumer already knows of (without polling): a lower bound.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 8, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// tx.send_batch(&[1, 2, 3]).unwrap();
+    /// assert_eq!(rx.available(), 0); // not polled yet
+    /// assert_eq!(rx.try_recv().unwrap(), Some(1)); // polls: sees all three
+    /// assert_eq!(rx.available(), 2);
+    /// ```
     pub fn available(&self) -> usize {
         // `tail - head <= capacity` is kept by every update of either field.
         (self.tail - self.head) as usize
     }
 
     /// Messages consumed so far (the head counter).
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// tx.send_batch(&[7, 8]).unwrap();
+    /// let mut out = Vec::new();
+    /// rx.recv_batch(&mut out, 10).unwrap();
+    /// assert_eq!((out, rx.received()), (vec![7, 8], 2));
+    /// ```
     pub fn received(&self) -> u64 {
         self.head
     }
 
     /// The channel's layout.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(64, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// assert_eq!(*rx.layout(), layout);
+    /// ```
     pub fn layout(&self) -> &ChannelLayout<T> {
         &self.layout
     }
 
     /// The view this consumer works through.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// // Two hardware views of one region (as two processes mapping one file would have).
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let at = region.layout().heap().offset;
+    /// let layout = ChannelLayout::<u64>::new(at, 8, region.layout().line_size()).unwrap();
+    /// layout.init(&region.hardware()).unwrap();
+    /// let mut tx = Sender::new(region.hardware(), layout).unwrap();
+    /// let mut rx = Receiver::new(region.hardware(), layout).unwrap();
+    /// tx.try_send(&5).unwrap();
+    /// assert_eq!(rx.try_recv().unwrap(), Some(5));
+    /// assert!(std::sync::Arc::ptr_eq(rx.view().backing(), region.backing()));
+    /// ```
     pub fn view(&self) -> &V {
         &self.view
     }

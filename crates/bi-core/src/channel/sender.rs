@@ -191,22 +191,71 @@ impl<V: MemView, T: Pod> Sender<V, T> {
 
     /// Free slots as far as this producer knows: a lower bound, since the consumer may
     /// have drained more since the head was last read.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    /// tx.send_batch(&[1, 2, 3, 4]).unwrap();
+    /// rx.try_recv().unwrap();
+    /// assert_eq!(tx.free(), 0); // the producer has not reread the head
+    /// assert!(tx.try_send(&5).unwrap()); // a full ring rereads it
+    /// ```
     pub fn free(&self) -> usize {
         // `tail - head <= capacity` is kept by every update of either field.
         self.layout.capacity() - (self.tail - self.head) as usize
     }
 
     /// Messages published so far (the tail counter).
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let layout = ChannelLayout::<u64>::new(0, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let mut tx = Sender::new(emu.node(0), layout).unwrap();
+    /// tx.try_send(&1).unwrap();
+    /// assert_eq!(tx.sent(), 1);
+    /// ```
     pub fn sent(&self) -> u64 {
         self.tail
     }
 
     /// The channel's layout.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let layout = ChannelLayout::<u64>::new(0, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let tx = Sender::new(emu.node(0), layout).unwrap();
+    /// assert_eq!(tx.layout().capacity(), 4);
+    /// ```
     pub fn layout(&self) -> &ChannelLayout<T> {
         &self.layout
     }
 
     /// The view this producer works through.
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 4, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(1)).unwrap();
+    /// let tx = Sender::new(emu.node(1), layout).unwrap();
+    /// assert_eq!(tx.view().id(), 1);
+    /// ```
     pub fn view(&self) -> &V {
         &self.view
     }

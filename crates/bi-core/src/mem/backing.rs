@@ -53,6 +53,15 @@ impl std::fmt::Debug for Backing {
 
 impl Backing {
     /// Zeroed memory of `size` bytes; `size` must be a non-zero multiple of 8.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let mem = Backing::anonymous(4096).unwrap();
+    /// assert_eq!(mem.size(), 4096);
+    /// assert!(Backing::anonymous(0).is_err());
+    /// assert!(Backing::anonymous(12).is_err()); // not a multiple of 8
+    /// ```
     pub fn anonymous(size: usize) -> Result<Backing, MemError> {
         check_size(size)?;
         let words: Box<[AtomicU64]> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
@@ -64,6 +73,21 @@ impl Backing {
 
     /// Maps `size` bytes of `file` shared (changes reach the file and every other process
     /// that maps it). The file (or device) must already hold at least `size` bytes.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = std::fs::OpenOptions::new().read(true).write(true).create(true)
+    ///     .truncate(true).open(dir.path().join("mem")).unwrap();
+    /// file.set_len(4096).unwrap();
+    /// let a = Backing::map_file(&file, 4096).unwrap();
+    /// let b = Backing::map_file(&file, 4096).unwrap();
+    /// a.store_bytes(0, b"shared").unwrap();
+    /// let mut got = [0u8; 6];
+    /// b.load_bytes(0, &mut got).unwrap(); // the same memory through another mapping
+    /// assert_eq!(&got, b"shared");
+    /// ```
     pub fn map_file(file: &File, size: usize) -> std::io::Result<Backing> {
         check_size(size).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // loom's atomics are model objects, not the machine's words: a mapping cannot be
@@ -96,12 +120,25 @@ impl Backing {
     }
 
     /// Size in bytes.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// assert_eq!(Backing::anonymous(1 << 16).unwrap().size(), 1 << 16);
+    /// ```
     #[inline]
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// The memory as atomic words.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let mem = Backing::anonymous(64).unwrap();
+    /// assert_eq!(mem.words().len(), 8);
+    /// ```
     #[inline]
     pub fn words(&self) -> &[AtomicU64] {
         match &self.kind {
@@ -121,6 +158,18 @@ impl Backing {
     }
 
     /// The aligned word at byte `offset`, if `offset` is a multiple of 8 inside the memory.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    /// use std::sync::atomic::Ordering;
+    ///
+    /// let mem = Backing::anonymous(64).unwrap();
+    /// mem.word(8).unwrap().store(42, Ordering::Relaxed);
+    /// let mut b = [0u8; 8];
+    /// mem.load_bytes(8, &mut b).unwrap();
+    /// assert_eq!(u64::from_ne_bytes(b), 42);
+    /// assert!(mem.word(4).is_none() && mem.word(64).is_none());
+    /// ```
     #[inline]
     pub fn word(&self, offset: usize) -> Option<&AtomicU64> {
         if offset.is_multiple_of(8) {
@@ -132,12 +181,30 @@ impl Backing {
 
     /// The address of byte 0 in this process (for cache instructions; never dereference it
     /// except through [`Backing::words`]).
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let mem = Backing::anonymous(64).unwrap();
+    /// assert_eq!(mem.base_ptr(), mem.words().as_ptr().cast::<u8>());
+    /// ```
     #[inline]
     pub fn base_ptr(&self) -> *const u8 {
         self.words().as_ptr() as *const u8
     }
 
     /// Copies `dst.len()` bytes starting at `offset` out of memory.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let mem = Backing::anonymous(64).unwrap();
+    /// mem.store_bytes(3, &[1, 2, 3]).unwrap();
+    /// let mut out = [9u8; 5];
+    /// mem.load_bytes(2, &mut out).unwrap();
+    /// assert_eq!(out, [0, 1, 2, 3, 0]);
+    /// assert!(mem.load_bytes(60, &mut out).is_err());
+    /// ```
     #[inline]
     pub fn load_bytes(&self, offset: usize, dst: &mut [u8]) -> Result<(), MemError> {
         check_range(offset, dst.len(), self.size)?;
@@ -168,6 +235,17 @@ impl Backing {
     /// Whole aligned words are single atomic stores (so an aligned 8-byte value, such as
     /// an offset pointer, is never seen torn); a partial word is merged with a
     /// compare-and-swap so neighbouring bytes written by other threads are kept.
+    ///
+    /// ```
+    /// use bi_core::mem::Backing;
+    ///
+    /// let mem = Backing::anonymous(64).unwrap();
+    /// mem.store_bytes(0, &[0xFF; 8]).unwrap();
+    /// mem.store_bytes(1, &[0]).unwrap(); // a partial word keeps its neighbours
+    /// let mut out = [0u8; 3];
+    /// mem.load_bytes(0, &mut out).unwrap();
+    /// assert_eq!(out, [0xFF, 0, 0xFF]);
+    /// ```
     pub fn store_bytes(&self, offset: usize, src: &[u8]) -> Result<(), MemError> {
         check_range(offset, src.len(), self.size)?;
         let words = self.words();

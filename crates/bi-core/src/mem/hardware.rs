@@ -55,6 +55,15 @@ unsafe impl Sync for Hardware {}
 
 impl Hardware {
     /// A view of `mem` using the processor's best instructions ([`CacheOps::detect`]).
+    ///
+    /// ```
+    /// use bi_core::mem::{Backing, Hardware, MemView};
+    /// use std::sync::Arc;
+    ///
+    /// let view = Hardware::new(Arc::new(Backing::anonymous(4096).unwrap()));
+    /// view.store_to_memory(64, &1234u64).unwrap();
+    /// assert_eq!(view.load_from_memory::<u64>(64).unwrap(), 1234);
+    /// ```
     pub fn new(mem: Arc<Backing>) -> Hardware {
         Hardware::with_ops(mem, CacheOps::detect())
     }
@@ -84,11 +93,32 @@ impl Hardware {
     }
 
     /// The shared memory.
+    ///
+    /// ```
+    /// use bi_core::mem::{Backing, Hardware, MemView};
+    /// use std::sync::Arc;
+    ///
+    /// let mem = Arc::new(Backing::anonymous(4096).unwrap());
+    /// let view = Hardware::new(mem.clone());
+    /// view.store(0, &3u64).unwrap();
+    /// assert!(Arc::ptr_eq(view.backing(), &mem));
+    /// assert_eq!(mem.word(0).unwrap().load(std::sync::atomic::Ordering::Acquire), 3);
+    /// ```
     pub fn backing(&self) -> &Arc<Backing> {
         &self.mem
     }
 
     /// The cache instructions this view issues.
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    /// use bi_core::mem::{Backing, Hardware, MemView};
+    /// use std::sync::Arc;
+    ///
+    /// let view = Hardware::new(Arc::new(Backing::anonymous(4096).unwrap()));
+    /// assert_eq!(view.ops().line_size(), view.line_size());
+    /// assert_eq!(view.ops(), CacheOps::detect());
+    /// ```
     pub fn ops(&self) -> CacheOps {
         self.ops
     }

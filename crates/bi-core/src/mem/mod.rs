@@ -46,6 +46,15 @@ use bytemuck::Pod;
 use std::fmt;
 
 /// An access that the memory cannot serve.
+///
+/// ```
+/// use bi_core::mem::{Emulator, EmulatorConfig, MemError, MemView};
+///
+/// let node = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+/// let err = node.load::<u64>(4090).unwrap_err();
+/// assert_eq!(err, MemError::OutOfBounds { offset: 4090, len: 8, size: 4096 });
+/// assert_eq!(node.load_u64s(4, &mut [0; 2]), Err(MemError::Misaligned { offset: 4 }));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemError {
     /// The byte range `offset .. offset + len` does not lie inside memory of `size` bytes.
@@ -150,32 +159,127 @@ pub(crate) fn check_range(offset: usize, len: usize, size: usize) -> Result<(), 
 /// ```
 pub trait MemView: Clone + Send + Sync {
     /// Size of the shared memory in bytes.
+    ///
+    /// ```
+    /// use bi_core::mem::{Backing, Emulator, EmulatorConfig, Hardware, MemView};
+    /// use std::sync::Arc;
+    ///
+    /// assert_eq!(Emulator::new(EmulatorConfig::new(8192, 2)).node(1).size(), 8192);
+    /// assert_eq!(Hardware::new(Arc::new(Backing::anonymous(4096).unwrap())).size(), 4096);
+    /// ```
     fn size(&self) -> usize;
 
     /// The cache-line size this view operates with.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let cfg = EmulatorConfig::new(4096, 1).line_size(LineSize::new(128).unwrap());
+    /// assert_eq!(Emulator::new(cfg).node(0).line_size().get(), 128);
+    /// ```
     fn line_size(&self) -> LineSize;
 
     /// Reads a `T` at `offset` through this node's cache.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// assert_eq!(b.load::<u32>(64).unwrap(), 0); // b now caches the line
+    /// a.store_to_memory(64, &9u32).unwrap();
+    /// assert_eq!(b.load::<u32>(64).unwrap(), 0); // stale: b never invalidated
+    /// assert_eq!(b.stats().stale_reads, 1);
+    /// ```
     fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError>;
 
     /// Writes `value` at `offset` into this node's cache.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(8, &[1u16, 2]).unwrap();
+    /// assert_eq!(a.load::<[u16; 2]>(8).unwrap(), [1, 2]); // this node sees it at once
+    /// assert!(a.is_dirty(8));
+    /// assert_eq!(emu.peek::<[u16; 2]>(8).unwrap(), [0, 0]); // memory does not, yet
+    /// ```
     fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError>;
 
     /// Starts writing back this node's dirty lines in `offset .. offset + len`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(0, &5u64).unwrap();
+    /// a.writeback(0, 8).unwrap();
+    /// a.fence();
+    /// assert_eq!(emu.peek::<u64>(0).unwrap(), 5);
+    /// assert!(a.is_cached(0) && !a.is_dirty(0)); // the line stays, clean
+    /// ```
     fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError>;
 
     /// Starts writing back and then dropping this node's lines in `offset .. offset + len`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// b.load::<u64>(0).unwrap();
+    /// a.store_to_memory(0, &3u64).unwrap();
+    /// b.invalidate(0, 8).unwrap();
+    /// b.fence();
+    /// assert_eq!(b.load::<u64>(0).unwrap(), 3);
+    /// ```
     fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError>;
 
     /// Starts a write-back followed by an invalidation of `offset .. offset + len`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(128, &1u8).unwrap();
+    /// a.flush(128, 1).unwrap();
+    /// a.fence();
+    /// assert!(!a.is_cached(128));
+    /// assert_eq!(emu.peek::<u8>(128).unwrap(), 1);
+    /// ```
     fn flush(&self, offset: usize, len: usize) -> Result<(), MemError>;
 
     /// Waits for every cache operation issued so far by this thread and orders it before
     /// later loads and stores.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.fence();
+    /// a.fence();
+    /// assert_eq!(a.stats().fences, 2);
+    /// ```
     fn fence(&self);
 
     /// Reads a `T` from memory, not from this node's cache: invalidates its lines,
     /// fences, loads. How a node reads a record that another node owns.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// b.load::<u64>(0).unwrap();
+    /// a.store_to_memory(0, &11u64).unwrap();
+    /// assert_eq!(b.load::<u64>(0).unwrap(), 0); // through the stale cache
+    /// assert_eq!(b.load_from_memory::<u64>(0).unwrap(), 11);
+    /// ```
     fn load_from_memory<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
         self.invalidate(offset, size_of::<T>())?;
         self.fence();
@@ -184,6 +288,15 @@ pub trait MemView: Clone + Send + Sync {
 
     /// Stores a `T` and makes it reach memory: stores, writes its lines back, fences. How
     /// a node publishes a record it owns.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// emu.node(0).store_to_memory(64, &[1u64, 2]).unwrap();
+    /// assert_eq!(emu.peek::<[u64; 2]>(64).unwrap(), [1, 2]);
+    /// assert_eq!(emu.node(1).load::<[u64; 2]>(64).unwrap(), [1, 2]);
+    /// ```
     fn store_to_memory<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
         self.store(offset, value)?;
         self.writeback(offset, size_of::<T>())?;
@@ -196,6 +309,18 @@ pub trait MemView: Clone + Send + Sync {
     /// The same as `load::<u64>`; views override it with a faster path for aligned words
     /// (on [`Hardware`] it is one atomic load), which is what hot paths such as a reader
     /// entering its section use.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::mem::MemView;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let view = region.hardware();
+    /// let at = region.layout().heap().offset;
+    /// view.store_u64(at, 0xDEAD).unwrap();
+    /// assert_eq!(view.load_u64(at).unwrap(), 0xDEAD);
+    /// assert_eq!(view.load_u64(at).unwrap(), view.load::<u64>(at).unwrap());
+    /// ```
     #[inline]
     fn load_u64(&self, offset: usize) -> Result<u64, MemError> {
         self.load(offset)
@@ -211,6 +336,17 @@ pub trait MemView: Clone + Send + Sync {
     /// [`load_u64`](Self::load_u64) per word, in order (so the emulator sees, and its
     /// oracle judges, every word); [`Hardware`] checks the whole range once and then
     /// loads each word with one move.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.store(64, &[1u64, 2, 3]).unwrap();
+    /// let mut out = [0u64; 3];
+    /// a.load_u64s(64, &mut out).unwrap();
+    /// assert_eq!(out, [1, 2, 3]);
+    /// assert!(a.load_u64s(4088, &mut out).is_err()); // runs past the end
+    /// ```
     #[inline]
     fn load_u64s(&self, offset: usize, out: &mut [u64]) -> Result<(), MemError> {
         if !offset.is_multiple_of(8) {
@@ -236,6 +372,17 @@ pub trait MemView: Clone + Send + Sync {
     /// This is the shape of every validated read (a seqlock's read side): a caller
     /// trusts the words if the stamps agree with each other and with what it expected.
     /// The default is the three steps above; [`Hardware`] checks the whole range once.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.store(0, &[7u64, 10, 20]).unwrap(); // stamp 7, then two words
+    /// let mut out = [0u64; 2];
+    /// assert_eq!(a.load_stamped(0, &mut out, |s| s == 7).unwrap(), Some((7, 7)));
+    /// assert_eq!(out, [10, 20]);
+    /// assert_eq!(a.load_stamped(0, &mut out, |s| s == 8).unwrap(), None);
+    /// ```
     #[inline(always)]
     fn load_stamped(
         &self,
@@ -255,6 +402,14 @@ pub trait MemView: Clone + Send + Sync {
     ///
     /// The same as `store(offset, &value)`; on [`Hardware`] an aligned word is one atomic
     /// store (release ordering).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.store_u64(8, u64::MAX).unwrap();
+    /// assert_eq!(a.load::<[u32; 2]>(8).unwrap(), [u32::MAX; 2]);
+    /// ```
     #[inline]
     fn store_u64(&self, offset: usize, value: u64) -> Result<(), MemError> {
         self.store(offset, &value)
@@ -268,6 +423,19 @@ pub trait MemView: Clone + Send + Sync {
     ///
     /// A load or store through the word means exactly what [`load_u64`](Self::load_u64)
     /// or [`store_u64`](Self::store_u64) at `offset` means on this view.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use std::sync::atomic::Ordering;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let view = region.hardware();
+    /// let at = region.layout().heap().offset;
+    /// view.direct_word(at).unwrap().store(5, Ordering::Release);
+    /// assert_eq!(view.load_u64(at).unwrap(), 5);
+    /// assert!(Emulator::new(EmulatorConfig::new(4096, 1)).node(0).direct_word(0).is_none());
+    /// ```
     fn direct_word(&self, offset: usize) -> Option<&AtomicU64> {
         let _ = offset;
         None
@@ -280,6 +448,18 @@ pub trait MemView: Clone + Send + Sync {
     /// records). The default goes through [`direct_word`](Self::direct_word) (a
     /// processor compare-and-exchange on [`Hardware`]); the emulator does it under its
     /// node cache's lock; a view with neither says [`MemError::Unsupported`].
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let view = region.hardware();
+    /// let at = region.layout().heap().offset;
+    /// assert_eq!(view.compare_exchange_u64(at, 0, 9).unwrap(), 0); // swapped
+    /// assert_eq!(view.compare_exchange_u64(at, 0, 10).unwrap(), 9); // not swapped
+    /// assert_eq!(view.load_u64(at).unwrap(), 9);
+    /// ```
     fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
         check_range(offset, 8, self.size())?;
         if !offset.is_multiple_of(8) {
@@ -305,6 +485,17 @@ pub trait MemView: Clone + Send + Sync {
     /// of the old object still sitting in another node's cache is counted as a reuse
     /// hazard the moment it is read (the calling node's own copies are evicted first: it
     /// is about to write the new object over them).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// b.load::<u64>(0).unwrap(); // b caches the old object
+    /// a.note_reuse(0, 64).unwrap(); // a's heap hands the memory out again
+    /// b.load::<u64>(0).unwrap();
+    /// assert_eq!(b.stats().reuse_hazards, 1);
+    /// ```
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         check_range(offset, len, self.size())
     }

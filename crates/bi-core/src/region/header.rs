@@ -133,21 +133,54 @@ pub struct Header {
 
 impl Header {
     /// The header describing `layout`, in the current format version.
+    ///
+    /// ```
+    /// use bi_core::region::{Header, Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let h = Header::new(layout);
+    /// assert_eq!(h.layout(), &layout);
+    /// ```
     pub const fn new(layout: Layout) -> Header {
         Header { layout }
     }
 
     /// The format version (always [`FORMAT_VERSION`] for a decoded header).
+    ///
+    /// ```
+    /// use bi_core::region::{FORMAT_VERSION, Header, Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let h = Header::decode(&region.to_bytes()).unwrap();
+    /// assert_eq!(h.version(), FORMAT_VERSION);
+    /// ```
     pub const fn version(&self) -> u32 {
         FORMAT_VERSION
     }
 
     /// The layout the header describes.
+    ///
+    /// ```
+    /// use bi_core::region::{Header, Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let h = Header::decode(&region.to_bytes()).unwrap();
+    /// assert_eq!(h.layout(), region.layout());
+    /// ```
     pub const fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The header's bytes, checksum included.
+    ///
+    /// ```
+    /// use bi_core::region::{HEADER_LEN, Header, Layout, MAGIC, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let bytes = Header::new(layout).encode();
+    /// assert_eq!(bytes.len(), HEADER_LEN);
+    /// assert_eq!(bytes[..8], MAGIC);
+    /// ```
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         let c = self.layout.config();
@@ -180,6 +213,13 @@ impl Header {
     ///
     /// Never panics; every problem is a [`RegionError`]. See the module documentation for
     /// the order of the checks.
+    ///
+    /// ```
+    /// use bi_core::region::{Header, RegionError};
+    ///
+    /// assert!(matches!(Header::decode(&[0u8; 16]), Err(RegionError::Truncated { .. })));
+    /// assert!(matches!(Header::decode(&[0u8; 4096]), Err(RegionError::BadMagic { .. })));
+    /// ```
     pub fn decode(region: &[u8]) -> Result<Header, RegionError> {
         Header::decode_prefix(region, region.len() as u64)
     }
@@ -187,6 +227,18 @@ impl Header {
     /// Validates the header at the start of `prefix`, where the region really has
     /// `available` bytes (for example, the length of the file `prefix` was read from).
     /// Only the first [`HEADER_LEN`] bytes of `prefix` are read.
+    ///
+    /// ```
+    /// use bi_core::region::{HEADER_LEN, Header, Region, RegionConfig, RegionError};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let bytes = region.to_bytes();
+    /// let prefix = &bytes[..HEADER_LEN];
+    /// assert!(Header::decode_prefix(prefix, 1 << 16).is_ok());
+    /// // A file shorter than the region its header describes.
+    /// let short = Header::decode_prefix(prefix, 1 << 15);
+    /// assert!(matches!(short, Err(RegionError::Truncated { .. })));
+    /// ```
     pub fn decode_prefix(prefix: &[u8], available: u64) -> Result<Header, RegionError> {
         let have = (prefix.len() as u64).min(available);
         if have < HEADER_LEN as u64 {

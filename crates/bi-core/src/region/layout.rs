@@ -116,6 +116,14 @@ impl Default for RegionConfig {
 impl RegionConfig {
     /// A region of `size` bytes with default parameters: 64-byte lines, 4 nodes, 16 readers
     /// per node, 1024-entry log rings and 64 root directory entries.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// let c = RegionConfig::new(1 << 20);
+    /// assert_eq!((c.size(), c.line_size(), c.nodes()), (1 << 20, 64, 4));
+    /// assert_eq!((c.readers_per_node(), c.log_ring_entries(), c.root_entries()), (16, 1024, 64));
+    /// ```
     pub const fn new(size: usize) -> RegionConfig {
         RegionConfig {
             size: size as u64,
@@ -128,72 +136,164 @@ impl RegionConfig {
     }
 
     /// Sets the total size in bytes (a multiple of the line size).
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// let c = RegionConfig::default().with_size(8 << 20);
+    /// assert_eq!(c.size(), 8 << 20);
+    /// assert!(c.with_size((1 << 20) + 8).validate().is_err()); // not whole lines
+    /// ```
     pub const fn with_size(mut self, size: usize) -> Self {
         self.size = size as u64;
         self
     }
 
     /// Sets the cache-line size in bytes (a power of two in `8..=4096`).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let c = RegionConfig::new(1 << 20).with_line_size(128);
+    /// assert_eq!(Layout::compute(&c).unwrap().line_size().get(), 128);
+    /// assert!(RegionConfig::new(1 << 20).with_line_size(100).validate().is_err());
+    /// ```
     pub const fn with_line_size(mut self, line_size: usize) -> Self {
         self.line_size = line_size as u64;
         self
     }
 
     /// Sets the number of nodes (`1..=4096`).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(8)).unwrap();
+    /// assert!(layout.node_record(7).is_some() && layout.node_record(8).is_none());
+    /// assert!(RegionConfig::new(1 << 20).with_nodes(0).validate().is_err());
+    /// ```
     pub const fn with_nodes(mut self, nodes: u32) -> Self {
         self.nodes = nodes;
         self
     }
 
     /// Sets the number of reader records per node (`1..=65536`).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let c = RegionConfig::new(1 << 20).with_readers_per_node(2);
+    /// let layout = Layout::compute(&c).unwrap();
+    /// assert!(layout.reader_record(0, 1).is_some());
+    /// assert!(layout.reader_record(0, 2).is_none());
+    /// ```
     pub const fn with_readers_per_node(mut self, readers: u32) -> Self {
         self.readers_per_node = readers;
         self
     }
 
     /// Sets the number of entries per log ring (a power of two in `2..=2^24`).
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::new(1 << 20).with_log_ring_entries(256).log_ring_entries(), 256);
+    /// assert!(RegionConfig::new(1 << 20).with_log_ring_entries(100).validate().is_err());
+    /// ```
     pub const fn with_log_ring_entries(mut self, entries: u32) -> Self {
         self.log_ring_entries = entries;
         self
     }
 
     /// Sets the number of root directory entries (`1..=65536`).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_root_entries(4)).unwrap();
+    /// assert!(layout.root_entry(3).is_some() && layout.root_entry(4).is_none());
+    /// ```
     pub const fn with_root_entries(mut self, entries: u32) -> Self {
         self.root_entries = entries;
         self
     }
 
     /// Total size in bytes.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().size(), 4 << 20);
+    /// ```
     pub const fn size(&self) -> u64 {
         self.size
     }
 
     /// Cache-line size in bytes.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().line_size(), 64);
+    /// assert_eq!(RegionConfig::default().with_line_size(32).line_size(), 32);
+    /// ```
     pub const fn line_size(&self) -> u64 {
         self.line_size
     }
 
     /// Number of nodes.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().nodes(), 4);
+    /// ```
     pub const fn nodes(&self) -> u32 {
         self.nodes
     }
 
     /// Reader records per node.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().readers_per_node(), 16);
+    /// ```
     pub const fn readers_per_node(&self) -> u32 {
         self.readers_per_node
     }
 
     /// Entries per log ring.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().log_ring_entries(), 1024);
+    /// ```
     pub const fn log_ring_entries(&self) -> u32 {
         self.log_ring_entries
     }
 
     /// Root directory entries.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    ///
+    /// assert_eq!(RegionConfig::default().root_entries(), 64);
+    /// ```
     pub const fn root_entries(&self) -> u32 {
         self.root_entries
     }
 
     /// Checks every parameter, and that the size fits the layout.
+    ///
+    /// ```
+    /// use bi_core::region::{RegionConfig, RegionError};
+    ///
+    /// assert!(RegionConfig::new(1 << 20).validate().is_ok());
+    /// let tiny = RegionConfig::new(4096).validate();
+    /// assert!(matches!(tiny, Err(RegionError::TooSmall { .. })));
+    /// ```
     pub fn validate(&self) -> Result<(), RegionError> {
         Layout::compute(self).map(|_| ())
     }
@@ -277,6 +377,15 @@ impl RegionConfig {
 }
 
 /// The named parts of a region, in address order.
+///
+/// ```
+/// use bi_core::region::{Layout, RegionConfig, SectionKind};
+///
+/// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+/// assert_eq!(layout.section(SectionKind::Heap), layout.heap());
+/// assert_eq!(SectionKind::ALL[0], SectionKind::Header);
+/// assert_eq!(SectionKind::ALL.len(), 7);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SectionKind {
     /// The header (format, parameters, section table, checksum).
@@ -356,16 +465,40 @@ pub struct Section {
 
 impl Section {
     /// One past the last byte (saturating).
+    ///
+    /// ```
+    /// use bi_core::region::Section;
+    ///
+    /// assert_eq!(Section { offset: 64, len: 64 }.end(), 128);
+    /// assert_eq!(Section { offset: usize::MAX, len: 1 }.end(), usize::MAX); // saturates
+    /// ```
     pub const fn end(&self) -> usize {
         self.offset.saturating_add(self.len)
     }
 
     /// The section as a range of offsets.
+    ///
+    /// ```
+    /// use bi_core::region::Section;
+    ///
+    /// let s = Section { offset: 64, len: 32 };
+    /// assert_eq!(s.range(), 64..96);
+    /// assert_eq!(s.range().len(), s.len);
+    /// ```
     pub const fn range(&self) -> Range<usize> {
         self.offset..self.end()
     }
 
     /// Whether `offset .. offset + len` lies inside this section.
+    ///
+    /// ```
+    /// use bi_core::region::Section;
+    ///
+    /// let s = Section { offset: 64, len: 64 };
+    /// assert!(s.contains(64, 64) && s.contains(120, 8));
+    /// assert!(!s.contains(60, 8) && !s.contains(121, 8));
+    /// assert!(!s.contains(usize::MAX, 2)); // no overflow
+    /// ```
     #[inline(always)]
     pub const fn contains(&self, offset: usize, len: usize) -> bool {
         // `offset - self.offset` wraps to a huge value below the section, so one
@@ -382,6 +515,15 @@ impl fmt::Display for Section {
 }
 
 /// Which of a node's two log rings.
+///
+/// ```
+/// use bi_core::region::{Layout, RegionConfig, RingKind};
+///
+/// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+/// let modified = layout.log_ring(0, RingKind::Modified).unwrap();
+/// let freed = layout.log_ring(0, RingKind::Freed).unwrap();
+/// assert_eq!(modified.end(), freed.offset); // a node's two rings follow each other
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RingKind {
     /// Slots modified by the node's writer.
@@ -475,6 +617,16 @@ impl Layout {
     /// out of range or a size that is not a multiple of the line size or exceeds 2^48, and
     /// [`RegionError::TooSmall`] when the size cannot hold the sections and a
     /// [`MIN_HEAP_BYTES`] heap.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig, RegionError};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.size(), 1 << 20);
+    /// assert!(layout.heap().len > 0);
+    /// let err = Layout::compute(&RegionConfig::new(1 << 20).with_line_size(0));
+    /// assert!(matches!(err, Err(RegionError::BadLineSize { found: 0 })));
+    /// ```
     pub fn compute(config: &RegionConfig) -> Result<Layout, RegionError> {
         let line = config.checked_line()?;
         config.check_counts()?;
@@ -537,61 +689,156 @@ impl Layout {
     }
 
     /// The parameters this layout was computed from.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let config = RegionConfig::new(1 << 20).with_nodes(3);
+    /// assert_eq!(*Layout::compute(&config).unwrap().config(), config);
+    /// ```
     pub const fn config(&self) -> &RegionConfig {
         &self.config
     }
 
     /// Total size of the region in bytes.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(2 << 20)).unwrap();
+    /// assert_eq!(layout.size(), 2 << 20);
+    /// assert_eq!(layout.heap().end(), layout.size()); // the heap is last
+    /// ```
     pub const fn size(&self) -> usize {
         self.config.size as usize
     }
 
     /// The cache-line size.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.line_size(), LineSize::X86);
+    /// ```
     pub const fn line_size(&self) -> LineSize {
         self.line
     }
 
     /// The size of one record slot: `max(line size, 64)` bytes, a whole number of lines.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let small = Layout::compute(&RegionConfig::new(1 << 20).with_line_size(32)).unwrap();
+    /// assert_eq!(small.slot_size(), 64); // at least 64 bytes
+    /// let big = Layout::compute(&RegionConfig::new(1 << 20).with_line_size(128)).unwrap();
+    /// assert_eq!(big.slot_size(), 128);
+    /// ```
     pub fn slot_size(&self) -> usize {
         self.line.get().max(MIN_SLOT_BYTES)
     }
 
     /// The section of the given kind.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig, SectionKind};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.section(SectionKind::Header), layout.header());
+    /// assert_eq!(layout.section(SectionKind::RootDirectory), layout.root_directory());
+    /// ```
     pub const fn section(&self, kind: SectionKind) -> Section {
         self.sections[kind as usize]
     }
 
     /// The header section.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.header().offset, 0);
+    /// assert_eq!(layout.header().end(), layout.node_table().offset);
+    /// ```
     pub const fn header(&self) -> Section {
         self.sections[0]
     }
 
     /// The node table.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let records = layout.node_record(0).unwrap().len * 2;
+    /// assert_eq!(layout.node_table().len, records);
+    /// ```
     pub const fn node_table(&self) -> Section {
         self.sections[1]
     }
 
     /// The reader table.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let c = RegionConfig::new(1 << 20).with_nodes(2).with_readers_per_node(4);
+    /// let layout = Layout::compute(&c).unwrap();
+    /// assert_eq!(layout.reader_table().len, 2 * 4 * layout.slot_size());
+    /// ```
     pub const fn reader_table(&self) -> Section {
         self.sections[2]
     }
 
     /// The log rings.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig, RingKind};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let last = layout.log_ring(1, RingKind::Freed).unwrap();
+    /// assert_eq!(last.end(), layout.log_rings().end());
+    /// ```
     pub const fn log_rings(&self) -> Section {
         self.sections[3]
     }
 
     /// The root directory.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_root_entries(8)).unwrap();
+    /// assert_eq!(layout.root_directory().len, 8 * layout.root_entry(0).unwrap().len);
+    /// ```
     pub const fn root_directory(&self) -> Section {
         self.sections[4]
     }
 
     /// The extent table: one owner word per extent of the heap.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert!(layout.extent_table().len >= layout.extents() * 8); // one word per extent
+    /// assert_eq!(layout.extent_table().end(), layout.heap().offset);
+    /// ```
     pub const fn extent_table(&self) -> Section {
         self.sections[5]
     }
 
     /// The heap.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.heap().end(), 1 << 20);
+    /// assert_eq!(layout.heap().offset % layout.line_size().get(), 0);
+    /// ```
     pub const fn heap(&self) -> Section {
         self.sections[6]
     }
@@ -610,6 +857,14 @@ impl Layout {
     }
 
     /// How many extents the heap is cut into.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert!(layout.extents() >= 1);
+    /// assert!(layout.extent(layout.extents()).is_none());
+    /// ```
     pub fn extents(&self) -> usize {
         self.heap().len.div_ceil(self.extent)
     }
@@ -637,6 +892,14 @@ impl Layout {
     }
 
     /// The extent holding byte `offset` of the region, if it is in the heap.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(layout.extent_of(layout.heap().offset), Some(0));
+    /// assert_eq!(layout.extent_of(0), None); // the header is not in the heap
+    /// ```
     pub fn extent_of(&self, offset: usize) -> Option<usize> {
         let heap = self.heap();
         heap.contains(offset, 1)
@@ -665,6 +928,15 @@ impl Layout {
     }
 
     /// The record of reader `reader` of `node` in the reader table (one slot).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let r = layout.reader_record(1, 0).unwrap();
+    /// assert!(layout.reader_table().contains(r.offset, r.len));
+    /// assert!(layout.reader_record(2, 0).is_none());
+    /// ```
     pub fn reader_record(&self, node: usize, reader: usize) -> Option<Section> {
         let per_node = self.config.readers_per_node as usize;
         if node >= self.config.nodes as usize || reader >= per_node {
@@ -680,6 +952,15 @@ impl Layout {
     }
 
     /// A log ring of `node`: [`RING_CONTROL_SLOTS`] control slots followed by the entries.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig, RingKind};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// let ring = layout.log_ring(1, RingKind::Modified).unwrap();
+    /// assert!(ring.len >= 1024 * 16); // 1024 entries of 16 bytes, and its control slots
+    /// assert!(layout.log_ring(2, RingKind::Modified).is_none());
+    /// ```
     pub fn log_ring(&self, node: usize, kind: RingKind) -> Option<Section> {
         if node >= self.config.nodes as usize {
             return None;
@@ -695,6 +976,15 @@ impl Layout {
 
     /// Entry `index` of the root directory ([`ROOT_ENTRY_SLOTS`] slots: the entry, then
     /// the slot of the structure it names).
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// let e = layout.root_entry(0).unwrap();
+    /// assert_eq!((e.offset, e.len), (layout.root_directory().offset, 2 * layout.slot_size()));
+    /// assert!(layout.root_entry(64).is_none());
+    /// ```
     pub fn root_entry(&self, index: usize) -> Option<Section> {
         let slot = self.slot_size();
         self.nth(
@@ -707,6 +997,15 @@ impl Layout {
 
     /// The structure slot of root entry `index` (its second slot): the root word of the
     /// structure the entry names, and its writer record.
+    ///
+    /// ```
+    /// use bi_core::region::{Layout, RegionConfig};
+    ///
+    /// let layout = Layout::compute(&RegionConfig::new(1 << 20)).unwrap();
+    /// let (e, s) = (layout.root_entry(5).unwrap(), layout.root_slot(5).unwrap());
+    /// assert_eq!(s.offset, e.offset + layout.slot_size());
+    /// assert_eq!(s.end(), e.end());
+    /// ```
     pub fn root_slot(&self, index: usize) -> Option<Section> {
         let slot = self.slot_size();
         self.root_entry(index).map(|e| Section {

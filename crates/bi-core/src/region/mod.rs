@@ -77,6 +77,20 @@ use std::sync::{Arc, Mutex};
 ///
 /// `Region` is `Send + Sync`; share it between a node's threads by reference or in an
 /// `Arc`. Dropping it unmaps the memory (for a file, the file stays).
+///
+/// ```
+/// use bi_core::mem::MemView;
+/// use bi_core::region::{Region, RegionConfig};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("pool.bi");
+/// let a = Region::create(&path, RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+/// let b = Region::open(&path).unwrap(); // as another process would
+/// let at = a.layout().heap().offset;
+/// a.hardware().store(at, &7u64).unwrap();
+/// a.hardware().writeback(at, 8).unwrap();
+/// assert_eq!(b.hardware().load_from_memory::<u64>(at).unwrap(), 7); // one file, one memory
+/// ```
 #[derive(Debug)]
 pub struct Region {
     backing: Arc<Backing>,
@@ -128,6 +142,17 @@ impl Region {
     /// [`create`](Self::create), truncating a file already at `path`. Whatever region it
     /// held is lost, and a process that still maps it faults: for tests and tools that
     /// mean to start over.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// Region::create(&path, RegionConfig::new(1 << 20)).unwrap();
+    /// let again = Region::create_replacing(&path, RegionConfig::new(2 << 20)).unwrap();
+    /// assert_eq!(again.layout().size(), 2 << 20);
+    /// assert_eq!(Region::open(&path).unwrap().layout().size(), 2 << 20);
+    /// ```
     pub fn create_replacing(
         path: impl AsRef<Path>,
         config: RegionConfig,
@@ -283,6 +308,19 @@ impl Region {
     /// Errors: [`RegionError::Io`] (with the path) if the file cannot be opened, read or
     /// mapped; otherwise whatever [`Header::decode_prefix`] finds wrong, with the file's
     /// length as the bytes available.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// assert!(matches!(Region::open(&path), Err(RegionError::Io { .. }))); // no file
+    /// let config = RegionConfig::new(1 << 20).with_nodes(3);
+    /// Region::create(&path, config).unwrap();
+    /// assert_eq!(*Region::open(&path).unwrap().layout().config(), config);
+    /// std::fs::write(&path, b"not a region").unwrap();
+    /// assert!(Region::open(&path).is_err());
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Region, RegionError> {
         let path = path.as_ref();
         let io = |op| {
@@ -357,6 +395,15 @@ impl Region {
     }
 
     /// A copy of the region's bytes as they are in memory.
+    ///
+    /// ```
+    /// use bi_core::region::{MAGIC, Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let bytes = region.to_bytes();
+    /// assert_eq!(bytes.len(), 1 << 16);
+    /// assert_eq!(bytes[..8], MAGIC);
+    /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = vec![0u8; self.layout.size()];
         // Cannot fail: the buffer is exactly the backing's size.
@@ -365,21 +412,60 @@ impl Region {
     }
 
     /// The validated layout.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// assert_eq!(region.layout().config().nodes(), 2);
+    /// assert_eq!(region.layout().size(), 1 << 20);
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The memory, for building views ([`Hardware::new`], or an emulator over it).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// assert_eq!(region.backing().size(), 1 << 20);
+    /// let config = EmulatorConfig::new(1 << 20, 2);
+    /// let emu = Emulator::over(region.backing().clone(), config).unwrap();
+    /// assert_eq!(emu.node(1).id(), 1);
+    /// ```
     pub fn backing(&self) -> &Arc<Backing> {
         &self.backing
     }
 
     /// The file the region is mapped from, if any.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let region = Region::create(&path, RegionConfig::new(1 << 20)).unwrap();
+    /// assert_eq!(region.path(), Some(path.as_path()));
+    /// assert!(Region::anonymous(RegionConfig::new(1 << 20)).unwrap().path().is_none());
+    /// ```
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
     /// A hardware view of the region's memory.
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let view = region.hardware();
+    /// assert_eq!(view.size(), region.layout().size());
+    /// assert_eq!(view.line_size(), region.layout().line_size());
+    /// ```
     pub fn hardware(&self) -> Hardware {
         Hardware::new(self.backing.clone())
     }
@@ -405,6 +491,18 @@ impl Region {
     }
 
     /// Writes `value` to the `T` that `ptr` designates, which must lie inside the heap.
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let p: ShPtr<u64> = ShPtr::new(region.layout().heap().offset as u64);
+    /// region.store(&view, p, &5).unwrap();
+    /// assert_eq!(region.load(&view, p).unwrap(), 5);
+    /// assert!(region.store(&view, ShPtr::<u64>::new(8), &5).is_err()); // the header
+    /// ```
     pub fn store<T: Pod, V: MemView>(
         &self,
         view: &V,

@@ -98,6 +98,18 @@ impl RootEntry {
 }
 
 /// One used entry of the root directory, as listed by [`Region::roots`].
+///
+/// ```
+/// use bi_core::ptr::ShPtr;
+/// use bi_core::region::{Region, RegionConfig};
+///
+/// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+/// let view = region.hardware();
+/// let at = region.layout().heap().offset as u64;
+/// region.set_root(&view, "config", ShPtr::<[u32; 3]>::new(at)).unwrap();
+/// let info = &region.roots(&view).unwrap()[0];
+/// assert_eq!((info.name.as_str(), info.offset, info.size, info.align), ("config", at, 12, 4));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RootInfo {
     /// The root's name.
@@ -316,6 +328,19 @@ impl Region {
     /// Errors: [`RegionError::RootTypeMismatch`] if the root was set with a type of another
     /// size or alignment than `T`; name errors as for [`Region::set_root`];
     /// [`RegionError::CorruptRoot`] for an entry that does not hold together.
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    /// use bi_core::region::{Region, RegionConfig, RegionError};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// let p: ShPtr<u64> = ShPtr::new(region.layout().heap().offset as u64);
+    /// region.set_root(&view, "head", p).unwrap();
+    /// assert_eq!(region.root::<u64, _>(&view, "head").unwrap(), Some(p));
+    /// let wrong = region.root::<[u8; 8], _>(&view, "head"); // same size, other alignment
+    /// assert!(matches!(wrong, Err(RegionError::RootTypeMismatch { .. })));
+    /// ```
     pub fn root<T: Pod, V: MemView>(
         &self,
         view: &V,
@@ -465,6 +490,20 @@ impl Region {
     }
 
     /// Lists every root in the directory, in entry order, reading it from memory.
+    ///
+    /// ```
+    /// use bi_core::ptr::ShPtr;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 16).with_nodes(1)).unwrap();
+    /// let view = region.hardware();
+    /// assert!(region.roots(&view).unwrap().is_empty());
+    /// let p: ShPtr<u64> = ShPtr::new(region.layout().heap().offset as u64);
+    /// region.set_root(&view, "a", p).unwrap();
+    /// region.set_root(&view, "b", p).unwrap();
+    /// let names: Vec<String> = region.roots(&view).unwrap().into_iter().map(|r| r.name).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// ```
     pub fn roots<V: MemView>(&self, view: &V) -> Result<Vec<RootInfo>, RegionError> {
         self.check_view(view)?;
         self.refresh_directory(view)?;

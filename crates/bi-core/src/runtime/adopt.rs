@@ -23,6 +23,17 @@ use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 
 /// What [`Writer::adopt`] took over.
+///
+/// ```
+/// use bi_core::runtime::{AdoptReport, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// // `BumpHeap` cannot take over an arena; a heap that can (`bi-alloc`'s) reports what
+/// // it kept live and what it quarantined.
+/// assert!(w.adopt(&mut [], &[s.slot(0)]).is_err());
+/// assert_eq!(AdoptReport::default().quarantined_bytes, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AdoptReport {
     /// Objects kept live.
@@ -96,6 +107,25 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// reads what is in memory: the first step of adopting a structure that another
     /// node's writer wrote (a restarted process of the same node shares its caches with
     /// its predecessor and may skip it). Costs one invalidation per heap line.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w0 = s.writer(0);
+    /// let a = w0.alloc_lines(&[1u64]).unwrap();
+    /// w0.publish_lines(s.slot(0), a).unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let read = || {
+    ///     let g = r.enter();
+    ///     *g.follow(g.line(a, 0).unwrap()).unwrap().unwrap()
+    /// };
+    /// assert_eq!(read(), 1); // node 1 caches the line
+    /// w0.rewrite_lines(&[(a, 0, 2)]).unwrap();
+    /// assert_eq!(read(), 1); // no pass yet: still the old version
+    /// s.writer(1).invalidate_heap().unwrap();
+    /// assert_eq!(read(), 2);
+    /// ```
     pub fn invalidate_heap(&self) -> Result<(), BiError> {
         let heap = self.inner.layout.heap();
         self.inner.view.invalidate(heap.offset, heap.len)?;
@@ -105,18 +135,48 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// The word in `slot` as memory holds it (this node's cached copy dropped first): the
     /// root an earlier writer published last.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w0 = s.writer(0);
+    /// let link = w0.alloc_sealed(1u64).unwrap();
+    /// w0.publish_link(s.slot(0), link).unwrap();
+    /// let w1 = s.writer(1);
+    /// assert_eq!(w1.read_slot(s.slot(0)).unwrap(), link.raw());
+    /// ```
     pub fn read_slot(&self, slot: usize) -> Result<u64, BiError> {
         Ok(self.inner.view.load_from_memory(slot)?)
     }
 
     /// The bytes an object of `size` payload bytes occupies (its lines, stamps included):
     /// what [`adopt`](Self::adopt) takes for it.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let w = s.writer(0);
+    /// assert_eq!(w.object_bytes(8).unwrap(), 64); // one 64-byte line, its stamp included
+    /// assert_eq!(w.object_bytes(56).unwrap(), 64);
+    /// assert_eq!(w.object_bytes(57).unwrap(), 128);
+    /// ```
     pub fn object_bytes(&self, size: usize) -> Result<usize, BiError> {
         Ok(Shape::new(size, self.inner.line)?.bytes())
     }
 
     /// The bytes a line array of `records` records of `size` bytes occupies (see
     /// [`Writer::alloc_lines`]): what [`adopt`](Self::adopt) takes for it.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let w = s.writer(0);
+    /// assert_eq!(w.lines_bytes(3, 16).unwrap(), 3 * 64); // one line per record
+    /// assert!(w.lines_bytes(1, 64).is_err()); // a record must fit one line's payload
+    /// ```
     pub fn lines_bytes(&self, records: usize, size: usize) -> Result<usize, BiError> {
         Ok(Shape::of_lines(records, size, self.inner.line)?.bytes())
     }

@@ -68,27 +68,87 @@ impl Background {
     }
 
     /// Passes completed so far.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() == 0 {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(s.nodes[0].record().unwrap().passes >= 1);
+    /// ```
     pub fn passes(&self) -> u64 {
         self.passes.load(Ordering::Acquire)
     }
 
     /// Passes that returned an error so far.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() < 3 {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(bg.errors(), 0);
+    /// ```
     pub fn errors(&self) -> u64 {
         self.errors.load(Ordering::Acquire)
     }
 
     /// Whether the thread stopped because another process claimed this node
     /// ([`BiError::NodeTaken`]): this runtime no longer runs the node.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() == 0 {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(!bg.node_taken()); // this runtime still runs node 0
+    /// ```
     pub fn node_taken(&self) -> bool {
         self.taken.load(Ordering::Acquire)
     }
 
     /// Whether the thread could be started.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_millis(1));
+    /// assert!(bg.is_running());
+    /// ```
     pub fn is_running(&self) -> bool {
         self.thread.is_some()
     }
 
     /// Stops and joins the thread; returns the number of failed passes.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() == 0 {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(bg.stop(), 0);
+    /// let after = s.nodes[0].record().unwrap().passes;
+    /// std::thread::sleep(Duration::from_millis(2));
+    /// assert_eq!(s.nodes[0].record().unwrap().passes, after); // no more passes
+    /// ```
     pub fn stop(mut self) -> u64 {
         self.halt();
         self.errors()

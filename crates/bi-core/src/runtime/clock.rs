@@ -32,10 +32,28 @@ use std::sync::Arc;
 /// ```
 pub trait Clock: Send + Sync {
     /// The cheap reading: may lag behind true time, never runs ahead, never goes back.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Clock, TickClock};
+    ///
+    /// let c = TickClock::new();
+    /// let a = c.now();
+    /// std::thread::sleep(std::time::Duration::from_millis(1));
+    /// assert_eq!(c.now(), a); // cheap: lags until the next refresh
+    /// assert!(c.refresh() > a);
+    /// ```
     fn now(&self) -> u64;
 
     /// A precise reading that also advances what [`now`](Clock::now) returns. The default
     /// is `now` (for clocks that are always precise).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Clock, TickClock};
+    ///
+    /// let c = TickClock::new();
+    /// let t = c.refresh();
+    /// assert!(c.now() >= t); // later cheap readings see it
+    /// ```
     fn refresh(&self) -> u64 {
         self.now()
     }
@@ -43,6 +61,18 @@ pub trait Clock: Send + Sync {
     /// The word a coarse clock keeps its reading in, if it has one: readers then load it
     /// directly instead of calling [`now`](Clock::now) through the trait object, which
     /// keeps an indirect call off the read path. The default is `None`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_core::runtime::{Clock, EmulatedClock, TickClock};
+    /// use std::sync::atomic::Ordering;
+    ///
+    /// let c = TickClock::new();
+    /// let word = c.coarse_word().unwrap();
+    /// assert_eq!(word.load(Ordering::Acquire), c.now());
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// assert!(EmulatedClock::new(emu.node(0)).coarse_word().is_none());
+    /// ```
     fn coarse_word(&self) -> Option<Arc<AtomicU64>> {
         None
     }
@@ -54,6 +84,15 @@ pub trait Clock: Send + Sync {
 ///
 /// All runtimes of one host read the same system clock, so their skew is zero; across
 /// hosts configure `D` from how well their clocks agree.
+///
+/// ```
+/// use bi_core::runtime::{Clock, TickClock};
+///
+/// let c = TickClock::new();
+/// let a = c.refresh();
+/// let b = c.refresh();
+/// assert!(b >= a && a > 0); // nanoseconds of the monotonic clock
+/// ```
 #[derive(Debug, Default)]
 pub struct TickClock {
     cached: Arc<AtomicU64>,
@@ -61,6 +100,13 @@ pub struct TickClock {
 
 impl TickClock {
     /// A clock initialised to the current time.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Clock, TickClock};
+    ///
+    /// let c = TickClock::new();
+    /// assert!(c.now() > 0); // already read once
+    /// ```
     pub fn new() -> TickClock {
         let c = TickClock {
             cached: Arc::new(AtomicU64::new(0)),
@@ -136,6 +182,16 @@ pub struct EmulatedClock {
 
 impl EmulatedClock {
     /// The clock of `node`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_core::runtime::{Clock, EmulatedClock};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (EmulatedClock::new(emu.node(0)), EmulatedClock::new(emu.node(1)));
+    /// emu.advance(10);
+    /// assert_eq!((a.now(), b.now()), (10, 10)); // no skew configured
+    /// ```
     pub fn new(node: EmulatedNode) -> EmulatedClock {
         EmulatedClock { node }
     }

@@ -10,6 +10,16 @@ use std::time::Duration;
 
 /// How a reader's "I am inside" store is ordered before its first load of shared data,
 /// as seen by its node's quiescence pass.
+///
+/// ```
+/// use bi_core::runtime::{ReaderOrdering, RuntimeConfig, testing::Setup};
+///
+/// assert_eq!(ReaderOrdering::default(), ReaderOrdering::Membarrier);
+/// let c = RuntimeConfig::default().reader_ordering(ReaderOrdering::Fence);
+/// assert_ne!(c, RuntimeConfig::default());
+/// // Emulated runtimes always use the emulator's ordering.
+/// assert_eq!(Setup::new(1, 0).nodes[0].reader_ordering(), ReaderOrdering::Emulated);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ReaderOrdering {
     /// The pass issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (as liburcu's memb
@@ -33,6 +43,21 @@ pub enum ReaderOrdering {
 /// structures they read (the collections' read handles do), which keeps the read path
 /// free of bookkeeping. An application that tracks its own working set line by line can
 /// invalidate it with [`Policy::Callback`].
+///
+/// ```
+/// use bi_core::runtime::{Policy, testing::Setup};
+/// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+///
+/// let s = Setup::new(2, 1);
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let c = calls.clone();
+/// s.nodes[1].set_policy(Policy::Callback(Arc::new(move |_view| {
+///     c.fetch_add(1, Ordering::Relaxed);
+///     Ok(())
+/// })));
+/// s.nodes[1].quiesce().unwrap();
+/// assert_eq!(calls.load(Ordering::Relaxed), 1); // once per pass
+/// ```
 pub enum Policy<V> {
     /// Invalidate what writers logged (slots, tracked objects and freed objects) for the
     /// structures this node's readers declared, and everything logged under
@@ -124,6 +149,15 @@ impl RuntimeConfig {
     /// Sets `D`: the largest difference between two node clocks read at the same moment.
     /// (Under the emulator, whose `clock_skew(b)` offsets each node by up to `b` from true
     /// time, two nodes differ by up to `2 b`: use `D = 2 b`.)
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// // Emulated nodes offset by up to 50 ticks each: two of them differ by up to 100.
+    /// let c = RuntimeConfig::default().skew(100);
+    /// assert_eq!(c.skew_bound(), 100);
+    /// assert!(RuntimeConfig::default().skew(1 << 62).validate().is_err());
+    /// ```
     pub fn skew(mut self, ticks: u64) -> Self {
         self.skew = ticks;
         self
@@ -131,6 +165,14 @@ impl RuntimeConfig {
 
     /// Sets the node lease: a node whose last pass ended longer ago than this is excluded
     /// from grace computations.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// let c = RuntimeConfig::default().node_lease(2_000_000_000);
+    /// assert_eq!(c.node_lease_ticks(), 2_000_000_000);
+    /// assert!(RuntimeConfig::default().node_lease(0).validate().is_err());
+    /// ```
     pub fn node_lease(mut self, ticks: u64) -> Self {
         self.node_lease = ticks;
         self
@@ -138,6 +180,14 @@ impl RuntimeConfig {
 
     /// Sets the reader lease: a reader inside one section longer than this is excluded by
     /// its node's pass.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// let c = RuntimeConfig::default().reader_lease(5_000);
+    /// assert_eq!(c.reader_lease_ticks(), 5_000);
+    /// assert!(c.validate().is_ok());
+    /// ```
     pub fn reader_lease(mut self, ticks: u64) -> Self {
         self.reader_lease = ticks;
         self
@@ -145,18 +195,51 @@ impl RuntimeConfig {
 
     /// Whether published objects are logged in the modified ring too (so that passes also
     /// drop stale lines of a reused block). Default true.
+    ///
+    /// ```
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let config = RuntimeConfig::default().track_objects(false);
+    /// let s = Setup::with(Default::default(), |c| c, config);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(1u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// // Only the slot was logged, not the object.
+    /// assert_eq!(w.ring_usage().0, 1);
+    /// ```
     pub fn track_objects(mut self, on: bool) -> Self {
         self.track_objects = on;
         self
     }
 
     /// How long the blocking `publish`/`retire` wait for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    /// use std::time::Duration;
+    ///
+    /// let c = RuntimeConfig::default().log_full_timeout(Duration::from_millis(5));
+    /// assert_ne!(c, RuntimeConfig::default());
+    /// assert!(c.validate().is_ok());
+    /// ```
     pub fn log_full_timeout(mut self, d: Duration) -> Self {
         self.log_full_timeout = d;
         self
     }
 
     /// Sets how readers are ordered against passes.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{NodeRuntime, ReaderOrdering, RuntimeConfig, TickClock};
+    /// use std::sync::Arc;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let config = RuntimeConfig::default().reader_ordering(ReaderOrdering::Fence);
+    /// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 0, config,
+    ///     Arc::new(TickClock::new())).unwrap();
+    /// assert_eq!(rt.reader_ordering(), ReaderOrdering::Fence);
+    /// ```
     pub fn reader_ordering(mut self, o: ReaderOrdering) -> Self {
         self.ordering = o;
         self
@@ -171,26 +254,60 @@ impl RuntimeConfig {
     }
 
     /// The mechanisms switched off (none unless built with the `faults` feature).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fault, RuntimeConfig};
+    ///
+    /// let faults = RuntimeConfig::default().faults();
+    /// assert!(!faults.has(Fault::NodeClaim)); // nothing is switched off by default
+    /// ```
     pub fn faults(&self) -> Faults {
         self.faults
     }
 
     /// `D`.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// assert_eq!(RuntimeConfig::default().skew_bound(), 0); // one host
+    /// assert_eq!(RuntimeConfig::default().skew(7).skew_bound(), 7);
+    /// ```
     pub fn skew_bound(&self) -> u64 {
         self.skew
     }
 
     /// The node lease.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// assert_eq!(RuntimeConfig::default().node_lease_ticks(), 1_000_000_000); // 1 s in ns
+    /// ```
     pub fn node_lease_ticks(&self) -> u64 {
         self.node_lease
     }
 
     /// The reader lease.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// assert_eq!(RuntimeConfig::default().reader_lease_ticks(), 1_000_000_000); // 1 s in ns
+    /// ```
     pub fn reader_lease_ticks(&self) -> u64 {
         self.reader_lease
     }
 
     /// Checks the values.
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, RuntimeConfig};
+    ///
+    /// assert!(RuntimeConfig::default().validate().is_ok());
+    /// let bad = RuntimeConfig::default().reader_lease(0).validate();
+    /// assert!(matches!(bad, Err(BiError::BadConfig { .. })));
+    /// ```
     pub fn validate(&self) -> Result<(), super::BiError> {
         if self.node_lease == 0 || self.reader_lease == 0 {
             return Err(super::BiError::BadConfig {

@@ -7,6 +7,14 @@
 //! carry no trace of them.
 
 /// One mechanism a test can switch off.
+///
+/// ```
+/// use bi_core::runtime::{Fault, Faults};
+///
+/// // Nothing is switched off unless a test asks for it (`faults` feature).
+/// assert!(!Faults::default().has(Fault::LockWriteback));
+/// assert_ne!(Fault::LockWriteback, Fault::NodeClaim);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Fault {
@@ -35,11 +43,25 @@ pub enum Fault {
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature
 /// asked.
+///
+/// ```
+/// use bi_core::runtime::{Fault, RuntimeConfig};
+///
+/// assert_eq!(RuntimeConfig::default().faults(), Default::default());
+/// assert!(!RuntimeConfig::default().faults().has(Fault::ScopeRefresh));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults(u64);
 
 impl Faults {
     /// Whether `fault` is switched on (always `false` without the `faults` feature).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fault, Faults};
+    ///
+    /// let none = Faults::default();
+    /// assert!(!none.has(Fault::AdoptQuarantine) && !none.has(Fault::JoinedScopes));
+    /// ```
     #[inline(always)]
     pub fn has(self, fault: Fault) -> bool {
         cfg!(feature = "faults") && self.0 & Self::bit(fault) != 0

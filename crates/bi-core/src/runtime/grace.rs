@@ -7,6 +7,18 @@ use crate::mem::MemView;
 
 /// The result of [`Writer::synchronize`](super::Writer::synchronize): retired objects
 /// whose retirement became visible before `tick` (writer clock) may be freed.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let w = s.writer(0);
+/// s.quiesce_all().unwrap();
+/// let g = w.synchronize().unwrap();
+/// assert!(g.lease_expired.is_empty()); // both nodes run
+/// assert!(g.tick > 0 && g.tick <= g.now);
+/// assert!(g.min_pass_start <= g.now);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GracePoint {
     /// `min` over live nodes of their reclaim point, minus `D`.

@@ -27,6 +27,20 @@ pub const FRESH_ATTEMPTS: usize = 16;
 pub const STALE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Where a search reads its entry points (root and bucket slots) from.
+///
+/// ```
+/// use bi_core::runtime::{Entry, testing::Setup};
+///
+/// let s = Setup::new(2, 0);
+/// let r = s.nodes[1].reader().unwrap();
+/// let g = r.enter();
+/// assert_eq!(g.slot_word(s.slot(0), Entry::Cached).unwrap(), 0); // now cached
+/// let mut w = s.writer(0);
+/// let link = w.alloc_sealed(1u64).unwrap();
+/// w.publish_link(s.slot(0), link).unwrap();
+/// assert_eq!(g.slot_word(s.slot(0), Entry::Cached).unwrap(), 0); // no pass yet
+/// assert_eq!(g.slot_word(s.slot(0), Entry::Fresh).unwrap(), link.raw());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
     /// Through this node's cache (the hit path: no cache operation).
@@ -36,6 +50,21 @@ pub enum Entry {
 }
 
 /// What one search of a structure found.
+///
+/// ```
+/// use bi_core::runtime::{BiError, Search, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// let mut tries = Vec::new();
+/// let found = g.lazy(|entry| {
+///     tries.push(entry);
+///     Ok::<_, BiError>(Search::<u64>::Missing)
+/// });
+/// assert_eq!(found.unwrap(), None);
+/// assert_eq!(tries.len(), 2); // through the cache, then from memory
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Search<T> {
     /// The answer.
@@ -115,6 +144,19 @@ impl<V: MemView> BiGuard<'_, V> {
     }
 
     /// The word in the 8-byte slot at `slot`, through the cache or from memory.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(1u64).unwrap();
+    /// w.publish_link(s.slot(0), link).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.slot_word(s.slot(0), Entry::Fresh).unwrap(), link.raw());
+    /// assert!(g.slot_word(s.slot(0) + 1, Entry::Cached).is_err()); // not 8-byte aligned
+    /// ```
     #[inline(always)]
     pub fn slot_word(&self, slot: usize, entry: Entry) -> Result<u64, BiError> {
         match entry {

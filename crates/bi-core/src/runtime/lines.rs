@@ -75,6 +75,18 @@ pub const MAX_LINES: usize = 1 << 24;
 
 /// Names a line array in a [`Link`]: `Link<Lines<T>>` is an array of lines each holding
 /// one `T` (see the [module docs](self)). Never instantiated.
+///
+/// ```
+/// use bi_core::runtime::{Fetch, Link, lines::Lines, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let array: Link<Lines<[u64; 2]>> = w.alloc_lines(&[[1, 2], [3, 4]]).unwrap();
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// let second = g.line(array, 1).unwrap();
+/// assert_eq!(g.fetch_with(second, |v| v[1]).unwrap(), Fetch::Value(4));
+/// ```
 pub struct Lines<T> {
     _never: std::convert::Infallible,
     _record: std::marker::PhantomData<fn() -> T>,
@@ -97,6 +109,17 @@ fn line_link<T>(array: Link<Lines<T>>, i: usize, line: usize) -> Result<Link<T>,
 impl<V: MemView, H: Heap> Writer<V, H> {
     /// Record `i` of a live array this writer allocated, read back from this node's cache
     /// ([`read_own`](Self::read_own)): a writer needs no private copy of its lines.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[10u64, 20, 30]).unwrap();
+    /// assert_eq!(w.read_own_line(a, 2).unwrap(), 30);
+    /// w.rewrite_lines(&[(a, 2, 31)]).unwrap();
+    /// assert_eq!(w.read_own_line(a, 2).unwrap(), 31);
+    /// ```
     #[inline]
     pub fn read_own_line<T: Pod>(&self, array: Link<Lines<T>>, i: usize) -> Result<T, BiError> {
         self.read_own(line_link(array, i, self.inner.line)?)
@@ -108,6 +131,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     ///
     /// [`BiError::TooLarge`] when a `T` does not fit one line's payload, or for no
     /// records or more than [`MAX_LINES`].
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[[0u64; 7]; 4]).unwrap(); // 56 bytes: one 64-byte line each
+    /// assert_eq!(w.lines_len(a).unwrap(), 4);
+    /// assert!(matches!(w.alloc_lines(&[[0u64; 8]]), Err(BiError::TooLarge { .. })));
+    /// assert!(w.alloc_lines::<u64>(&[]).is_err());
+    /// ```
     pub fn alloc_lines<T: Pod>(&mut self, records: &[T]) -> Result<Link<Lines<T>>, BiError> {
         let line = self.inner.line;
         let shape = Shape::of_lines(records.len(), size_of::<T>(), line)?;
@@ -139,6 +173,15 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Lines of a live array this writer allocated (the block's, at least as many as were
     /// allocated).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u32, 2, 3]).unwrap();
+    /// assert!(w.lines_len(a).unwrap() >= 3);
+    /// ```
     pub fn lines_len<T>(&self, array: Link<Lines<T>>) -> Result<usize, BiError> {
         Ok(self.own_block(array)?.0 / self.inner.line)
     }
@@ -151,6 +194,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Everything is checked before anything is written: on an error nothing changed.
     /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch.
     /// Without waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// assert!(w.try_rewrite_lines(&[(a, 0, 5), (a, 9, 6)]).is_err()); // line 9 does not exist
+    /// assert_eq!(w.read_own_line(a, 0).unwrap(), 1); // nothing changed
+    /// w.try_rewrite_lines(&[(a, 0, 5), (a, 0, 7)]).unwrap(); // the last record wins
+    /// assert_eq!(w.read_own_line(a, 0).unwrap(), 7);
+    /// ```
     pub fn try_rewrite_lines<T: Pod>(
         &mut self,
         updates: &[(Link<Lines<T>>, usize, T)],
@@ -207,6 +262,21 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// w.publish_lines(s.slot(0), a).unwrap();
+    /// w.rewrite_lines(&[(a, 1, 20)]).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let line = g.line(a, 1).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, line, |v| *v).unwrap(), Fetch::Value(20));
+    /// ```
     pub fn rewrite_lines<T: Pod>(
         &mut self,
         updates: &[(Link<Lines<T>>, usize, T)],
@@ -217,6 +287,19 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Publishes `array` into the `u64` slot at `slot`, with the protocol of
     /// [`publish_link`](Self::publish_link). Returns the link that was there; retire the
     /// old array with [`try_retire_lines`](Self::try_retire_lines).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let first = w.alloc_lines(&[1u64]).unwrap();
+    /// assert!(w.publish_lines(s.slot(0), first).unwrap().is_null());
+    /// let second = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let old = w.publish_lines(s.slot(0), second).unwrap();
+    /// assert_eq!(old, first);
+    /// w.try_retire_lines(&[old]).unwrap();
+    /// ```
     pub fn publish_lines<T>(
         &mut self,
         slot: usize,
@@ -228,11 +311,33 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Retires arrays (unpublish them first) like [`try_retire_all`](Self::try_retire_all):
     /// FREED mark, freed ring, reclaimed after a grace period. Without waiting for ring
     /// space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// w.try_retire_lines(&[a]).unwrap();
+    /// assert_eq!(w.retired_blocks(), 1);
+    /// assert!(w.read_own_line(a, 0).is_err()); // FREED
+    /// ```
     pub fn try_retire_lines<T>(&mut self, arrays: &[Link<Lines<T>>]) -> Result<(), BiError> {
         self.try_retire_links(arrays)
     }
 
     /// Gives back an array that never became reachable from a published slot or record.
+    ///
+    /// ```
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2, 3]).unwrap();
+    /// w.discard_lines(a).unwrap();
+    /// assert_eq!(w.heap().stats().live, 0);
+    /// ```
     pub fn discard_lines<T>(&mut self, array: Link<Lines<T>>) -> Result<(), BiError> {
         self.discard_block(array)
     }
@@ -243,6 +348,19 @@ impl<V: MemView> BiGuard<'_, V> {
     /// or [`fetch_via`](Self::fetch_via). The index is not checked against the array's
     /// length (a reader does not know it); the read checks that the line lies in the heap
     /// and carries the array's generation.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let l = g.line(a, 1).unwrap();
+    /// assert_eq!(l.offset(), a.offset() + s.region.layout().line_size().get());
+    /// assert_eq!(*g.follow(l).unwrap().unwrap(), 2);
+    /// ```
     #[inline(always)]
     pub fn line<T>(&self, array: Link<Lines<T>>, i: usize) -> Result<Link<T>, BiError> {
         line_link(array, i, self.inner().line)
@@ -251,6 +369,22 @@ impl<V: MemView> BiGuard<'_, V> {
     /// [`fetch_with`](Self::fetch_with) through the cache ([`Entry::Cached`]) or from
     /// memory ([`Entry::Fresh`]: the object's lines are invalidated and fenced first, so
     /// an older version that still validates is not what is read).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64]).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let l = g.line(a, 0).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(1));
+    /// w.rewrite_lines(&[(a, 0, 2)]).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(1)); // cached
+    /// assert_eq!(g.fetch_via(Entry::Fresh, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// ```
     #[inline(always)]
     pub fn fetch_via<T: Pod, R>(
         &self,

@@ -34,6 +34,19 @@ use std::time::{Duration, Instant};
 pub(crate) const LOCK_SLOT: usize = 1;
 
 /// A node's lock record (one line of its node record).
+///
+/// ```
+/// use bi_core::mem::MemView;
+/// use bi_core::runtime::{LockRecord, testing::Setup};
+/// use std::time::Duration;
+///
+/// let s = Setup::new(2, 1);
+/// let layout = s.region.layout();
+/// let at = layout.node_record(0).unwrap().offset + layout.slot_size(); // its second slot
+/// let guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+/// let rec: LockRecord = s.nodes[0].view().load(at).unwrap();
+/// assert_eq!((rec.choosing, rec.ticket), (0, guard.ticket()));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct LockRecord {
@@ -46,6 +59,18 @@ pub struct LockRecord {
 }
 
 /// The pool lock, held: dropping it unlocks.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+/// use std::time::Duration;
+///
+/// let s = Setup::new(2, 1);
+/// {
+///     let guard = s.nodes[1].lock(Duration::from_secs(1)).unwrap();
+///     assert!(guard.check().is_ok());
+/// } // unlocked here
+/// assert!(s.nodes[0].lock(Duration::from_millis(10)).is_ok());
+/// ```
 #[must_use = "dropping the guard unlocks at once"]
 pub struct PoolLockGuard<'a, V: MemView> {
     inner: &'a NodeInner<V>,
@@ -67,6 +92,18 @@ impl<V: MemView> PoolLockGuard<'_, V> {
     /// Whether this node still holds the lock for sure: its record's heartbeat is within
     /// the node lease, allowing for the skew bound (a later [`renew`](Self::renew) moves
     /// it). Call it just before the store that commits what the lock protects.
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, RuntimeConfig, testing::Setup};
+    /// use std::time::Duration;
+    ///
+    /// let config = RuntimeConfig::default().node_lease(10_000).reader_lease(10_000);
+    /// let s = Setup::with(Default::default(), |c| c, config);
+    /// let guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    /// assert!(guard.check().is_ok());
+    /// s.emu.advance(6_000); // more than half the lease
+    /// assert!(matches!(guard.check(), Err(BiError::LockLeaseLost { node: 0 })));
+    /// ```
     pub fn check(&self) -> Result<(), BiError> {
         // Another node ignores this record once its clock, less `D`, passes
         // `heartbeat + lease`; its clock is at most `D` ahead of ours. Half the lease is
@@ -82,12 +119,34 @@ impl<V: MemView> PoolLockGuard<'_, V> {
     }
 
     /// Rewrites the heartbeat, extending the lease.
+    ///
+    /// ```
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    /// use std::time::Duration;
+    ///
+    /// let config = RuntimeConfig::default().node_lease(10_000).reader_lease(10_000);
+    /// let s = Setup::with(Default::default(), |c| c, config);
+    /// let mut guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    /// s.emu.advance(6_000);
+    /// assert!(guard.check().is_err());
+    /// guard.renew().unwrap();
+    /// assert!(guard.check().is_ok());
+    /// ```
     pub fn renew(&mut self) -> Result<(), BiError> {
         self.heartbeat = write(self.inner, 0, self.ticket)?;
         Ok(())
     }
 
     /// This node's ticket (for diagnostics).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    /// assert!(guard.ticket() > 0); // nonzero while held
+    /// ```
     pub fn ticket(&self) -> u64 {
         self.ticket
     }

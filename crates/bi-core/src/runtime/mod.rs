@@ -350,6 +350,20 @@ impl<V: MemView> NodeInner<V> {
 /// dropped. (Several processes of one host acting as one node are not supported by this
 /// version: reader records are handed out by this handle, and the pass state lives in
 /// it.)
+///
+/// ```
+/// use bi_core::region::{Region, RegionConfig};
+/// use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig, TickClock};
+/// use std::sync::Arc;
+///
+/// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+/// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 0, RuntimeConfig::default(),
+///     Arc::new(TickClock::new())).unwrap();
+/// let again = NodeRuntime::new(region.hardware(), *region.layout(), 0, RuntimeConfig::default(),
+///     Arc::new(TickClock::new()));
+/// assert!(matches!(again, Err(BiError::NodeTaken { node: 0, .. })));
+/// assert_eq!(rt.clone().node(), 0); // clones share the node
+/// ```
 pub struct NodeRuntime<V: MemView> {
     inner: Arc<NodeInner<V>>,
 }
@@ -408,6 +422,17 @@ impl NodeRuntime<EmulatedNode> {
 
     /// [`join`](NodeRuntime::join) for an emulated node: another process of the host
     /// `node` stands for (its cache is the one `node` models).
+    ///
+    /// ```
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// s.nodes[0].quiesce().unwrap();
+    /// let layout = *s.region.layout();
+    /// let joined = NodeRuntime::emulated_join(s.emu.node(0), layout, RuntimeConfig::default())
+    ///     .unwrap();
+    /// assert!(joined.is_joined() && !s.nodes[0].is_joined());
+    /// ```
     pub fn emulated_join(
         node: EmulatedNode,
         layout: Layout,
@@ -430,6 +455,24 @@ impl<V: MemView> NodeRuntime<V> {
     ///
     /// Errors: a node the layout does not have, lines shorter than 32 bytes, a view
     /// smaller than the layout, a bad configuration.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig, TickClock};
+    /// use std::sync::Arc;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let clock = Arc::new(TickClock::new());
+    /// let layout = *region.layout();
+    /// let config = RuntimeConfig::default();
+    /// let rt = NodeRuntime::new(region.hardware(), layout, 0, config, clock).unwrap();
+    /// assert_eq!(rt.node(), 0);
+    /// assert_eq!(rt.quiesce().unwrap().pass, 1);
+    /// // A node the region does not have.
+    /// let bad = NodeRuntime::new(region.hardware(), layout, 99, RuntimeConfig::default(),
+    ///     Arc::new(TickClock::new()));
+    /// assert!(matches!(bad, Err(BiError::BadNode { node: 99 })));
+    /// ```
     pub fn new(
         view: V,
         layout: Layout,
@@ -549,51 +592,166 @@ impl<V: MemView> NodeRuntime<V> {
     }
 
     /// This node's index.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(3, 1);
+    /// let ids: Vec<usize> = s.nodes.iter().map(|n| n.node()).collect();
+    /// assert_eq!(ids, [0, 1, 2]);
+    /// ```
     pub fn node(&self) -> usize {
         self.inner.node
     }
 
     /// The view.
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let view = s.nodes[1].view();
+    /// assert_eq!(view.line_size(), s.region.layout().line_size());
+    /// assert!(view.size() >= s.region.layout().size());
+    /// ```
     pub fn view(&self) -> &V {
         &self.inner.view
     }
 
     /// The region layout.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// assert_eq!(s.nodes[0].layout(), s.region.layout());
+    /// assert_eq!(s.nodes[0].layout().config().nodes(), 2);
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.inner.layout
     }
 
     /// The configuration.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1); // leases of a million ticks
+    /// assert_eq!(s.nodes[0].config().node_lease_ticks(), 1_000_000);
+    /// assert_eq!(s.nodes[0].config().skew_bound(), 0);
+    /// ```
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.config
     }
 
     /// The ordering readers actually use (after a membarrier fallback).
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::{NodeRuntime, ReaderOrdering, RuntimeConfig, TickClock};
+    /// use std::sync::Arc;
+    ///
+    /// assert_eq!(Setup::new(1, 0).nodes[0].reader_ordering(), ReaderOrdering::Emulated);
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 0, RuntimeConfig::default(),
+    ///     Arc::new(TickClock::new())).unwrap();
+    /// // Membarrier where the kernel allows it, a fence otherwise.
+    /// assert_ne!(rt.reader_ordering(), ReaderOrdering::Emulated);
+    /// ```
     pub fn reader_ordering(&self) -> ReaderOrdering {
         self.inner.ordering
     }
 
     /// This node's clock.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let before = s.nodes[1].clock().refresh();
+    /// s.emu.advance(100);
+    /// assert!(s.nodes[1].clock().refresh() >= before + 100);
+    /// ```
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.inner.clock
     }
 
     /// Reads that failed validation once (and were retried after invalidating), so far.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 5);
+    /// assert_eq!(s.nodes[1].mismatches(), 0); // the pass dropped every stale line
+    /// ```
     pub fn mismatches(&self) -> u64 {
         self.inner.stats.mismatches.load(Ordering::Relaxed)
     }
 
     /// Replaces the quiescence policy.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Policy, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// s.nodes[1].set_policy(Policy::Everything);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(9u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap(); // declared no structure: still fresh
+    /// assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 9);
+    /// ```
     pub fn set_policy(&self, policy: Policy<V>) {
         self.inner.lock_pass().policy = policy;
     }
 
     /// Pending groups of freed objects waiting for their second invalidation.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 1);
+    /// let mut w = s.writer(0);
+    /// s.nodes[0].quiesce().unwrap(); // a first pass drops everything: one group
+    /// s.nodes[0].quiesce().unwrap(); // which this one drains
+    /// assert_eq!(s.nodes[0].pending_groups(), 0);
+    /// let old = w.alloc_sealed(1u64).unwrap();
+    /// w.publish_link(s.slot(0), old).unwrap();
+    /// let new = w.alloc_sealed(2u64).unwrap();
+    /// w.publish_link(s.slot(0), new).unwrap();
+    /// w.retire(old).unwrap();
+    /// assert_eq!(s.nodes[0].pending_groups(), 0);
+    /// s.nodes[0].quiesce().unwrap(); // reads the retirement: one group
+    /// assert_eq!(s.nodes[0].pending_groups(), 1);
+    /// s.nodes[0].quiesce().unwrap(); // no reader was inside: drained
+    /// assert_eq!(s.nodes[0].pending_groups(), 0);
+    /// ```
     pub fn pending_groups(&self) -> usize {
         self.inner.lock_pass().pending_groups()
     }
 
     /// Registers a reader: claims a free reader record of this node.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let a = s.nodes[1].reader().unwrap();
+    /// let b = s.nodes[1].reader().unwrap();
+    /// assert_ne!(a.index(), b.index());
+    /// let freed = a.index();
+    /// drop(a); // its record is free again
+    /// assert_eq!(s.nodes[1].reader().unwrap().index(), freed);
+    /// ```
     pub fn reader(&self) -> Result<Reader<V>, BiError> {
         let index = share::take_reader_record(&self.inner, self.inner.reader_holder)?;
         let record = self.inner.reader_record(index)?;
@@ -605,6 +763,19 @@ impl<V: MemView> NodeRuntime<V> {
     }
 
     /// The node's writer, owning `heap` (this node's arena). One at a time per node.
+    ///
+    /// ```
+    /// use bi_core::heap::BumpHeap;
+    /// use bi_core::runtime::{BiError, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let line = s.region.layout().line_size();
+    /// let w = s.nodes[0].writer(BumpHeap::new(s.arena(0), line).unwrap()).unwrap();
+    /// let second = s.nodes[0].writer(BumpHeap::new(s.arena(0), line).unwrap());
+    /// assert!(matches!(second, Err(BiError::WriterTaken { node: 0 })));
+    /// drop(w);
+    /// assert!(s.nodes[0].writer(BumpHeap::new(s.arena(0), line).unwrap()).is_ok());
+    /// ```
     pub fn writer<H: Heap>(&self, heap: H) -> Result<Writer<V, H>, BiError> {
         self.inner.check_runner()?;
         if self
@@ -687,12 +858,35 @@ impl<V: MemView> NodeRuntime<V> {
     }
 
     /// Whether this process joined its node rather than running it ([`join`](Self::join)).
+    ///
+    /// ```
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 1);
+    /// assert!(!s.nodes[1].is_joined());
+    /// s.nodes[1].quiesce().unwrap();
+    /// let layout = *s.region.layout();
+    /// let config = RuntimeConfig::default();
+    /// let j = NodeRuntime::emulated_join(s.emu.node(1), layout, config).unwrap();
+    /// assert!(j.is_joined());
+    /// ```
     pub fn is_joined(&self) -> bool {
         self.inner.joined
     }
 
     /// Whether memory still names this runtime as the process running its node
     /// ([`claim`]): `false` once another process claimed the node.
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+    /// use std::sync::Arc;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 1, RuntimeConfig::default(),
+    ///     Arc::new(TickClock::new())).unwrap();
+    /// assert!(rt.holds_claim().unwrap());
+    /// ```
     pub fn holds_claim(&self) -> Result<bool, BiError> {
         match claim::check_held(&self.inner) {
             Ok(()) => Ok(true),
@@ -702,12 +896,38 @@ impl<V: MemView> NodeRuntime<V> {
     }
 
     /// Runs one quiescence pass now.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(1u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// let first = s.nodes[1].quiesce().unwrap();
+    /// assert_eq!(first.pass, 1);
+    /// assert!(first.whole_heap); // a first pass drops everything
+    /// let second = s.nodes[1].quiesce().unwrap();
+    /// assert_eq!(second.pass, 2);
+    /// assert!(!second.whole_heap && second.start >= first.end);
+    /// ```
     pub fn quiesce(&self) -> Result<PassReport, BiError> {
         self.inner.check_runner()?;
         pass::quiesce(&self.inner)
     }
 
     /// This node's published record, as in memory.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// assert_eq!(s.nodes[0].record().unwrap().passes, 0);
+    /// let rep = s.nodes[0].quiesce().unwrap();
+    /// let rec = s.nodes[0].record().unwrap();
+    /// assert_eq!((rec.passes, rec.start, rec.end), (1, rep.start, rep.end));
+    /// assert_ne!(rec.holder, 0); // the claim of the process running it
+    /// ```
     pub fn record(&self) -> Result<NodeRecord, BiError> {
         Ok(self.inner.view.load(self.inner.node_record_at())?)
     }
@@ -716,6 +936,22 @@ impl<V: MemView> NodeRuntime<V> {
 impl<V: MemView + 'static> NodeRuntime<V> {
     /// Starts a thread that runs a pass every `period` ([`DEFAULT_PASS_PERIOD`] is the
     /// usual choice).
+    ///
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use bi_core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+    /// use std::{sync::Arc, time::Duration};
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let rt = NodeRuntime::new(region.hardware(), *region.layout(), 0, RuntimeConfig::default(),
+    ///     Arc::new(TickClock::new())).unwrap();
+    /// let bg = rt.start_background(Duration::from_millis(1));
+    /// while bg.passes() < 2 {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// assert_eq!(bg.stop(), 0); // no pass failed
+    /// assert!(rt.record().unwrap().passes >= 2);
+    /// ```
     pub fn start_background(&self, period: Duration) -> Background {
         Background::start(self.inner.clone(), period)
     }

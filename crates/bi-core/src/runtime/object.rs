@@ -79,22 +79,54 @@ impl Generation {
     pub const MAX: Generation = Generation(Stamp::GENERATION - 1);
 
     /// The generation `g` (clamped to [`MAX`](Self::MAX)).
+    ///
+    /// ```
+    /// use bi_core::runtime::object::Generation;
+    ///
+    /// assert_eq!(Generation::new(3).get(), 3);
+    /// assert_eq!(Generation::new(u64::MAX), Generation::MAX); // clamped
+    /// ```
     pub const fn new(g: u64) -> Generation {
         Generation(if g > Self::MAX.0 { Self::MAX.0 } else { g })
     }
 
     /// The number.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::Generation;
+    ///
+    /// assert_eq!(Generation::default().get(), 0);
+    /// assert_eq!(Generation::new(9).next().get(), 10);
+    /// ```
     pub const fn get(self) -> u64 {
         self.0
     }
 
     /// The next generation (saturating).
+    ///
+    /// ```
+    /// use bi_core::runtime::object::Generation;
+    ///
+    /// let g = Generation::new(0xFFFF);
+    /// assert!(g.next() > g);
+    /// assert_eq!(g.next().link_bits(), 0); // links keep 16 bits and wrap
+    /// ```
     #[must_use]
     pub const fn next(self) -> Generation {
         Generation::new(self.0 + 1)
     }
 
     /// The bits of this generation a [`Link`] carries.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::object::Generation;
+    ///
+    /// let g = Generation::new(0x2_0003);
+    /// let link: Link<u64> = Link::new(64, g.get());
+    /// assert_eq!(link.generation(), g.link_bits());
+    /// assert_eq!(g.link_bits(), 3);
+    /// ```
     pub const fn link_bits(self) -> u64 {
         self.0 & LINK_GENERATION_MASK
     }
@@ -130,16 +162,39 @@ impl Stamp {
     const GENERATION: u64 = Self::TRACKED - 1;
 
     /// The stamp of a live object of generation `g`.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(5), true);
+    /// assert_eq!(s.generation(), Generation::new(5));
+    /// assert!(s.is_tracked() && !s.is_freed());
+    /// ```
     pub const fn new(g: Generation, tracked: bool) -> Stamp {
         Stamp(g.0 | if tracked { Self::TRACKED } else { 0 })
     }
 
     /// The stamp as stored.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(5), false);
+    /// assert_eq!(Stamp::from_raw(s.raw()), s);
+    /// assert!(Stamp::from_raw(u64::MAX).is_invalid());
+    /// ```
     pub const fn from_raw(raw: u64) -> Stamp {
         Stamp(raw)
     }
 
     /// The stored word.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// assert_eq!(Stamp::new(Generation::new(5), false).raw(), 5);
+    /// assert_eq!(Stamp::INVALID.raw(), u64::MAX);
+    /// ```
     pub const fn raw(self) -> u64 {
         self.0
     }
@@ -147,32 +202,80 @@ impl Stamp {
     /// Whether a link carrying `link_generation` names this line's object: the
     /// generation bits agree and the object is not FREED (so never for
     /// [`INVALID`](Self::INVALID)).
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(0x1_0002), false);
+    /// assert!(s.matches(2)); // links carry the low 16 bits
+    /// assert!(!s.matches(3));
+    /// assert!(!s.freed().matches(2));
+    /// ```
     #[inline(always)]
     pub const fn matches(self, link_generation: u64) -> bool {
         self.0 & (Self::FREED | LINK_GENERATION_MASK) == link_generation
     }
 
     /// The generation (meaningless for [`INVALID`](Self::INVALID)).
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let g = Generation::new(77);
+    /// assert_eq!(Stamp::new(g, true).freed().generation(), g); // flags aside
+    /// ```
     pub const fn generation(self) -> Generation {
         Generation(self.0 & Self::GENERATION)
     }
 
     /// Whether this is the stamp of a line being rewritten.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// assert!(Stamp::INVALID.is_invalid());
+    /// assert!(!Stamp::new(Generation::MAX, true).freed().is_invalid());
+    /// ```
     pub const fn is_invalid(self) -> bool {
         self.0 == Self::INVALID.0
     }
 
     /// Whether the object was retired.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(1), false);
+    /// assert!(!s.is_freed() && s.freed().is_freed());
+    /// assert!(!Stamp::INVALID.is_freed());
+    /// ```
     pub const fn is_freed(self) -> bool {
         self.0 & Self::FREED != 0 && !self.is_invalid()
     }
 
     /// Whether writers log the object when publishing it.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// assert!(Stamp::new(Generation::new(1), true).is_tracked());
+    /// assert!(!Stamp::new(Generation::new(1), false).is_tracked());
+    /// assert!(!Stamp::INVALID.is_tracked());
+    /// ```
     pub const fn is_tracked(self) -> bool {
         self.0 & Self::TRACKED != 0 && !self.is_invalid()
     }
 
     /// The same stamp with the FREED mark.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(4), true);
+    /// let f = s.freed();
+    /// assert!(f.is_freed() && f.is_tracked());
+    /// assert_eq!(f.generation(), s.generation());
+    /// ```
     #[must_use]
     pub const fn freed(self) -> Stamp {
         Stamp(self.0 | Self::FREED)
@@ -230,6 +333,13 @@ pub struct Link<T> {
 impl<T> Link<T> {
     /// A link to the object at `offset` with generation `generation` (only its low 16
     /// bits are kept).
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// let l: Link<u32> = Link::new(128, 0x1_0009);
+    /// assert_eq!((l.offset(), l.generation()), (128, 9)); // 16 bits kept
+    /// ```
     pub const fn new(offset: usize, generation: u64) -> Link<T> {
         Link::from_raw(
             ((generation & LINK_GENERATION_MASK) << OFFSET_BITS) | (offset as u64 & OFFSET_MASK),
@@ -237,11 +347,26 @@ impl<T> Link<T> {
     }
 
     /// The null link.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// let l = Link::<u64>::null();
+    /// assert!(l.is_null());
+    /// assert_eq!(l.raw(), 0);
+    /// ```
     pub const fn null() -> Link<T> {
         Link::from_raw(0)
     }
 
     /// From the stored representation.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// let l = Link::<u64>::from_raw((3 << 48) | 4096);
+    /// assert_eq!((l.offset(), l.generation()), (4096, 3));
+    /// ```
     pub const fn from_raw(raw: u64) -> Link<T> {
         Link {
             raw,
@@ -250,26 +375,60 @@ impl<T> Link<T> {
     }
 
     /// The stored representation.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// let l = Link::<u64>::new(64, 1);
+    /// assert_eq!(l.raw(), (1 << 48) | 64);
+    /// ```
     pub const fn raw(self) -> u64 {
         self.raw
     }
 
     /// Whether this is the null link.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// assert!(Link::<u8>::from_raw(0).is_null());
+    /// assert!(!Link::<u8>::new(64, 0).is_null()); // generation 0 at a nonzero offset
+    /// ```
     pub const fn is_null(self) -> bool {
         self.raw == 0
     }
 
     /// Offset of the object.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// assert_eq!(Link::<u64>::new(8192, 5).offset(), 8192);
+    /// ```
     pub const fn offset(self) -> usize {
         (self.raw & OFFSET_MASK) as usize
     }
 
     /// Low 16 bits of the object's generation.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// assert_eq!(Link::<u64>::new(64, 0xABCD).generation(), 0xABCD);
+    /// ```
     pub const fn generation(self) -> u64 {
         self.raw >> OFFSET_BITS
     }
 
     /// The same link, typed as a link to `U`.
+    ///
+    /// ```
+    /// use bi_core::runtime::Link;
+    ///
+    /// let l: Link<[u64; 2]> = Link::new(64, 2);
+    /// let c: Link<u64> = l.cast();
+    /// assert_eq!(c.raw(), l.raw());
+    /// ```
     pub const fn cast<U>(self) -> Link<U> {
         Link::from_raw(self.raw)
     }
@@ -432,6 +591,18 @@ pub(crate) fn write_object<V: MemView>(
 }
 
 /// What a validated read found.
+///
+/// ```
+/// use bi_core::runtime::{Fetch, Link, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let link = w.alloc_sealed(3u64).unwrap();
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// assert_eq!(g.fetch_with(link, |v| *v).unwrap(), Fetch::Value(3));
+/// assert_eq!(g.fetch_with(Link::<u64>::null(), |v| *v).unwrap(), Fetch::Null);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fetch<T> {
     /// The object the link names, copied whole.
@@ -446,6 +617,13 @@ pub enum Fetch<T> {
 
 impl<T> Fetch<T> {
     /// The value, converted.
+    ///
+    /// ```
+    /// use bi_core::runtime::Fetch;
+    ///
+    /// assert_eq!(Fetch::Value(2).map(|v| v * 10), Fetch::Value(20));
+    /// assert_eq!(Fetch::<u8>::Stale.map(|v| v + 1), Fetch::Stale);
+    /// ```
     #[inline(always)]
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Fetch<U> {
         match self {

@@ -52,6 +52,16 @@ use bytemuck::{Pod, Zeroable};
 use std::collections::VecDeque;
 
 /// A node's published quiescence record (first slot of its node record).
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let rep = s.nodes[1].quiesce().unwrap();
+/// let rec = s.nodes[1].record().unwrap();
+/// assert_eq!((rec.start, rec.end, rec.heartbeat), (rep.start, rep.end, rep.end));
+/// assert_eq!((rec.passes, rec.overflows, rec.expired_readers), (1, 0, 0));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct NodeRecord {
@@ -76,6 +86,24 @@ pub struct NodeRecord {
 }
 
 /// What one pass did.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// s.quiesce_all().unwrap();
+/// let mut w = s.writer(0);
+/// let old = w.alloc_sealed(1u64).unwrap();
+/// w.publish_link(s.slot(0), old).unwrap();
+/// let new = w.alloc_sealed(2u64).unwrap();
+/// w.publish_link(s.slot(0), new).unwrap();
+/// w.retire(old).unwrap();
+/// let rep = s.nodes[1].quiesce().unwrap();
+/// assert_eq!(rep.pass, 2);
+/// assert_eq!(rep.freed, 1); // the retired object
+/// assert!(rep.modified >= 2); // the slot, twice, and the objects
+/// assert!(!rep.overflow && rep.expired_readers.is_empty());
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PassReport {
     /// Pass number (1 for the first).

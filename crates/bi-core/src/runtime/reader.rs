@@ -47,27 +47,61 @@ impl ReaderState {
     pub const OUTSIDE: ReaderState = ReaderState(0);
 
     /// Inside a section entered at `tick` (ticks past 2^63 wrap; clocks never get there).
+    ///
+    /// ```
+    /// use bi_core::runtime::ReaderState;
+    ///
+    /// assert_eq!(ReaderState::inside(7).enter_tick(), Some(7));
+    /// ```
     #[inline(always)]
     pub const fn inside(tick: u64) -> ReaderState {
         ReaderState((tick << 1) | 1)
     }
 
     /// From the stored word.
+    ///
+    /// ```
+    /// use bi_core::runtime::ReaderState;
+    ///
+    /// assert_eq!(ReaderState::from_raw(0), ReaderState::OUTSIDE);
+    /// ```
     pub const fn from_raw(raw: u64) -> ReaderState {
         ReaderState(raw)
     }
 
     /// The stored word.
+    ///
+    /// ```
+    /// use bi_core::runtime::ReaderState;
+    ///
+    /// let s = ReaderState::inside(5);
+    /// assert_ne!(s.raw(), 0);
+    /// assert_eq!(ReaderState::from_raw(s.raw()), s);
+    /// ```
     pub const fn raw(self) -> u64 {
         self.0
     }
 
     /// Whether the reader is inside a section.
+    ///
+    /// ```
+    /// use bi_core::runtime::ReaderState;
+    ///
+    /// assert!(ReaderState::inside(0).is_inside()); // tick 0 is still inside
+    /// assert!(!ReaderState::OUTSIDE.is_inside());
+    /// ```
     pub const fn is_inside(self) -> bool {
         self.0 & 1 == 1
     }
 
     /// The tick at which the current section began, if inside one.
+    ///
+    /// ```
+    /// use bi_core::runtime::ReaderState;
+    ///
+    /// assert_eq!(ReaderState::OUTSIDE.enter_tick(), None);
+    /// assert_eq!(ReaderState::inside(9).enter_tick(), Some(9));
+    /// ```
     pub const fn enter_tick(self) -> Option<u64> {
         if self.is_inside() {
             Some(self.0 >> 1)
@@ -135,6 +169,14 @@ impl<V: MemView> Reader<V> {
     }
 
     /// This reader's index within its node.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let r = s.nodes[0].reader().unwrap();
+    /// assert!(r.index() < s.region.layout().config().readers_per_node() as usize);
+    /// ```
     pub fn index(&self) -> usize {
         self.index
     }
@@ -145,6 +187,19 @@ impl<V: MemView> Reader<V> {
     /// Nested `enter` calls only count: the section's enter tick is the outermost one, so
     /// a nested guard protects nothing the outer one does not already protect, and a long
     /// chain of nested sections is one long section for the reader lease.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let outer = r.enter();
+    /// let inner = r.enter(); // nested: only counts
+    /// drop(outer);
+    /// assert!(r.is_active());
+    /// drop(inner);
+    /// assert!(!r.is_active());
+    /// ```
     #[inline]
     pub fn enter(&self) -> BiGuard<'_, V> {
         let d = self.depth.get();
@@ -171,11 +226,33 @@ impl<V: MemView> Reader<V> {
     /// Declares that this reader reads the structure of `scope`
     /// ([`NodeRuntime::use_scope`](super::NodeRuntime::use_scope)). Call it before the
     /// first section that reads the structure.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// assert!(r.use_scope(Scope::of_slot(s.slot(0))).unwrap()); // first on this node
+    /// let other = s.nodes[1].reader().unwrap();
+    /// assert!(!other.use_scope(Scope::of_slot(s.slot(0))).unwrap());
+    /// ```
     pub fn use_scope(&self, scope: super::Scope) -> Result<bool, BiError> {
         self.inner.use_scope(scope)
     }
 
     /// Whether a section is open.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let r = s.nodes[0].reader().unwrap();
+    /// assert!(!r.is_active());
+    /// let g = r.enter();
+    /// assert!(r.is_active());
+    /// drop(g);
+    /// assert!(!r.is_active());
+    /// ```
     pub fn is_active(&self) -> bool {
         self.depth.get() > 0
     }
@@ -224,6 +301,22 @@ impl<V: MemView> Drop for Reader<V> {
 }
 
 /// An open read section. Values read through it ([`Shared`]) cannot outlive it.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let mut w = s.writer(0);
+/// let b = w.alloc(1u64).unwrap();
+/// w.publish(s.slot(0), b).unwrap();
+/// s.quiesce_all().unwrap();
+/// let r = s.nodes[1].reader().unwrap();
+/// let g = r.enter();
+/// let v = g.load::<u64>(s.slot(0)).unwrap().unwrap();
+/// assert_eq!(*v, 1);
+/// drop(g); // ends the section (and `v` with it)
+/// assert!(!r.is_active());
+/// ```
 pub struct BiGuard<'r, V: MemView> {
     reader: &'r Reader<V>,
     _not_send: PhantomData<*const ()>,
@@ -237,6 +330,19 @@ impl<V: MemView> Drop for BiGuard<'_, V> {
 }
 
 /// A validated copy of a shared object, tied to the guard it was read under.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let b = w.alloc([4u16, 5]).unwrap();
+/// w.publish(s.slot(0), b).unwrap();
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// let v = g.load::<[u16; 2]>(s.slot(0)).unwrap().unwrap();
+/// assert_eq!(v[0] + v[1], 9); // derefs to the copy
+/// ```
 pub struct Shared<'g, T> {
     /// Word-aligned, whatever `T`'s alignment: shared records are often packed
     /// (alignment 1), and moving them at odd offsets through the read path's return
@@ -257,6 +363,18 @@ impl<T> Shared<'_, T> {
     }
 
     /// The link this object was reached through.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(6u64).unwrap();
+    /// w.publish_link(s.slot(0), link).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.load::<u64>(s.slot(0)).unwrap().unwrap().link(), link);
+    /// ```
     pub fn link(&self) -> Link<T> {
         self.link
     }
@@ -318,6 +436,20 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Like [`load`](Self::load), but first invalidates the slot's line and fences (the
     /// lazy-invalidation path for a resolution failure).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// assert!(g.load::<u64>(s.slot(0)).unwrap().is_none()); // caches the empty slot
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(3u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// assert!(g.load::<u64>(s.slot(0)).unwrap().is_none()); // stale until a pass
+    /// assert_eq!(*g.load_fresh::<u64>(s.slot(0)).unwrap().unwrap(), 3);
+    /// ```
     pub fn load_fresh<T: Pod>(&self, slot: usize) -> Result<Option<Shared<'_, T>>, BiError> {
         let link: Link<T> = Link::from_raw(self.fresh_slot_word(slot)?);
         self.follow(link)
@@ -325,6 +457,20 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Reads the object a link found inside another object names. `Ok(None)` for null;
     /// [`BiError::StaleLink`] when it does not validate after one invalidation.
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, Link, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(12u64).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(*g.follow(link).unwrap().unwrap(), 12);
+    /// assert!(g.follow(Link::<u64>::null()).unwrap().is_none());
+    /// let wrong = Link::<u64>::new(link.offset(), link.generation() + 1);
+    /// assert!(matches!(g.follow(wrong), Err(BiError::StaleLink { .. })));
+    /// ```
     #[inline]
     pub fn follow<T: Pod>(&self, link: Link<T>) -> Result<Option<Shared<'_, T>>, BiError> {
         match self.fetch(link)? {
@@ -428,6 +574,20 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Invalidates the lines holding each of `offsets` (one word each) and fences once:
     /// for a caller that found a path stale and wants to walk it again.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// assert!(g.load::<u64>(s.slot(0)).unwrap().is_none());
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(3u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// g.invalidate_path(&[s.slot(0)]).unwrap();
+    /// assert_eq!(*g.load::<u64>(s.slot(0)).unwrap().unwrap(), 3);
+    /// ```
     pub fn invalidate_path(&self, offsets: &[usize]) -> Result<(), BiError> {
         let view = self.view();
         for &o in offsets {

@@ -31,6 +31,13 @@ use std::collections::VecDeque;
 const OFFSET_MASK: u64 = (1 << 48) - 1;
 
 /// One log entry as stored in a ring.
+///
+/// ```
+/// use bi_core::runtime::{Scope, ring::LogEntry};
+///
+/// let e = LogEntry::new(4096, 2, 77, Scope::ALL);
+/// assert_eq!((e.offset(), e.lines(), e.time(), e.scope()), (4096, 2, 77, Scope::ALL));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct LogEntry {
@@ -59,21 +66,47 @@ impl LogEntry {
     }
 
     /// The low 48 bits of the writer's clock when logged.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, ring::LogEntry};
+    ///
+    /// let e = LogEntry::new(0, 1, (1 << 48) + 5, Scope::ALL);
+    /// assert_eq!(e.time(), 5); // the low 48 bits
+    /// ```
     pub fn time(&self) -> u64 {
         self.tag & OFFSET_MASK
     }
 
     /// The structure the lines belong to.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, ring::LogEntry};
+    ///
+    /// let scope = Scope::of_slot(8192);
+    /// assert_eq!(LogEntry::new(64, 1, 0, scope).scope(), scope);
+    /// ```
     pub fn scope(&self) -> Scope {
         Scope::from_raw((self.tag >> 48) as u16)
     }
 
     /// First byte.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, ring::LogEntry};
+    ///
+    /// assert_eq!(LogEntry::new(1 << 40, 1, 0, Scope::ALL).offset(), 1 << 40);
+    /// ```
     pub fn offset(&self) -> usize {
         (self.word & OFFSET_MASK) as usize
     }
 
     /// Lines covered.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, ring::LogEntry};
+    ///
+    /// assert_eq!(LogEntry::new(64, 3, 0, Scope::ALL).lines(), 3);
+    /// ```
     pub fn lines(&self) -> usize {
         (self.word >> 48) as usize
     }

@@ -23,6 +23,22 @@ use std::time::Duration;
 pub const WRITER_RECORD_OFFSET: usize = 8;
 
 /// Who writes a structure.
+///
+/// ```
+/// use bi_core::mem::MemView;
+/// use bi_core::runtime::{WriterRecord, role::WRITER_RECORD_OFFSET, testing::Setup};
+/// use std::time::Duration;
+///
+/// let s = Setup::new(2, 1);
+/// let role = s.nodes[1].take_writer_role(s.slot(0), Duration::from_secs(1)).unwrap();
+/// let view = s.nodes[1].view();
+/// let rec: WriterRecord = view.load(s.slot(0) + WRITER_RECORD_OFFSET).unwrap();
+/// assert_eq!((rec.node, rec.takes), (2, 1)); // node 1, plus one
+/// assert_ne!(rec.holder, 0);
+/// drop(role);
+/// let rec: WriterRecord = view.load(s.slot(0) + WRITER_RECORD_OFFSET).unwrap();
+/// assert_eq!(rec.holder, 0); // given up
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct WriterRecord {
@@ -39,6 +55,16 @@ pub struct WriterRecord {
 
 /// The writer role of one structure, held by this process: dropping it gives the role up
 /// (the record is cleared, so another process can take it at once).
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+/// use std::time::Duration;
+///
+/// let s = Setup::new(2, 1);
+/// let role = s.nodes[0].take_writer_role(s.slot(0), Duration::from_secs(1)).unwrap();
+/// assert!(role.is_held().unwrap());
+/// assert!(s.nodes[1].take_writer_role(s.slot(0), Duration::from_secs(1)).is_err());
+/// ```
 pub struct Role<V: MemView> {
     rt: NodeRuntime<V>,
     at: usize,
@@ -59,11 +85,32 @@ impl<V: MemView> Role<V> {
     /// The record found when the role was taken: `takes == 0` means the structure had
     /// never had a writer (nothing to adopt); otherwise a writer wrote it before (this
     /// process, an earlier one, or another node's) and left or died.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 1);
+    /// let first = s.nodes[0].take_writer_role(s.slot(0), Duration::from_secs(1)).unwrap();
+    /// assert_eq!(first.previous().takes, 0); // a new structure: nothing to adopt
+    /// drop(first);
+    /// let again = s.nodes[0].take_writer_role(s.slot(0), Duration::from_secs(1)).unwrap();
+    /// assert_eq!((again.previous().takes, again.previous().node), (1, 1));
+    /// ```
     pub fn previous(&self) -> WriterRecord {
         self.previous
     }
 
     /// Whether memory still names this process as the writer.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 1);
+    /// let role = s.nodes[0].take_writer_role(s.slot(2), Duration::from_secs(1)).unwrap();
+    /// assert!(role.is_held().unwrap());
+    /// ```
     pub fn is_held(&self) -> Result<bool, BiError> {
         Ok(read(&self.rt, self.at)?.holder == self.rt.inner.token)
     }

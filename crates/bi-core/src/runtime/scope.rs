@@ -49,17 +49,38 @@ impl Scope {
     pub const ALL: Scope = Scope(0);
 
     /// The scope of the structure whose root lives in the slot at `slot`.
+    ///
+    /// ```
+    /// use bi_core::runtime::Scope;
+    ///
+    /// let a = Scope::of_slot(64);
+    /// assert_ne!(a, Scope::ALL); // never the catch-all
+    /// assert_eq!(a, Scope::of_slot(64));
+    /// ```
     pub fn of_slot(slot: usize) -> Scope {
         let h = ((slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as u16;
         Scope(h.max(1))
     }
 
     /// The scope stored as `raw`.
+    ///
+    /// ```
+    /// use bi_core::runtime::Scope;
+    ///
+    /// assert_eq!(Scope::from_raw(0), Scope::ALL);
+    /// ```
     pub const fn from_raw(raw: u16) -> Scope {
         Scope(raw)
     }
 
     /// The stored form.
+    ///
+    /// ```
+    /// use bi_core::runtime::Scope;
+    ///
+    /// assert_eq!(Scope::ALL.raw(), 0);
+    /// assert_ne!(Scope::of_slot(128).raw(), 0);
+    /// ```
     pub const fn raw(self) -> u16 {
         self.0
     }

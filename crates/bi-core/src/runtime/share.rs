@@ -40,6 +40,22 @@ pub const SHARE_SLOT: usize = 2;
 pub const HOLDER_AT: usize = 56;
 
 /// A node's share record: the host its runner runs on, and whether processes joined it.
+///
+/// ```
+/// use bi_core::mem::MemView;
+/// use bi_core::runtime::share::{SHARE_SLOT, ShareRecord, host_id};
+/// use bi_core::runtime::{NodeRuntime, RuntimeConfig, testing::Setup};
+///
+/// let s = Setup::new(2, 1);
+/// let layout = *s.region.layout();
+/// let at = layout.node_record(1).unwrap().offset + SHARE_SLOT * layout.slot_size();
+/// let rec: ShareRecord = s.nodes[1].view().load(at).unwrap();
+/// assert_eq!((rec.host, rec.joined), (host_id(), 0));
+/// s.nodes[1].quiesce().unwrap();
+/// let _joined = NodeRuntime::emulated_join(s.emu.node(1), layout, RuntimeConfig::default());
+/// let rec: ShareRecord = s.nodes[1].view().load(at).unwrap();
+/// assert_ne!(rec.joined, 0);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct ShareRecord {
@@ -53,6 +69,12 @@ pub struct ShareRecord {
 /// This host's identity: a hash of the kernel's boot id (the same for every process of
 /// the host until it reboots), or 0 where there is none (and under Miri, which runs
 /// isolated from the file system).
+///
+/// ```
+/// use bi_core::runtime::share::host_id;
+///
+/// assert_eq!(host_id(), host_id()); // the same for every process of this boot
+/// ```
 pub fn host_id() -> u64 {
     if cfg!(miri) {
         return 0;

@@ -91,6 +91,16 @@ use std::marker::PhantomData;
 
 /// Names a slot array in a [`Link`]: `Link<SlotArray>` is a link to an array of link
 /// slots (see the [module docs](self)). Never instantiated.
+///
+/// ```
+/// use bi_core::runtime::{Link, SlotArray, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let a: Link<SlotArray> = w.alloc_slots(4).unwrap();
+/// assert_eq!(w.slots_len(a).unwrap(), 4);
+/// w.discard_slots(a).unwrap();
+/// ```
 #[derive(Debug)]
 pub enum SlotArray {}
 
@@ -98,6 +108,20 @@ pub enum SlotArray {}
 ///
 /// Obtained from [`BiGuard::load_slots`] or [`BiGuard::slots`]; it cannot outlive the
 /// section.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let mut w = s.writer(0);
+/// let a = w.alloc_slots(3).unwrap();
+/// w.publish_slots(s.slot(0), a).unwrap();
+/// s.quiesce_all().unwrap();
+/// let r = s.nodes[1].reader().unwrap();
+/// let g = r.enter();
+/// let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+/// assert_eq!((array.link(), array.len(), array.is_empty()), (a, 3, false));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct SlotArrayRef<'g> {
     link: Link<SlotArray>,
@@ -108,16 +132,49 @@ pub struct SlotArrayRef<'g> {
 
 impl SlotArrayRef<'_> {
     /// The link the array was reached through.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(2).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.slots(a).unwrap().unwrap().link(), a);
+    /// ```
     pub fn link(&self) -> Link<SlotArray> {
         self.link
     }
 
     /// Number of slots (from the array's first payload word).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(50).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.slots(a).unwrap().unwrap().len(), 50);
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the array has no slot.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(0).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert!(g.slots(a).unwrap().unwrap().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -146,6 +203,16 @@ fn array_bytes(n: usize) -> Result<usize, BiError> {
 impl<V: MemView, H: Heap> Writer<V, H> {
     /// The most slots one array may hold with this runtime's line size (an object spans
     /// at most [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES) lines).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let max = w.max_slots();
+    /// assert!(max > 0);
+    /// assert!(w.alloc_slots(max + 1).is_err()); // more lines than an object may span
+    /// ```
     pub fn max_slots(&self) -> usize {
         MAX_OBJECT_LINES * ((self.inner.line - STAMP_BYTES) / 8) - 1
     }
@@ -171,6 +238,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Allocates and seals an array holding `words` (raw links or counters): the way to
     /// build a whole array (a resized bucket array) before publishing it, without logging
     /// every slot.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots_from(&[5, 0, 7]).unwrap();
+    /// assert_eq!(w.slots_len(a).unwrap(), 3);
+    /// assert_eq!((w.word_in(a, 0).unwrap(), w.word_in(a, 2).unwrap()), (5, 7));
+    /// ```
     pub fn alloc_slots_from(&mut self, words: &[u64]) -> Result<Link<SlotArray>, BiError> {
         self.alloc_slots_with(words.len(), |i| words[i])
     }
@@ -224,16 +301,47 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Number of slots of an array this writer allocated.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(12).unwrap();
+    /// assert_eq!(w.slots_len(a).unwrap(), 12);
+    /// ```
     pub fn slots_len(&self, array: Link<SlotArray>) -> Result<usize, BiError> {
         Ok(self.own_array(array)?.1)
     }
 
     /// The link now in slot `i` (this writer's own, always current, view).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// let v = w.alloc_sealed(1u64).unwrap();
+    /// w.publish_link_in(a, 2, v).unwrap();
+    /// assert_eq!(w.slot_in::<u64>(a, 2).unwrap(), v);
+    /// assert!(w.slot_in::<u64>(a, 4).is_err()); // no such slot
+    /// ```
     pub fn slot_in<T>(&self, array: Link<SlotArray>, i: usize) -> Result<Link<T>, BiError> {
         Ok(Link::from_raw(self.word_in(array, i)?))
     }
 
     /// The raw word now in slot `i`.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// w.publish_word_in(a, 1, 33).unwrap();
+    /// assert_eq!(w.word_in(a, 1).unwrap(), 33);
+    /// ```
     pub fn word_in(&self, array: Link<SlotArray>, i: usize) -> Result<u64, BiError> {
         let at = self.slot_offset(array, i)?;
         Ok(self.inner.view.load(at)?)
@@ -242,6 +350,19 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Publishes `array` into the `u64` slot at `slot` (a root slot, or a slot inside an
     /// object): same protocol as [`publish_link`](Self::publish_link). Returns the link
     /// that was there; retire the old array with [`retire_slots`](Self::retire_slots).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let first = w.alloc_slots(8).unwrap();
+    /// assert!(w.publish_slots(s.slot(0), first).unwrap().is_null());
+    /// let bigger = w.alloc_slots(16).unwrap();
+    /// let old = w.publish_slots(s.slot(0), bigger).unwrap();
+    /// assert_eq!(old, first);
+    /// w.retire_slots(old).unwrap();
+    /// ```
     pub fn publish_slots(
         &mut self,
         slot: usize,
@@ -253,6 +374,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Stores `link` into slot `i` of `array` without waiting for ring space: stores it,
     /// writes the slot's line back, fences and logs the line, exactly as
     /// [`try_publish_link`](Self::try_publish_link). Returns the old link.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// let v = w.alloc_sealed(9u64).unwrap();
+    /// assert!(w.try_publish_link_in(a, 0, v).unwrap().is_null());
+    /// assert_eq!(w.slot_in::<u64>(a, 0).unwrap(), v);
+    /// ```
     pub fn try_publish_link_in<T: Pod>(
         &mut self,
         array: Link<SlotArray>,
@@ -264,6 +396,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_publish_link_in`](Self::try_publish_link_in), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// let (x, y) = (w.alloc_sealed(1u64).unwrap(), w.alloc_sealed(2u64).unwrap());
+    /// w.publish_link_in(a, 3, x).unwrap();
+    /// assert_eq!(w.publish_link_in(a, 3, y).unwrap(), x); // the old link, to retire
+    /// ```
     pub fn publish_link_in<T: Pod>(
         &mut self,
         array: Link<SlotArray>,
@@ -275,6 +418,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Publishes a new object into slot `i` of `array` (as [`publish`](Self::publish)).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(2).unwrap();
+    /// let b = w.alloc(4u64).unwrap();
+    /// let failed = w.publish_in(a, 2, b).unwrap_err(); // index out of range
+    /// assert!(w.publish_in(a, 1, failed.bibox).unwrap().is_null());
+    /// ```
     pub fn publish_in<T: Pod>(
         &mut self,
         array: Link<SlotArray>,
@@ -289,6 +443,22 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Stores a plain word (a counter) into slot `i` of `array`, with the protocol of
     /// [`publish_link_in`](Self::publish_link_in). Returns the old word.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(1).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// assert_eq!(w.publish_word_in(a, 0, 10).unwrap(), 0);
+    /// assert_eq!(w.publish_word_in(a, 0, 11).unwrap(), 10);
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+    /// assert_eq!(g.load_word_in(&array, 0).unwrap(), 11);
+    /// ```
     pub fn publish_word_in(
         &mut self,
         array: Link<SlotArray>,
@@ -360,6 +530,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_publish_words_in`](Self::try_publish_words_in), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// assert!(w.publish_words_in(a, &[(0, 1), (9, 2)]).is_err()); // 9 is out of range
+    /// assert_eq!(w.word_in(a, 0).unwrap(), 0); // nothing was stored
+    /// assert_eq!(w.publish_words_in(a, &[(0, 1), (3, 2)]).unwrap(), [0, 0]);
+    /// ```
     pub fn publish_words_in(
         &mut self,
         array: Link<SlotArray>,
@@ -371,6 +552,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Retires an array (unpublish it first): FREED mark, freed ring, reclaimed after a
     /// grace period, like [`retire`](Self::retire). The objects its slots link to are
     /// not retired.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// w.retire_slots(a).unwrap();
+    /// assert_eq!(w.retired_blocks(), 1);
+    /// assert!(w.retire_slots(a).is_err());
+    /// ```
     pub fn retire_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
         if self.own_array(array).is_err() {
             return Err(self.not_retirable(array));
@@ -379,6 +571,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Gives back an array that never became reachable from a published slot.
+    ///
+    /// ```
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(64).unwrap();
+    /// w.discard_slots(a).unwrap();
+    /// assert_eq!(w.heap().stats().live, 0);
+    /// ```
     pub fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
         self.own_array(array)?;
         self.discard_block(array)
@@ -444,6 +647,19 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// (stamp and slot count). `Ok(None)` for null. On a mismatch it invalidates line 0,
     /// fences and reads once more, then retries from a freshly fetched slot
     /// ([`load_slots_fresh`](Self::load_slots_fresh)).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// assert!(r.enter().load_slots(s.slot(0)).unwrap().is_none());
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(5).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// assert_eq!(r.enter().load_slots(s.slot(0)).unwrap().unwrap().len(), 5);
+    /// ```
     pub fn load_slots(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
         let link = Link::<SlotArray>::from_raw(self.cached_slot_word(slot)?);
         match self.fetch_slots(link)? {
@@ -456,6 +672,20 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// Like [`load_slots`](Self::load_slots), but first invalidates the slot's line and
     /// fences (lazy invalidation). [`BiError::StaleLink`] if the array still does not
     /// validate.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // now cached
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(5).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // no pass yet
+    /// assert_eq!(g.load_slots_fresh(s.slot(0)).unwrap().unwrap().link(), a);
+    /// ```
     pub fn load_slots_fresh(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
         let link = Link::<SlotArray>::from_raw(self.fresh_slot_word(slot)?);
         self.slots(link)
@@ -463,6 +693,19 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Validates an array reached through a link found elsewhere. `Ok(None)` for null,
     /// [`BiError::StaleLink`] when it does not validate after one invalidation.
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, Link, SlotArray, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(2).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.slots(a).unwrap().unwrap().len(), 2);
+    /// let wrong = Link::<SlotArray>::new(a.offset(), a.generation() + 1);
+    /// assert!(matches!(g.slots(wrong), Err(BiError::StaleLink { .. })));
+    /// ```
     pub fn slots(&self, link: Link<SlotArray>) -> Result<Option<SlotArrayRef<'_>>, BiError> {
         match self.fetch_slots(link)? {
             Fetch::Value(a) => Ok(Some(a)),
@@ -516,6 +759,22 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// invalidation, the array is stale: [`BiError::StaleLink`] (re-read the slot that
     /// holds the array). If the object does not validate, the slot is re-read fresh
     /// ([`load_in_fresh`](Self::load_in_fresh)).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(4).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// let b = w.alloc([1u32, 2]).unwrap();
+    /// w.publish_in(a, 1, b).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+    /// assert_eq!(*g.load_in::<[u32; 2]>(&array, 1).unwrap().unwrap(), [1, 2]);
+    /// assert!(g.load_in::<[u32; 2]>(&array, 4).is_err()); // out of range
+    /// ```
     #[inline]
     pub fn load_in<T: Pod>(
         &self,
@@ -532,6 +791,23 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 
     /// Like [`load_in`](Self::load_in), but first invalidates the slot's line and fences:
     /// the lazy-invalidation path for a lookup that missed.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(2).unwrap();
+    /// w.publish_slots(s.slot(0), a).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+    /// assert!(g.load_in::<u64>(&array, 0).unwrap().is_none()); // caches the null slot
+    /// let b = w.alloc(6u64).unwrap();
+    /// w.publish_in(a, 0, b).unwrap();
+    /// assert_eq!(*g.load_in_fresh::<u64>(&array, 0).unwrap().unwrap(), 6);
+    /// ```
     pub fn load_in_fresh<T: Pod>(
         &self,
         array: &SlotArrayRef<'_>,
@@ -542,17 +818,58 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// The link in slot `i` of `array`, without reading the object it names.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(2).unwrap();
+    /// let v = w.alloc_sealed(3u64).unwrap();
+    /// w.publish_link_in(a, 1, v).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.slots(a).unwrap().unwrap();
+    /// assert_eq!(g.link_in::<u64>(&array, 1).unwrap(), v);
+    /// ```
     pub fn link_in<T>(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<Link<T>, BiError> {
         Ok(Link::from_raw(self.word_checked(array, i)?))
     }
 
     /// The plain word in slot `i` of `array` (a counter stored with
     /// [`Writer::publish_word_in`]).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots_from(&[0, 42]).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.slots(a).unwrap().unwrap();
+    /// assert_eq!(g.load_word_in(&array, 1).unwrap(), 42);
+    /// ```
     pub fn load_word_in(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
         self.word_checked(array, i)
     }
 
     /// Like [`load_word_in`](Self::load_word_in) after invalidating the slot's line.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_slots(1).unwrap();
+    /// s.quiesce_all().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let array = g.slots(a).unwrap().unwrap();
+    /// assert_eq!(g.load_word_in(&array, 0).unwrap(), 0); // now cached
+    /// w.publish_word_in(a, 0, 5).unwrap();
+    /// assert_eq!(g.word_in_fresh(&array, 0).unwrap(), 5);
+    /// ```
     pub fn word_in_fresh(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
         Self::check_index(array, i)?;
         let (_, at) = slot_position(self.inner().line, array.link.offset(), i);

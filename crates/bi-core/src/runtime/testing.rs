@@ -37,6 +37,14 @@ impl Setup {
     /// # Panics
     ///
     /// On impossible parameters.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(4, 7);
+    /// assert_eq!(s.region.layout().config().nodes(), 4);
+    /// assert_eq!(s.region.layout().size(), 1 << 18);
+    /// ```
     pub fn new(nodes: usize, seed: u64) -> Setup {
         Setup::with(
             RegionConfig::new(1 << 18).with_nodes(nodes as u32),
@@ -55,6 +63,16 @@ impl Setup {
     /// # Panics
     ///
     /// On an invalid runtime configuration.
+    ///
+    /// ```
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let s = Setup::smallest(RuntimeConfig::default());
+    /// assert_eq!(s.nodes.len(), 2);
+    /// assert_eq!(s.region.layout().line_size().get(), 32);
+    /// let _reader = s.nodes[0].reader().unwrap();
+    /// assert!(s.nodes[0].reader().is_err()); // one reader per node
+    /// ```
     pub fn smallest(runtime: RuntimeConfig) -> Setup {
         let config = RegionConfig::new(0)
             .with_line_size(32)
@@ -73,6 +91,19 @@ impl Setup {
     /// # Panics
     ///
     /// On impossible parameters.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let s = Setup::with(
+    ///     RegionConfig::new(1 << 18).with_nodes(3).with_line_size(128),
+    ///     |c| c.seed(5).clock_skew(10),
+    ///     RuntimeConfig::default().skew(20),
+    /// );
+    /// assert_eq!(s.nodes.len(), 3);
+    /// assert_eq!(s.nodes[2].config().skew_bound(), 20);
+    /// ```
     pub fn with(
         region: RegionConfig,
         emulator: impl FnOnce(EmulatorConfig) -> EmulatorConfig,
@@ -95,6 +126,15 @@ impl Setup {
     }
 
     /// Node `n`'s share of the heap.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let heap = s.region.layout().heap();
+    /// assert!(s.arena(0).start >= heap.offset && s.arena(1).end <= heap.end());
+    /// assert_eq!(s.arena(0).end, s.arena(1).start);
+    /// ```
     pub fn arena(&self, n: usize) -> Range<usize> {
         let heap = self.region.layout().heap();
         let line = self.region.layout().line_size().get();
@@ -108,12 +148,31 @@ impl Setup {
     /// # Panics
     ///
     /// If the node already has a writer.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(1);
+    /// let b = w.alloc(1u64).unwrap();
+    /// assert!(s.arena(1).contains(&b.offset()));
+    /// w.discard(b).unwrap();
+    /// ```
     pub fn writer(&self, n: usize) -> Writer<EmulatedNode, BumpHeap> {
         let heap = BumpHeap::new(self.arena(n), self.region.layout().line_size()).expect("arena");
         self.nodes[n].writer(heap).expect("one writer per node")
     }
 
     /// Offset of the `i`-th root directory slot, a convenient place for test slots.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let dir = s.region.layout().root_directory();
+    /// assert!(dir.contains(s.slot(0), 8) && dir.contains(s.slot(1), 8));
+    /// assert!(s.slot(1) > s.slot(0));
+    /// ```
     pub fn slot(&self, i: usize) -> usize {
         self.region
             .layout()
@@ -132,6 +191,18 @@ impl Setup {
     /// # Panics
     ///
     /// If the new runtime cannot be made.
+    ///
+    /// ```
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let mut s = Setup::new(2, 0);
+    /// let w = s.writer(1);
+    /// std::mem::forget(w); // the dead process's handle
+    /// let config = RuntimeConfig::default().node_lease(1_000_000).reader_lease(1_000_000);
+    /// s.crash_and_restart(1, config);
+    /// assert!(s.nodes[1].holds_claim().unwrap());
+    /// assert_eq!(s.nodes[1].quiesce().unwrap().pass, 1); // a new process
+    /// ```
     pub fn crash_and_restart(&mut self, n: usize, config: RuntimeConfig) {
         std::mem::forget(self.nodes.remove(n));
         self.emu.node(n).crash();
@@ -143,6 +214,15 @@ impl Setup {
     }
 
     /// Runs one pass on every node, in order.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(3, 0);
+    /// let reports = s.quiesce_all().unwrap();
+    /// assert_eq!(reports.len(), 3);
+    /// assert!(reports.iter().all(|r| r.pass == 1));
+    /// ```
     pub fn quiesce_all(&self) -> Result<Vec<PassReport>, BiError> {
         self.nodes.iter().map(|n| n.quiesce()).collect()
     }

@@ -17,6 +17,23 @@ use crate::region::Section;
 use bytemuck::Pod;
 
 /// What a walk does after looking at one object.
+///
+/// ```
+/// use bi_core::runtime::{Link, Search, testing::Setup, walk::Step};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let tail = w.alloc_sealed([2u64, 0]).unwrap();
+/// let head = w.alloc_sealed([1u64, tail.raw()]).unwrap();
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// let count = std::cell::Cell::new(0);
+/// let end = g.walk(head, |n: &[u64; 2]| -> Step<[u64; 2], ()> {
+///     count.set(count.get() + 1);
+///     Step::Next(Link::from_raw(n[1]))
+/// });
+/// assert_eq!((end.unwrap(), count.get()), (Search::Missing, 2)); // ran off the end
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step<T, R> {
     /// Stop with this answer.

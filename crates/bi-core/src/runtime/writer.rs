@@ -36,6 +36,20 @@ pub const RECLAIM_STEP: usize = 2 * RETIRE_BATCH;
 /// changes the value; the object is rewritten, under a new generation, when published.
 /// Dropping a box without publishing it leaks its block: give it back with
 /// [`Writer::discard`].
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 1);
+/// let mut w = s.writer(0);
+/// let mut b = w.alloc([1u64, 2]).unwrap();
+/// b.set([3, 4]); // still private: no other node can see it
+/// let link = w.publish(s.slot(0), b).unwrap();
+/// assert!(link.is_null()); // the slot held nothing
+/// s.quiesce_all().unwrap();
+/// let r = s.nodes[1].reader().unwrap();
+/// assert_eq!(*r.enter().load::<[u64; 2]>(s.slot(0)).unwrap().unwrap(), [3, 4]);
+/// ```
 #[must_use = "publish the box or give it back with Writer::discard"]
 pub struct BiBox<T> {
     block: Block,
@@ -47,23 +61,68 @@ pub struct BiBox<T> {
 
 impl<T: Pod> BiBox<T> {
     /// The value.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(17u32).unwrap();
+    /// assert_eq!(*b.get(), 17);
+    /// w.discard(b).unwrap();
+    /// ```
     pub fn get(&self) -> &T {
         &self.value
     }
 
     /// Replaces the value (rewritten into shared memory when published).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let mut b = w.alloc(1u64).unwrap();
+    /// let before = b.link();
+    /// b.set(2);
+    /// assert_eq!(*b.get(), 2);
+    /// assert_eq!(b.link().generation(), before.generation() + 1); // rewritten when published
+    /// w.discard(b).unwrap();
+    /// ```
     pub fn set(&mut self, value: T) {
         self.value = value;
         self.dirty = true;
     }
 
     /// Offset of the object.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(1);
+    /// let b = w.alloc(1u64).unwrap();
+    /// assert!(s.arena(1).contains(&b.offset())); // in node 1's arena
+    /// assert_eq!(b.offset(), b.link().offset());
+    /// w.discard(b).unwrap();
+    /// ```
     pub fn offset(&self) -> usize {
         self.block.offset
     }
 
     /// The link this object will be published under (a [`set`](BiBox::set) before
     /// publication moves it to the next generation, and this accounts for it).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// let link = b.link();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// assert_eq!(w.read_own(link).unwrap(), 5);
+    /// ```
     pub fn link(&self) -> Link<T> {
         let g = if self.dirty {
             self.generation.next()
@@ -84,6 +143,18 @@ impl<T> fmt::Debug for BiBox<T> {
 }
 
 /// A publication that did not happen: the error and the box, intact, to retry with.
+///
+/// ```
+/// use bi_core::runtime::{BiError, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let b = w.alloc(1u64).unwrap();
+/// let header = s.region.layout().header().offset; // not a slot writers may use
+/// let failed = w.try_publish(header, b).unwrap_err();
+/// assert!(matches!(failed.error, BiError::OutOfSection { .. }));
+/// w.publish(s.slot(0), failed.bibox).unwrap(); // the box, intact
+/// ```
 pub struct Unpublished<T> {
     /// Why.
     pub error: BiError,
@@ -114,6 +185,25 @@ impl<T> From<Unpublished<T>> for BiError {
 }
 
 /// What [`Writer::reclaim`] did.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let old = w.alloc_sealed(1u64).unwrap();
+/// w.publish_link(s.slot(0), old).unwrap();
+/// let new = w.alloc_sealed(2u64).unwrap();
+/// w.publish_link(s.slot(0), new).unwrap();
+/// w.retire(old).unwrap();
+/// let early = w.reclaim().unwrap();
+/// assert_eq!((early.freed_blocks, early.pending_blocks), (0, 1)); // no pass yet
+/// for _ in 0..3 {
+///     s.nodes[0].quiesce().unwrap();
+/// }
+/// let later = w.reclaim().unwrap();
+/// assert_eq!((later.freed_blocks, later.pending_blocks), (1, 0));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimReport {
     /// Blocks given back to the heap.
@@ -137,6 +227,24 @@ pub(super) struct Retired {
 }
 
 /// The writer of one node. See the [module docs](super) for the protocol.
+///
+/// ```
+/// use bi_core::heap::BumpHeap;
+/// use bi_core::region::{Region, RegionConfig};
+/// use bi_core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
+/// use std::sync::Arc;
+///
+/// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+/// let layout = *region.layout();
+/// let rt = NodeRuntime::new(region.hardware(), layout, 0, RuntimeConfig::default(),
+///     Arc::new(TickClock::new())).unwrap();
+/// let heap = BumpHeap::new(layout.heap().range(), layout.line_size()).unwrap();
+/// let mut w = rt.writer(heap).unwrap();
+/// let slot = layout.root_entry(0).unwrap().offset;
+/// let b = w.alloc(99u64).unwrap();
+/// w.publish(slot, b).unwrap();
+/// assert_eq!(*rt.reader().unwrap().enter().load::<u64>(slot).unwrap().unwrap(), 99);
+/// ```
 pub struct Writer<V: MemView, H: Heap> {
     pub(super) inner: Arc<NodeInner<V>>,
     pub(super) heap: H,
@@ -234,27 +342,90 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// The scope this writer logs under.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Scope, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// assert_eq!(w.scope(), Scope::ALL);
+    /// w.set_scope(Scope::of_slot(s.slot(3))).unwrap();
+    /// assert_eq!(w.scope(), Scope::of_slot(s.slot(3)));
+    /// ```
     pub fn scope(&self) -> Scope {
         self.scope
     }
 
     /// The heap.
+    ///
+    /// ```
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc([0u8; 128]).unwrap();
+    /// assert_eq!(w.heap().stats().allocations, 1);
+    /// assert!(w.heap().block_len(b.offset()).is_some());
+    /// w.discard(b).unwrap();
+    /// ```
     pub fn heap(&self) -> &H {
         &self.heap
     }
 
     /// Bytes retired but not yet given back to the heap.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let old = w.alloc_sealed([0u64; 4]).unwrap();
+    /// w.publish_link(s.slot(0), old).unwrap();
+    /// let b = w.alloc_sealed([1u64; 4]).unwrap();
+    /// w.publish_link(s.slot(0), b).unwrap();
+    /// assert_eq!(w.retired_bytes(), 0);
+    /// w.retire(old).unwrap();
+    /// assert_eq!(w.retired_bytes(), s.region.layout().line_size().get()); // one line
+    /// ```
     pub fn retired_bytes(&self) -> usize {
         self.retired_bytes
     }
 
     /// Blocks retired but not yet given back.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_sealed(1u64).unwrap();
+    /// let b = w.alloc_sealed(2u64).unwrap();
+    /// w.retire_all(&[a, b]).unwrap(); // never published: nothing links to them
+    /// assert_eq!(w.retired_blocks(), 2);
+    /// ```
     pub fn retired_blocks(&self) -> usize {
         self.retired.len()
     }
 
     /// Entries of the (modified, freed) rings not yet known to be consumed by every live
     /// node.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// assert_eq!(w.ring_usage(), (0, 0));
+    /// let link = w.alloc_sealed(1u64).unwrap();
+    /// w.retire(link).unwrap();
+    /// assert_eq!(w.ring_usage().1, 1); // one freed entry
+    /// for _ in 0..2 {
+    ///     s.nodes[0].quiesce().unwrap();
+    /// }
+    /// w.reclaim().unwrap();
+    /// assert_eq!(w.ring_usage().1, 0); // consumed by every live node
+    /// ```
     pub fn ring_usage(&self) -> (usize, usize) {
         (self.modified.len(), self.freed.len())
     }
@@ -422,6 +593,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Gives back a box that was never published (no other node can have its link).
+    ///
+    /// ```
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc([7u64; 3]).unwrap();
+    /// assert!(w.heap().stats().live > 0);
+    /// w.discard(b).unwrap();
+    /// assert_eq!(w.heap().stats().live, 0);
+    /// ```
     pub fn discard<T: Pod>(&mut self, b: BiBox<T>) -> Result<(), BiError> {
         self.give_back(b.block, b.generation)
     }
@@ -496,6 +679,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed([1u32, 2]).unwrap();
+    /// assert_eq!(w.read_own(link).unwrap(), [1, 2]);
+    /// assert!(!link.is_null());
+    /// ```
     pub fn alloc_sealed<T: Pod>(&mut self, value: T) -> Result<Link<T>, BiError> {
         let b = self.alloc(value)?;
         self.seal(b)
@@ -505,6 +698,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// a published slot (for example a node that a later step of the same batch copied
     /// again). Giving back an object that *was* reachable is a logic error: readers
     /// holding its link would then be protected by the generation check only.
+    ///
+    /// ```
+    /// use bi_core::heap::Heap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(3u64).unwrap();
+    /// w.discard_link(link).unwrap();
+    /// assert_eq!(w.heap().stats().live, 0);
+    /// assert!(w.discard_link(link).is_err()); // given back already
+    /// ```
     pub fn discard_link<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
         self.discard_block(link)
     }
@@ -594,6 +799,21 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// [`BiError::LogFull`] when the modified ring has no room.
     ///
     /// This writer must be the only one that writes `slot`.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(1u64).unwrap();
+    /// let first = w.try_publish(s.slot(0), b).unwrap();
+    /// assert!(first.is_null());
+    /// let b = w.alloc(2u64).unwrap();
+    /// let second = b.link();
+    /// let old = w.try_publish(s.slot(0), b).unwrap();
+    /// assert_eq!(w.read_own(old).unwrap(), 1);
+    /// assert_ne!(old, second);
+    /// ```
     pub fn try_publish<T: Pod>(
         &mut self,
         slot: usize,
@@ -661,6 +881,17 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Stores an existing link (or null) into `slot`: same protocol as
     /// [`try_publish`](Self::try_publish), returning the old link.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Link, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(4u64).unwrap();
+    /// assert!(w.try_publish_link(s.slot(0), link).unwrap().is_null());
+    /// // Unpublish: store null, get the link back.
+    /// assert_eq!(w.try_publish_link(s.slot(0), Link::<u64>::null()).unwrap(), link);
+    /// ```
     pub fn try_publish_link<T: Pod>(
         &mut self,
         slot: usize,
@@ -694,6 +925,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_publish_link`](Self::try_publish_link), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(8u64).unwrap();
+    /// w.publish_link(s.slot(0), link).unwrap();
+    /// w.publish_link(s.slot(1), link).unwrap(); // one object, two slots
+    /// s.nodes[1].quiesce().unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.load::<u64>(s.slot(1)).unwrap().unwrap().link(), link);
+    /// ```
     pub fn publish_link<T: Pod>(&mut self, slot: usize, link: Link<T>) -> Result<Link<T>, BiError> {
         self.wait(|w| w.try_publish_link(slot, link))
     }
@@ -756,6 +1001,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// first (publish something else into every slot that holds it). Only objects this
     /// writer allocated can be retired ([`BiError::StaleLink`] otherwise, or
     /// [`BiError::AlreadyRetired`]).
+    ///
+    /// ```
+    /// use bi_core::runtime::{BiError, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(1u64).unwrap();
+    /// w.try_retire(link).unwrap();
+    /// assert!(matches!(w.try_retire(link), Err(BiError::AlreadyRetired { .. })));
+    /// ```
     pub fn try_retire<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
         self.try_retire_all(&[link])
     }
@@ -764,6 +1019,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// append to the freed ring (the old nodes of a batch of path copies). Every link is
     /// checked before anything is marked: on an error, nothing was retired. More links
     /// than the freed ring holds is [`BiError::LogFull`]; split the batch.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Link, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_sealed(1u64).unwrap();
+    /// let b = w.alloc_sealed(2u64).unwrap();
+    /// let foreign = Link::<u64>::new(s.arena(0).end + 64, 1); // not this writer's
+    /// assert!(w.try_retire_all(&[a, foreign]).is_err());
+    /// assert_eq!(w.retired_blocks(), 0); // nothing was retired
+    /// w.try_retire_all(&[a, b]).unwrap();
+    /// assert_eq!(w.retired_blocks(), 2);
+    /// ```
     pub fn try_retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
         self.try_retire_links(links)
     }
@@ -913,6 +1182,18 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Logs deferred retirements in as few groups as the freed ring takes now; what does
     /// not fit stays deferred. A full ring is not an error here.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(1u64).unwrap();
+    /// w.defer_retire([link]).unwrap();
+    /// assert_eq!(w.deferred(), 1);
+    /// w.flush_deferred().unwrap();
+    /// assert_eq!((w.deferred(), w.retired_blocks()), (0, 1));
+    /// ```
     pub fn flush_deferred(&mut self) -> Result<(), BiError> {
         let mut bag = std::mem::take(&mut self.deferred);
         let r = self.retire_from(&mut bag);
@@ -953,16 +1234,51 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Unlinked objects still waiting for room in the freed ring.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// assert_eq!(w.deferred(), 0);
+    /// let links = [w.alloc_sealed(1u64).unwrap(), w.alloc_sealed(2u64).unwrap()];
+    /// w.defer_retire(links).unwrap();
+    /// assert_eq!(w.deferred(), 2);
+    /// ```
     pub fn deferred(&self) -> usize {
         self.deferred.len()
     }
 
     /// [`try_retire_all`](Self::try_retire_all), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let links: Vec<_> = (0..3u64).map(|v| w.alloc_sealed(v).unwrap()).collect();
+    /// w.retire_all(&links).unwrap();
+    /// assert_eq!(w.retired_blocks(), 3);
+    /// assert!(links.iter().all(|&l| w.read_own(l).is_err())); // all FREED
+    /// ```
     pub fn retire_all<T: Pod>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
         self.wait(|w| w.try_retire_all(links))
     }
 
     /// [`try_retire`](Self::try_retire), waiting for ring space.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let old = w.alloc_sealed(1u64).unwrap();
+    /// w.publish_link(s.slot(0), old).unwrap();
+    /// let new = w.alloc_sealed(2u64).unwrap();
+    /// let unlinked = w.publish_link(s.slot(0), new).unwrap();
+    /// w.retire(unlinked).unwrap();
+    /// assert_eq!(w.retired_blocks(), 1);
+    /// ```
     pub fn retire<T: Pod>(&mut self, link: Link<T>) -> Result<(), BiError> {
         self.wait(|w| w.try_retire(link))
     }
@@ -984,6 +1300,21 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Gives back to the heap every retired block whose retirement became visible before
     /// the grace point. Structures need not call it: every retired bag also gives back up
     /// to [`RECLAIM_STEP`] blocks (see [`defer_retire`](Self::defer_retire)).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed(1u64).unwrap();
+    /// w.retire(link).unwrap();
+    /// assert_eq!(w.reclaim().unwrap().freed_blocks, 0); // node 1 has not passed
+    /// for _ in 0..3 {
+    ///     s.quiesce_all().unwrap();
+    /// }
+    /// let rep = w.reclaim().unwrap();
+    /// assert_eq!((rep.freed_blocks, w.retired_blocks()), (1, 0));
+    /// ```
     pub fn reclaim(&mut self) -> Result<ReclaimReport, BiError> {
         self.reclaim_up_to(usize::MAX)
     }

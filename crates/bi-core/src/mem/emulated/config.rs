@@ -73,6 +73,15 @@ pub struct EmulatorConfig {
 impl EmulatorConfig {
     /// A machine of `nodes` nodes sharing `size` bytes, with the defaults listed on the
     /// type. Nothing is checked until the emulator is built.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// let c = EmulatorConfig::new(1 << 16, 2);
+    /// assert_eq!((c.size(), c.nodes(), c.line(), c.seed_value()), (1 << 16, 2, LineSize::X86, 0));
+    /// assert_eq!(c.cache_sets_and_ways(), (64, 8));
+    /// ```
     pub fn new(size: usize, nodes: usize) -> EmulatorConfig {
         EmulatorConfig {
             size,
@@ -91,12 +100,32 @@ impl EmulatorConfig {
     }
 
     /// Sets the cache-line size (the size must be a multiple of it).
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let cfg = EmulatorConfig::new(4096, 1).line_size(LineSize::new(32).unwrap());
+    /// assert_eq!(cfg.line().get(), 32);
+    /// let bad = EmulatorConfig::new(4000, 1).line_size(LineSize::new(64).unwrap());
+    /// assert!(Emulator::try_new(bad).is_err()); // 4000 is not a whole number of lines
+    /// ```
     pub fn line_size(mut self, line: LineSize) -> EmulatorConfig {
         self.line = line;
         self
     }
 
     /// Seeds every random choice: events, eviction victims and clock skews.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let skews = |seed| {
+    ///     let emu = Emulator::new(EmulatorConfig::new(4096, 4).clock_skew(1000).seed(seed));
+    ///     (0..4).map(|n| emu.node(n).clock_skew()).collect::<Vec<_>>()
+    /// };
+    /// assert_eq!(skews(1), skews(1)); // same seed, same machine
+    /// ```
     pub fn seed(mut self, seed: u64) -> EmulatorConfig {
         self.seed = seed;
         self
@@ -104,6 +133,17 @@ impl EmulatorConfig {
 
     /// Gives each node's cache `sets` sets of `ways` lines each. Line `n` can live only in
     /// set `n % sets`, so few sets or ways force capacity evictions.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1).cache_geometry(1, 2));
+    /// let a = emu.node(0);
+    /// for line in 0..3 {
+    ///     a.load::<u8>(line * 64).unwrap();
+    /// }
+    /// assert_eq!(a.stats().evictions, 1); // two ways: the third line pushed one out
+    /// ```
     pub fn cache_geometry(mut self, sets: usize, ways: usize) -> EmulatorConfig {
         self.sets = sets;
         self.ways = ways;
@@ -133,12 +173,33 @@ impl EmulatorConfig {
 
     /// Probability, at each load and store, that the node evicts one random slot of its
     /// cache (writing it back first if it is dirty).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// // One slot, emptied at every access: the line never stays.
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1).cache_lines(1).eviction_rate(1.0));
+    /// let a = emu.node(0);
+    /// for _ in 0..10 {
+    ///     a.load::<u64>(0).unwrap();
+    /// }
+    /// assert!(a.stats().evictions > 0);
+    /// assert!(Emulator::try_new(EmulatorConfig::new(4096, 1).eviction_rate(2.0)).is_err());
+    /// ```
     pub fn eviction_rate(mut self, p: f64) -> EmulatorConfig {
         self.eviction_rate = p;
         self
     }
 
     /// Probability, at each miss, that the node also fills the next line.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1).adjacent_prefetch_rate(1.0)).node(0);
+    /// a.load::<u64>(0).unwrap();
+    /// assert!(a.is_cached(64)); // the next line came along
+    /// ```
     pub fn adjacent_prefetch_rate(mut self, p: f64) -> EmulatorConfig {
         self.adjacent_prefetch_rate = p;
         self
@@ -146,6 +207,17 @@ impl EmulatorConfig {
 
     /// Probability, at each load and store, that the node refills one of the lines it
     /// invalidated recently (the hazard of a prefetch landing right after an invalidate).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1).random_prefetch_rate(1.0)).node(0);
+    /// a.load::<u64>(0).unwrap();
+    /// a.invalidate(0, 64).unwrap();
+    /// a.fence();
+    /// a.load::<u64>(1024).unwrap();
+    /// assert!(a.is_cached(0)); // refilled right after its invalidation
+    /// ```
     pub fn random_prefetch_rate(mut self, p: f64) -> EmulatorConfig {
         self.random_prefetch_rate = p;
         self
@@ -153,12 +225,29 @@ impl EmulatorConfig {
 
     /// Gives each node a fixed clock offset drawn from `-bound ..= bound` (see
     /// [`EmulatedNode::local_time`](super::EmulatedNode::local_time)).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2).clock_skew(20).seed(2));
+    /// emu.advance(100);
+    /// let (a, b) = (emu.node(0).local_time(), emu.node(1).local_time());
+    /// assert!(a.abs_diff(b) <= 40); // two nodes differ by up to twice the bound
+    /// ```
     pub fn clock_skew(mut self, bound: u64) -> EmulatorConfig {
         self.clock_skew = bound;
         self
     }
 
     /// Chooses the oracle's time source.
+    ///
+    /// ```
+    /// use bi_core::mem::{ClockSource, Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1).clock(ClockSource::Real));
+    /// std::thread::sleep(std::time::Duration::from_millis(1));
+    /// assert!(emu.now() >= 1_000_000); // nanoseconds
+    /// ```
     pub fn clock(mut self, source: ClockSource) -> EmulatorConfig {
         self.clock = source;
         self
@@ -166,42 +255,99 @@ impl EmulatorConfig {
 
     /// How many recently invalidated lines each node remembers as candidates for random
     /// prefetch.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let cfg = EmulatorConfig::new(4096, 1).random_prefetch_rate(1.0).recent_invalidations(0);
+    /// let a = Emulator::new(cfg).node(0);
+    /// a.load::<u64>(0).unwrap();
+    /// a.invalidate(0, 64).unwrap();
+    /// a.load::<u64>(1024).unwrap();
+    /// assert!(!a.is_cached(0)); // nothing remembered, nothing refilled
+    /// ```
     pub fn recent_invalidations(mut self, lines: usize) -> EmulatorConfig {
         self.recent_invalidations = lines;
         self
     }
 
     /// Size of the shared memory in bytes.
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(8192, 1).size(), 8192);
+    /// ```
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// Number of nodes.
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(8192, 5).nodes(), 5);
+    /// ```
     pub fn nodes(&self) -> usize {
         self.nodes
     }
 
     /// The cache-line size.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// let l = LineSize::new(256).unwrap();
+    /// assert_eq!(EmulatorConfig::new(8192, 1).line_size(l).line(), l);
+    /// ```
     pub fn line(&self) -> LineSize {
         self.line
     }
 
     /// The seed of all random choices.
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(4096, 1).seed(42).seed_value(), 42);
+    /// ```
     pub fn seed_value(&self) -> u64 {
         self.seed
     }
 
     /// `(sets, ways)` of each node's cache.
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(4096, 1).cache_geometry(4, 2).cache_sets_and_ways(), (4, 2));
+    /// ```
     pub fn cache_sets_and_ways(&self) -> (usize, usize) {
         (self.sets, self.ways)
     }
 
     /// Lines each node's cache holds (`sets * ways`).
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(4096, 1).cache_lines_per_node(), 512);
+    /// assert_eq!(EmulatorConfig::new(4096, 1).cache_geometry(4, 2).cache_lines_per_node(), 8);
+    /// ```
     pub fn cache_lines_per_node(&self) -> usize {
         self.sets.saturating_mul(self.ways)
     }
 
     /// The bound `D` of the per-node clock offsets.
+    ///
+    /// ```
+    /// use bi_core::mem::EmulatorConfig;
+    ///
+    /// assert_eq!(EmulatorConfig::new(4096, 1).clock_skew_bound(), 0);
+    /// assert_eq!(EmulatorConfig::new(4096, 1).clock_skew(30).clock_skew_bound(), 30);
+    /// ```
     pub fn clock_skew_bound(&self) -> u64 {
         self.clock_skew
     }

@@ -233,6 +233,16 @@ impl Emulator {
     /// # Panics
     ///
     /// If `node >= self.nodes()`; [`Emulator::try_node`] returns an error instead.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let a = emu.node(0);
+    /// a.store(0, &1u64).unwrap();
+    /// assert!(emu.node(0).is_dirty(0)); // another handle on the same node and cache
+    /// assert!(!emu.node(1).is_cached(0));
+    /// ```
     pub fn node(&self, node: usize) -> EmulatedNode {
         match self.try_node(node) {
             Ok(n) => n,
@@ -264,26 +274,64 @@ impl Emulator {
     }
 
     /// Number of nodes.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// assert_eq!(Emulator::new(EmulatorConfig::new(4096, 3)).nodes(), 3);
+    /// ```
     pub fn nodes(&self) -> usize {
         self.inner.nodes.len()
     }
 
     /// Size of the shared memory in bytes.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// assert_eq!(Emulator::new(EmulatorConfig::new(1 << 16, 1)).size(), 1 << 16);
+    /// ```
     pub fn size(&self) -> usize {
         self.inner.size
     }
 
     /// The line size.
+    ///
+    /// ```
+    /// use bi_core::line::LineSize;
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// assert_eq!(Emulator::new(EmulatorConfig::new(4096, 1)).line_size(), LineSize::X86);
+    /// ```
     pub fn line_size(&self) -> LineSize {
         self.inner.line
     }
 
     /// The configuration the machine was built from.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let cfg = EmulatorConfig::new(4096, 2).seed(9);
+    /// let emu = Emulator::new(cfg.clone());
+    /// assert_eq!(emu.config(), &cfg);
+    /// assert_eq!(emu.config().seed_value(), 9);
+    /// ```
     pub fn config(&self) -> &EmulatorConfig {
         &self.inner.cfg
     }
 
     /// The backing memory (what every node would see after invalidating everything).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// emu.node(0).store_to_memory(8, &5u64).unwrap();
+    /// let mut b = [0u8; 8];
+    /// emu.backing().load_bytes(8, &mut b).unwrap();
+    /// assert_eq!(u64::from_ne_bytes(b), 5);
+    /// ```
     pub fn backing(&self) -> &Arc<Backing> {
         self.inner.oracle.backing()
     }
@@ -307,6 +355,15 @@ impl Emulator {
     }
 
     /// The true time (the oracle's clock, without any node's skew).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// assert_eq!(emu.now(), 0);
+    /// emu.node(0).load::<u64>(0).unwrap(); // every operation ticks once
+    /// assert_eq!(emu.now(), 1);
+    /// ```
     pub fn now(&self) -> u64 {
         self.inner.clock.now()
     }
@@ -344,6 +401,16 @@ impl Emulator {
     }
 
     /// The current incarnation of the line holding `offset`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// assert_eq!(emu.incarnation(100).unwrap(), 0);
+    /// emu.bump_incarnation(64, 64).unwrap();
+    /// assert_eq!((emu.incarnation(100).unwrap(), emu.incarnation(0).unwrap()), (1, 0));
+    /// assert!(emu.incarnation(4096).is_err());
+    /// ```
     pub fn incarnation(&self, offset: usize) -> Result<u64, MemError> {
         check_range(offset, 1, self.inner.size)?;
         Ok(self
@@ -353,6 +420,17 @@ impl Emulator {
     }
 
     /// How many write-backs have reached the line holding `offset`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// assert_eq!(emu.version(0).unwrap(), 0);
+    /// a.store_to_memory(0, &1u64).unwrap();
+    /// a.store_to_memory(8, &2u64).unwrap(); // the same line
+    /// assert_eq!(emu.version(0).unwrap(), 2);
+    /// ```
     pub fn version(&self, offset: usize) -> Result<u64, MemError> {
         check_range(offset, 1, self.inner.size)?;
         Ok(self.inner.oracle.version(self.inner.line.line_of(offset)))
@@ -363,11 +441,31 @@ impl Emulator {
     /// # Panics
     ///
     /// If `node >= self.nodes()`.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// emu.node(1).load::<u64>(0).unwrap();
+    /// emu.node(1).load::<u64>(8).unwrap();
+    /// assert_eq!((emu.stats(1).misses, emu.stats(1).hits), (1, 1));
+    /// assert_eq!(emu.stats(0).loads, 0);
+    /// ```
     pub fn stats(&self, node: usize) -> NodeStats {
         self.node(node).stats()
     }
 
     /// All nodes' counters added up (`max_staleness` is the maximum over nodes).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// emu.node(0).load::<u64>(0).unwrap();
+    /// emu.node(1).store(0, &1u64).unwrap();
+    /// let total = emu.total_stats();
+    /// assert_eq!((total.loads, total.stores), (1, 1));
+    /// ```
     pub fn total_stats(&self) -> NodeStats {
         let mut total = NodeStats::default();
         for node in 0..self.nodes() {
@@ -377,6 +475,16 @@ impl Emulator {
     }
 
     /// Zeroes every node's counters (caches and memory are left as they are).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// emu.node(0).load::<u64>(0).unwrap();
+    /// emu.reset_stats();
+    /// assert_eq!(emu.total_stats().loads, 0);
+    /// assert!(emu.node(0).is_cached(0)); // the cache is left as it was
+    /// ```
     pub fn reset_stats(&self) {
         for node in 0..self.nodes() {
             self.inner.cache(node).reset_stats();
@@ -420,11 +528,28 @@ impl fmt::Debug for EmulatedNode {
 
 impl EmulatedNode {
     /// This node's index.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 3));
+    /// assert_eq!(emu.node(2).id(), 2);
+    /// ```
     pub fn id(&self) -> usize {
         self.id
     }
 
     /// A snapshot of this node's counters.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(0, &1u64).unwrap();
+    /// a.writeback(0, 8).unwrap();
+    /// assert_eq!((a.stats().stores, a.stats().lines_written_back), (1, 1));
+    /// ```
     pub fn stats(&self) -> NodeStats {
         self.machine.cache(self.id).stats
     }
@@ -448,11 +573,29 @@ impl EmulatedNode {
     }
 
     /// How far this node's clock is ahead of true time (negative: behind).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 4).clock_skew(50).seed(3));
+    /// assert!((0..4).all(|n| emu.node(n).clock_skew().abs() <= 50));
+    /// assert_eq!(Emulator::new(EmulatorConfig::new(4096, 1)).node(0).clock_skew(), 0);
+    /// ```
     pub fn clock_skew(&self) -> i64 {
         self.machine.nodes[self.id].skew
     }
 
     /// Whether the line holding `offset` is in this node's cache (false out of bounds).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// assert!(!a.is_cached(70));
+    /// a.load::<u8>(70).unwrap();
+    /// assert!(a.is_cached(64) && a.is_cached(127)); // the whole line
+    /// assert!(!a.is_cached(1 << 20)); // out of bounds
+    /// ```
     pub fn is_cached(&self, offset: usize) -> bool {
         offset < self.machine.size
             && self
@@ -462,6 +605,16 @@ impl EmulatedNode {
     }
 
     /// Whether the line holding `offset` is in this node's cache and dirty.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.load::<u8>(0).unwrap();
+    /// assert!(!a.is_dirty(0));
+    /// a.store(0, &1u8).unwrap();
+    /// assert!(a.is_dirty(0));
+    /// ```
     pub fn is_dirty(&self, offset: usize) -> bool {
         offset < self.machine.size
             && self
@@ -512,6 +665,17 @@ impl EmulatedNode {
 
     /// Evicts the line holding `offset` now, if cached, writing it back first if dirty,
     /// as the hardware may at any moment.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store(0, &6u64).unwrap();
+    /// a.evict(0).unwrap(); // as hardware may do, unasked
+    /// assert!(!a.is_cached(0));
+    /// assert_eq!(emu.peek::<u64>(0).unwrap(), 6); // written back first
+    /// ```
     pub fn evict(&self, offset: usize) -> Result<(), MemError> {
         check_range(offset, 1, self.machine.size)?;
         let line = self.machine.line.line_of(offset);
