@@ -2,7 +2,7 @@
 //! needed: with the switch on, some check counts a hazard; with it off, none does.
 //!
 //! The switches exist only with the `faults` feature. Without it,
-//! [`RuntimeConfig::fault`](super::RuntimeConfig::fault) is not there and
+//! `RuntimeConfig::fault` is not there and
 //! [`Faults::has`] is a constant `false` that the compiler folds away, so shipped builds
 //! carry no trace of them.
 

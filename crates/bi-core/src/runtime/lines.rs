@@ -125,8 +125,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.read_own(line_link(array, i, self.inner.line)?)
     }
 
-    /// Allocates a line array holding `records` (one per line) and seals it: written
-    /// back, no fence yet (the next publication or rewrite fences once). Publish it with
+    /// Allocates a line array holding `records` (one per line), immutable from now on
+    /// like a [sealed](Writer::seal) object but written back at once (where `seal`
+    /// leaves that to the next publication); no fence yet (the next publication or
+    /// rewrite fences once). Publish it with
     /// [`publish_lines`](Self::publish_lines).
     ///
     /// [`BiError::TooLarge`] when a `T` does not fit one line's payload, or for no

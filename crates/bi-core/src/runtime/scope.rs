@@ -10,7 +10,7 @@
 //! # Why skipping is sound
 //!
 //! - *Staleness.* A node that starts reading a structure it skipped first drops every
-//!   line it caches of the heap and the root directory ([`ScopeSet::insert`] returns
+//!   line it caches of the heap and the root directory (`ScopeSet::insert` returns
 //!   `true` once, and the caller invalidates), so what it skipped cannot be in its cache
 //!   when its first reader of the scope enters. The pass decides per entry under the
 //!   set's lock, after it read the tails: if it missed a declaration, that declaration's

@@ -217,8 +217,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         MAX_OBJECT_LINES * ((self.inner.line - STAMP_BYTES) / 8) - 1
     }
 
-    /// Allocates an array of `n` null slots and [seals](Writer::seal) it: written back,
-    /// no fence yet (the next publication fences once). Publish it with
+    /// Allocates an array of `n` null slots, immutable from now on like a
+    /// [sealed](Writer::seal) object, but written back at once (where `seal` leaves that
+    /// to the next publication); no fence yet (the next publication fences once). Publish it with
     /// [`publish_slots`](Self::publish_slots).
     ///
     /// ```

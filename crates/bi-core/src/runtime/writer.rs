@@ -678,7 +678,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(Link::new(b.block.offset, b.generation.get()))
     }
 
-    /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object.
+    /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object, whose
+    /// lines reach memory with the next publication (until then no other node can read
+    /// it, even from memory).
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
