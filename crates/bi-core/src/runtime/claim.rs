@@ -13,6 +13,14 @@
 //! next pass fails with [`BiError::NodeTaken`] and it stops running the node, within one
 //! pass period, before it wrote anything but its claim and its record.
 //!
+//! Claims do not go through the pool lock ([`lock`](super::lock)), although it is the
+//! lock of root-directory changes and writer roles: its bakery gives each *node* one
+//! ticket record, and a process that is still choosing its node has none of its own
+//! (two processes claiming one node would share that node's ticket, which breaks the
+//! bakery). The claim is instead a flag protocol of its own: write the claim, let it
+//! settle, and check that memory still names this process before acting as the node
+//! (the pool waits 5 ms; every pass checks again).
+//!
 //! A runtime that ends (its last handle dropped) clears its claim and its heartbeat, so
 //! writers stop waiting for the node at once instead of after its lease. A node that
 //! never started has a zero heartbeat and holds nothing back either.
