@@ -220,3 +220,33 @@ fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
     drop(joined);
     assert!(runner.runtime().holds_claim().unwrap());
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn nodes_opening_one_name_at_once_find_one_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.bi");
+    Pool::open(&path, small()).unwrap(); // the file exists before the race
+    for round in 0..10 {
+        let name = format!("m{round}");
+        let slots: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    let (path, name) = (&path, &name);
+                    s.spawn(move || {
+                        let pool = Pool::open(path, small()).unwrap();
+                        let map = bi::collections::map::BiHashMap::<u64, u64>::named(
+                            pool.region(),
+                            pool.runtime(),
+                            name,
+                        )
+                        .unwrap();
+                        map.slot()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(slots.windows(2).all(|w| w[0] == w[1]), "{name}: {slots:?}");
+    }
+}

@@ -59,16 +59,25 @@ pub fn fingerprint<K, V>(kind: &str) -> u64 {
     h.max(1)
 }
 
-/// The slot of the structure named `name` with fingerprint `types`, made if missing
-/// (found only, by a process that joined its node: it takes no pool lock).
+/// The slot of the structure named `name` with fingerprint `types`, made if missing.
+///
+/// A structure that exists is found without the pool lock (entries are only ever added,
+/// and the root directory is read from memory), so opening a handle per thread costs a
+/// directory lookup, not a lock round; only making one, or a lookup that fails for any
+/// reason (a type mismatch, an entry another node is writing right now), takes the lock
+/// and looks again. A process that joined its node finds only: it takes no lock.
 pub(crate) fn open_slot<M: MemView>(
     region: &Region,
     rt: &NodeRuntime<M>,
     name: &str,
     types: u64,
 ) -> Result<usize, CollectionError> {
+    let found = region.structure(rt.view(), name, types, false);
+    if let Ok(Some((slot, _))) = found {
+        return Ok(slot);
+    }
     if rt.is_joined() {
-        return match region.structure(rt.view(), name, types, false) {
+        return match found {
             Ok(Some((slot, _))) => Ok(slot),
             Ok(None) => Err(CollectionError::NotFound {
                 name: name.to_owned(),
