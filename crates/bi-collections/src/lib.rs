@@ -110,6 +110,7 @@
 //! - **memory granted to a structure stays its own**: extents are never given back to
 //!   the region, even when the structure shrinks.
 
+mod entry;
 mod error;
 pub mod op;
 

@@ -570,6 +570,73 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
     }
 
+    /// Replaces the value of `key`, if present, with `f(value)`, published before it
+    /// returns; returns the old value (`None`, and nothing written, if absent).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// assert_eq!(w.update(1, |v| v + 1).unwrap(), Some(10));
+    /// assert_eq!(w.update(2, |v| v + 1).unwrap(), None); // absent: nothing written
+    /// assert_eq!(w.get(&1), Some(11));
+    /// assert_eq!(w.len(), 1);
+    /// ```
+    pub fn update(
+        &mut self,
+        key: K,
+        f: impl FnOnce(&V) -> V,
+    ) -> Result<Option<V>, CollectionError> {
+        crate::entry::update(self, key, f)
+    }
+
+    /// The value of `key`, inserting `f()` first if it is absent.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.get_or_insert_with(3, || 30).unwrap(), 30);
+    /// assert_eq!(w.get_or_insert_with(3, || 99).unwrap(), 30); // already there
+    /// assert_eq!(w.get(&3), Some(30));
+    /// ```
+    pub fn get_or_insert_with(
+        &mut self,
+        key: K,
+        f: impl FnOnce() -> V,
+    ) -> Result<V, CollectionError> {
+        crate::entry::get_or_insert_with(self, key, f)
+    }
+
+    /// Sets `key` to `f(current value)`: `Some` inserts or replaces, `None` removes.
+    /// Returns the old value. The closure runs here, on the writer; other processes send
+    /// [`Op`]s instead.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let count = |v: Option<u32>| Some(v.unwrap_or(0) + 1);
+    /// assert_eq!(w.compute(7, count).unwrap(), None);
+    /// assert_eq!(w.compute(7, count).unwrap(), Some(1));
+    /// assert_eq!(w.compute(7, |_| None).unwrap(), Some(2)); // removes
+    /// assert_eq!(w.get(&7), None);
+    /// ```
+    pub fn compute(
+        &mut self,
+        key: K,
+        f: impl FnOnce(Option<V>) -> Option<V>,
+    ) -> Result<Option<V>, CollectionError> {
+        crate::entry::compute(self, key, f)
+    }
+
     /// Logs deferred retirements and gives back to the heap every retired block whose
     /// grace period has passed.
     ///
@@ -1122,5 +1189,19 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
             Some(e) => Err(e),
             None => Ok(report),
         }
+    }
+}
+
+impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> crate::entry::Keyed<K, V>
+    for MapWriteHandle<K, V, M, H>
+{
+    fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError> {
+        Ok(self.get(key))
+    }
+    fn put(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
+        self.insert(key, value)
+    }
+    fn delete(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
+        self.remove(key)
     }
 }
