@@ -253,7 +253,20 @@ impl Region {
             })?;
         file.set_len(layout.size() as u64)
             .map_err(io("set the length of"))?;
-        let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
+        Region::format(path, &file, layout)
+    }
+
+    /// Maps `file` (at `path`, at least `layout.size()` bytes) and writes the header of
+    /// `layout` at its start, through to memory.
+    fn format(path: &Path, file: &File, layout: Layout) -> Result<Region, RegionError> {
+        let backing =
+            Arc::new(
+                Backing::map_file(file, layout.size()).map_err(|source| RegionError::Io {
+                    path: path.to_owned(),
+                    op: "map",
+                    source,
+                })?,
+            );
         backing.store_bytes(0, &Header::new(layout).encode())?;
         let region = Region::assemble(backing, layout, Some(path.to_owned()));
         let view = region.hardware();
@@ -294,13 +307,7 @@ impl Region {
         let line = config.line_size().max(1);
         let size = usize::try_from(size - size % line).unwrap_or(usize::MAX);
         let layout = Layout::compute(&config.with_size(size))?;
-        let backing = Arc::new(Backing::map_file(&file, layout.size()).map_err(io("map"))?);
-        backing.store_bytes(0, &Header::new(layout).encode())?;
-        let region = Region::assemble(backing, layout, Some(path.to_owned()));
-        let view = region.hardware();
-        view.writeback(0, layout.header().len)?;
-        view.fence();
-        Ok(region)
+        Region::format(path, &file, layout)
     }
 
     /// Maps the region file at `path` and validates its header.

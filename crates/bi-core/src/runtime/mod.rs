@@ -409,15 +409,7 @@ impl NodeRuntime<EmulatedNode> {
         layout: Layout,
         config: RuntimeConfig,
     ) -> Result<Self, BiError> {
-        let id = node.id();
-        let clock = Arc::new(EmulatedClock::new(node.clone()));
-        NodeRuntime::new(
-            node,
-            layout,
-            id,
-            config.reader_ordering(ReaderOrdering::Emulated),
-            clock,
-        )
+        NodeRuntime::start_emulated(node, layout, config, false)
     }
 
     /// [`join`](NodeRuntime::join) for an emulated node: another process of the host
@@ -438,15 +430,20 @@ impl NodeRuntime<EmulatedNode> {
         layout: Layout,
         config: RuntimeConfig,
     ) -> Result<Self, BiError> {
+        NodeRuntime::start_emulated(node, layout, config, true)
+    }
+
+    /// Runs (or, with `join`, joins) emulated node `node.id()` with its emulated clock.
+    fn start_emulated(
+        node: EmulatedNode,
+        layout: Layout,
+        config: RuntimeConfig,
+        join: bool,
+    ) -> Result<Self, BiError> {
         let id = node.id();
         let clock = Arc::new(EmulatedClock::new(node.clone()));
-        NodeRuntime::join(
-            node,
-            layout,
-            id,
-            config.reader_ordering(ReaderOrdering::Emulated),
-            clock,
-        )
+        let config = config.reader_ordering(ReaderOrdering::Emulated);
+        NodeRuntime::start(node, layout, id, config, clock, join)
     }
 }
 
