@@ -30,9 +30,9 @@
 //! ```
 
 use bi_alloc::{AllocError, Extents, NodeHeap};
-use bi_collections::CollectionError;
 use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
+use bi_collections::{CollectionError, Stored};
 use bi_core::mem::Hardware;
 use bi_core::region::{Region, RegionConfig, RegionError};
 use bi_core::runtime::{
@@ -450,7 +450,7 @@ impl Pool {
     /// }
     /// assert_eq!(events.range(15..).unwrap(), vec![(20, 40), (30, 60)]);
     /// ```
-    pub fn tree_writer<K: Pod + Ord, V: Pod>(
+    pub fn tree_writer<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
     ) -> Result<TreeWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
@@ -472,7 +472,7 @@ impl Pool {
     /// let events = reader.tree_reader::<u64, u64>("events").unwrap();
     /// assert_eq!(events.get(&1).unwrap(), Some(2));
     /// ```
-    pub fn tree_reader<K: Pod + Ord, V: Pod>(
+    pub fn tree_reader<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
     ) -> Result<TreeReadHandle<K, V, Hardware>, PoolError> {

@@ -22,7 +22,7 @@ pub(crate) trait Keyed<K, V> {
 
 /// Replaces the value of a present `key` with `f(value)`; returns the old value (`None`,
 /// and nothing written, for an absent key).
-pub(crate) fn update<K: Copy, V, S: Keyed<K, V>>(
+pub(crate) fn update<K, V, S: Keyed<K, V>>(
     s: &mut S,
     key: K,
     f: impl FnOnce(&V) -> V,
@@ -38,7 +38,7 @@ pub(crate) fn update<K: Copy, V, S: Keyed<K, V>>(
 }
 
 /// The value of `key`, inserting `f()` first if it is absent.
-pub(crate) fn get_or_insert_with<K: Copy, V: Copy, S: Keyed<K, V>>(
+pub(crate) fn get_or_insert_with<K, V: Clone, S: Keyed<K, V>>(
     s: &mut S,
     key: K,
     f: impl FnOnce() -> V,
@@ -47,19 +47,19 @@ pub(crate) fn get_or_insert_with<K: Copy, V: Copy, S: Keyed<K, V>>(
         return Ok(v);
     }
     let v = f();
-    s.put(key, v)?;
+    s.put(key, v.clone())?;
     Ok(v)
 }
 
 /// Sets `key` to `f(current value)`: a value inserts or replaces, `None` removes (an
 /// absent key stays absent). Returns the old value.
-pub(crate) fn compute<K: Copy, V: Copy, S: Keyed<K, V>>(
+pub(crate) fn compute<K, V: Clone, S: Keyed<K, V>>(
     s: &mut S,
     key: K,
     f: impl FnOnce(Option<V>) -> Option<V>,
 ) -> Result<Option<V>, CollectionError> {
     let old = s.lookup(&key)?;
-    match (f(old), old) {
+    match (f(old.clone()), &old) {
         (Some(new), _) => {
             s.put(key, new)?;
         }

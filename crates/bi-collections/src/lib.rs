@@ -117,6 +117,7 @@ pub mod op;
 pub mod delegate;
 pub mod map;
 pub mod named;
+pub mod stored;
 pub mod testing;
 pub mod tree;
 
@@ -124,4 +125,5 @@ pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};
 pub use error::CollectionError;
 pub use map::{BiHashMap, MapReadHandle, MapRef, MapWriteHandle};
 pub use op::{ApplyBatch, BatchReport, Op};
+pub use stored::{Plain, Query, Stored};
 pub use tree::{BiTree, EpochBonsai, TreeReadHandle, TreeRef, TreeWriteHandle};

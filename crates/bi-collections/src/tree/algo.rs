@@ -27,6 +27,15 @@ pub(crate) const DELTA: usize = 3;
 /// `RATIO` times the outer one, double otherwise.
 pub(crate) const RATIO: usize = 2;
 
+/// One change to one key (the key itself is named by a probe).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Change<K, V> {
+    /// Insert: `K` is the stored form of the key, used if it is absent.
+    Insert(K, V),
+    /// Remove the key.
+    Remove,
+}
+
 /// A node, read out of its storage.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Parts<K, V, R> {
@@ -47,6 +56,8 @@ pub(crate) trait NodeSource<K, V> {
     fn null(&self) -> Self::Ref;
     /// Reads a non-null node.
     fn read(&self, r: Self::Ref) -> Result<Parts<K, V, Self::Ref>, Self::Error>;
+    /// How two stored keys order (for invariant checks).
+    fn order(&self, a: &K, b: &K) -> Result<Ordering, Self::Error>;
 }
 
 /// Reads, creates and destroys nodes (the writer side).
@@ -65,17 +76,18 @@ fn size_of_tree<K, V, S: NodeSource<K, V>>(s: &S, t: S::Ref) -> Result<usize, S:
     }
 }
 
-/// Looks `key` up, starting at an already-read root.
+/// Looks a key up, starting at an already-read root: `probe` says how the key looked for
+/// orders against a stored one (`key.cmp(stored)`).
 #[inline]
-pub(crate) fn get_from<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+pub(crate) fn get_from<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: Option<Parts<K, V, S::Ref>>,
-    key: &K,
+    probe: impl Fn(&S, &K) -> Result<Ordering, S::Error>,
 ) -> Result<Option<V>, S::Error> {
     let null = s.null();
     let mut cur = root;
     while let Some(n) = cur {
-        let next = match key.cmp(&n.key) {
+        let next = match probe(s, &n.key)? {
             Ordering::Equal => return Ok(Some(n.value)),
             Ordering::Less => n.left,
             Ordering::Greater => n.right,
@@ -89,18 +101,18 @@ pub(crate) fn get_from<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
     Ok(None)
 }
 
-/// Looks `key` up in the tree rooted at `root`.
-pub(crate) fn get<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+/// Looks a key up in the tree rooted at `root` (see [`get_from`]).
+pub(crate) fn get<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: S::Ref,
-    key: &K,
+    probe: impl Fn(&S, &K) -> Result<Ordering, S::Error>,
 ) -> Result<Option<V>, S::Error> {
     let first = if root == s.null() {
         None
     } else {
         Some(s.read(root)?)
     };
-    get_from(s, first, key)
+    get_from(s, first, probe)
 }
 
 /// The smallest (`leftmost`) or largest entry.
@@ -123,33 +135,83 @@ pub(crate) fn extreme<K: Copy, V: Copy, S: NodeSource<K, V>>(
     }
 }
 
-/// Appends the entries of `range` in key order.
-pub(crate) fn collect_range<K: Ord + Copy, V: Copy, S: NodeSource<K, V>, B: RangeBounds<K>>(
+/// Where a stored key lies against a range.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    /// The key is past the range's start: smaller keys may be in the range.
+    pub(crate) after_start: bool,
+    /// The key is before the range's end: larger keys may be in the range.
+    pub(crate) before_end: bool,
+    /// The key is in the range.
+    pub(crate) inside: bool,
+}
+
+impl Place {
+    /// Inside a range with no bounds.
+    pub(crate) const ALL: Place = Place {
+        after_start: true,
+        before_end: true,
+        inside: true,
+    };
+}
+
+/// Where `stored` lies against `range`, given how a bound orders against a stored key
+/// (`bound.cmp(stored)`).
+pub(crate) fn place<Q: ?Sized, K, E>(
+    range: &impl RangeBounds<Q>,
+    stored: &K,
+    order: impl Fn(&Q, &K) -> Result<Ordering, E>,
+) -> Result<Place, E> {
+    let (after_start, from_start) = match range.start_bound() {
+        Bound::Unbounded => (true, true),
+        Bound::Included(b) => {
+            let o = order(b, stored)?;
+            (o == Ordering::Less, o != Ordering::Greater)
+        }
+        Bound::Excluded(b) => {
+            let o = order(b, stored)?;
+            (o == Ordering::Less, o == Ordering::Less)
+        }
+    };
+    let (before_end, to_end) = match range.end_bound() {
+        Bound::Unbounded => (true, true),
+        Bound::Included(b) => {
+            let o = order(b, stored)?;
+            (o == Ordering::Greater, o != Ordering::Less)
+        }
+        Bound::Excluded(b) => {
+            let o = order(b, stored)?;
+            (o == Ordering::Greater, o == Ordering::Greater)
+        }
+    };
+    Ok(Place {
+        after_start,
+        before_end,
+        inside: from_start && to_end,
+    })
+}
+
+/// Appends the entries of a range in key order: `place` says where a stored key lies
+/// against it.
+pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: S::Ref,
-    range: &B,
+    place: &impl Fn(&K) -> Result<Place, S::Error>,
     out: &mut Vec<(K, V)>,
 ) -> Result<(), S::Error> {
     if root == s.null() {
         return Ok(());
     }
     let n = s.read(root)?;
-    let go_left = match range.start_bound() {
-        Bound::Unbounded => true,
-        Bound::Included(b) | Bound::Excluded(b) => n.key > *b,
-    };
-    let go_right = match range.end_bound() {
-        Bound::Unbounded => true,
-        Bound::Included(b) | Bound::Excluded(b) => n.key < *b,
-    };
-    if go_left {
-        collect_range(s, n.left, range, out)?;
+    let at = place(&n.key)?;
+    if at.after_start {
+        collect_range(s, n.left, place, out)?;
     }
-    if range.contains(&n.key) {
+    if at.inside {
         out.push((n.key, n.value));
     }
-    if go_right {
-        collect_range(s, n.right, range, out)?;
+    if at.before_end {
+        collect_range(s, n.right, place, out)?;
     }
     Ok(())
 }
@@ -219,14 +281,14 @@ impl<E: std::fmt::Display> std::fmt::Display for InvariantError<E> {
 impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for InvariantError<E> {}
 
 /// Checks BST order, sizes and weight balance; returns the number of nodes.
-pub(crate) fn check<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+pub(crate) fn check<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: S::Ref,
 ) -> Result<usize, InvariantError<S::Error>> {
     check_below(s, root, None, None, 0)
 }
 
-fn check_below<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
+fn check_below<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     t: S::Ref,
     lo: Option<K>,
@@ -237,7 +299,13 @@ fn check_below<K: Ord + Copy, V: Copy, S: NodeSource<K, V>>(
         return Ok(0);
     }
     let n = s.read(t).map_err(InvariantError::Storage)?;
-    if lo.is_some_and(|lo| n.key <= lo) || hi.is_some_and(|hi| n.key >= hi) {
+    let above = |lo: &K| -> Result<bool, S::Error> { Ok(s.order(&n.key, lo)?.is_gt()) };
+    let below = |hi: &K| -> Result<bool, S::Error> { Ok(s.order(&n.key, hi)?.is_lt()) };
+    let ordered = lo
+        .as_ref()
+        .map_or(Ok(true), above)
+        .and_then(|ok| Ok(ok && hi.as_ref().map_or(Ok(true), below)?));
+    if !ordered.map_err(InvariantError::Storage)? {
         return Err(InvariantError::Order { depth });
     }
     let l = check_below(s, n.left, lo, Some(n.key), depth + 1)?;
@@ -343,22 +411,42 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         self.op_superseded.push(r);
     }
 
-    /// Applies one operation; on an error, the tree is as before the operation and the
-    /// nodes it created are destroyed.
+    /// Applies one operation of `Ord` keys (see [`change`](Self::change)); returns the
+    /// old value.
     pub(crate) fn apply<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         op: &Op<K, V>,
     ) -> Result<Option<V>, S::Error> {
+        let (key, change) = match *op {
+            Op::Insert(k, v) => (k, Change::Insert(k, v)),
+            Op::Remove(k) => (k, Change::Remove),
+        };
+        let old = self.change(s, change, &|_: &S, stored: &K| Ok(key.cmp(stored)))?;
+        Ok(old.map(|(_, v)| v))
+    }
+
+    /// Applies one change to the key `probe` looks for (`probe(stored)` is
+    /// `key.cmp(stored)`); returns the entry it replaced or removed. An insert of a
+    /// present key keeps the stored key and replaces the value (as `BTreeMap::insert`
+    /// does). On an error, the tree is as before and the nodes the change created are
+    /// destroyed.
+    pub(crate) fn change<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+        &mut self,
+        s: &mut S,
+        change: Change<K, V>,
+        probe: &impl Fn(&S, &K) -> Result<Ordering, S::Error>,
+    ) -> Result<Option<(K, V)>, S::Error> {
         self.op_created.clear();
         self.op_superseded.clear();
-        let result = match *op {
-            Op::Insert(k, v) => self
-                .insert(s, self.root, k, v)
+        let inserting = matches!(change, Change::Insert(..));
+        let result = match change {
+            Change::Insert(k, v) => self
+                .insert(s, self.root, probe, k, v)
                 .map(|(r, old)| (Some(r), old)),
-            Op::Remove(k) => self
-                .remove(s, self.root, &k)
-                .map(|o| o.map_or((None, None), |(r, v)| (Some(r), Some(v)))),
+            Change::Remove => self
+                .remove(s, self.root, probe)
+                .map(|o| o.map_or((None, None), |(r, old)| (Some(r), Some(old)))),
         };
         match result {
             Ok((new_root, old)) => {
@@ -374,11 +462,11 @@ impl<R: Copy + Eq + Hash> Edit<R> {
                     self.root = new_root;
                 }
                 self.report.applied += 1;
-                match (op, old.is_some()) {
-                    (Op::Insert(..), false) => self.report.inserted += 1,
-                    (Op::Insert(..), true) => self.report.replaced += 1,
-                    (Op::Remove(..), true) => self.report.removed += 1,
-                    (Op::Remove(..), false) => {}
+                match (inserting, old.is_some()) {
+                    (true, false) => self.report.inserted += 1,
+                    (true, true) => self.report.replaced += 1,
+                    (false, true) => self.report.removed += 1,
+                    (false, false) => {}
                 }
                 Ok(old)
             }
@@ -409,7 +497,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         first
     }
 
-    fn balance<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    fn balance<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         key: K,
@@ -433,7 +521,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     /// Rotates toward the light side. `to_left`: the right subtree is heavy (`light` is
     /// the left one and `light_size` its size); otherwise the mirror image.
     #[allow(clippy::too_many_arguments)]
-    fn rotate<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    fn rotate<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         key: K,
@@ -484,31 +572,33 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         }
     }
 
-    fn insert<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    #[allow(clippy::type_complexity)]
+    fn insert<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         t: R,
+        probe: &impl Fn(&S, &K) -> Result<Ordering, S::Error>,
         key: K,
         value: V,
-    ) -> Result<(R, Option<V>), S::Error> {
+    ) -> Result<(R, Option<(K, V)>), S::Error> {
         let null = s.null();
         if t == null {
             return Ok((self.make(s, key, value, null, null, 1)?, None));
         }
         let n = s.read(t)?;
-        match key.cmp(&n.key) {
+        match probe(s, &n.key)? {
             Ordering::Equal => {
                 self.supersede(t);
-                let r = self.make(s, key, value, n.left, n.right, n.size)?;
-                Ok((r, Some(n.value)))
+                let r = self.make(s, n.key, value, n.left, n.right, n.size)?;
+                Ok((r, Some((n.key, n.value))))
             }
             Ordering::Less => {
-                let (l, old) = self.insert(s, n.left, key, value)?;
+                let (l, old) = self.insert(s, n.left, probe, key, value)?;
                 self.supersede(t);
                 Ok((self.balance(s, n.key, n.value, l, n.right)?, old))
             }
             Ordering::Greater => {
-                let (r, old) = self.insert(s, n.right, key, value)?;
+                let (r, old) = self.insert(s, n.right, probe, key, value)?;
                 self.supersede(t);
                 Ok((self.balance(s, n.key, n.value, n.left, r)?, old))
             }
@@ -516,40 +606,41 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     }
 
     /// `None` when the key is absent (nothing changes).
-    fn remove<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    #[allow(clippy::type_complexity)]
+    fn remove<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         t: R,
-        key: &K,
-    ) -> Result<Option<(R, V)>, S::Error> {
+        probe: &impl Fn(&S, &K) -> Result<Ordering, S::Error>,
+    ) -> Result<Option<(R, (K, V))>, S::Error> {
         if t == s.null() {
             return Ok(None);
         }
         let n = s.read(t)?;
-        match key.cmp(&n.key) {
+        match probe(s, &n.key)? {
             Ordering::Equal => {
                 self.supersede(t);
-                Ok(Some((self.glue(s, n.left, n.right)?, n.value)))
+                Ok(Some((self.glue(s, n.left, n.right)?, (n.key, n.value))))
             }
-            Ordering::Less => match self.remove(s, n.left, key)? {
+            Ordering::Less => match self.remove(s, n.left, probe)? {
                 None => Ok(None),
-                Some((l, v)) => {
+                Some((l, old)) => {
                     self.supersede(t);
-                    Ok(Some((self.balance(s, n.key, n.value, l, n.right)?, v)))
+                    Ok(Some((self.balance(s, n.key, n.value, l, n.right)?, old)))
                 }
             },
-            Ordering::Greater => match self.remove(s, n.right, key)? {
+            Ordering::Greater => match self.remove(s, n.right, probe)? {
                 None => Ok(None),
-                Some((r, v)) => {
+                Some((r, old)) => {
                     self.supersede(t);
-                    Ok(Some((self.balance(s, n.key, n.value, n.left, r)?, v)))
+                    Ok(Some((self.balance(s, n.key, n.value, n.left, r)?, old)))
                 }
             },
         }
     }
 
     /// Joins two subtrees whose keys are ordered and whose sizes were balanced.
-    fn glue<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    fn glue<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         left: R,
@@ -572,7 +663,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
     }
 
     /// Removes the smallest (`min`) or largest entry of a non-empty subtree.
-    fn remove_extreme<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    fn remove_extreme<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         t: R,
@@ -598,15 +689,15 @@ impl<R: Copy + Eq + Hash> Edit<R> {
 }
 
 impl<R: Copy + Eq + Hash> Edit<R> {
-    /// Builds a perfectly balanced tree of `entries` (strictly increasing keys) as the new
-    /// root of an empty tree: `n` node creations, no rotation. `None` if the tree is not
-    /// empty or the keys are not strictly increasing.
-    pub(crate) fn build_sorted<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    /// Builds a perfectly balanced tree of `entries` (strictly increasing keys: the
+    /// caller checks) as the new root of an empty tree: `n` node creations, no rotation.
+    /// `None` if the tree is not empty.
+    pub(crate) fn build_sorted<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         entries: &[(K, V)],
     ) -> Option<Result<(), S::Error>> {
-        if self.root != s.null() || entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+        if self.root != s.null() {
             return None;
         }
         self.op_created.clear();
@@ -628,7 +719,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         })
     }
 
-    fn build<K: Ord + Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
+    fn build<K: Copy, V: Copy, S: NodeStore<K, V, Ref = R>>(
         &mut self,
         s: &mut S,
         entries: &[(K, V)],

@@ -53,7 +53,7 @@ struct EpochStore<'g, K, V> {
     _t: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
-impl<K: Copy, V: Copy> NodeSource<K, V> for EpochStore<'_, K, V> {
+impl<K: Ord + Copy, V: Copy> NodeSource<K, V> for EpochStore<'_, K, V> {
     type Ref = NodePtr<K, V>;
     type Error = Infallible;
 
@@ -77,9 +77,13 @@ impl<K: Copy, V: Copy> NodeSource<K, V> for EpochStore<'_, K, V> {
             size: n.size,
         })
     }
+
+    fn order(&self, a: &K, b: &K) -> Result<std::cmp::Ordering, Infallible> {
+        Ok(a.cmp(b))
+    }
 }
 
-impl<K: Copy, V: Copy> NodeStore<K, V> for EpochStore<'_, K, V> {
+impl<K: Ord + Copy, V: Copy> NodeStore<K, V> for EpochStore<'_, K, V> {
     fn create(&mut self, p: Parts<K, V, NodePtr<K, V>>) -> Result<NodePtr<K, V>, Infallible> {
         let n = Owned::new(ENode {
             key: p.key,
@@ -216,7 +220,9 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     /// ```
     #[inline]
     pub fn get(&self, key: &K) -> Option<V> {
-        self.with_store(|s, root| infallible(algo::get(s, root, key)))
+        self.with_store(|s, root| {
+            infallible(algo::get(s, root, |_, stored: &K| Ok(key.cmp(stored))))
+        })
     }
 
     /// Whether `key` is present.
@@ -281,7 +287,8 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     pub fn range<B: RangeBounds<K>>(&self, range: B) -> Vec<(K, V)> {
         self.with_store(|s, root| {
             let mut out = Vec::new();
-            infallible(algo::collect_range(s, root, &range, &mut out));
+            let place = |stored: &K| algo::place(&range, stored, |b: &K, k: &K| Ok(b.cmp(k)));
+            infallible(algo::collect_range(s, root, &place, &mut out));
             out
         })
     }
@@ -419,6 +426,9 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
     /// assert!(EpochBonsai::from_sorted(&[(2, 0), (1, 0)]).is_none()); // not increasing
     /// ```
     pub fn from_sorted(entries: &[(K, V)]) -> Option<Self> {
+        if entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return None;
+        }
         let t = Self::new();
         {
             let guard = epoch::pin();

@@ -94,11 +94,15 @@ pub use node::Node;
 pub use read::{TreeReadHandle, TreeRef};
 pub use write::TreeWriteHandle;
 
+/// A tree node of `K -> V` as it sits in memory: keys and values as their
+/// [words](crate::Stored::Word).
+pub(crate) type NodeOf<K, V> = Node<<K as Stored>::Word, <V as Stored>::Word>;
+
 use crate::CollectionError;
+use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::runtime::{NodeRuntime, Scope, Writer};
-use bytemuck::Pod;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -188,7 +192,7 @@ impl<K, V> BiTree<K, V> {
     }
 }
 
-impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
+impl<K: Stored + Ord, V: Stored> BiTree<K, V> {
     /// Publishes an empty tree in the slot and returns the writer's handle, which owns
     /// `writer` ([`TreeWriteHandle::into_writer`] gives it back). A tree previously in the
     /// slot is unlinked, not retired. On an error the writer is dropped (the node can

@@ -3,14 +3,14 @@
 use super::{BiTree, TreeWriteHandle};
 use crate::CollectionError;
 use crate::named::{Start, fingerprint, open_slot, take_role};
+use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::region::Region;
 use bi_core::runtime::{NodeRuntime, Writer};
-use bytemuck::Pod;
 use std::marker::PhantomData;
 
-impl<K: Pod + Ord, V: Pod> BiTree<K, V> {
+impl<K: Stored + Ord, V: Stored> BiTree<K, V> {
     /// The tree named `name` in `region`, made (empty, with no writer yet) if the region
     /// has none. Opening a name made for another kind of structure, or for other key or
     /// value types, is an error ([`crate::named`]). Any process of any node may call it;

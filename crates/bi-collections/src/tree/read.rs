@@ -1,13 +1,15 @@
 //! The reader side: a registered reader per thread, views under one guard.
 
-use super::BiTree;
 use super::algo::{self, NodeSource, Parts};
 use super::node::Node;
+use super::{BiTree, NodeOf};
 use crate::CollectionError;
+use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
 use bi_core::runtime::{BiError, BiGuard, Link, Reader, Search, Shared};
 use bytemuck::Pod;
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
@@ -34,7 +36,9 @@ struct GuardSource<'a, 'r, K, V, M: MemView> {
     _t: PhantomData<fn() -> (K, V)>,
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView> NodeSource<K, V> for GuardSource<'_, '_, K, V, M> {
+impl<K: Stored + Ord, V: Stored, M: MemView> NodeSource<K::Word, V::Word>
+    for GuardSource<'_, '_, K, V, M>
+{
     type Ref = u64;
     type Error = CollectionError;
 
@@ -43,13 +47,24 @@ impl<K: Pod + Ord, V: Pod, M: MemView> NodeSource<K, V> for GuardSource<'_, '_, 
     }
 
     #[inline(always)]
-    fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
-        match self.guard.follow(Link::<Node<K, V>>::from_raw(r))? {
+    fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
+        match self.guard.follow(Link::<NodeOf<K, V>>::from_raw(r))? {
             Some(n) => Ok(parts(&n)),
             None => Err(CollectionError::Corrupt {
                 reason: "a null link where a node was expected",
             }),
         }
+    }
+
+    fn order(&self, a: &K::Word, b: &K::Word) -> Result<Ordering, CollectionError> {
+        Ok(K::from_word(a, self.guard)?.cmp(&K::from_word(b, self.guard)?))
+    }
+}
+
+impl<K: Stored + Ord, V: Stored, M: MemView> GuardSource<'_, '_, K, V, M> {
+    /// The entry a node's words hold.
+    fn entry(&self, (k, v): (K::Word, V::Word)) -> Result<(K, V), CollectionError> {
+        Ok((K::from_word(&k, self.guard)?, V::from_word(&v, self.guard)?))
     }
 }
 
@@ -89,7 +104,7 @@ impl<K, V, M: MemView> fmt::Debug for TreeReadHandle<K, V, M> {
     }
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
+impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
     pub(crate) fn new(reader: Reader<M>, tree: BiTree<K, V>) -> Self {
         TreeReadHandle { reader, tree }
     }
@@ -137,7 +152,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
     /// s.quiesce_all().unwrap(); // the reader's node passes: it sees the new value
     /// assert_eq!(r.get(&1).unwrap(), Some(11));
     /// ```
-    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
         self.enter().get(key)
     }
 
@@ -156,7 +175,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView> TreeReadHandle<K, V, M> {
     /// // Published before the lookup: a miss re-reads the root, so it is found.
     /// assert!(r.contains_key(&3).unwrap());
     /// ```
-    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
         self.enter().contains_key(key)
     }
 
@@ -273,7 +296,7 @@ impl<K, V, M: MemView> fmt::Debug for TreeRef<'_, K, V, M> {
     }
 }
 
-impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
+impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
     fn source(&self) -> GuardSource<'_, 'r, K, V, M> {
         GuardSource {
             guard: &self.guard,
@@ -283,13 +306,21 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
 
     /// One search for `key` in the version whose root link is `root`: one validated read
     /// per level, straight from the node's fields.
+    ///
+    /// A comparison that had to read a stored byte string and found it stale ends the
+    /// walk with that error: the caller starts again from fresh entry points.
     #[inline(always)]
-    fn search(&self, root: u64, key: &K) -> Result<Search<V>, BiError> {
-        self.guard.walk(Link::<Node<K, V>>::from_raw(root), |n| {
-            match key.cmp(&n.key()) {
-                Ordering::Equal => Step::Found(n.value()),
-                Ordering::Less => Step::Next(Link::from_raw(n.left())),
-                Ordering::Greater => Step::Next(Link::from_raw(n.right())),
+    fn search<Q: Query<K> + ?Sized>(
+        &self,
+        root: u64,
+        key: &Q,
+    ) -> Result<Search<Result<V::Word, CollectionError>>, BiError> {
+        self.guard.walk(Link::<NodeOf<K, V>>::from_raw(root), |n| {
+            match key.order(&n.key(), &self.guard) {
+                Ok(Ordering::Equal) => Step::Found(Ok(n.value())),
+                Ok(Ordering::Less) => Step::Next(Link::from_raw(n.left())),
+                Ok(Ordering::Greater) => Step::Next(Link::from_raw(n.right())),
+                Err(e) => Step::Found(Err(e)),
             }
         })
     }
@@ -334,21 +365,33 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert_eq!(view.get(&8).unwrap(), Some(80));
     /// ```
     #[inline]
-    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
         // A root already searched without success names the same immutable version: it
         // need not be searched again.
         let mut missed = None;
-        Ok(self.guard.lazy(|entry| {
+        self.guard.lazy(|entry| {
             let root = self.guard.slot_word(self.slot, entry)?;
             if missed == Some(root) {
-                return Ok::<_, BiError>(Search::Missing);
+                return Ok(Search::Missing);
             }
-            let found = self.search(root, key)?;
-            if matches!(found, Search::Missing) {
-                missed = Some(root);
-            }
+            let found = match self.search(root, key)? {
+                Search::Found(word) => match word.and_then(|w| V::from_word(&w, &self.guard)) {
+                    Ok(v) => Search::Found(v),
+                    Err(e) if is_stale(&e) => Search::Stale,
+                    Err(e) => return Err(e),
+                },
+                Search::Missing => {
+                    missed = Some(root);
+                    Search::Missing
+                }
+                Search::Stale => Search::Stale,
+            };
             Ok(found)
-        })?)
+        })
     }
 
     /// Whether `key` is present (see [`get`](Self::get)).
@@ -366,7 +409,11 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert!(view.contains_key(&2).unwrap());
     /// assert!(!view.contains_key(&3).unwrap());
     /// ```
-    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
         Ok(self.get(key)?.is_some())
     }
 
@@ -436,11 +483,25 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert_eq!(view.range(..=1).unwrap(), vec![(0, 0), (1, 1)]);
     /// assert!(view.range(20..30).unwrap().is_empty());
     /// ```
-    pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
+    pub fn range<Q, B>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+        B: RangeBounds<Q>,
+    {
+        let g = &self.guard;
+        self.entries(|stored| algo::place(&range, stored, |b: &Q, k| b.order(k, g)))
+    }
+
+    /// The entries a range `place`s inside, in order, from one version of the tree.
+    fn entries(
+        &self,
+        place: impl Fn(&K::Word) -> Result<algo::Place, CollectionError>,
+    ) -> Result<Vec<(K, V)>, CollectionError> {
         self.with_root(|src, root| {
-            let mut out = Vec::new();
-            algo::collect_range(src, root, &range, &mut out)?;
-            Ok(out)
+            let mut words = Vec::new();
+            algo::collect_range(src, root, &place, &mut words)?;
+            words.into_iter().map(|e| src.entry(e)).collect()
         })
     }
 
@@ -461,7 +522,7 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert_eq!(r.enter().iter().unwrap(), vec![(1, 11), (2, 12), (3, 13)]);
     /// ```
     pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
-        self.range(..)
+        self.entries(|_| Ok(algo::Place::ALL))
     }
 
     /// The entry with the smallest key.
@@ -482,7 +543,11 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert_eq!(r.enter().first().unwrap(), Some((4, 4)));
     /// ```
     pub fn first(&self) -> Result<Option<(K, V)>, CollectionError> {
-        self.with_root(|src, root| algo::extreme(src, root, true))
+        self.with_root(|src, root| {
+            algo::extreme(src, root, true)?
+                .map(|e| src.entry(e))
+                .transpose()
+        })
     }
 
     /// The entry with the largest key.
@@ -502,6 +567,10 @@ impl<'r, K: Pod + Ord, V: Pod, M: MemView> TreeRef<'r, K, V, M> {
     /// assert_eq!(r.enter().last().unwrap(), Some((9, 18)));
     /// ```
     pub fn last(&self) -> Result<Option<(K, V)>, CollectionError> {
-        self.with_root(|src, root| algo::extreme(src, root, false))
+        self.with_root(|src, root| {
+            algo::extreme(src, root, false)?
+                .map(|e| src.entry(e))
+                .transpose()
+        })
     }
 }

@@ -1,14 +1,16 @@
 //! The writer's handle: path-copying updates, one publication per batch.
 
-use super::BiTree;
-use super::algo::{self, Edit, InvariantError, NodeSource, NodeStore, Parts};
+use super::algo::{self, Change, Edit, InvariantError, NodeSource, NodeStore, Parts};
 use super::node::Node;
+use super::{BiTree, NodeOf};
 use crate::CollectionError;
 use crate::op::{ApplyBatch, BatchReport, Op};
+use crate::stored::{Query, Stored};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Link, ReclaimReport, Role, Writer};
-use bytemuck::Pod;
+use bi_core::runtime::{BiError, Bytes, Link, ReclaimReport, Role, Writer};
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt;
 use std::ops::RangeBounds;
 
@@ -22,7 +24,9 @@ struct WriterStore<K, V, M: MemView, H: Heap> {
     _types: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore<K, V, M, H> {
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeSource<K::Word, V::Word>
+    for WriterStore<K, V, M, H>
+{
     type Ref = u64;
     type Error = CollectionError;
 
@@ -30,9 +34,13 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore
         0
     }
 
+    fn order(&self, a: &K::Word, b: &K::Word) -> Result<Ordering, CollectionError> {
+        Ok(K::from_word(a, &self.writer)?.cmp(&K::from_word(b, &self.writer)?))
+    }
+
     #[inline]
-    fn read(&self, r: u64) -> Result<Parts<K, V, u64>, CollectionError> {
-        let n = self.writer.read_own(Link::<Node<K, V>>::from_raw(r))?;
+    fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
+        let n = self.writer.read_own(Link::<NodeOf<K, V>>::from_raw(r))?;
         Ok(Parts {
             key: n.key(),
             value: n.value(),
@@ -43,8 +51,10 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeSource<K, V> for WriterStore
     }
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<K, V, M, H> {
-    fn create(&mut self, p: Parts<K, V, u64>) -> Result<u64, CollectionError> {
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeStore<K::Word, V::Word>
+    for WriterStore<K, V, M, H>
+{
+    fn create(&mut self, p: Parts<K::Word, V::Word, u64>) -> Result<u64, CollectionError> {
         let node = Node::new(p.key, p.value, p.left, p.right, p.size as u64);
         let link = self.writer.alloc_sealed(node)?;
         self.nodes += 1;
@@ -52,7 +62,8 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<
     }
 
     fn destroy_unpublished(&mut self, r: u64) -> Result<(), CollectionError> {
-        self.writer.discard_link(Link::<Node<K, V>>::from_raw(r))?;
+        self.writer
+            .discard_link(Link::<NodeOf<K, V>>::from_raw(r))?;
         self.nodes -= 1;
         Ok(())
     }
@@ -84,32 +95,43 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> NodeStore<K, V> for WriterStore<
 /// assert!(w.is_empty());
 /// w.check_invariants().unwrap();
 /// ```
-pub struct TreeWriteHandle<K: Pod + Ord, V: Pod, M: MemView, H: Heap> {
+pub struct TreeWriteHandle<K: Stored + Ord, V: Stored, M: MemView, H: Heap> {
     store: WriterStore<K, V, M, H>,
     tree: BiTree<K, V>,
     root: u64,
     /// The batch bookkeeping, kept between batches so that an update allocates none.
     edit: Edit<u64>,
+    /// The byte strings the batch wrote and dropped.
+    strings: Strings,
     /// The writer role of a named tree, given up when the handle is dropped.
     role: Option<Role<M>>,
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
+/// The byte strings of the batch being built: those written for its entries (given back
+/// if it is abandoned) and those of the entries it replaced or removed (retired once it
+/// is published; given back instead if the batch itself wrote them).
+#[derive(Debug, Default)]
+struct Strings {
+    written: Vec<Link<Bytes>>,
+    dropped: Vec<Link<Bytes>>,
+}
+
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TreeWriteHandle")
             .field("slot", &self.tree.slot())
-            .field("root", &Link::<Node<K, V>>::from_raw(self.root))
+            .field("root", &Link::<NodeOf<K, V>>::from_raw(self.root))
             .field("nodes", &self.store.nodes)
             .field("unretired", &self.store.writer.deferred())
             .finish_non_exhaustive()
     }
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// Publishes an empty tree in `tree`'s slot and takes `writer`. Whatever the slot held
     /// before is unlinked but not retired (its nodes are not known to this handle).
     pub(crate) fn create(tree: BiTree<K, V>, mut writer: Writer<M, H>) -> Result<Self, BiError> {
-        writer.publish_link(tree.slot(), Link::<Node<K, V>>::null())?;
+        writer.publish_link(tree.slot(), Link::<NodeOf<K, V>>::null())?;
         Ok(TreeWriteHandle {
             store: WriterStore {
                 writer,
@@ -119,6 +141,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             tree,
             root: 0,
             edit: Edit::new(0),
+            strings: Strings::default(),
             role: None,
         })
     }
@@ -138,7 +161,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         if foreign {
             writer.invalidate_heap()?;
         }
-        let bytes = writer.object_bytes(size_of::<Node<K, V>>())?;
+        let bytes = writer.object_bytes(size_of::<NodeOf<K, V>>())?;
         let most = writer.heap().stats().capacity / bytes.max(1);
         let mut live = Vec::new();
         let mut todo = vec![root];
@@ -146,9 +169,13 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             if r == 0 {
                 continue;
             }
-            let link = Link::<Node<K, V>>::from_raw(r);
+            let link = Link::<NodeOf<K, V>>::from_raw(r);
             let n = writer.read_own(link)?;
             live.push((link.offset(), bytes));
+            let owned = K::owned_bytes(&n.key()).into_iter();
+            for string in owned.chain(V::owned_bytes(&n.value())) {
+                live.push((string.offset(), writer.string_bytes(string)?));
+            }
             if live.len() > most {
                 return Err(CollectionError::Corrupt {
                     reason: "the tree has more nodes than its arena holds (a cycle?)",
@@ -166,6 +193,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
             tree,
             root,
             edit: Edit::new(root),
+            strings: Strings::default(),
             role: Some(role),
         };
         handle
@@ -250,7 +278,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert_eq!(r.get(&3).unwrap(), Some(31));
     /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
-        self.single(Op::Insert(key, value))
+        self.single(|h, edit| h.stage_insert(edit, &key, &value))
     }
 
     /// Removes a key; returns its value. Published before returning.
@@ -268,8 +296,12 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// let r = tree.read_handle(&s.nodes[0]).unwrap();
     /// assert_eq!(r.get(&3).unwrap(), None);
     /// ```
-    pub fn remove(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
-        self.single(Op::Remove(*key))
+    pub fn remove<Q>(&mut self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        self.single(|h, edit| h.stage_remove(edit, key))
     }
 
     /// Replaces the value of `key`, if present, with `f(value)`, published before it
@@ -352,8 +384,16 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert_eq!(w.get(&4).unwrap(), Some(40));
     /// assert_eq!(w.get(&5).unwrap(), None);
     /// ```
-    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
-        algo::get(&self.store, self.root, key)
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        let probe = |st: &WriterStore<K, V, M, H>, stored: &K::Word| key.order(stored, &st.writer);
+        match algo::get(&self.store, self.root, probe)? {
+            Some(word) => Ok(Some(V::from_word(&word, &self.store.writer)?)),
+            None => Ok(None),
+        }
     }
 
     /// Whether `key` is present.
@@ -369,7 +409,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert!(w.contains_key(&4).unwrap());
     /// assert!(!w.contains_key(&40).unwrap());
     /// ```
-    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
         Ok(self.get(key)?.is_some())
     }
 
@@ -423,10 +467,28 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert_eq!(w.range(3..6).unwrap(), vec![(3, 30), (4, 40), (5, 50)]);
     /// assert_eq!(w.range(9..).unwrap(), vec![(9, 90)]);
     /// ```
-    pub fn range<B: RangeBounds<K>>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError> {
-        let mut out = Vec::new();
-        algo::collect_range(&self.store, self.root, &range, &mut out)?;
-        Ok(out)
+    pub fn range<Q, B>(&self, range: B) -> Result<Vec<(K, V)>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+        B: RangeBounds<Q>,
+    {
+        let w = &self.store.writer;
+        self.entries(|stored| algo::place(&range, stored, |b: &Q, k| b.order(k, w)))
+    }
+
+    /// The entries a range `place`s inside, in order.
+    fn entries(
+        &self,
+        place: impl Fn(&K::Word) -> Result<algo::Place, CollectionError>,
+    ) -> Result<Vec<(K, V)>, CollectionError> {
+        let w = &self.store.writer;
+        let mut words = Vec::new();
+        algo::collect_range(&self.store, self.root, &place, &mut words)?;
+        words
+            .into_iter()
+            .map(|(k, v)| Ok((K::from_word(&k, w)?, V::from_word(&v, w)?)))
+            .collect()
     }
 
     /// Every entry, in key order.
@@ -444,7 +506,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert_eq!(w.iter().unwrap(), vec![(0, 0), (1, 1), (2, 2)]);
     /// ```
     pub fn iter(&self) -> Result<Vec<(K, V)>, CollectionError> {
-        self.range(..)
+        self.entries(|_| Ok(algo::Place::ALL))
     }
 
     /// Checks the tree's invariants: keys in order, every stored size equal to the size
@@ -492,14 +554,28 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
     /// assert!(w.load_sorted(&entries).is_err()); // not empty any more
     /// ```
     pub fn load_sorted(&mut self, entries: &[(K, V)]) -> Result<(), CollectionError> {
-        let mut edit = self.begin();
-        let r = match edit.build_sorted(&mut self.store, entries) {
-            None => Err(CollectionError::Corrupt {
-                reason: "load_sorted needs an empty tree and strictly increasing keys",
-            }),
-            Some(Err(e)) => Err(e),
-            Some(Ok(())) => self.publish(&mut edit),
+        const REFUSED: CollectionError = CollectionError::Corrupt {
+            reason: "load_sorted needs an empty tree and strictly increasing keys",
         };
+        if self.root != 0 || entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(REFUSED);
+        }
+        let mut edit = self.begin();
+        let mut words = Vec::with_capacity(entries.len());
+        let mut r = entries.iter().try_for_each(|(k, v)| {
+            words.push(self.words(k, v)?);
+            Ok(())
+        });
+        if r.is_ok() {
+            r = match edit.build_sorted(&mut self.store, &words) {
+                None => Err(REFUSED),
+                Some(Err(e)) => Err(e),
+                Some(Ok(())) => self.publish(&mut edit),
+            };
+        }
+        if r.is_err() {
+            self.abandon_strings();
+        }
         self.edit = edit;
         r
     }
@@ -562,15 +638,123 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         edit
     }
 
-    fn single(&mut self, op: Op<K, V>) -> Result<Option<V>, CollectionError> {
+    fn single(
+        &mut self,
+        stage: impl FnOnce(&mut Self, &mut Edit<u64>) -> Result<Option<V>, CollectionError>,
+    ) -> Result<Option<V>, CollectionError> {
         let mut edit = self.begin();
-        let r = match edit.apply(&mut self.store, &op) {
+        let r = match stage(self, &mut edit) {
             Ok(old) => self.publish(&mut edit).map(|()| old),
             // Nothing of this operation remains; the batch holds no other operation.
-            Err(e) => edit.abandon(&mut self.store).and(Err(e)),
+            Err(e) => {
+                self.abandon_strings();
+                edit.abandon(&mut self.store).and(Err(e))
+            }
         };
         self.edit = edit;
         r
+    }
+
+    /// The words of an entry, writing byte strings for what does not fit them.
+    fn words(&mut self, key: &K, value: &V) -> Result<(K::Word, V::Word), CollectionError> {
+        let (writer, written) = (&mut self.store.writer, &mut self.strings.written);
+        let mut alloc = |bytes: &[u8]| -> Result<Link<Bytes>, CollectionError> {
+            let link = writer.alloc_bytes(bytes)?;
+            written.push(link);
+            Ok(link)
+        };
+        let k = key.to_word(&mut alloc)?;
+        match value.to_word(&mut alloc) {
+            Ok(v) => Ok((k, v)),
+            Err(e) => {
+                self.give_back_owned::<K>(&k);
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives back the byte string a word that never became reachable owns.
+    fn give_back_owned<T: Stored>(&mut self, word: &T::Word) {
+        if let Some(link) = T::owned_bytes(word) {
+            self.strings.written.retain(|&l| l != link);
+            // Best effort: the string was written by this batch and reached nothing.
+            let _ = self.store.writer.discard_bytes(link);
+        }
+    }
+
+    /// Inserts one entry into the batch `edit` builds; returns the old value.
+    fn stage_insert(
+        &mut self,
+        edit: &mut Edit<u64>,
+        key: &K,
+        value: &V,
+    ) -> Result<Option<V>, CollectionError> {
+        let (k, v) = self.words(key, value)?;
+        let probe =
+            |st: &WriterStore<K, V, M, H>, stored: &K::Word| key.order_word(stored, &st.writer);
+        match edit.change(&mut self.store, Change::Insert(k, v), &probe) {
+            Ok(None) => Ok(None),
+            Ok(Some((_, old))) => {
+                // The stored key stays: the one just written is not needed.
+                self.give_back_owned::<K>(&k);
+                self.dropped::<V>(&old)
+            }
+            Err(e) => {
+                self.give_back_owned::<K>(&k);
+                self.give_back_owned::<V>(&v);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes one key in the batch `edit` builds; returns its value.
+    fn stage_remove<Q: Query<K> + ?Sized>(
+        &mut self,
+        edit: &mut Edit<u64>,
+        key: &Q,
+    ) -> Result<Option<V>, CollectionError> {
+        let probe = |st: &WriterStore<K, V, M, H>, stored: &K::Word| key.order(stored, &st.writer);
+        match edit.change(&mut self.store, Change::Remove, &probe)? {
+            None => Ok(None),
+            Some((k, old)) => {
+                self.strings.dropped.extend(K::owned_bytes(&k));
+                self.dropped::<V>(&old)
+            }
+        }
+    }
+
+    /// The value of an entry the batch replaced or removed; its byte string (if any) is
+    /// retired with the batch.
+    fn dropped<T: Stored>(&mut self, word: &T::Word) -> Result<Option<T>, CollectionError> {
+        let value = T::from_word(word, &self.store.writer)?;
+        self.strings.dropped.extend(T::owned_bytes(word));
+        Ok(Some(value))
+    }
+
+    /// The batch will not be published: gives back the strings it wrote.
+    fn abandon_strings(&mut self) {
+        self.strings.dropped.clear();
+        for link in self.strings.written.drain(..) {
+            // Best effort: the first error is the one reported.
+            let _ = self.store.writer.discard_bytes(link);
+        }
+    }
+
+    /// The batch was published: retires the strings of the entries it dropped (giving
+    /// back at once those it wrote itself).
+    fn settle_strings(&mut self) -> Result<(), CollectionError> {
+        let Strings { written, dropped } = &mut self.strings;
+        let mut retired = Vec::new();
+        for link in dropped.drain(..) {
+            if let Some(i) = written.iter().position(|&l| l == link) {
+                written.swap_remove(i);
+                self.store.writer.discard_bytes(link)?;
+            } else {
+                retired.push(link);
+            }
+        }
+        written.clear();
+        Ok(self.store.writer.defer_retire(retired)?)
     }
 
     /// Publishes the batch's root, retires what it replaced.
@@ -582,22 +766,25 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
         if let Err(e) = self
             .store
             .writer
-            .publish_link(self.tree.slot(), Link::<Node<K, V>>::from_raw(root))
+            .publish_link(self.tree.slot(), Link::<NodeOf<K, V>>::from_raw(root))
         {
+            self.abandon_strings();
             edit.abandon(&mut self.store)?;
             return Err(e.into());
         }
         self.root = root;
         let replaced = edit.take_replaced();
         self.store.nodes -= replaced.len();
-        Ok(self
-            .store
+        self.store
             .writer
-            .defer_retire(replaced.map(Link::<Node<K, V>>::from_raw))?)
+            .defer_retire(replaced.map(Link::<NodeOf<K, V>>::from_raw))?;
+        self.settle_strings()
     }
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHandle<K, V, M, H> {
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
+    for TreeWriteHandle<K, V, M, H>
+{
     /// Applies the operations by path copying and publishes the resulting root once.
     /// Nodes created and then superseded within the batch are given back at once
     /// ([`Writer::discard_link`]); the published nodes the batch replaced are retired
@@ -608,7 +795,11 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHa
         let mut edit = self.begin();
         let mut failure = None;
         for op in ops {
-            if let Err(e) = edit.apply(&mut self.store, op) {
+            let staged = match op {
+                Op::Insert(k, v) => self.stage_insert(&mut edit, k, v),
+                Op::Remove(k) => self.stage_remove(&mut edit, k),
+            };
+            if let Err(e) = staged {
                 failure = Some(e);
                 break;
             }
@@ -624,7 +815,7 @@ impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V> for TreeWriteHa
     }
 }
 
-impl<K: Pod + Ord, V: Pod, M: MemView, H: Heap> crate::entry::Keyed<K, V>
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<K, V>
     for TreeWriteHandle<K, V, M, H>
 {
     fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError> {

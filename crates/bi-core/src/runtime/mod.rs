@@ -183,6 +183,7 @@
 
 mod adopt;
 mod background;
+pub mod bytes;
 pub mod claim;
 mod clock;
 mod config;
@@ -207,6 +208,7 @@ mod writer;
 
 pub use adopt::AdoptReport;
 pub use background::Background;
+pub use bytes::Bytes;
 pub use clock::{Clock, EmulatedClock, TickClock};
 pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};
 pub use error::BiError;

@@ -703,26 +703,56 @@ fn fetch_lines<V: MemView, T: Pod>(
     }
     let mut value = WordAligned(T::zeroed());
     let out = bytemuck::bytes_of_mut(&mut value.0);
+    let whole = visit_lines(view, at, &shape, stamp, |start, chunk| {
+        out[start..start + chunk.len()].copy_from_slice(chunk);
+        true
+    })?;
+    Ok(if whole.is_some() {
+        Fetch::Value(value)
+    } else {
+        Fetch::Stale
+    })
+}
+
+/// Hands the payload of the object at `at` (the lines of `shape`, each stamped `stamp`)
+/// to `f` in pieces, in order: `f(start, bytes)` gets the bytes at `start` of the
+/// payload. Every line's stamp is read before and after its pieces are read and must
+/// equal `stamp`. `f` returns whether to go on.
+///
+/// `Ok(None)` when a line did not validate: `f` may already have seen bytes of that line
+/// (from a copy being rewritten or refilled), so the caller discards everything `f`
+/// gathered. `Ok(Some(done))` otherwise, `done` false if `f` stopped early; every piece
+/// `f` saw then belongs to the incarnation `stamp` names.
+pub(crate) fn visit_lines<V: MemView>(
+    view: &V,
+    at: usize,
+    shape: &Shape,
+    stamp: u64,
+    mut f: impl FnMut(usize, &[u8]) -> bool,
+) -> Result<Option<bool>, BiError> {
     let mut words = [0u64; 16];
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
-        let line_at = at + i * line;
+        let line_at = at + i * shape.line;
         if i > 0 && view.load_u64(line_at)? != stamp {
-            return Ok(Fetch::Stale);
+            return Ok(None);
         }
-        let (mut from, mut done) = (at + payload_at, range.start);
-        while done < range.end {
+        let (mut from, mut done, mut go_on) = (at + payload_at, range.start, true);
+        while go_on && done < range.end {
             let take = (range.end - done).min(8 * words.len());
             let w = &mut words[..take.div_ceil(8)];
             view.load_u64s(from, w)?;
-            out[done..done + take].copy_from_slice(&bytemuck::cast_slice(w)[..take]);
+            go_on = f(done, &bytemuck::cast_slice(w)[..take]);
             done += take;
             from += take.next_multiple_of(8);
         }
         if view.load_u64(line_at)? != stamp {
-            return Ok(Fetch::Stale);
+            return Ok(None);
+        }
+        if !go_on {
+            return Ok(Some(false));
         }
     }
-    Ok(Fetch::Value(value))
+    Ok(Some(true))
 }
 
 #[cfg(test)]

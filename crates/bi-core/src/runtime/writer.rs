@@ -264,7 +264,7 @@ pub struct Writer<V: MemView, H: Heap> {
     pub(super) unfenced: bool,
     /// Sealed objects whose lines are still to be written back: all of them go out just
     /// before the next fence ([`settle`](Self::settle)), back to back.
-    unwritten: Vec<(usize, usize)>,
+    pub(super) unwritten: Vec<(usize, usize)>,
     /// The structure this writer's log entries are about ([`set_scope`](Self::set_scope)).
     scope: Scope,
 }
