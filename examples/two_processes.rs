@@ -30,6 +30,9 @@ struct Order {
     pad: [u64; 3],
 }
 
+// Stored as its bytes in the map's lines.
+impl bi::collections::Plain for Order {}
+
 fn order(id: u64) -> Order {
     Order {
         customer: id % 97,

@@ -38,7 +38,6 @@ use bi_core::region::{Region, RegionConfig, RegionError};
 use bi_core::runtime::{
     Background, BiError, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
 };
-use bytemuck::Pod;
 use std::fmt;
 use std::hash::Hash;
 use std::path::Path;
@@ -406,7 +405,7 @@ impl Pool {
     /// let other = Pool::open(&path, PoolConfig::default()).unwrap();
     /// assert!(other.map_writer::<u64, u32>("stock").is_err());
     /// ```
-    pub fn map_writer<K: Pod + Eq + Hash, V: Pod>(
+    pub fn map_writer<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
     ) -> Result<MapWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
@@ -428,7 +427,7 @@ impl Pool {
     /// // The name is bound to its key and value types.
     /// assert!(pool.map_reader::<u64, u64>("stock").is_err());
     /// ```
-    pub fn map_reader<K: Pod + Eq + Hash, V: Pod>(
+    pub fn map_reader<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
     ) -> Result<MapReadHandle<K, V, Hardware>, PoolError> {

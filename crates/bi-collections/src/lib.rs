@@ -33,6 +33,10 @@
 //! let o = orders.get(&42)?;
 //! ```
 //!
+//! Keys and values are plain data (integers, arrays, your own `Pod` types marked
+//! [`Plain`]) or strings and byte strings (`String`, `Vec<u8>`, `Box<str>`,
+//! `Box<[u8]>`), looked up by their borrowed form (`map.get("key")`; see [`stored`]).
+//!
 //! A second writer is refused ([`BiError::WriterAlive`](bi_core::runtime::BiError)) while
 //! the first is alive; a writer that is killed is replaced by the next process that opens
 //! the map as writer, on its node or another, which **adopts** the map from memory
@@ -97,8 +101,12 @@
 //!   a key published before the lookup is never reported absent;
 //! - **memory is reused late**: only after every live node has passed twice (a
 //!   millisecond each by default), so retired memory is a few pass periods of updates;
-//! - **keys and values are `Pod`** (fixed-size, plain bytes); a value too large for a
-//!   bucket line lives behind a link, one more line per lookup;
+//! - **keys and values are plain data or strings** ([`Stored`]): a `Pod` type marked
+//!   [`Plain`] is stored as its bytes; `String`, `Vec<u8>` and their boxed forms keep
+//!   up to 16 bytes in the entry and the rest in a byte string of their own, so a lookup
+//!   of a longer key reads one or two lines more, and every insert of one writes (and
+//!   every replacement retires) a string; a plain value too large for a bucket line
+//!   lives behind a link, one more line per lookup;
 //! - **each node runs a background pass** (a thread waking every millisecond), and a node
 //!   that stops passing is excluded after its lease, after which it re-reads everything;
 //!   processes of one host that join one node share its pass, but read only, fence on
@@ -118,6 +126,7 @@ pub mod delegate;
 pub mod map;
 pub mod named;
 pub mod stored;
+mod strings;
 pub mod testing;
 pub mod tree;
 

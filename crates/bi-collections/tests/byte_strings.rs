@@ -195,7 +195,60 @@ fn a_megabyte_value_round_trips_and_is_retired() {
     check_reuse_hazards(&s, false).unwrap();
 }
 
+impl<M: bi_core::mem::MemView, H: bi_core::heap::Heap> Strings
+    for bi_collections::MapWriteHandle<String, Vec<u8>, M, H>
+{
+    fn insert(&mut self, k: String, v: Vec<u8>) -> Option<Vec<u8>> {
+        self.insert(k, v).unwrap()
+    }
+    fn remove(&mut self, k: &str) -> Option<Vec<u8>> {
+        self.remove(k).unwrap()
+    }
+    fn get(&self, k: &str) -> Option<Vec<u8>> {
+        self.try_get(k).unwrap()
+    }
+    fn reclaim(&mut self) {
+        self.reclaim().unwrap();
+    }
+}
+
 #[test]
-fn map_keys_by_borrowed_form() {
-    let _ = BiHashMap::<u64, u64>::at(0);
+fn map_of_strings_agrees_with_a_model() {
+    for seed in [4u64, 5, 6] {
+        let s = machine(seed);
+        let map = BiHashMap::<String, Vec<u8>>::at(s.slot(0));
+        let mut w = map.write_handle(writer(&s)).unwrap();
+        let r = map.read_handle(&s.nodes[1]).unwrap();
+        let contents = || {
+            let mut all: Vec<_> = r.enter().iter().map(Result::unwrap).collect();
+            all.sort();
+            all
+        };
+        drive(&s, seed, 300, &mut w, &|k| r.get(k).unwrap(), &contents);
+        assert!(w.writer().heap().stats().reuses > 0, "memory was reused");
+        assert_eq!(r.enter().len().unwrap(), contents().len());
+    }
+}
+
+#[test]
+fn map_of_strings_to_plain_values_uses_the_inline_format() {
+    let s = machine(7);
+    let map = BiHashMap::<String, u64>::at(s.slot(0));
+    let mut w = map.write_handle(writer(&s)).unwrap();
+    for i in 0..500u64 {
+        w.insert(format!("key-{i:040}"), i).unwrap();
+    }
+    let r = map.read_handle(&s.nodes[1]).unwrap();
+    for i in (0..500u64).step_by(7) {
+        assert_eq!(r.get(format!("key-{i:040}").as_str()).unwrap(), Some(i));
+        assert_eq!(r.get(format!("key-{i:039}").as_str()).unwrap(), None);
+    }
+    // Opening the map's name with other types is refused: a String is not a [u8; 24].
+    assert!(
+        BiHashMap::<Vec<u8>, u64>::at(s.slot(0))
+            .read_handle(&s.nodes[1])
+            .unwrap()
+            .get(&b"x"[..])
+            .is_err()
+    );
 }

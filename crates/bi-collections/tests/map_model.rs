@@ -29,7 +29,7 @@ type Value = [u64; 2];
 type BigValue = [u64; 8];
 
 /// Values the model builds from a key and a version.
-trait TestValue: bytemuck::Pod + Ord + std::fmt::Debug {
+trait TestValue: bi_collections::Plain + Ord + std::fmt::Debug {
     /// A value that names its key and version, so a torn or misplaced value cannot pass.
     fn make(key: Key, v: u64) -> Self;
 }

@@ -4,12 +4,12 @@
 //! handle and for a reader on another node, and no node reads reused memory.
 
 use bi_alloc::NodeHeap;
+use bi_collections::Stored;
 use bi_collections::map::{BiHashMap, MapWriteHandle};
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
-use bytemuck::Pod;
 use std::collections::HashMap;
 use std::hash::Hash;
 
@@ -31,7 +31,9 @@ fn machine(seed: u64) -> Setup {
 
 /// Node 0's process takes the writer role of the map "m" (adopting it if it exists), and
 /// both nodes pass twice (the grace for what a dead writer left).
-fn writer<K: Pod + Eq + Hash, V: Pod>(s: &Setup) -> MapWriteHandle<K, V, EmulatedNode, NodeHeap> {
+fn writer<K: Stored + Eq + Hash, V: Stored>(
+    s: &Setup,
+) -> MapWriteHandle<K, V, EmulatedNode, NodeHeap> {
     let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
     let map = BiHashMap::<K, V>::named(&s.region, &s.nodes[0], "m").unwrap();
     let w = map
@@ -45,7 +47,7 @@ fn writer<K: Pod + Eq + Hash, V: Pod>(s: &Setup) -> MapWriteHandle<K, V, Emulate
 
 /// Runs `steps` operations (inserts, replacements, removes, enough keys to grow the
 /// array), kills the writer, adopts, checks, goes on, checks again.
-fn survive<K: Pod + Eq + Hash, V: Pod + PartialEq + std::fmt::Debug>(
+fn survive<K: Stored + Eq + Hash, V: Stored + PartialEq + std::fmt::Debug>(
     steps: u64,
     key: impl Fn(u64) -> K,
     value: impl Fn(u64) -> V,

@@ -68,6 +68,15 @@ unsafe impl<K: Pod, V: Pod> Zeroable for Pair<K, V> {}
 // `V: Pod` are); `Pod` does not require alignment.
 unsafe impl<K: Pod, V: Pod> Pod for Pair<K, V> {}
 
+/// The header's format word of a map of `K -> V`: the types' codes (a plain type's is its
+/// size), so a reader opening the map with other types is refused.
+pub(crate) fn code<K: crate::Stored, V: crate::Stored>() -> u64 {
+    u64::from(K::CODE) | (u64::from(V::CODE) << 32)
+}
+
+/// The words of a map of `K -> V` in its lines.
+pub(crate) type Words<K, V> = Format<<K as crate::Stored>::Word, <V as crate::Stored>::Word>;
+
 /// How entries of `K -> V` are laid out in a line.
 pub(crate) struct Format<K, V>(PhantomData<fn() -> (K, V)>);
 
@@ -87,8 +96,6 @@ impl<K: Pod, V: Pod> Format<K, V> {
     } else {
         ENTRY_SPACE / Self::ENTRY_BYTES
     };
-    /// The header's format word: the key and value sizes.
-    pub(crate) const CODE: u64 = (size_of::<K>() as u64) | ((size_of::<V>() as u64) << 32);
 
     /// Byte of entry `j` within the line's payload.
     const fn at(j: usize) -> usize {

@@ -112,10 +112,10 @@ pub use read::{Iter, MapReadHandle, MapRef};
 pub use write::MapWriteHandle;
 
 use crate::CollectionError;
+use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::runtime::{NodeRuntime, Scope, Writer};
-use bytemuck::Pod;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -200,9 +200,10 @@ impl MapConfig {
 /// A hash map in shared memory, named by its root slot(s): a cheap, `Copy` descriptor that
 /// every process and node builds the same way to reach the same map.
 ///
-/// `K` and `V` are plain data ([`Pod`]); keys are compared with `Eq` and placed with
-/// [`key_hash`] (their `Hash`), which must therefore agree between processes (it does
-/// for the integer and array types). A map needs lines of at least 64 bytes (a bucket
+/// `K` and `V` are [`Stored`] (plain data, or strings and byte strings); keys are
+/// compared with `Eq` and placed with [`key_hash`] (their `Hash`), which must therefore
+/// agree between processes (it does for the integer, array, string and byte-string
+/// types), and a borrowed form must hash as its owned one (as `str` and `String` do). A map needs lines of at least 64 bytes (a bucket
 /// line's record is 56 bytes).
 ///
 /// ```
@@ -254,7 +255,7 @@ impl<K, V> PartialEq for BiHashMap<K, V> {
 
 impl<K, V> Eq for BiHashMap<K, V> {}
 
-impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
+impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
     /// The map whose root is the `u64` slot at offset `slot` (a root directory entry or
     /// a slot inside a shared object).
     ///

@@ -4,15 +4,15 @@ use super::write::MapWriteHandle;
 use super::{BiHashMap, MapConfig};
 use crate::CollectionError;
 use crate::named::{Start, fingerprint, open_slot, take_role};
+use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::region::Region;
 use bi_core::runtime::{NodeRuntime, Writer};
-use bytemuck::Pod;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
-impl<K: Pod + Eq + Hash, V: Pod> BiHashMap<K, V> {
+impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
     /// The map named `name` in `region` (one partition), made (with no writer yet) if
     /// the region has none. Opening a name made for another kind of structure, or for
     /// other key or value types, is an error ([`crate::named`]).

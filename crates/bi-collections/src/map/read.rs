@@ -2,20 +2,31 @@
 //! invalidation on a miss, `len` and iteration.
 
 use super::bucket::{
-    BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LEN, LineLink, Pair,
+    BucketLine, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LEN, LineLink, Pair, Words, code,
 };
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, key_hash};
 use crate::CollectionError;
+use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiGuard, Entry, Fetch, Link, Reader, Search, lines};
-use bytemuck::Pod;
+use bi_core::runtime::{BiError, BiGuard, Entry, Fetch, Link, Reader, Search, lines};
+use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::fmt;
 use std::hash::Hash;
 
 fn corrupt(reason: &'static str) -> CollectionError {
     CollectionError::Corrupt { reason }
+}
+
+/// A read that met a stale copy of a byte string (the search starts again from fresh
+/// entry points), as opposed to a real failure.
+fn stale_or<T>(r: Result<T, CollectionError>) -> Result<Search<T>, CollectionError> {
+    match r {
+        Ok(v) => Ok(Search::Found(v)),
+        Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(Search::Stale),
+        Err(e) => Err(e),
+    }
 }
 
 /// A reader of a [`BiHashMap`] on one node (one per thread, like the runtime's
@@ -46,7 +57,7 @@ impl<K, V, M: MemView> fmt::Debug for MapReadHandle<K, V, M> {
     }
 }
 
-impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
     pub(super) fn new(map: BiHashMap<K, V>, reader: Reader<M>) -> Self {
         MapReadHandle { map, reader }
     }
@@ -129,7 +140,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
     /// assert_eq!(r.get(&4).unwrap(), Some(40));
     /// ```
     #[inline]
-    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         self.enter().get(key)
     }
 
@@ -149,7 +164,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapReadHandle<K, V, M> {
     /// s.quiesce_all().unwrap(); // a hit may be stale until the reader's node passes
     /// assert!(!r.contains_key(&4).unwrap());
     /// ```
-    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         Ok(self.get(key)?.is_some())
     }
 }
@@ -199,32 +218,37 @@ enum Probe<V> {
 
 /// Looks for `key` in one validated copy of a line.
 #[inline(always)]
-fn probe<K: Pod + Eq, V: Pod>(line: &BucketLine, key: &K, h: u64) -> Probe<V> {
-    if Format::<K, V>::INLINE {
-        for j in 0..Format::<K, V>::PER_LINE {
-            if line.is_used(j) && line.key::<K, V>(j) == *key {
-                return Probe::Found(line.value::<K, V>(j));
+fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
+    line: &BucketLine,
+    key: &Q,
+    h: u64,
+    src: &impl ByteSource,
+) -> Result<Probe<V::Word>, CollectionError> {
+    if Words::<K, V>::INLINE {
+        for j in 0..Words::<K, V>::PER_LINE {
+            if line.is_used(j) && key.matches(&line.key::<K::Word, V::Word>(j), src)? {
+                return Ok(Probe::Found(line.value::<K::Word, V::Word>(j)));
             }
         }
-        Probe::Next(line.next())
+        Ok(Probe::Next(line.next()))
     } else {
         let mut found = [0u64; 3];
         let mut n = 0;
-        for j in 0..Format::<K, V>::PER_LINE.min(3) {
-            let (hash, pair) = line.linked::<K, V>(j);
+        for j in 0..Words::<K, V>::PER_LINE.min(3) {
+            let (hash, pair) = line.linked::<K::Word, V::Word>(j);
             if line.is_used(j) && hash == h {
                 found[n] = pair.raw();
                 n += 1;
             }
         }
-        Probe::Candidates(found, line.next())
+        Ok(Probe::Candidates(found, line.next()))
     }
 }
 
 /// Most lines one chain may have before the map is taken for corrupt (a cycle).
 const MAX_CHAIN: usize = 1 << 20;
 
-impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
+impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     /// The guard of this section.
     ///
     /// ```
@@ -267,7 +291,11 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// assert_eq!(m.get(&9).unwrap(), Some(90)); // the miss re-read the lines from memory
     /// ```
     #[inline]
-    pub fn get(&self, key: &K) -> Result<Option<V>, CollectionError> {
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         let h = key_hash(key);
         let slot = self
             .map
@@ -277,11 +305,11 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
 
     /// One search for `key` from the partition's root slot read through `entry`.
     #[inline(always)]
-    fn search(
+    fn search<Q: Query<K> + ?Sized>(
         &self,
         slot: usize,
         h: u64,
-        key: &K,
+        key: &Q,
         entry: Entry,
     ) -> Result<Search<V>, CollectionError> {
         let g = &self.guard;
@@ -293,24 +321,27 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
         };
         let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
         for _ in 0..MAX_CHAIN {
-            let next = match g.fetch_via(entry, line, |l| probe::<K, V>(l, key, h))? {
-                Fetch::Value(Probe::Found(v)) => return Ok(Search::Found(v)),
-                Fetch::Value(Probe::Next(next)) => next,
-                Fetch::Value(Probe::Candidates(pairs, next)) => {
+            let found = g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))?;
+            let next = match found {
+                Fetch::Value(Ok(Probe::Found(v))) => return stale_or(V::from_word(&v, g)),
+                Fetch::Value(Ok(Probe::Next(next))) => next,
+                Fetch::Value(Ok(Probe::Candidates(pairs, next))) => {
                     for raw in pairs.into_iter().filter(|&r| r != 0) {
-                        let pair = Link::<Pair<K, V>>::from_raw(raw);
+                        let pair = Link::<Pair<K::Word, V::Word>>::from_raw(raw);
                         let hit = g.fetch_via(entry, pair, |p| {
                             let k = p.key;
-                            (k == *key).then_some(p.value)
+                            Ok(key.matches(&k, g)?.then_some(p.value))
                         })?;
                         match hit {
-                            Fetch::Value(Some(v)) => return Ok(Search::Found(v)),
-                            Fetch::Value(None) => {}
+                            Fetch::Value(Ok(Some(v))) => return stale_or(V::from_word(&v, g)),
+                            Fetch::Value(Ok(None)) => {}
+                            Fetch::Value(Err(e)) => return stale_or(Err(e)),
                             Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
                         }
                     }
                     next
                 }
+                Fetch::Value(Err(e)) => return stale_or(Err(e)),
                 Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
             };
             if next.is_null() {
@@ -338,7 +369,11 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     /// assert!(m.contains_key(&9).unwrap());
     /// assert!(!m.contains_key(&10).unwrap());
     /// ```
-    pub fn contains_key(&self, key: &K) -> Result<bool, CollectionError> {
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         Ok(self.get(key)?.is_some())
     }
 
@@ -372,7 +407,7 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
             Fetch::Null | Fetch::Stale => return Ok(Some((None, BucketLine::default()))),
         };
         let buckets = header.0[HEADER_BUCKETS];
-        if header.0[HEADER_FORMAT] != Format::<K, V>::CODE {
+        if header.0[HEADER_FORMAT] != code::<K, V>() {
             return Err(corrupt(
                 "the map was built with key and value types of other sizes",
             ));
@@ -471,7 +506,7 @@ impl<'r, K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'r, K, V, M> {
     }
 }
 
-impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
     /// Reads every entry of partition `p` into `out` from one bucket array: through the
     /// cache first, and again from memory when a line turns out stale, by
     /// [`BiGuard::lazy`].
@@ -517,15 +552,20 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView> MapRef<'_, K, V, M> {
             let Fetch::Value(l) = g.fetch_via(entry, line, |l| *l)? else {
                 return Ok(false);
             };
-            for j in l.used_entries::<K, V>() {
-                let (k, v) = if Format::<K, V>::INLINE {
-                    (l.key::<K, V>(j), l.value::<K, V>(j))
+            for j in l.used_entries::<K::Word, V::Word>() {
+                let (k, v) = if Words::<K, V>::INLINE {
+                    (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
                 } else {
-                    let (_, pair) = l.linked::<K, V>(j);
+                    let (_, pair) = l.linked::<K::Word, V::Word>(j);
                     match g.fetch_via(entry, pair, |p| (p.key, p.value))? {
                         Fetch::Value(kv) => kv,
                         Fetch::Null | Fetch::Stale => return Ok(false),
                     }
+                };
+                let decoded = K::from_word(&k, g).and_then(|k| Ok((k, V::from_word(&v, g)?)));
+                let (k, v) = match stale_or(decoded)? {
+                    Search::Found(kv) => kv,
+                    _ => return Ok(false),
                 };
                 if !out[from..].iter().any(|(seen, _)| *seen == k) {
                     out.push((k, v));
@@ -576,7 +616,7 @@ impl<K, V, M: MemView> fmt::Debug for Iter<'_, '_, K, V, M> {
     }
 }
 
-impl<'a, 'r, K: Pod + Eq + Hash, V: Pod, M: MemView> Iterator for Iter<'a, 'r, K, V, M> {
+impl<'a, 'r, K: Stored + Eq + Hash, V: Stored, M: MemView> Iterator for Iter<'a, 'r, K, V, M> {
     type Item = Result<(K, V), CollectionError>;
 
     fn next(&mut self) -> Option<Self::Item> {

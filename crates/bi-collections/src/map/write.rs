@@ -11,15 +11,20 @@
 //! chain. So a reader that walks a chain while lines are rewritten one by one always
 //! meets every key that stays (see the [map docs](super)).
 
-use super::bucket::{BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, LineLink, Pair};
+use super::bucket::{
+    BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, LineLink, Pair, Words, code,
+};
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, MapConfig, key_hash};
+use crate::stored::{Query, Stored};
+use crate::strings::Strings;
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::runtime::{Link, ReclaimReport, Role, Writer, lines};
 use bytemuck::Pod;
 use foldhash::fast::FixedState;
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
@@ -118,6 +123,8 @@ struct Staged<K, V> {
     superseded: Vec<PairLink<K, V>>,
     retire: Vec<PairLink<K, V>>,
     pairs: Vec<NewPair<K, V>>,
+    /// The byte strings the batch wrote and dropped in this bucket.
+    strings: Strings,
 }
 
 /// A staged bucket ready to publish: the line rewrites, the lines it allocated and the
@@ -128,6 +135,12 @@ struct Ready<K, V> {
     allocated: Vec<LineLink>,
     unlinked: Vec<LineLink>,
 }
+
+/// A staged bucket ready to publish, of a map of `K -> V`.
+type ReadyOf<K, V> = Ready<<K as Stored>::Word, <V as Stored>::Word>;
+
+/// An entry found in a line: its index, key word and value word.
+type Found<K, V> = (usize, <K as Stored>::Word, <V as Stored>::Word);
 
 /// What one staged operation did.
 enum Outcome<V> {
@@ -152,11 +165,11 @@ enum Outcome<V> {
 /// assert_eq!((report.inserted, report.removed, report.replaced), (1, 1, 1));
 /// assert_eq!((w.get(&4), w.get(&3), w.len()), (Some(41), None, 1));
 /// ```
-pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
+pub struct MapWriteHandle<K: Stored, V: Stored, M: MemView, H: Heap> {
     map: BiHashMap<K, V>,
     writer: Writer<M, H>,
     parts: Range<usize>,
-    partitions: Vec<Partition<K, V>>,
+    partitions: Vec<Partition<K::Word, V::Word>>,
     /// Shrinking stops at the configured start size.
     min_buckets: usize,
     max_buckets: usize,
@@ -164,7 +177,7 @@ pub struct MapWriteHandle<K, V, M: MemView, H: Heap> {
     role: Option<Role<M>>,
 }
 
-impl<K, V, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
+impl<K: Stored, V: Stored, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MapWriteHandle")
             .field("map", &self.map)
@@ -174,7 +187,7 @@ impl<K, V, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
     }
 }
 
-impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H> {
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V, M, H> {
     pub(super) fn new(
         map: BiHashMap<K, V>,
         writer: Writer<M, H>,
@@ -224,7 +237,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             writer.invalidate_heap()?;
         }
         let line_bytes = writer.lines_bytes(1, size_of::<BucketLine>())?;
-        let pair_bytes = writer.object_bytes(size_of::<Pair<K, V>>())?;
+        let pair_bytes = writer.object_bytes(size_of::<Pair<K::Word, V::Word>>())?;
         let most = writer.heap().stats().capacity / line_bytes.max(1);
         let mut live = Vec::new();
         let mut partitions = Vec::with_capacity(parts.len());
@@ -236,7 +249,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             }
             let header: BucketLine = writer.read_own_line(array, 0)?;
             let buckets = header.0[HEADER_BUCKETS] as usize;
-            if header.0[HEADER_FORMAT] != Format::<K, V>::CODE || buckets == 0 || buckets > most {
+            if header.0[HEADER_FORMAT] != code::<K, V>() || buckets == 0 || buckets > most {
                 return Err(corrupt("the adopted map's header does not fit its types"));
             }
             live.push((
@@ -264,14 +277,20 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                 }
                 for l in &chain {
                     part.len += l.entries();
-                    if Format::<K, V>::INLINE {
-                        continue;
-                    }
-                    for j in l.used_entries::<K, V>() {
-                        let (_, pair) = l.linked::<K, V>(j);
-                        let kv = writer.read_own(pair)?;
-                        live.push((pair.offset(), pair_bytes));
-                        part.pairs.insert(pair.raw(), ({ kv.key }, { kv.value }));
+                    for j in l.used_entries::<K::Word, V::Word>() {
+                        let (k, v) = if Words::<K, V>::INLINE {
+                            (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
+                        } else {
+                            let (_, pair) = l.linked::<K::Word, V::Word>(j);
+                            let kv = writer.read_own(pair)?;
+                            live.push((pair.offset(), pair_bytes));
+                            part.pairs.insert(pair.raw(), ({ kv.key }, { kv.value }));
+                            ({ kv.key }, { kv.value })
+                        };
+                        let owned = K::owned_bytes(&k).into_iter();
+                        for string in owned.chain(V::owned_bytes(&v)) {
+                            live.push((string.offset(), writer.string_bytes(string)?));
+                        }
                     }
                 }
                 if !rest.is_empty() {
@@ -490,22 +509,49 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// assert_eq!(w.get(&2), Some(20));
     /// assert_eq!(w.get(&3), None);
     /// ```
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
+        self.try_get(key).ok().flatten()
+    }
+
+    /// [`get`](Self::get), telling a corrupt region (an error) from an absent key.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<String, u64>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert("two".into(), 2).unwrap();
+    /// assert_eq!(w.try_get("two").unwrap(), Some(2));
+    /// assert_eq!(w.try_get("three").unwrap(), None);
+    /// ```
+    pub fn try_get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         let h = key_hash(key);
-        let pi = self.part_index(partition_of(h, self.map.partitions()))?;
+        let Some(pi) = self.part_index(partition_of(h, self.map.partitions())) else {
+            return Ok(None);
+        };
         let part = &self.partitions[pi];
         let b = bucket_of(h, part.buckets);
         let first = ChainLine {
             link: None,
-            line: self.bucket_line(pi, b).ok()?,
+            line: self.bucket_line(pi, b)?,
         };
-        std::iter::once(&first)
-            .chain(overflow_of(part, b))
-            .find_map(|l| find(part, &l.line, key, h))
-            .map(|(_, v)| v)
+        for l in std::iter::once(&first).chain(overflow_of(part, b)) {
+            if let Some((_, _, v)) = find::<K, V, Q, M, H>(part, &l.line, key, h, &self.writer)? {
+                return Ok(Some(V::from_word(&v, &self.writer)?));
+            }
+        }
+        Ok(None)
     }
 
-    /// Bucket `b`'s first line in partition `pi`'s published array.
     fn bucket_line(&self, pi: usize, b: usize) -> Result<BucketLine, CollectionError> {
         let array = self.partitions[pi].array;
         Ok(self.writer.read_own_line(array, 1 + b)?)
@@ -524,7 +570,11 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// assert!(w.contains_key(&2));
     /// assert!(!w.contains_key(&20));
     /// ```
-    pub fn contains_key(&self, key: &K) -> bool {
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
         self.get(key).is_some()
     }
 
@@ -543,7 +593,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// assert_eq!(map.read_handle(&s.nodes[0]).unwrap().get(&2).unwrap(), Some(21));
     /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
-        match self.apply_one(Op::Insert(key, value))? {
+        match self.apply_one(|h, stage| h.stage(stage, &key, Some((&key, &value))))? {
             Outcome::Replaced(v) => Ok(Some(v)),
             _ => Ok(None),
         }
@@ -563,8 +613,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// assert_eq!(w.remove(&2).unwrap(), None);
     /// assert_eq!(w.len(), 0);
     /// ```
-    pub fn remove(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
-        match self.apply_one(Op::Remove(*key))? {
+    pub fn remove<Q>(&mut self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
+        match self.apply_one(|h, stage| h.stage(stage, key, None))? {
             Outcome::Removed(v) => Ok(Some(v)),
             _ => Ok(None),
         }
@@ -666,9 +720,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         self.parts.contains(&p).then(|| p - self.parts.start)
     }
 
-    fn apply_one(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
+    fn apply_one(
+        &mut self,
+        one: impl FnOnce(&mut Self, &mut Stage<K::Word, V::Word>) -> Result<Outcome<V>, CollectionError>,
+    ) -> Result<Outcome<V>, CollectionError> {
         let mut stage = Stage::with_capacity(1);
-        let outcome = match self.stage(&mut stage, op) {
+        let outcome = match one(self, &mut stage) {
             Ok(o) => o,
             Err(e) => {
                 self.abort(stage.into_staged());
@@ -682,15 +739,15 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
 
     /// Stages one operation. On an error, nothing of this operation is staged and the
     /// pair it made was given back.
-    fn stage(
+    /// Stages one change of `key` into `stage`: an insert of `(key, value)` when `insert`
+    /// is given, a removal otherwise.
+    fn stage<Q: Query<K> + Hash + ?Sized>(
         &mut self,
-        stage: &mut Stage<K, V>,
-        op: Op<K, V>,
+        stage: &mut Stage<K::Word, V::Word>,
+        key: &Q,
+        insert: Option<(&K, &V)>,
     ) -> Result<Outcome<V>, CollectionError> {
-        let key = match op {
-            Op::Insert(k, _) | Op::Remove(k) => k,
-        };
-        let h = key_hash(&key);
+        let h = key_hash(key);
         let pi = self
             .part_index(partition_of(h, self.map.partitions()))
             .ok_or(CollectionError::Corrupt {
@@ -716,6 +773,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                         superseded: Vec::new(),
                         retire: Vec::new(),
                         pairs: Vec::new(),
+                        strings: Strings::default(),
                     },
                 ));
                 *e.insert(stage.buckets.len() - 1)
@@ -723,20 +781,30 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         };
         let staged = &mut stage.buckets[at].1;
         let part = &self.partitions[pi];
-        let found = staged.chain.iter().enumerate().find_map(|(i, l)| {
-            staged_find(part, &staged.pairs, &l.line, &key, h).map(|(j, v)| (i, j, v))
-        });
         let w = &mut self.writer;
-        match (op, found) {
-            (Op::Insert(k, v), found) => {
-                let (i, j, old) = match found {
-                    Some((i, j, old)) => (i, j, Some(old)),
+        let mut found = None;
+        for (i, l) in staged.chain.iter().enumerate() {
+            if let Some((j, k, v)) =
+                staged_find::<K, V, Q, M, H>(part, &staged.pairs, &l.line, key, h, w)?
+            {
+                found = Some((i, j, k, v));
+                break;
+            }
+        }
+        // The old value, read before anything of it is dropped.
+        let old = match found {
+            Some((_, _, _, v)) => Some(V::from_word(&v, w)?),
+            None => None,
+        };
+        match (insert, found) {
+            (Some((key, value)), found) => {
+                let (i, j, k) = match found {
+                    // The stored key stays.
+                    Some((i, j, k, _)) => (i, j, k),
                     None => {
-                        let free = staged
-                            .chain
-                            .iter()
-                            .enumerate()
-                            .find_map(|(i, l)| l.line.free_entry::<K, V>().map(|j| (i, j)));
+                        let free = staged.chain.iter().enumerate().find_map(|(i, l)| {
+                            l.line.free_entry::<K::Word, V::Word>().map(|j| (i, j))
+                        });
                         let (i, j) = free.unwrap_or_else(|| {
                             staged.chain.push(ChainLine {
                                 link: None,
@@ -744,38 +812,61 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
                             });
                             (staged.chain.len() - 1, 0)
                         });
-                        (i, j, None)
+                        (i, j, staged.strings.word(w, key)?)
                     }
                 };
-                if Format::<K, V>::INLINE {
+                let v = match staged.strings.word(w, value) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        if found.is_none() {
+                            staged.strings.unused::<K, M, H>(w, &k);
+                        }
+                        return Err(e);
+                    }
+                };
+                if Words::<K, V>::INLINE {
                     staged.chain[i].line.put(j, k, v);
                 } else {
-                    let pair = w.alloc_sealed(Pair { key: k, value: v })?;
-                    if old.is_some() {
-                        let (_, replaced) = staged.chain[i].line.linked::<K, V>(j);
+                    let pair = match w.alloc_sealed(Pair { key: k, value: v }) {
+                        Ok(pair) => pair,
+                        Err(e) => {
+                            if found.is_none() {
+                                staged.strings.unused::<K, M, H>(w, &k);
+                            }
+                            staged.strings.unused::<V, M, H>(w, &v);
+                            return Err(e.into());
+                        }
+                    };
+                    if found.is_some() {
+                        let (_, replaced) = staged.chain[i].line.linked::<K::Word, V::Word>(j);
                         drop_pair(staged, replaced);
                     }
                     staged.created.push(pair);
                     staged.pairs.push((pair, (k, v)));
                     staged.chain[i].line.put_linked(j, h, pair);
                 }
+                if let Some((_, _, _, replaced)) = found {
+                    staged.strings.dropped::<V>(&replaced);
+                }
                 Ok(old.map_or(Outcome::Inserted, Outcome::Replaced))
             }
-            (Op::Remove(_), Some((i, j, old))) => {
-                if !Format::<K, V>::INLINE {
-                    let (_, pair) = staged.chain[i].line.linked::<K, V>(j);
+            (None, Some((i, j, k, v))) => {
+                if !Words::<K, V>::INLINE {
+                    let (_, pair) = staged.chain[i].line.linked::<K::Word, V::Word>(j);
                     drop_pair(staged, pair);
                 }
-                staged.chain[i].line.clear::<K, V>(j);
-                Ok(Outcome::Removed(old))
+                staged.chain[i].line.clear::<K::Word, V::Word>(j);
+                staged.strings.dropped::<K>(&k);
+                staged.strings.dropped::<V>(&v);
+                Ok(old.map_or(Outcome::Absent, Outcome::Removed))
             }
-            (Op::Remove(_), None) => Ok(Outcome::Absent),
+            (None, None) => Ok(Outcome::Absent),
         }
     }
 
-    /// Gives back every pair that staged buckets made.
-    fn abort(&mut self, staged: impl IntoIterator<Item = Staged<K, V>>) {
-        for s in staged {
+    fn abort(&mut self, staged: impl IntoIterator<Item = Staged<K::Word, V::Word>>) {
+        for mut s in staged {
+            s.strings.abandon(&mut self.writer);
             for l in s.created.into_iter().chain(s.superseded) {
                 let _ = self.writer.discard_link(l);
             }
@@ -786,7 +877,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     /// adopts each chunk once it is published. Each chunk rewrites the partition's header
     /// with the length so far. On an error, the chunks published so far stay (and are
     /// adopted); the rest are given back.
-    fn commit(&mut self, stage: Stage<K, V>) -> Result<(), CollectionError> {
+    fn commit(&mut self, stage: Stage<K::Word, V::Word>) -> Result<(), CollectionError> {
         let mut items = stage.into_sorted().peekable();
         let mut failure = None;
         while let Some(first) = items.next() {
@@ -813,8 +904,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
     }
 
     /// Publishes staged buckets of partition `pi` with one rewrite (one fence).
-    fn commit_chunk(&mut self, pi: usize, chunk: Vec<Placed<K, V>>) -> Result<(), CollectionError> {
-        let mut ready: Vec<(usize, Ready<K, V>)> = Vec::with_capacity(chunk.len());
+    fn commit_chunk(
+        &mut self,
+        pi: usize,
+        chunk: Vec<Placed<K::Word, V::Word>>,
+    ) -> Result<(), CollectionError> {
+        let mut ready: Vec<(usize, ReadyOf<K, V>)> = Vec::with_capacity(chunk.len());
         let mut staged = chunk.into_iter();
         let mut failure = None;
         for ((_, b), s) in staged.by_ref() {
@@ -838,7 +933,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             None => {
                 if len != self.partitions[pi].len {
                     let header =
-                        BucketLine::header(self.partitions[pi].buckets, len, Format::<K, V>::CODE);
+                        BucketLine::header(self.partitions[pi].buckets, len, code::<K, V>());
                     rewrites.push((array, 0, header));
                 }
                 self.writer
@@ -858,8 +953,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
         let part = &mut self.partitions[pi];
         part.len = len;
-        let (mut pairs, mut lines) = (Vec::new(), Vec::new());
+        let (mut pairs, mut lines, mut strings) = (Vec::new(), Vec::new(), Vec::new());
         for (b, r) in ready {
+            strings.push(r.staged.strings);
             let rest: Vec<ChainLine> = r.staged.chain.into_iter().skip(1).collect();
             if rest.is_empty() {
                 part.overflow.remove(&b);
@@ -880,6 +976,9 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         }
         self.writer.defer_retire(pairs)?;
         self.writer.defer_retire(lines)?;
+        for mut s in strings {
+            s.settle(&mut self.writer)?;
+        }
         Ok(self.writer.flush_deferred()?)
     }
 
@@ -896,8 +995,8 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         &mut self,
         pi: usize,
         b: usize,
-        mut s: Staged<K, V>,
-    ) -> Result<Ready<K, V>, CollectionError> {
+        mut s: Staged<K::Word, V::Word>,
+    ) -> Result<Ready<K::Word, V::Word>, CollectionError> {
         let mut unlinked = Vec::new();
         let mut first = true;
         s.chain.retain(|l| {
@@ -952,7 +1051,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
 
     /// Resizes partitions whose load left the band.
     fn after_commit(&mut self) -> Result<(), CollectionError> {
-        let per = Format::<K, V>::PER_LINE;
+        let per = Words::<K, V>::PER_LINE;
         for pi in 0..self.partitions.len() {
             let part = &self.partitions[pi];
             let (len, buckets) = (part.len, part.buckets);
@@ -982,7 +1081,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
         first: impl Fn(usize) -> Option<BucketLine>,
     ) -> Result<LineLink, CollectionError> {
         let mut lines = Vec::with_capacity(buckets + 1);
-        lines.push(BucketLine::header(buckets, len, Format::<K, V>::CODE));
+        lines.push(BucketLine::header(buckets, len, code::<K, V>()));
         for b in 0..buckets {
             let mut l = first(b).unwrap_or_default();
             l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
@@ -1001,22 +1100,22 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> MapWriteHandle<K, V, M, H>
             let first = self.bucket_line(pi, b)?;
             let rest = overflow_of(part, b).iter().map(|o| &o.line);
             for l in std::iter::once(&first).chain(rest) {
-                for j in l.used_entries::<K, V>() {
-                    let h = if Format::<K, V>::INLINE {
-                        key_hash(&l.key::<K, V>(j))
+                for j in l.used_entries::<K::Word, V::Word>() {
+                    let h = if Words::<K, V>::INLINE {
+                        key_hash(&K::from_word(&l.key::<K::Word, V::Word>(j), &self.writer)?)
                     } else {
-                        l.linked::<K, V>(j).0
+                        l.linked::<K::Word, V::Word>(j).0
                     };
                     let chain = &mut chains[bucket_of(h, buckets)];
                     let last = chain.len() - 1;
-                    let (i, e) = match chain[last].free_entry::<K, V>() {
+                    let (i, e) = match chain[last].free_entry::<K::Word, V::Word>() {
                         Some(e) => (last, e),
                         None => {
                             chain.push(BucketLine::default());
                             (last + 1, 0)
                         }
                     };
-                    copy_entry::<K, V>(l, j, &mut chain[i], e);
+                    copy_entry::<K::Word, V::Word>(l, j, &mut chain[i], e);
                 }
             }
         }
@@ -1098,45 +1197,54 @@ fn count<'a>(chain: impl IntoIterator<Item = &'a ChainLine>) -> usize {
 }
 
 /// The entry of `key` in `line` (its index and value), with the partition's pairs.
-fn find<K: Pod + Eq, V: Pod>(
-    part: &Partition<K, V>,
+/// The entry of `key` in `line`: its index and words.
+fn find<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized, M: MemView, H: Heap>(
+    part: &Partition<K::Word, V::Word>,
     line: &BucketLine,
-    key: &K,
+    key: &Q,
     h: u64,
-) -> Option<(usize, V)> {
-    staged_find(part, &[], line, key, h)
+    w: &Writer<M, H>,
+) -> Result<Option<Found<K, V>>, CollectionError> {
+    staged_find::<K, V, Q, M, H>(part, &[], line, key, h, w)
 }
 
-/// [`find`], also looking at pairs a batch made.
-fn staged_find<K: Pod + Eq, V: Pod>(
-    part: &Partition<K, V>,
-    staged: &[NewPair<K, V>],
+/// [`find`] in a staged line, whose linked entries may name pairs the batch made.
+fn staged_find<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized, M: MemView, H: Heap>(
+    part: &Partition<K::Word, V::Word>,
+    staged: &[NewPair<K::Word, V::Word>],
     line: &BucketLine,
-    key: &K,
+    key: &Q,
     h: u64,
-) -> Option<(usize, V)> {
-    line.used_entries::<K, V>().find_map(|j| {
-        if Format::<K, V>::INLINE {
-            (line.key::<K, V>(j) == *key).then(|| (j, line.value::<K, V>(j)))
+    w: &Writer<M, H>,
+) -> Result<Option<Found<K, V>>, CollectionError> {
+    for j in line.used_entries::<K::Word, V::Word>() {
+        let (k, v) = if Words::<K, V>::INLINE {
+            (
+                line.key::<K::Word, V::Word>(j),
+                line.value::<K::Word, V::Word>(j),
+            )
         } else {
-            let (hash, pair) = line.linked::<K, V>(j);
+            let (hash, pair) = line.linked::<K::Word, V::Word>(j);
             if hash != h {
-                return None;
+                continue;
             }
-            let (k, v) = part.pairs.get(&pair.raw()).copied().or_else(|| {
+            let known = part.pairs.get(&pair.raw()).copied().or_else(|| {
                 staged
                     .iter()
                     .rev()
                     .find(|(l, _)| *l == pair)
                     .map(|&(_, kv)| kv)
-            })?;
-            (k == *key).then_some((j, v))
+            });
+            let Some(kv) = known else { continue };
+            kv
+        };
+        if key.matches(&k, w)? {
+            return Ok(Some((j, k, v)));
         }
-    })
+    }
+    Ok(None)
 }
 
-/// A pair the batch no longer links: given back at once if the batch made it, retired
-/// otherwise.
 fn drop_pair<K, V>(staged: &mut Staged<K, V>, pair: PairLink<K, V>) {
     if staged.created.contains(&pair) {
         staged.created.retain(|&l| l != pair);
@@ -1156,7 +1264,7 @@ fn copy_entry<K: Pod, V: Pod>(from: &BucketLine, j: usize, to: &mut BucketLine, 
     }
 }
 
-impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     for MapWriteHandle<K, V, M, H>
 {
     /// Stages every operation, allocates the chains' new overflow lines, rewrites every
@@ -1166,8 +1274,12 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
         let mut stage = Stage::with_capacity(ops.len());
         let mut report = BatchReport::default();
         let mut failure = None;
-        for &op in ops {
-            match self.stage(&mut stage, op) {
+        for op in ops {
+            let staged = match op {
+                Op::Insert(k, v) => self.stage(&mut stage, k, Some((k, v))),
+                Op::Remove(k) => self.stage(&mut stage, k, None),
+            };
+            match staged {
                 Ok(o) => {
                     report.applied += 1;
                     match o {
@@ -1192,7 +1304,7 @@ impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> ApplyBatch<K, V>
     }
 }
 
-impl<K: Pod + Eq + Hash, V: Pod, M: MemView, H: Heap> crate::entry::Keyed<K, V>
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<K, V>
     for MapWriteHandle<K, V, M, H>
 {
     fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError> {

@@ -6,9 +6,10 @@ use super::{BiTree, NodeOf};
 use crate::CollectionError;
 use crate::op::{ApplyBatch, BatchReport, Op};
 use crate::stored::{Query, Stored};
+use crate::strings::Strings;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Bytes, Link, ReclaimReport, Role, Writer};
+use bi_core::runtime::{BiError, Link, ReclaimReport, Role, Writer};
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
@@ -107,15 +108,6 @@ pub struct TreeWriteHandle<K: Stored + Ord, V: Stored, M: MemView, H: Heap> {
     role: Option<Role<M>>,
 }
 
-/// The byte strings of the batch being built: those written for its entries (given back
-/// if it is abandoned) and those of the entries it replaced or removed (retired once it
-/// is published; given back instead if the batch itself wrote them).
-#[derive(Debug, Default)]
-struct Strings {
-    written: Vec<Link<Bytes>>,
-    dropped: Vec<Link<Bytes>>,
-}
-
 impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TreeWriteHandle")
@@ -163,7 +155,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         }
         let bytes = writer.object_bytes(size_of::<NodeOf<K, V>>())?;
         let most = writer.heap().stats().capacity / bytes.max(1);
-        let mut live = Vec::new();
+        let (mut live, mut nodes) = (Vec::new(), 0usize);
         let mut todo = vec![root];
         while let Some(r) = todo.pop() {
             if r == 0 {
@@ -172,11 +164,12 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             let link = Link::<NodeOf<K, V>>::from_raw(r);
             let n = writer.read_own(link)?;
             live.push((link.offset(), bytes));
+            nodes += 1;
             let owned = K::owned_bytes(&n.key()).into_iter();
             for string in owned.chain(V::owned_bytes(&n.value())) {
                 live.push((string.offset(), writer.string_bytes(string)?));
             }
-            if live.len() > most {
+            if nodes > most {
                 return Err(CollectionError::Corrupt {
                     reason: "the tree has more nodes than its arena holds (a cycle?)",
                 });
@@ -187,7 +180,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         let handle = TreeWriteHandle {
             store: WriterStore {
                 writer,
-                nodes: live.len(),
+                nodes,
                 _types: std::marker::PhantomData,
             },
             tree,
@@ -563,7 +556,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         let mut edit = self.begin();
         let mut words = Vec::with_capacity(entries.len());
         let mut r = entries.iter().try_for_each(|(k, v)| {
-            words.push(self.words(k, v)?);
+            words.push(self.strings.words(&mut self.store.writer, k, v)?);
             Ok(())
         });
         if r.is_ok() {
@@ -655,33 +648,6 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         r
     }
 
-    /// The words of an entry, writing byte strings for what does not fit them.
-    fn words(&mut self, key: &K, value: &V) -> Result<(K::Word, V::Word), CollectionError> {
-        let (writer, written) = (&mut self.store.writer, &mut self.strings.written);
-        let mut alloc = |bytes: &[u8]| -> Result<Link<Bytes>, CollectionError> {
-            let link = writer.alloc_bytes(bytes)?;
-            written.push(link);
-            Ok(link)
-        };
-        let k = key.to_word(&mut alloc)?;
-        match value.to_word(&mut alloc) {
-            Ok(v) => Ok((k, v)),
-            Err(e) => {
-                self.give_back_owned::<K>(&k);
-                Err(e)
-            }
-        }
-    }
-
-    /// Gives back the byte string a word that never became reachable owns.
-    fn give_back_owned<T: Stored>(&mut self, word: &T::Word) {
-        if let Some(link) = T::owned_bytes(word) {
-            self.strings.written.retain(|&l| l != link);
-            // Best effort: the string was written by this batch and reached nothing.
-            let _ = self.store.writer.discard_bytes(link);
-        }
-    }
-
     /// Inserts one entry into the batch `edit` builds; returns the old value.
     fn stage_insert(
         &mut self,
@@ -689,19 +655,19 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         key: &K,
         value: &V,
     ) -> Result<Option<V>, CollectionError> {
-        let (k, v) = self.words(key, value)?;
+        let (k, v) = self.strings.words(&mut self.store.writer, key, value)?;
         let probe =
             |st: &WriterStore<K, V, M, H>, stored: &K::Word| key.order_word(stored, &st.writer);
         match edit.change(&mut self.store, Change::Insert(k, v), &probe) {
             Ok(None) => Ok(None),
             Ok(Some((_, old))) => {
                 // The stored key stays: the one just written is not needed.
-                self.give_back_owned::<K>(&k);
+                self.strings.unused::<K, M, H>(&mut self.store.writer, &k);
                 self.dropped::<V>(&old)
             }
             Err(e) => {
-                self.give_back_owned::<K>(&k);
-                self.give_back_owned::<V>(&v);
+                self.strings.unused::<K, M, H>(&mut self.store.writer, &k);
+                self.strings.unused::<V, M, H>(&mut self.store.writer, &v);
                 Err(e)
             }
         }
@@ -717,7 +683,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         match edit.change(&mut self.store, Change::Remove, &probe)? {
             None => Ok(None),
             Some((k, old)) => {
-                self.strings.dropped.extend(K::owned_bytes(&k));
+                self.strings.dropped::<K>(&k);
                 self.dropped::<V>(&old)
             }
         }
@@ -727,34 +693,18 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// retired with the batch.
     fn dropped<T: Stored>(&mut self, word: &T::Word) -> Result<Option<T>, CollectionError> {
         let value = T::from_word(word, &self.store.writer)?;
-        self.strings.dropped.extend(T::owned_bytes(word));
+        self.strings.dropped::<T>(word);
         Ok(Some(value))
     }
 
     /// The batch will not be published: gives back the strings it wrote.
     fn abandon_strings(&mut self) {
-        self.strings.dropped.clear();
-        for link in self.strings.written.drain(..) {
-            // Best effort: the first error is the one reported.
-            let _ = self.store.writer.discard_bytes(link);
-        }
+        self.strings.abandon(&mut self.store.writer);
     }
 
-    /// The batch was published: retires the strings of the entries it dropped (giving
-    /// back at once those it wrote itself).
+    /// The batch was published: retires the strings of the entries it dropped.
     fn settle_strings(&mut self) -> Result<(), CollectionError> {
-        let Strings { written, dropped } = &mut self.strings;
-        let mut retired = Vec::new();
-        for link in dropped.drain(..) {
-            if let Some(i) = written.iter().position(|&l| l == link) {
-                written.swap_remove(i);
-                self.store.writer.discard_bytes(link)?;
-            } else {
-                retired.push(link);
-            }
-        }
-        written.clear();
-        Ok(self.store.writer.defer_retire(retired)?)
+        self.strings.settle(&mut self.store.writer)
     }
 
     /// Publishes the batch's root, retires what it replaced.
