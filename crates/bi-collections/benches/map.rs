@@ -19,6 +19,10 @@
 //! ratios against the targets: BiHashMap / left-right read-only, BiHashMap / papaya at
 //! 98% reads.
 //!
+//! Then byte-string keys: a `BiHashMap<String, u64>` of 16-64-byte keys against papaya and
+//! dashmap with `String` keys, two threads looking keys up by `&str` (read-only), and
+//! the ratios (no target: the figure is stated).
+//!
 //! Profiling aids: `BI_MAP_KEYS=n` changes the key count (in-cache against in-memory),
 //! `BI_MAP_ONLY=1` runs only BiHashMap's two-thread read-only figure.
 
@@ -64,11 +68,15 @@ impl Keys {
     }
     #[inline]
     fn next_key(&mut self) -> u64 {
+        key(self.next_index())
+    }
+    #[inline]
+    fn next_index(&mut self) -> u64 {
         self.state = self
             .state
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        key(((self.state >> 32) * self.n) >> 32)
+        ((self.state >> 32) * self.n) >> 32
     }
 }
 
@@ -444,4 +452,97 @@ fn main() {
         bi_build.as_secs_f64() / papaya_build.as_secs_f64(),
         bi_load.as_secs_f64() / papaya_build.as_secs_f64()
     );
+
+    // --- byte-string keys ---------------------------------------------------------------
+    let w = bi_w.into_inner().expect("writer");
+    let sn = (n / 4).max(1);
+    let skeys: Vec<String> = (0..sn).map(string_key).collect();
+    let smap = BiHashMap::<String, u64>::partitioned(
+        layout.root_entry(PARTITIONS).expect("root").offset,
+        stride,
+        PARTITIONS,
+    )
+    .expect("string map");
+    let sbuckets = (2 * sn as usize / PARTITIONS).next_power_of_two();
+    let mut sw = smap
+        .write_handle_with(w.into_writer(), MapConfig::new().initial_buckets(sbuckets))
+        .expect("string write handle");
+    let load = Instant::now();
+    for chunk in skeys.chunks(8192) {
+        let ops: Vec<Op<String, u64>> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, k)| Op::Insert(k.clone(), i as u64))
+            .collect();
+        sw.apply_batch(&ops).expect("load strings");
+    }
+    let s_load = load.elapsed();
+    let load = Instant::now();
+    let spapaya = papaya::HashMap::<String, u64>::with_capacity(sn as usize);
+    {
+        let m = spapaya.pin();
+        for (i, k) in skeys.iter().enumerate() {
+            m.insert(k.clone(), i as u64);
+        }
+    }
+    let p_load = load.elapsed();
+    let sdash = dashmap::DashMap::<String, u64>::with_capacity(sn as usize);
+    for (i, k) in skeys.iter().enumerate() {
+        sdash.insert(k.clone(), i as u64);
+    }
+    let pick = |keys: &mut Keys| &skeys[keys.next_index() as usize];
+    let bi_strings = |t: usize, ops: u64| {
+        let r = smap.read_handle(&nodes[1]).expect("reader");
+        let mut keys = Keys::new(t as u64 + 30, sn);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(r.get(pick(&mut keys).as_str()).expect("get").is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let papaya_strings = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 30, sn);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(spapaya.pin().get(pick(&mut keys).as_str()).is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let dash_strings = |t: usize, ops: u64| {
+        let mut keys = Keys::new(t as u64 + 30, sn);
+        let mut found = 0u64;
+        for _ in 0..ops {
+            found += u64::from(sdash.get(pick(&mut keys).as_str()).is_some());
+        }
+        assert_eq!(found, ops);
+    };
+    let strings = interleaved(&[&bi_strings, &papaya_strings, &dash_strings]);
+    println!(
+        "two threads, {sn} keys of 16-64 bytes looked up by &str, million lookups per second (loading: BiHashMap {:.2} s, papaya {:.2} s):",
+        s_load.as_secs_f64(),
+        p_load.as_secs_f64()
+    );
+    for (name, mops) in ["BiHashMap", "papaya", "dashmap"].iter().zip(&strings) {
+        println!("  strings    {name:11} {mops:8.2}");
+    }
+    println!(
+        "  ratio BiHashMap / papaya (string keys, read_only): {:.2}  (stated, no target)",
+        strings[0] / strings[1]
+    );
+    println!(
+        "  ratio BiHashMap / dashmap (string keys, read_only): {:.2}  (stated, no target)",
+        strings[0] / strings[2]
+    );
+}
+
+/// Key `i` of the string-key workload: 16 to 64 bytes of hex digits.
+fn string_key(i: u64) -> String {
+    let h = splitmix(i ^ 0x5157_0000);
+    let len = 16 + (h % 49) as usize;
+    let mut s = String::with_capacity(64);
+    for k in 0..4 {
+        s.push_str(&format!("{:016x}", splitmix(h.wrapping_add(k))));
+    }
+    s.truncate(len);
+    s
 }

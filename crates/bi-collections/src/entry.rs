@@ -1,5 +1,5 @@
-//! Read-modify-write on the writer's own handle: `update`, `get_or_insert_with`,
-//! `compute`.
+//! Read-modify-write and whole-structure changes on the writer's own handle: `update`,
+//! `get_or_insert_with`, `compute`, `retain`, `clear`, `extend`.
 //!
 //! The writer is the only one that changes a structure, so a read followed by a write on
 //! its handle cannot race with another write: these are a lookup and at most one
@@ -11,13 +11,58 @@
 //! exposed as inherent methods of [`TreeWriteHandle`](crate::TreeWriteHandle) and
 //! [`MapWriteHandle`](crate::MapWriteHandle).
 
-use crate::CollectionError;
+use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 
-/// The three operations read-modify-write is made of.
-pub(crate) trait Keyed<K, V> {
+/// Operations per batch of a whole-structure change (one publication each).
+const CHUNK: usize = 4096;
+
+/// The operations read-modify-write and whole-structure changes are made of.
+pub(crate) trait Keyed<K, V>: ApplyBatch<K, V> {
     fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError>;
     fn put(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError>;
     fn delete(&mut self, key: &K) -> Result<Option<V>, CollectionError>;
+    /// Every entry, as the writer last published it.
+    fn entries(&self) -> Result<Vec<(K, V)>, CollectionError>;
+}
+
+/// Removes every entry for which `keep` says no, in batches of [`CHUNK`] removals (each
+/// published as one version); returns how many were removed. On an error the batches
+/// before it are published.
+pub(crate) fn retain<K, V, S: Keyed<K, V>>(
+    s: &mut S,
+    mut keep: impl FnMut(&K, &V) -> bool,
+) -> Result<usize, CollectionError> {
+    let doomed: Vec<Op<K, V>> = s
+        .entries()?
+        .into_iter()
+        .filter(|(k, v)| !keep(k, v))
+        .map(|(k, _)| Op::Remove(k))
+        .collect();
+    for chunk in doomed.chunks(CHUNK) {
+        s.apply_batch(chunk)?;
+    }
+    Ok(doomed.len())
+}
+
+/// Inserts every entry of `entries`, in batches of [`CHUNK`] (each published as one
+/// version); what the batches did, summed.
+pub(crate) fn extend<K, V, S: Keyed<K, V>>(
+    s: &mut S,
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> Result<BatchReport, CollectionError> {
+    let mut total = BatchReport::default();
+    let mut ops = Vec::with_capacity(CHUNK);
+    let mut entries = entries.into_iter().peekable();
+    while entries.peek().is_some() {
+        ops.clear();
+        ops.extend(entries.by_ref().take(CHUNK).map(|(k, v)| Op::Insert(k, v)));
+        let r = s.apply_batch(&ops)?;
+        total.applied += r.applied;
+        total.inserted += r.inserted;
+        total.replaced += r.replaced;
+        total.removed += r.removed;
+    }
+    Ok(total)
 }
 
 /// Replaces the value of a present `key` with `f(value)`; returns the old value (`None`,

@@ -7,7 +7,7 @@
 //! - a [`Plain`] type (integers, floats, arrays of them, your own `Pod` types) is its own
 //!   word: stored and compared as itself, at no cost;
 //! - a string or byte string (`String`, `Box<str>`, `Vec<u8>`, `Box<[u8]>`) is a 24-byte
-//!   [`BytesWord`]: the length, the first 8 bytes and a 32-bit check of the rest, with
+//!   [`BytesWord`]: the length, the first 8 bytes and the last 4, with
 //!   the bytes themselves in the word when there are at most 16 of them, and otherwise in
 //!   a [byte string](bi_core::runtime::bytes) of their own (up to 3.6 MB with 64-byte
 //!   lines), which lives and dies with its entry.
@@ -15,7 +15,7 @@
 //! Lookups take the borrowed form of a key ([`Query`]: `&str` for a `String` key, `&[u8]`
 //! for a `Vec<u8>` key, the key itself for a plain key). Comparing with a stored byte
 //! string reads it line by line under the stamp protocol only when the length, the first
-//! 8 bytes and (for equality) the check could not decide; a torn or reused string is
+//! 8 bytes and (for equality) the last 4 could not decide; a torn or reused string is
 //! never read as a key or returned as a value.
 //!
 //! To store a type of your own, derive `bytemuck::Pod` for it and implement [`Plain`]:
@@ -41,7 +41,6 @@
 //! ```
 
 use crate::CollectionError;
-use crate::map::key_hash;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::runtime::{BiError, BiGuard, Bytes, Fetch, Link, Writer};
@@ -296,7 +295,7 @@ const INLINE_BYTES: usize = 16;
 pub struct BytesWord {
     /// The length in bytes.
     len: u32,
-    /// A check of all the bytes (0 when they are all in the word).
+    /// The last 4 bytes (0 when all the bytes are in the word).
     check: u32,
     /// The first 8 bytes, zero-padded.
     head: [u8; 8],
@@ -316,8 +315,16 @@ impl BytesWord {
         (head, tail)
     }
 
+    /// The last 4 bytes of a string longer than [`INLINE_BYTES`]: together with the
+    /// length and the first 8 bytes, they tell most different keys apart (numbered and
+    /// prefixed keys differ at the end) without reading the stored string, at the cost
+    /// of no hashing.
     fn check_of(bytes: &[u8]) -> u32 {
-        (key_hash(bytes) >> 32) as u32
+        let n = bytes.len();
+        bytes
+            .get(n.saturating_sub(4)..)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_ne_bytes)
     }
 
     fn is_inline(&self) -> bool {

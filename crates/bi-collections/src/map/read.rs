@@ -197,11 +197,32 @@ pub struct MapRef<'r, K, V, M: MemView> {
     guard: BiGuard<'r, M>,
 }
 
-impl<K, V, M: MemView> fmt::Debug for MapRef<'_, K, V, M> {
+/// The entries as a map (`{k: v, ...}`, in no particular order); a failed read shows as
+/// the error.
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let map = BiHashMap::<String, u32>::at(s.slot(0));
+/// let mut w = map.write_handle(s.writer(0)).unwrap();
+/// w.insert("one".into(), 1).unwrap();
+/// let r = map.read_handle(&s.nodes[0]).unwrap();
+/// assert_eq!(format!("{:?}", r.enter()), r#"{"one": 1}"#);
+/// ```
+impl<K: Stored + Eq + Hash + fmt::Debug, V: Stored + fmt::Debug, M: MemView> fmt::Debug
+    for MapRef<'_, K, V, M>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapRef")
-            .field("map", &self.map)
-            .finish_non_exhaustive()
+        let mut m = f.debug_map();
+        for entry in self.iter() {
+            match entry {
+                Ok((k, v)) => m.entry(&k, &v),
+                Err(e) => return write!(f, "<unreadable map: {e}>"),
+            };
+        }
+        m.finish()
     }
 }
 

@@ -495,6 +495,104 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         self.writer.deferred()
     }
 
+    /// Every entry of the partitions this handle writes, as it last published them, in
+    /// no particular order (read back from this node's cache).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.extend([(1, 10), (2, 20)]).unwrap();
+    /// let mut all = w.entries().unwrap();
+    /// all.sort();
+    /// assert_eq!(all, [(1, 10), (2, 20)]);
+    /// ```
+    pub fn entries(&self) -> Result<Vec<(K, V)>, CollectionError> {
+        let w = &self.writer;
+        let mut out = Vec::with_capacity(self.len());
+        for (pi, part) in self.partitions.iter().enumerate() {
+            for b in 0..part.buckets {
+                let first = ChainLine {
+                    link: None,
+                    line: self.bucket_line(pi, b)?,
+                };
+                for l in std::iter::once(&first).chain(overflow_of(part, b)) {
+                    for j in l.line.used_entries::<K::Word, V::Word>() {
+                        let (k, v) =
+                            if Words::<K, V>::INLINE {
+                                (
+                                    l.line.key::<K::Word, V::Word>(j),
+                                    l.line.value::<K::Word, V::Word>(j),
+                                )
+                            } else {
+                                let (_, pair) = l.line.linked::<K::Word, V::Word>(j);
+                                *part.pairs.get(&pair.raw()).ok_or(CollectionError::Corrupt {
+                                reason: "a linked entry whose pair the writer does not know",
+                            })?
+                            };
+                        out.push((K::from_word(&k, w)?, V::from_word(&v, w)?));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Keeps only the entries for which `keep` returns true, removing the others in
+    /// batches of 4,096 (each published as one version); returns how many it removed.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.extend((0..10).map(|k| (k, k))).unwrap();
+    /// assert_eq!(w.retain(|_, v| *v >= 7).unwrap(), 7);
+    /// assert_eq!(w.len(), 3);
+    /// ```
+    pub fn retain(&mut self, keep: impl FnMut(&K, &V) -> bool) -> Result<usize, CollectionError> {
+        crate::entry::retain(self, keep)
+    }
+
+    /// Removes every entry (in batches, as [`retain`](Self::retain) does).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<String, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert("a".into(), 1).unwrap();
+    /// w.clear().unwrap();
+    /// assert!(w.is_empty());
+    /// ```
+    pub fn clear(&mut self) -> Result<(), CollectionError> {
+        crate::entry::retain(self, |_, _| false).map(|_| ())
+    }
+
+    /// Inserts every entry of `entries`, 4,096 to a batch (each published as one
+    /// version): the way to build a map from an iterator. Returns what the batches did.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<String, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let report = w.extend([("a".to_string(), 1), ("b".to_string(), 2)]).unwrap();
+    /// assert_eq!(report.inserted, 2);
+    /// assert_eq!(w.get("b"), Some(2));
+    /// ```
+    pub fn extend(
+        &mut self,
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<BatchReport, CollectionError> {
+        crate::entry::extend(self, entries)
+    }
+
     /// The value of `key`, from the writer's own (always current) lines. (Reading a line
     /// the writer wrote can fail only if the region was corrupted; that reads as absent.)
     ///
@@ -1315,5 +1413,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<
     }
     fn delete(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
         self.remove(key)
+    }
+    fn entries(&self) -> Result<Vec<(K, V)>, CollectionError> {
+        self.entries()
     }
 }

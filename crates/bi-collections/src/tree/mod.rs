@@ -91,7 +91,7 @@ mod write;
 pub use algo::InvariantError;
 pub use epoch::EpochBonsai;
 pub use node::Node;
-pub use read::{TreeReadHandle, TreeRef};
+pub use read::{Scan, TreeReadHandle, TreeRef};
 pub use write::TreeWriteHandle;
 
 /// A tree node of `K -> V` as it sits in memory: keys and values as their

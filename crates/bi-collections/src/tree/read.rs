@@ -288,11 +288,116 @@ pub struct TreeRef<'r, K, V, M: MemView> {
     _t: PhantomData<fn() -> (K, V)>,
 }
 
-impl<K, V, M: MemView> fmt::Debug for TreeRef<'_, K, V, M> {
+/// The entries, in order, as a map (`{k: v, ...}`), from one version of the tree; a
+/// failed read shows as the error.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let tree = BiTree::<String, u32>::at(s.slot(0));
+/// let mut w = tree.write_handle(s.writer(0)).unwrap();
+/// w.extend([("b".to_string(), 2), ("a".to_string(), 1)]).unwrap();
+/// let r = tree.read_handle(&s.nodes[0]).unwrap();
+/// assert_eq!(format!("{:?}", r.enter()), r#"{"a": 1, "b": 2}"#);
+/// ```
+impl<K: Stored + Ord + fmt::Debug, V: Stored + fmt::Debug, M: MemView> fmt::Debug
+    for TreeRef<'_, K, V, M>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TreeRef")
-            .field("slot", &self.slot)
+        match self.iter() {
+            Ok(entries) => f.debug_map().entries(entries).finish(),
+            Err(e) => write!(f, "<unreadable tree: {e}>"),
+        }
+    }
+}
+
+/// A node on a scan's path, and where it lies against the range.
+type PathNode<K, V> = (
+    Parts<<K as Stored>::Word, <V as Stored>::Word, u64>,
+    algo::Place,
+);
+
+/// An ordered walk of a range of one version of a tree, one node at a time, without
+/// collecting it first ([`TreeRef::scan`]). It keeps the path from the root to the next
+/// entry (a few dozen nodes at most); every node it reads stays valid while the view it
+/// borrows is alive. A failed read is the last item.
+pub struct Scan<'a, 'r, K: Stored, V: Stored, M: MemView, Q: ?Sized, B> {
+    view: &'a TreeRef<'r, K, V, M>,
+    range: B,
+    stack: Vec<PathNode<K, V>>,
+    failed: bool,
+    _q: PhantomData<fn(&Q)>,
+}
+
+impl<K: Stored, V: Stored, M: MemView, Q: ?Sized, B> fmt::Debug for Scan<'_, '_, K, V, M, Q, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scan")
+            .field("depth", &self.stack.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl<K, V, M, Q, B> Scan<'_, '_, K, V, M, Q, B>
+where
+    K: Stored + Ord + Borrow<Q>,
+    V: Stored,
+    M: MemView,
+    Q: Query<K> + ?Sized,
+    B: RangeBounds<Q>,
+{
+    /// Pushes the path from `link` down to the smallest node of its subtree that may be
+    /// in the range.
+    fn descend(&mut self, mut link: u64) -> Result<(), CollectionError> {
+        let src = self.view.source();
+        let g = &self.view.guard;
+        while link != 0 {
+            let n = src.read(link)?;
+            let at = algo::place(&self.range, &n.key, |b: &Q, k| b.order(k, g))?;
+            let left = n.left;
+            self.stack.push((n, at));
+            if !at.after_start {
+                break;
+            }
+            link = left;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<(K, V)>, CollectionError> {
+        while let Some((n, at)) = self.stack.pop() {
+            if at.before_end {
+                self.descend(n.right)?;
+            } else {
+                // Every node still on the path is larger: past the range's end.
+                self.stack.clear();
+            }
+            if at.inside {
+                return self.view.source().entry((n.key, n.value)).map(Some);
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<K, V, M, Q, B> Iterator for Scan<'_, '_, K, V, M, Q, B>
+where
+    K: Stored + Ord + Borrow<Q>,
+    V: Stored,
+    M: MemView,
+    Q: Query<K> + ?Sized,
+    B: RangeBounds<Q>,
+{
+    type Item = Result<(K, V), CollectionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let item = self.step().transpose();
+        self.failed = matches!(item, Some(Err(_)));
+        item
     }
 }
 
@@ -462,6 +567,47 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
     /// ```
     pub fn is_empty(&self) -> Result<bool, CollectionError> {
         Ok(self.len()? == 0)
+    }
+
+    /// The entries of `range` in order, one at a time (see [`Scan`]), from the version
+    /// whose root memory holds when the scan begins (the root is read from memory: a
+    /// scan never starts from an older version than the last publication before it).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::ops::Bound::{Excluded, Included};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<String, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// w.extend(["apple", "banana", "cherry", "date"].map(|k| (k.to_string(), k.len() as u32)))
+    ///     .unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// let view = r.enter();
+    /// let mut scan = view.scan::<str, _>((Included("b"), Excluded("d"))).unwrap();
+    /// assert_eq!(scan.next().unwrap().unwrap(), ("banana".to_string(), 6));
+    /// assert_eq!(scan.next().unwrap().unwrap(), ("cherry".to_string(), 6));
+    /// assert!(scan.next().is_none());
+    /// ```
+    pub fn scan<Q, B>(&self, range: B) -> Result<Scan<'_, 'r, K, V, M, Q, B>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+        B: RangeBounds<Q>,
+    {
+        let root = self
+            .guard
+            .slot_word(self.slot, bi_core::runtime::Entry::Fresh)?;
+        let mut scan = Scan {
+            view: self,
+            range,
+            stack: Vec::new(),
+            failed: false,
+            _q: PhantomData,
+        };
+        scan.descend(root)?;
+        Ok(scan)
     }
 
     /// The entries in `range`, in key order, from one version of the tree.

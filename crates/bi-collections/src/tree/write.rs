@@ -364,6 +364,59 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         crate::entry::compute(self, key, f)
     }
 
+    /// Keeps only the entries for which `keep` returns true, removing the others in
+    /// batches of 4,096 (each published as one version); returns how many it removed.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.extend((0..10).map(|k| (k, k * k))).unwrap();
+    /// assert_eq!(w.retain(|k, _| k % 2 == 0).unwrap(), 5);
+    /// assert_eq!(w.iter().unwrap().len(), 5);
+    /// ```
+    pub fn retain(&mut self, keep: impl FnMut(&K, &V) -> bool) -> Result<usize, CollectionError> {
+        crate::entry::retain(self, keep)
+    }
+
+    /// Removes every entry (in batches, as [`retain`](Self::retain) does).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<String, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert("a".into(), 1).unwrap();
+    /// w.clear().unwrap();
+    /// assert!(w.is_empty());
+    /// ```
+    pub fn clear(&mut self) -> Result<(), CollectionError> {
+        crate::entry::retain(self, |_, _| false).map(|_| ())
+    }
+
+    /// Inserts every entry of `entries`, 4,096 to a batch (each published as one
+    /// version): the way to build a tree from an iterator. Returns what the batches did.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let report = w.extend([(1, 10), (2, 20), (1, 11)]).unwrap();
+    /// assert_eq!((report.inserted, report.replaced), (2, 1));
+    /// assert_eq!(w.get(&1).unwrap(), Some(11));
+    /// ```
+    pub fn extend(
+        &mut self,
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<BatchReport, CollectionError> {
+        crate::entry::extend(self, entries)
+    }
+
     /// The value of `key` in the current tree.
     ///
     /// ```
@@ -776,5 +829,8 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<K, V>
     }
     fn delete(&mut self, key: &K) -> Result<Option<V>, CollectionError> {
         self.remove(key)
+    }
+    fn entries(&self) -> Result<Vec<(K, V)>, CollectionError> {
+        self.iter()
     }
 }

@@ -49,7 +49,9 @@
 //! ```
 
 use super::BiError;
-use super::object::{Fetch, Link, Shape, Stamp, check_in, visit_lines};
+use super::object::{
+    Fetch, Link, ONE_LINE_PAYLOAD, STAMP_BYTES, Shape, Stamp, check_in, visit_lines,
+};
 use super::reader::BiGuard;
 use super::writer::Writer;
 use crate::heap::Heap;
@@ -84,6 +86,43 @@ fn shape_of(len: usize, line: usize) -> Result<Shape, BiError> {
     )
 }
 
+/// Most bytes of a string whose length and bytes fit one 64-byte line's payload.
+const ONE_LINE_BYTES: usize = ONE_LINE_PAYLOAD - LEN_BYTES;
+
+/// The read path's fast case: a string of at most [`ONE_LINE_BYTES`] bytes, read as the
+/// words of its one line between two reads of the stamp (as any one-line object is),
+/// with no per-piece bookkeeping. `None` for a longer string (or lines under 64 bytes):
+/// read it piece by piece.
+#[inline(always)]
+fn one_line<V: MemView>(
+    view: &V,
+    heap: Section,
+    line: usize,
+    link: Link<Bytes>,
+) -> Result<Option<Fetch<[u64; ONE_LINE_PAYLOAD / 8]>>, BiError> {
+    if link.is_null() || line < STAMP_BYTES + ONE_LINE_PAYLOAD {
+        return Ok(None);
+    }
+    let at = link.offset();
+    check_in(heap, at, line, "heap")?;
+    let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
+    let read = view.load_stamped(at, &mut words, |s| {
+        Stamp::from_raw(s).matches(link.generation())
+    })?;
+    Ok(match read {
+        Some((before, after)) if before == after => {
+            (words[0] <= ONE_LINE_BYTES as u64).then_some(Fetch::Value(words))
+        }
+        _ => Some(Fetch::Stale),
+    })
+}
+
+/// The bytes of a one-line string's words.
+fn bytes_of(words: &[u64; ONE_LINE_PAYLOAD / 8]) -> &[u8] {
+    // `one_line` checked the length against the payload.
+    &bytemuck::cast_slice(&words[1..])[..words[0] as usize]
+}
+
 /// One validated read of the byte string at `link`, handing its bytes to `f` in pieces
 /// (`f(start, bytes)`, in order; `f` returns whether to go on). The answer is its length,
 /// or [`Fetch::Stale`] (and then `f` may have seen bytes that must be discarded).
@@ -103,7 +142,7 @@ fn visit_bytes<V: MemView>(
     if !Stamp::from_raw(stamp).matches(link.generation()) {
         return Ok(Fetch::Stale);
     }
-    let len = view.load_u64(at + super::object::STAMP_BYTES)?;
+    let len = view.load_u64(at + STAMP_BYTES)?;
     // A length no byte string can have: this line was not written as one (a link of
     // another type, or a copy being rewritten); the stamp check after the read decides.
     let Some(shape) = usize::try_from(len)
@@ -305,6 +344,9 @@ fn compare<V: MemView>(
     link: Link<Bytes>,
     probe: &[u8],
 ) -> Result<Fetch<Ordering>, BiError> {
+    if let Some(read) = one_line(view, heap, line, link)? {
+        return Ok(read.map(|w| probe.cmp(bytes_of(&w))));
+    }
     let mut order = Ordering::Equal;
     let read = visit_bytes(view, heap, line, link, |start, stored| {
         let mine = probe.get(start..).unwrap_or_default();
@@ -339,6 +381,9 @@ impl<V: MemView> BiGuard<'_, V> {
     pub fn read_bytes(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<Fetch<()>, BiError> {
         self.twice(link, |view, heap, line| {
             out.clear();
+            if let Some(read) = one_line(view, heap, line, link)? {
+                return Ok(read.map(|w| out.extend_from_slice(bytes_of(&w))));
+            }
             Ok(visit_bytes(view, heap, line, link, |_, b| {
                 out.extend_from_slice(b);
                 true
@@ -396,7 +441,7 @@ impl<V: MemView> BiGuard<'_, V> {
         check_in(heap, at, line, "heap")?;
         inner.view.invalidate(at, line)?;
         inner.view.fence();
-        let len = inner.view.load_u64(at + super::object::STAMP_BYTES)?;
+        let len = inner.view.load_u64(at + STAMP_BYTES)?;
         let span = usize::try_from(len)
             .ok()
             .and_then(|n| shape_of(n, line).ok())
