@@ -113,6 +113,7 @@ impl<M: MemView> ByteSource for BiGuard<'_, M> {
         }
     }
 
+    #[inline]
     fn compare_bytes_with(
         &self,
         link: Link<Bytes>,
@@ -372,6 +373,7 @@ impl BytesWord {
         Ok(out)
     }
 
+    #[inline]
     fn matches(&self, probe: &[u8], src: &impl ByteSource) -> Result<bool, CollectionError> {
         if self.len as usize != probe.len() {
             return Ok(false);
@@ -389,6 +391,7 @@ impl BytesWord {
         Ok(src.compare_bytes_with(self.link(), probe)? == Ordering::Equal)
     }
 
+    #[inline]
     fn order(&self, probe: &[u8], src: &impl ByteSource) -> Result<Ordering, CollectionError> {
         // Zero padding orders correctly: where padded heads differ, either both strings
         // have a byte there or the shorter one ended where the other has a non-zero byte.

@@ -337,6 +337,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 }
 
 /// How `probe` orders against the byte string at `link` (one validated read).
+#[inline]
 fn compare<V: MemView>(
     view: &V,
     heap: Section,
@@ -409,6 +410,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// assert_eq!(g.compare_bytes(link, b"middle").unwrap(), Fetch::Value(Ordering::Equal));
     /// assert_eq!(g.compare_bytes(link, b"z").unwrap(), Fetch::Value(Ordering::Greater));
     /// ```
+    #[inline]
     pub fn compare_bytes(
         &self,
         link: Link<Bytes>,
@@ -421,6 +423,7 @@ impl<V: MemView> BiGuard<'_, V> {
 
     /// Runs `attempt` through the cache; if it finds a stale copy, counts a mismatch,
     /// invalidates the string's lines, fences and runs it once more.
+    #[inline(always)]
     fn twice<R>(
         &self,
         link: Link<Bytes>,
@@ -432,11 +435,22 @@ impl<V: MemView> BiGuard<'_, V> {
             Fetch::Stale => {}
             done => return Ok(done),
         }
+        self.drop_string(link)?;
+        attempt(&inner.view, heap, line)
+    }
+
+    /// The slow path of [`twice`](Self::twice): counts a mismatch and drops this node's
+    /// copy of the string's lines (line 0 first: the length that says how many lines
+    /// follow is read from memory).
+    #[cold]
+    #[inline(never)]
+    fn drop_string(&self, link: Link<Bytes>) -> Result<(), BiError> {
+        let inner = self.inner();
+        let (heap, line) = (inner.layout.heap(), inner.line);
         inner
             .stats
             .mismatches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // Line 0 first: the length that says how many lines follow is read from memory.
         let at = link.offset();
         check_in(heap, at, line, "heap")?;
         inner.view.invalidate(at, line)?;
@@ -449,7 +463,7 @@ impl<V: MemView> BiGuard<'_, V> {
             .min(heap.end().saturating_sub(at));
         inner.view.invalidate(at, span)?;
         inner.view.fence();
-        attempt(&inner.view, heap, line)
+        Ok(())
     }
 }
 
