@@ -52,7 +52,7 @@ use bi_core::runtime::{
     EmulatedClock, Fault, NodeRuntime, ReaderOrdering, ReclaimReport, RuntimeConfig, Writer,
 };
 use bytemuck::Pod;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -245,6 +245,9 @@ trait Subject {
     fn read(r: &Self::R) -> Result<Contents, CollectionError>;
     /// The most heap bytes a structure holding `contents` occupies.
     fn live_bound(w: &mut Self::W, contents: &Contents) -> usize;
+    /// Whether a read is a snapshot of one published version (the tree's), or only
+    /// gives each key a value some published version gave it (the map's iteration).
+    const SNAPSHOT_READS: bool = true;
 }
 
 /// One step of a script.
@@ -434,6 +437,151 @@ impl Subject for Map {
     }
 }
 
+/// Keys and values as strings and byte strings: every entry owns a string for its key
+/// (longer than a word holds) and one for its value (one to three lines), written with
+/// the entry and retired with it.
+fn text_key(k: u64) -> String {
+    format!("a key longer than a word, number {k:04}")
+}
+
+fn text_value(v: u64) -> Vec<u8> {
+    let mut x = v.to_ne_bytes().to_vec();
+    x.extend((0..[0usize, 40, 130][(v % 3) as usize]).map(|i| (v as u8).wrapping_add(i as u8)));
+    x
+}
+
+/// The `u64` a value was made from; a torn or foreign value is a panic.
+fn text_unvalue(x: Vec<u8>) -> u64 {
+    let v = u64::from_ne_bytes(x[..8].try_into().expect("8 bytes at least"));
+    assert_eq!(x, text_value(v), "a torn value");
+    v
+}
+
+/// The key number of a text key.
+fn text_unkey(k: &str) -> u64 {
+    k.rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a key of the script")
+}
+
+/// The most bytes the strings of one entry occupy.
+fn text_strings_bytes(writer: &NodeWriter) -> usize {
+    let key = writer.object_bytes(8 + text_key(0).len()).unwrap();
+    key + writer.object_bytes(8 + text_value(2).len()).unwrap()
+}
+
+struct TextTree;
+
+impl Subject for TextTree {
+    type W = TreeWriteHandle<String, Vec<u8>, Mortal, NodeHeap>;
+    type R = TreeReadHandle<String, Vec<u8>, Mortal>;
+
+    fn script() -> Vec<Step> {
+        script(12, 12)
+    }
+    fn open_reader(region: &Region, rt: &Rt) -> Result<Self::R, CollectionError> {
+        BiTree::<String, Vec<u8>>::named(region, rt, "s")?.read_handle(rt)
+    }
+    fn take(region: &Region, rt: &Rt, writer: NodeWriter) -> Result<Self::W, CollectionError> {
+        BiTree::<String, Vec<u8>>::named(region, rt, "s")?.take_writer(rt, writer)
+    }
+    fn insert(w: &mut Self::W, k: u64, v: u64) -> Result<Option<u64>, CollectionError> {
+        Ok(w.insert(text_key(k), text_value(v))?.map(text_unvalue))
+    }
+    fn remove(w: &mut Self::W, k: u64) -> Result<Option<u64>, CollectionError> {
+        Ok(w.remove(text_key(k).as_str())?.map(text_unvalue))
+    }
+    fn reclaim(w: &mut Self::W) -> Result<ReclaimReport, CollectionError> {
+        w.reclaim()
+    }
+    fn writer(w: &mut Self::W) -> &NodeWriter {
+        w.writer()
+    }
+    fn contents(w: &mut Self::W) -> Contents {
+        w.check_invariants().expect("the tree's invariants");
+        let all: Contents = w
+            .iter()
+            .expect("the writer reads its tree")
+            .into_iter()
+            .map(|(k, v)| (text_unkey(&k), text_unvalue(v)))
+            .collect();
+        assert_eq!(all.len(), w.len());
+        all
+    }
+    fn read(r: &Self::R) -> Result<Contents, CollectionError> {
+        let all = r.enter().iter()?;
+        Ok(all
+            .into_iter()
+            .map(|(k, v)| (text_unkey(&k), text_unvalue(v)))
+            .collect())
+    }
+    /// A node (two lines: three 24-byte words) and two strings per entry.
+    fn live_bound(w: &mut Self::W, contents: &Contents) -> usize {
+        let node = w.writer().object_bytes(72).unwrap();
+        contents.len() * (node + text_strings_bytes(w.writer()))
+    }
+}
+
+struct TextMap;
+
+impl Subject for TextMap {
+    type W = MapWriteHandle<String, Vec<u8>, Mortal, NodeHeap>;
+    type R = MapReadHandle<String, Vec<u8>, Mortal>;
+    const SNAPSHOT_READS: bool = false;
+
+    fn script() -> Vec<Step> {
+        script(16, 15)
+    }
+    fn open_reader(region: &Region, rt: &Rt) -> Result<Self::R, CollectionError> {
+        BiHashMap::<String, Vec<u8>>::named(region, rt, "s")?.read_handle(rt)
+    }
+    fn take(region: &Region, rt: &Rt, writer: NodeWriter) -> Result<Self::W, CollectionError> {
+        BiHashMap::<String, Vec<u8>>::named(region, rt, "s")?.take_writer(rt, writer)
+    }
+    fn insert(w: &mut Self::W, k: u64, v: u64) -> Result<Option<u64>, CollectionError> {
+        Ok(w.insert(text_key(k), text_value(v))?.map(text_unvalue))
+    }
+    fn remove(w: &mut Self::W, k: u64) -> Result<Option<u64>, CollectionError> {
+        Ok(w.remove(text_key(k).as_str())?.map(text_unvalue))
+    }
+    fn reclaim(w: &mut Self::W) -> Result<ReclaimReport, CollectionError> {
+        w.reclaim()
+    }
+    fn writer(w: &mut Self::W) -> &NodeWriter {
+        w.writer()
+    }
+    fn contents(w: &mut Self::W) -> Contents {
+        let all: Contents = w
+            .entries()
+            .expect("the writer reads its map")
+            .into_iter()
+            .map(|(k, v)| (text_unkey(&k), text_unvalue(v)))
+            .collect();
+        assert_eq!(all.len(), w.len(), "a key twice");
+        all
+    }
+    fn read(r: &Self::R) -> Result<Contents, CollectionError> {
+        let view = r.enter();
+        let mut all = Contents::new();
+        for kv in view.iter() {
+            let (k, v) = kv?;
+            let k = text_unkey(&k);
+            assert!(all.insert(k, text_unvalue(v)).is_none(), "key {k} twice");
+        }
+        Ok(all)
+    }
+    /// The array (header and buckets, in its size class's slot), and per entry at most
+    /// one overflow line and its two strings.
+    fn live_bound(w: &mut Self::W, contents: &Contents) -> usize {
+        let lines = w.capacity() + 1;
+        let writer = w.writer();
+        let line = writer.lines_bytes(1, 8).unwrap();
+        let array = class_of(lines).map_or(lines, |c| CLASS_LINES[c]) * line;
+        array + contents.len() * (line + text_strings_bytes(writer))
+    }
+}
+
 /// An emulated machine of two nodes, whose node 1 runs a process with a reader of "s".
 struct Machine<S: Subject> {
     /// The region and the emulator. Its own runtimes are dropped (releasing their
@@ -576,12 +724,27 @@ fn run_script<S: Subject>(m: &Machine<S>, fuse: &Arc<Fuse>, at: u64) -> Outcome<
             }
         }
         let seen = m.read(at, &format!("after step {i}"));
+        let agrees = if S::SNAPSHOT_READS {
+            published.contains(&seen)
+        } else {
+            each_key_published(&published, &seen)
+        };
         assert!(
-            published.contains(&seen),
+            agrees,
             "death at {at}: after step {i} ({step:?}) node 1 reads {seen:?}, never published"
         );
     }
     out
+}
+
+/// Whether every key's presence and value in `seen` is its presence and value in some
+/// published version (not necessarily the same one for every key).
+fn each_key_published(published: &[Contents], seen: &Contents) -> bool {
+    let keys: BTreeSet<u64> = published.iter().flat_map(|c| c.keys().copied()).collect();
+    seen.keys().all(|k| keys.contains(k))
+        && keys
+            .iter()
+            .all(|k| published.iter().any(|c| c.get(k) == seen.get(k)))
 }
 
 /// What the restarted process runs with.
@@ -771,6 +934,16 @@ fn a_tree_survives_its_writers_host_dying_at_every_operation() {
 #[test]
 fn a_map_survives_its_writers_host_dying_at_every_operation() {
     sweep::<Map>(false);
+}
+
+#[test]
+fn a_tree_of_strings_survives_its_writers_host_dying_at_every_operation() {
+    sweep::<TextTree>(true);
+}
+
+#[test]
+fn a_map_of_strings_survives_its_writers_host_dying_at_every_operation() {
+    sweep::<TextMap>(false);
 }
 
 /// The first death, in operation order, after which node 1 keeps other contents than
