@@ -12,6 +12,8 @@
 //! [`MapWriteHandle`](crate::MapWriteHandle).
 
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 
 /// Operations per batch of a whole-structure change (one publication each).
 const CHUNK: usize = 4096;
@@ -42,6 +44,61 @@ pub(crate) fn retain<K, V, S: Keyed<K, V>>(
         s.apply_batch(chunk)?;
     }
     Ok(doomed.len())
+}
+
+/// What the earlier operations of a batch left at a key: `Some(state)` once one touched
+/// it. A `BTreeMap` for ordered keys, a `HashMap` for hashed ones.
+pub(crate) trait Overlay<'a, K, V>: Default {
+    fn state(&self, key: &K) -> Option<&Option<V>>;
+    fn set(&mut self, key: &'a K, value: Option<V>);
+}
+
+impl<'a, K: Ord, V> Overlay<'a, K, V> for BTreeMap<&'a K, Option<V>> {
+    fn state(&self, key: &K) -> Option<&Option<V>> {
+        self.get(key)
+    }
+    fn set(&mut self, key: &'a K, value: Option<V>) {
+        self.insert(key, value);
+    }
+}
+
+impl<'a, K: Eq + Hash, V> Overlay<'a, K, V> for HashMap<&'a K, Option<V>> {
+    fn state(&self, key: &K) -> Option<&Option<V>> {
+        self.get(key)
+    }
+    fn set(&mut self, key: &'a K, value: Option<V>) {
+        self.insert(key, value);
+    }
+}
+
+/// The value each of `ops` replaces or removes, in order: the writer's own lookup the
+/// first time a key is touched, then what the batch's earlier operations left there
+/// ([`ApplyBatch::old_values`]).
+pub(crate) fn old_values<'a, K, V: Clone, S: Keyed<K, V>, O: Overlay<'a, K, V>>(
+    s: &S,
+    ops: &'a [Op<K, V>],
+    olds: &mut Vec<Option<V>>,
+) -> Result<bool, CollectionError> {
+    olds.clear();
+    let mut overlay = O::default();
+    for op in ops {
+        let key = match op {
+            Op::Insert(k, _) | Op::Remove(k) => k,
+        };
+        let old = match overlay.state(key) {
+            Some(state) => state.clone(),
+            None => s.lookup(key)?,
+        };
+        olds.push(old);
+        overlay.set(
+            key,
+            match op {
+                Op::Insert(_, v) => Some(v.clone()),
+                Op::Remove(_) => None,
+            },
+        );
+    }
+    Ok(true)
 }
 
 /// Inserts every entry of `entries`, in batches of [`CHUNK`] (each published as one

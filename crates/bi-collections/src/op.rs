@@ -82,4 +82,33 @@ pub trait ApplyBatch<K, V> {
     /// assert_eq!((r.get(&1).unwrap(), r.get(&2).unwrap()), (None, Some(20)));
     /// ```
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError>;
+
+    /// The value each of `ops` would replace or remove if the batch were applied now, in
+    /// order (an operation sees the earlier ones' effect), put in `olds`; `false` if the
+    /// structure cannot tell (the default), `olds` then left empty. A delegation server
+    /// calls it before [`apply_batch`](Self::apply_batch) to return old values to its
+    /// clients, as a local `insert` does. The tree and map write handles tell.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{ApplyBatch, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let ops = [Op::Insert(1, 11), Op::Remove(1), Op::Insert(2, 20)];
+    /// let mut olds = Vec::new();
+    /// assert!(w.old_values(&ops, &mut olds).unwrap());
+    /// assert_eq!(olds, [Some(10), Some(11), None]);
+    /// ```
+    fn old_values(
+        &self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<bool, CollectionError> {
+        let _ = ops;
+        olds.clear();
+        Ok(false)
+    }
 }

@@ -3,7 +3,7 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
-use super::record::OpRecord;
+use super::record::{OpRecord, Outcome, ResultRecord};
 use crate::{CollectionError, Op};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
@@ -107,9 +107,14 @@ impl ClientConfig {
 pub struct DelegationClient<Vw, K, V> {
     sender: Sender<Vw, OpRecord<K, V>>,
     index: usize,
+    layout: DelegationLayout<K, V>,
     ack_offset: usize,
     /// The acknowledgement as last read (never ahead of memory).
     applied: u64,
+    /// The operations the last takeover reported failed, as last read.
+    failed: (u64, u64),
+    /// A failed range read but not yet reported by a wait that covers it.
+    unreported: Option<(u64, u64)>,
     config: ClientConfig,
     /// Records being sent by `send_batch` (kept to reuse its allocation).
     records: Vec<OpRecord<K, V>>,
@@ -186,12 +191,17 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         let mut client = DelegationClient {
             sender,
             index,
+            layout,
             ack_offset,
             applied: 0,
+            failed: (0, 0),
+            unreported: None,
             config,
             records: Vec::new(),
         };
         client.poll_applied()?;
+        // Failures of an earlier attachment are not this one's to report.
+        client.unreported = None;
         Ok(client)
     }
 
@@ -459,7 +469,113 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
                 return Err(self.timeout(WaitingFor::Acknowledgement, seq));
             }
         }
-        Ok(())
+        self.report_failures(seq)
+    }
+
+    /// Reports the operations up to `seq` that a takeover reported failed, once.
+    fn report_failures(&mut self, seq: u64) -> Result<(), CollectionError> {
+        match self.unreported {
+            Some((from, to)) if from < seq => {
+                self.unreported = None;
+                let (first, last) = (from + 1, to.min(seq));
+                Err(DelegationError::WriterDied { first, last }.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends `op`, waits until it is applied and returns what the server reported: the
+    /// value it replaced or removed, if the structure reports old values.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer, Outcome};
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::Op;
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// let s = Setup::new(3, 1);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// // The delegation area: node 2's share of the heap, which no writer uses here.
+    /// let layout = DelegationLayout::<u64, u64>::new(s.arena(2), 1, 8, s.emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|scope| {
+    ///     let serving = scope.spawn(|| server.run_until(&stop));
+    ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
+    ///     assert_eq!(client.send_returning(Op::Insert(1, 10)).unwrap(), Outcome::Replaced(None));
+    ///     assert_eq!(client.insert_returning(1, 11).unwrap(), Some(10));
+    ///     assert_eq!(client.remove_returning(1).unwrap(), Some(11));
+    ///     stop.store(true, Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// ```
+    pub fn send_returning(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
+        let seq = self.send(op)?;
+        match self.wait_applied(seq) {
+            Ok(()) | Err(CollectionError::Delegation(DelegationError::WriterDied { .. })) => {}
+            Err(e) => return Err(e),
+        }
+        self.result(seq)
+    }
+
+    /// Inserts through the server and returns the value the key had (as papaya's and
+    /// `HashMap`'s `insert` do). [`DelegationError::WriterDied`] if the writer died with
+    /// the operation unacknowledged.
+    pub fn insert_returning(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
+        let seq = self.sender.sent() + 1;
+        Self::old_value(seq, self.send_returning(Op::Insert(key, value))?)
+    }
+
+    /// Removes through the server and returns the value the key had.
+    pub fn remove_returning(&mut self, key: K) -> Result<Option<V>, CollectionError> {
+        let seq = self.sender.sent() + 1;
+        Self::old_value(seq, self.send_returning(Op::Remove(key))?)
+    }
+
+    fn old_value(seq: u64, outcome: Outcome<V>) -> Result<Option<V>, CollectionError> {
+        match outcome {
+            Outcome::Replaced(old) => Ok(old),
+            Outcome::Applied => Err(DelegationError::NoOldValues { seq }.into()),
+            Outcome::Failed => Err(DelegationError::WriterDied {
+                first: seq,
+                last: seq,
+            }
+            .into()),
+        }
+    }
+
+    /// The outcome of acknowledged operation `seq`, from its result slot. The server
+    /// writes the slot back before the structure's fence and the acknowledgement after
+    /// it, so the slot is normally in memory already; a copy of an older lap (a line
+    /// this node still held, or one the write-back has not replaced yet: a structure
+    /// that fences nothing) is dropped and read again until the timeout.
+    fn result(&mut self, seq: u64) -> Result<Outcome<V>, CollectionError> {
+        let at = self.layout.result_offset(self.index, seq)?;
+        let view = self.sender.view();
+        let size = size_of::<ResultRecord<V>>();
+        let mut backoff = Backoff::with_timeout(self.config.timeout);
+        loop {
+            view.invalidate(at, size).map_err(mem)?;
+            view.fence();
+            let record = view.load::<ResultRecord<V>>(at).map_err(mem)?;
+            if record.seq() == seq {
+                return record.outcome().ok_or(
+                    DelegationError::BadResult {
+                        client: self.index,
+                        seq,
+                    }
+                    .into(),
+                );
+            }
+            if !backoff.wait() {
+                return Err(DelegationError::BadResult {
+                    client: self.index,
+                    seq,
+                }
+                .into());
+            }
+        }
     }
 
     /// Reads the acknowledgement word once from memory (invalidate, fence, load) and
@@ -481,10 +597,23 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// ```
     pub fn poll_applied(&mut self) -> Result<u64, CollectionError> {
         let view = self.sender.view();
-        view.invalidate(self.ack_offset, size_of::<u64>())
+        // The acknowledgement and the failed range share the server's line: one
+        // invalidation covers the three words. A takeover writes the range back and
+        // fences before it moves the acknowledgement, and the acquire fence keeps the
+        // two loads in order, so the range read is at least as new as the
+        // acknowledgement.
+        view.invalidate(self.ack_offset, 3 * size_of::<u64>())
             .map_err(mem)?;
         view.fence();
         let ack = view.load::<u64>(self.ack_offset).map_err(mem)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let [from, to] = view
+            .load::<[u64; 2]>(self.layout.failed_offset(self.index)?)
+            .map_err(mem)?;
+        if (from, to) != self.failed {
+            self.failed = (from, to);
+            self.unreported = (to > from).then_some((from, to));
+        }
         let sent = self.sender.sent();
         if ack < self.applied || ack > sent {
             return Err(DelegationError::BadAcknowledgement {

@@ -141,6 +141,31 @@ pub enum DelegationError {
     /// delegation error (a memory access of the channel): the operation was sent once
     /// or not at all, and is never sent again.
     BatchFailed,
+    /// The writer that received operations `first..=last` of this client died before
+    /// acknowledging them, and the writer that took over reported them failed
+    /// ([`Outcome::Failed`](super::Outcome::Failed)): no writer applies them from now on.
+    /// The dead one may have applied some of them before dying; read the structure to
+    /// find out, and send again what is missing.
+    WriterDied {
+        /// The first operation reported failed.
+        first: u64,
+        /// The last one.
+        last: u64,
+    },
+    /// An operation's old value was asked for, but the server's structure does not
+    /// report old values ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)); it
+    /// was applied.
+    NoOldValues {
+        /// The operation's sequence number.
+        seq: u64,
+    },
+    /// A result slot held an outcome no server writes.
+    BadResult {
+        /// The client's index.
+        client: usize,
+        /// The operation's sequence number.
+        seq: u64,
+    },
 }
 
 impl fmt::Display for DelegationError {
@@ -216,6 +241,22 @@ impl fmt::Display for DelegationError {
                 "the combined batch carrying the operation failed; it was applied once or \
                  not at all",
             ),
+            DelegationError::WriterDied { first, last } => write!(
+                f,
+                "the writer died before acknowledging operations {first}..={last}; its \
+                 successor reported them failed and never applies them (the dead writer \
+                 may have)"
+            ),
+            DelegationError::NoOldValues { seq } => write!(
+                f,
+                "operation {seq} was applied, but the structure does not report old values"
+            ),
+            DelegationError::BadResult { client, seq } => {
+                write!(
+                    f,
+                    "client {client} read a malformed result for operation {seq}"
+                )
+            }
         }
     }
 }

@@ -2,16 +2,18 @@
 //!
 //! ```text
 //! offset
-//! | header | client 0: channel (head, tail, slots) | ack 0 | client 1: channel | ack 1 | ...
+//! | header | client 0: channel (head, tail, slots) | results 0 | ack 0 | client 1: ...
 //! ```
 //!
-//! Every line has a single writer: the header and the acknowledgement lines belong to
-//! the server, each channel's tail and slots to its client, each channel's head to the
-//! server. Both sides compute every offset from the same [`DelegationLayout`], built from
+//! Every line has a single writer: the header, the result slots and the acknowledgement
+//! lines belong to the server, each channel's tail and slots to its client, each
+//! channel's head to the server. Result slot `i` of a client holds the outcome of its
+//! operation `i` modulo the capacity: a client reads it once the operation is
+//! acknowledged, before it can send the operation that reuses the slot. Both sides compute every offset from the same [`DelegationLayout`], built from
 //! the same range, client count, capacity and line size.
 
 use super::error::{DelegationError, mem};
-use super::record::OpRecord;
+use super::record::{OpRecord, ResultRecord};
 use crate::CollectionError;
 use bi_core::channel::ChannelLayout;
 use bi_core::line::LineSize;
@@ -33,11 +35,11 @@ const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG1");
 ///
 /// let line = LineSize::X86;
 /// let need = DelegationLayout::<u64, u64>::required_bytes(2, 4, line).unwrap();
-/// // header + 2 * (head + tail + 4 records of 32 bytes + ack)
-/// assert_eq!(need, 64 + 2 * (64 + 64 + 128 + 64));
+/// // header + 2 * (head + tail + 4 records of 32 bytes + 4 results of 24 bytes + ack)
+/// assert_eq!(need, 64 + 2 * (64 + 64 + 128 + 128 + 64));
 /// let layout = DelegationLayout::<u64, u64>::new(4096..4096 + need, 2, 4, line).unwrap();
-/// assert_eq!(layout.channel(1).unwrap().offset(), 4096 + 64 + 320);
-/// assert_eq!(layout.ack_offset(0).unwrap(), 4096 + 64 + 256);
+/// assert_eq!(layout.channel(1).unwrap().offset(), 4096 + 64 + 448);
+/// assert_eq!(layout.ack_offset(0).unwrap(), 4096 + 64 + 384);
 /// assert!(layout.channel(2).is_err());
 /// ```
 pub struct DelegationLayout<K, V> {
@@ -115,7 +117,15 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         // A channel placed at 0 has the length of one placed anywhere (line-aligned).
         let channel = ChannelLayout::<OpRecord<K, V>>::new(0, capacity, line)?;
         let too_large = DelegationError::TooLarge { clients, capacity };
-        let stride = channel.len().checked_add(line.get()).ok_or(too_large)?;
+        let results = capacity
+            .checked_mul(size_of::<ResultRecord<V>>())
+            .map(|bytes| bytes.next_multiple_of(line.get()))
+            .ok_or(too_large)?;
+        let stride = channel
+            .len()
+            .checked_add(results)
+            .and_then(|b| b.checked_add(line.get()))
+            .ok_or(too_large)?;
         let len = stride
             .checked_mul(clients)
             .and_then(|blocks| blocks.checked_add(line.get()))
@@ -138,7 +148,7 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     /// let err = DelegationLayout::<u64, u64>::new(0..256, 1, 4, line).unwrap_err();
     /// assert!(matches!(
     ///     err,
-    ///     CollectionError::Delegation(DelegationError::RangeTooSmall { required: 384, .. })
+    ///     CollectionError::Delegation(DelegationError::RangeTooSmall { required: 512, .. })
     /// ));
     /// let err = DelegationLayout::<u64, u64>::new(0..4096, 1, 3, line).unwrap_err();
     /// assert!(matches!(err, CollectionError::Channel(_))); // capacity not a power of two
@@ -213,6 +223,21 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         Ok(self.block(index)? + self.stride - self.line.get())
     }
 
+    /// The two words beside client `index`'s acknowledgement, `(from, to)`: the last
+    /// writer that took over reported the client's operations `from + 1..=to` failed
+    /// ([`Outcome::Failed`](super::Outcome::Failed)); both zero if none did.
+    pub(crate) fn failed_offset(&self, index: usize) -> Result<usize, CollectionError> {
+        Ok(self.ack_offset(index)? + size_of::<u64>())
+    }
+
+    /// The result slot of client `index`'s operation `seq` (sequence numbers start at
+    /// one).
+    pub(crate) fn result_offset(&self, index: usize, seq: u64) -> Result<usize, CollectionError> {
+        let results = self.block(index)? + self.channel(index)?.len();
+        let slot = (seq.wrapping_sub(1) % self.capacity as u64) as usize;
+        Ok(results + slot * size_of::<ResultRecord<V>>())
+    }
+
     /// Checks that the area fits in `view` and that the view's lines are no larger than
     /// the layout's (otherwise two single-writer words would share a line).
     ///
@@ -257,9 +282,11 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
             view.store(channel.head_offset(), &0u64).map_err(mem)?;
             view.store(channel.tail_offset(), &0u64).map_err(mem)?;
             view.store(ack, &0u64).map_err(mem)?;
+            view.store(self.failed_offset(index)?, &[0u64; 2])
+                .map_err(mem)?;
             view.writeback(channel.head_offset(), 2 * self.line.get())
                 .map_err(mem)?;
-            view.writeback(ack, 8).map_err(mem)?;
+            view.writeback(ack, 24).map_err(mem)?;
         }
         view.fence();
         for (i, word) in self.header().into_iter().enumerate().skip(1) {
@@ -295,12 +322,13 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     }
 
     /// The header's words, in order, with their names.
-    fn header(&self) -> [(&'static str, u64); 5] {
+    fn header(&self) -> [(&'static str, u64); 6] {
         [
             ("magic", MAGIC),
             ("clients", self.clients as u64),
             ("capacity", self.capacity as u64),
             ("record_size", size_of::<OpRecord<K, V>>() as u64),
+            ("result_size", size_of::<ResultRecord<V>>() as u64),
             ("line", self.line.get() as u64),
         ]
     }
@@ -421,8 +449,14 @@ mod tests {
             let ch = l.channel(i).unwrap();
             assert_eq!(ch.offset(), prev_end);
             let ack = l.ack_offset(i).unwrap();
-            assert_eq!(ack, ch.end());
+            // Eight results of 8 + 8 + 5 bytes: three lines.
+            let results = l.result_offset(i, 1).unwrap();
+            assert_eq!(results, ch.end());
+            assert_eq!(l.result_offset(i, 9).unwrap(), results); // a lap later
+            assert_eq!(l.result_offset(i, 8).unwrap(), results + 7 * 21);
+            assert_eq!(ack, results + 3 * 64);
             assert_eq!(ack % 64, 0);
+            assert_eq!(l.failed_offset(i).unwrap(), ack + 8);
             prev_end = ack + 64;
         }
         assert_eq!(prev_end, l.end());

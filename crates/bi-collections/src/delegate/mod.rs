@@ -141,5 +141,5 @@ pub use client::{ClientConfig, DelegationClient};
 pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::DelegationLayout;
-pub use record::OpRecord;
+pub use record::{OpRecord, Outcome};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};

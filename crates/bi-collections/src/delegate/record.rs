@@ -144,6 +144,90 @@ impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for OpRecord<K, V> {
     }
 }
 
+/// What became of one delegated operation, as the server reports it in the client's
+/// result slot.
+///
+/// ```
+/// use bi_collections::delegate::Outcome;
+///
+/// let done: Outcome<u64> = Outcome::Replaced(Some(7));
+/// assert_ne!(done, Outcome::Failed);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<V> {
+    /// Applied; the value the operation replaced or removed (`None`: the key was
+    /// absent).
+    Replaced(Option<V>),
+    /// Applied by a structure that does not report old values
+    /// ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)).
+    Applied,
+    /// Never applied by the current writer, and never will be: the writer that received
+    /// it died first. It may have applied the operation before dying (the outcome of a
+    /// request to a dead process is unknown), but no later writer applies it again.
+    Failed,
+}
+
+/// The state word of a result slot.
+const RESULT_ABSENT: u64 = 1;
+const RESULT_PRESENT: u64 = 2;
+const RESULT_APPLIED: u64 = 3;
+const RESULT_FAILED: u64 = 4;
+
+/// One operation's outcome in shared memory: the operation's sequence number, a state
+/// word and the old value (zero unless the state says present). Written by the server
+/// only, read by the client that sent the operation.
+#[repr(C, packed)]
+pub(crate) struct ResultRecord<V> {
+    seq: u64,
+    state: u64,
+    value: V,
+}
+
+impl<V: Copy> Clone for ResultRecord<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V: Copy> Copy for ResultRecord<V> {}
+
+// SAFETY: both `u64` fields and `V: Pod` are `Zeroable`, and a packed struct has no
+// padding, so the all-zero bit pattern is a valid `ResultRecord`.
+unsafe impl<V: Pod> Zeroable for ResultRecord<V> {}
+
+// SAFETY: as for `OpRecord`: `Copy + 'static`, `repr(C, packed)` (no padding, the size
+// is the sum of the fields'), every field `u64` or `Pod`, no reference or interior
+// mutability.
+unsafe impl<V: Pod> Pod for ResultRecord<V> {}
+
+impl<V: Pod> ResultRecord<V> {
+    pub(crate) fn new(seq: u64, outcome: Outcome<V>) -> Self {
+        let (state, value) = match outcome {
+            Outcome::Replaced(None) => (RESULT_ABSENT, V::zeroed()),
+            Outcome::Replaced(Some(v)) => (RESULT_PRESENT, v),
+            Outcome::Applied => (RESULT_APPLIED, V::zeroed()),
+            Outcome::Failed => (RESULT_FAILED, V::zeroed()),
+        };
+        ResultRecord { seq, state, value }
+    }
+
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The outcome, or `None` for a state word no server writes.
+    pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
+        let value = self.value;
+        match self.state {
+            RESULT_ABSENT => Some(Outcome::Replaced(None)),
+            RESULT_PRESENT => Some(Outcome::Replaced(Some(value))),
+            RESULT_APPLIED => Some(Outcome::Applied),
+            RESULT_FAILED => Some(Outcome::Failed),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +249,20 @@ mod tests {
         rec.kind = 3;
         assert_eq!(rec.op(), None);
         assert_eq!(rec.kind(), 3);
+    }
+
+    #[test]
+    fn results_round_trip_and_zeroed_ones_do_not_decode() {
+        for outcome in [
+            Outcome::Replaced(None),
+            Outcome::Replaced(Some(9u32)),
+            Outcome::Applied,
+            Outcome::Failed,
+        ] {
+            let rec = ResultRecord::new(5, outcome);
+            let back: ResultRecord<u32> = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&rec));
+            assert_eq!((back.seq(), back.outcome()), (5, Some(outcome)));
+        }
+        assert_eq!(ResultRecord::<u32>::zeroed().outcome(), None);
     }
 }

@@ -4,12 +4,13 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, mem};
 use super::layout::DelegationLayout;
-use super::record::OpRecord;
+use super::record::{OpRecord, Outcome, ResultRecord};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
 use bi_core::mem::MemView;
 use bytemuck::Pod;
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The largest batch [`DelegationServer::run_until`] applies unless told otherwise.
@@ -158,6 +159,8 @@ pub struct DelegationServer<Vw, K, V, S> {
     first: usize,
     /// The batch being assembled (kept to reuse its allocation).
     ops: Vec<Op<K, V>>,
+    /// The values the batch's operations replace, when the structure tells.
+    olds: Vec<Option<V>>,
     max_batch: usize,
 }
 
@@ -196,6 +199,52 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         structure: S,
     ) -> Result<Self, CollectionError> {
         layout.init(&view)?;
+        Self::attach(view, layout, structure)
+    }
+
+    /// Serves `structure` from an area a server that is gone initialised, as the writer
+    /// that takes over from a dead one: clients stay attached and keep their sequence
+    /// numbers. Every operation the old server had received but not acknowledged is
+    /// reported [`Outcome::Failed`] in its result slot (and in the failed range beside
+    /// the acknowledgement), then acknowledged, so that no operation is applied twice:
+    /// the old server may have applied and published some of them before it died.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationError, DelegationLayout, DelegationServer};
+    /// use bi_collections::{CollectionError, EpochBonsai};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let first = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// client.insert(1, 1).unwrap(); // sent; the server dies before serving it
+    /// drop(first);
+    /// let mut second = DelegationServer::resume(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let err = client.flush().unwrap_err();
+    /// assert!(matches!(err, CollectionError::Delegation(DelegationError::WriterDied { first: 1, last: 1 })));
+    /// client.insert(2, 2).unwrap();
+    /// second.serve_once(16).unwrap();
+    /// client.flush().unwrap(); // the new server applies what comes after
+    /// assert_eq!(second.structure().iter(), vec![(2, 2)]);
+    /// ```
+    pub fn resume(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        structure: S,
+    ) -> Result<Self, CollectionError> {
+        layout.verify_header(&view)?;
+        let mut server = Self::attach(view, layout, structure)?;
+        server.fail_unacknowledged()?;
+        Ok(server)
+    }
+
+    /// Serves an area whose header is in place, every channel taken as empty.
+    fn attach(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        structure: S,
+    ) -> Result<Self, CollectionError> {
         let clients = (0..layout.clients())
             .map(|index| {
                 Ok(ClientState {
@@ -214,6 +263,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             clients,
             first: 0,
             ops: Vec::new(),
+            olds: Vec::new(),
             max_batch: DEFAULT_MAX_BATCH,
         })
     }
@@ -271,12 +321,17 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         if max_batch == 0 {
             return Ok(ServeReport::default());
         }
-        self.refresh_tails()?;
+        self.refresh_counters(false)?;
         let (ops, clients) = self.plan(max_batch);
         if ops == 0 {
             return Ok(ServeReport::default());
         }
         self.read_records()?;
+        // The outcomes are known before the batch is applied, and written back before
+        // the structure's fence: a client that sees its acknowledgement (written after
+        // that fence) finds its result in memory.
+        let known = self.structure.old_values(&self.ops, &mut self.olds)?;
+        self.write_results(known)?;
         let batch = self.structure.apply_batch(&self.ops)?;
         self.acknowledge()?;
         Ok(ServeReport {
@@ -357,15 +412,25 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         }
     }
 
-    /// Step 1: invalidate every tail line, one fence, read and check the tails.
-    fn refresh_tails(&mut self) -> Result<(), CollectionError> {
+    /// Reads every client's tail from memory (and, when `heads`, the head a previous
+    /// server left, taken as applied), checking that the counters are ones a ring can
+    /// have.
+    fn refresh_counters(&mut self, heads: bool) -> Result<(), CollectionError> {
         let v = &self.view;
         for c in &self.clients {
             v.invalidate(c.channel.tail_offset(), size_of::<u64>())
                 .map_err(mem)?;
+            if heads {
+                v.invalidate(c.channel.head_offset(), size_of::<u64>())
+                    .map_err(mem)?;
+            }
         }
         v.fence();
         for c in &mut self.clients {
+            if heads {
+                c.head = v.load::<u64>(c.channel.head_offset()).map_err(mem)?;
+                c.tail = c.head;
+            }
             let tail = v.load::<u64>(c.channel.tail_offset()).map_err(mem)?;
             let corrupt = |reason| ChannelError::Corrupt {
                 reason,
@@ -408,12 +473,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             // The slots may hold the previous lap's records, or lines prefetched before
             // the client wrote them: drop exactly the ones about to be read, in at most
             // two ranges (the second when they wrap past the last slot).
-            let capacity = c.channel.capacity();
-            let slot = (c.head & (capacity as u64 - 1)) as usize;
-            let first = c.take.min(capacity - slot);
+            let (first, rest) = split_at_wrap(c.head, c.take, c.channel.capacity());
             v.invalidate(c.channel.slot_offset(c.head), first * size)
                 .map_err(mem)?;
-            v.invalidate(c.channel.entries_offset(), (c.take - first) * size)
+            v.invalidate(c.channel.entries_offset(), rest * size)
                 .map_err(mem)?;
         }
         v.fence();
@@ -443,6 +506,71 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
 
     /// Step 4: for every client in the batch, move its head (freeing its slots) and its
     /// acknowledgement to the last record applied; one write-back each, one fence.
+    /// Writes and writes back the outcome of every operation of the batch in its
+    /// client's result slots: the old value when `known` (in `self.olds`), else
+    /// [`Outcome::Applied`].
+    fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
+        let mut olds = self.olds.iter();
+        for (index, c) in self.clients.iter().enumerate() {
+            let seqs = c.head + 1..=c.head + c.take as u64;
+            let outcome = |_| match (known, olds.next()) {
+                (true, Some(old)) => Outcome::Replaced(*old),
+                _ => Outcome::Applied,
+            };
+            self.write_outcomes(index, seqs, outcome)?;
+        }
+        Ok(())
+    }
+
+    /// Stores `outcome(seq)` in client `index`'s result slot of each of `seqs` and
+    /// writes the slots back (in at most two ranges, the second when they wrap).
+    fn write_outcomes(
+        &self,
+        index: usize,
+        seqs: RangeInclusive<u64>,
+        mut outcome: impl FnMut(u64) -> Outcome<V>,
+    ) -> Result<(), CollectionError> {
+        let (start, n) = (*seqs.start(), seqs.clone().count());
+        if n == 0 {
+            return Ok(());
+        }
+        let v = &self.view;
+        for seq in seqs {
+            let at = self.layout.result_offset(index, seq)?;
+            v.store(at, &ResultRecord::new(seq, outcome(seq)))
+                .map_err(mem)?;
+        }
+        let size = size_of::<ResultRecord<V>>();
+        let (first, rest) = split_at_wrap(start - 1, n, self.layout.capacity());
+        v.writeback(self.layout.result_offset(index, start)?, first * size)
+            .map_err(mem)?;
+        v.writeback(self.layout.result_offset(index, 1)?, rest * size)
+            .map_err(mem)?;
+        Ok(())
+    }
+
+    /// The takeover of [`resume`](Self::resume): reads every client's counters from
+    /// memory, reports what lies between head and tail failed (result slots and failed
+    /// range, written back and fenced first), then moves head and acknowledgement to
+    /// the tail.
+    fn fail_unacknowledged(&mut self) -> Result<(), CollectionError> {
+        self.refresh_counters(true)?;
+        let v = &self.view;
+        for (index, c) in self.clients.iter().enumerate() {
+            if c.tail > c.head {
+                self.write_outcomes(index, c.head + 1..=c.tail, |_| Outcome::Failed)?;
+                let failed = self.layout.failed_offset(index)?;
+                v.store(failed, &[c.head, c.tail]).map_err(mem)?;
+                v.writeback(failed, 2 * size_of::<u64>()).map_err(mem)?;
+            }
+        }
+        v.fence();
+        for c in &mut self.clients {
+            c.take = (c.tail - c.head) as usize;
+        }
+        self.acknowledge()
+    }
+
     fn acknowledge(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
         for c in self.clients.iter().filter(|c| c.take > 0) {
@@ -580,4 +708,12 @@ impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
     pub fn max_batch(&self) -> usize {
         self.max_batch
     }
+}
+
+/// `take` consecutive slots of a ring of `capacity` from position `from`, as the counts
+/// before and after the wrap to slot 0.
+fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {
+    let slot = (from % capacity as u64) as usize;
+    let first = take.min(capacity - slot);
+    (first, take - first)
 }

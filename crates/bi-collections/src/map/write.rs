@@ -1365,6 +1365,16 @@ fn copy_entry<K: Pod, V: Pod>(from: &BucketLine, j: usize, to: &mut BucketLine, 
 impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     for MapWriteHandle<K, V, M, H>
 {
+    /// From the writer's own lookups ([`MapWriteHandle::get`]) and the batch's earlier
+    /// operations.
+    fn old_values(
+        &self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<bool, CollectionError> {
+        crate::entry::old_values::<_, _, _, std::collections::HashMap<_, _>>(self, ops, olds)
+    }
+
     /// Stages every operation, allocates the chains' new overflow lines, rewrites every
     /// changed line and the header with one fence per partition (per 256 lines), then
     /// queues emptied lines and replaced pairs for retirement in bounded batches.

@@ -788,6 +788,16 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
 impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     for TreeWriteHandle<K, V, M, H>
 {
+    /// From the writer's own lookups ([`TreeWriteHandle::get`]) and the batch's earlier
+    /// operations.
+    fn old_values(
+        &self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<bool, CollectionError> {
+        crate::entry::old_values::<_, _, _, std::collections::BTreeMap<_, _>>(self, ops, olds)
+    }
+
     /// Applies the operations by path copying and publishes the resulting root once.
     /// Nodes created and then superseded within the batch are given back at once
     /// ([`Writer::discard_link`]); the published nodes the batch replaced are retired

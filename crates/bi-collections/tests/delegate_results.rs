@@ -1,0 +1,200 @@
+//! Old values through delegation, and a writer that dies with operations in flight:
+//! the real map and tree as the server's structure, clients on other nodes, adversarial
+//! emulated caches.
+
+mod delegate_mock;
+
+use bi_collections::delegate::{
+    ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome,
+};
+use bi_collections::map::BiHashMap;
+use bi_collections::tree::BiTree;
+use bi_collections::{ApplyBatch, CollectionError, Op};
+use bi_core::mem::EmulatedNode;
+use bi_core::runtime::testing::Setup;
+use delegate_mock::machine;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+type Client = DelegationClient<EmulatedNode, u64, u64>;
+
+/// The delegation area: the last node's share of the heap (no writer runs there).
+fn area(s: &Setup, clients: usize) -> DelegationLayout<u64, u64> {
+    let last = s.emu.nodes() - 1;
+    DelegationLayout::new(s.arena(last), clients, 8, s.emu.line_size()).unwrap()
+}
+
+fn client(s: &Setup, layout: DelegationLayout<u64, u64>, index: usize) -> Client {
+    let config = ClientConfig::default().timeout(Duration::from_secs(10));
+    DelegationClient::with_config(s.emu.node(1 + index), layout, index, config).unwrap()
+}
+
+/// Client `index` inserts and removes its own keys (`index * 1000 + 0..16`) at random,
+/// synchronously, and checks every old value against its model of them.
+fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<u64, u64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut model = BTreeMap::new();
+    let base = client.index() as u64 * 1000;
+    for step in 0..steps as u64 {
+        let key = base + rng.random_range(0..16);
+        if rng.random_bool(0.7) {
+            let old = client.insert_returning(key, step).unwrap();
+            assert_eq!(
+                old,
+                model.insert(key, step),
+                "insert of {key} at step {step}"
+            );
+        } else {
+            let old = client.remove_returning(key).unwrap();
+            assert_eq!(old, model.remove(&key), "removal of {key} at step {step}");
+        }
+    }
+    model
+}
+
+/// A server thread over `structure` and two client threads of `steps` operations each;
+/// returns the structure.
+fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
+    s: &Setup,
+    seed: u64,
+    structure: S,
+    steps: usize,
+) -> S {
+    let layout = area(s, 2);
+    let mut server = DelegationServer::new(s.emu.node(0), layout, structure).unwrap();
+    let stop = AtomicBool::new(false);
+    let steps = if cfg!(miri) { 8 } else { steps };
+    std::thread::scope(|scope| {
+        let serving = scope.spawn(|| server.run_until(&stop));
+        let players: Vec<_> = (0..2)
+            .map(|i| {
+                let mut c = client(s, layout, i);
+                scope.spawn(move || play(&mut c, seed * 10 + i as u64, steps))
+            })
+            .collect();
+        for p in players {
+            p.join().unwrap();
+        }
+        stop.store(true, Ordering::Release);
+        serving.join().unwrap().unwrap();
+    });
+    server.into_structure()
+}
+
+/// Runs `work` on this thread while `server` serves on another.
+fn with_server<S: ApplyBatch<u64, u64> + Send, R>(
+    server: &mut DelegationServer<EmulatedNode, u64, u64, S>,
+    work: impl FnOnce() -> R,
+) -> R {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let serving = scope.spawn(|| server.run_until(&stop));
+        let r = work();
+        stop.store(true, Ordering::Release);
+        serving.join().unwrap().unwrap();
+        r
+    })
+}
+
+#[test]
+fn remote_inserts_and_removals_return_the_old_value_of_the_map() {
+    for seed in 0..if cfg!(miri) { 1 } else { 3 } {
+        let s = machine(4, seed, 0.1);
+        let map = BiHashMap::<u64, u64>::at(s.slot(0))
+            .write_handle(s.writer(0))
+            .unwrap();
+        let map = serve_two_clients(&s, seed, map, 300);
+        assert!(map.len() <= 32);
+        let stats = s.emu.total_stats();
+        assert_eq!(stats.reuse_hazards, 0, "seed {seed}: {stats:?}");
+    }
+}
+
+#[test]
+fn remote_inserts_and_removals_return_the_old_value_of_the_tree() {
+    let s = machine(4, 5, 0.1);
+    let tree = BiTree::<u64, u64>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    // Path copying with a heap that never reuses (no pass runs): few enough operations
+    // for node 0's share of the heap.
+    let tree = serve_two_clients(&s, 5, tree, 40);
+    tree.check_invariants().unwrap();
+}
+
+#[test]
+fn a_structure_that_does_not_report_old_values_says_so() {
+    let s = machine(3, 1, 0.0);
+    let layout = area(&s, 1);
+    let mut server = DelegationServer::new(
+        s.emu.node(0),
+        layout,
+        delegate_mock::RecordingMap::default(),
+    )
+    .unwrap();
+    let mut c = client(&s, layout, 0);
+    c.insert(1, 1).unwrap();
+    server.serve_once(8).unwrap();
+    c.flush().unwrap();
+    // The mock structure cannot tell old values: the outcome says applied, and the
+    // papaya-style call refuses to guess.
+    let seq = c.send(Op::Remove(1)).unwrap();
+    server.serve_once(8).unwrap();
+    c.wait_applied(seq).unwrap();
+    let seq = c.sent() + 1;
+    let err = with_server(&mut server, || c.insert_returning(2, 2)).unwrap_err();
+    assert!(matches!(
+        err,
+        CollectionError::Delegation(DelegationError::NoOldValues { seq: s }) if s == seq
+    ));
+    assert_eq!(server.structure().map.get(&2), Some(&2));
+}
+
+/// The writer dies with operations received and unacknowledged, at every point of a
+/// script; its successor resumes the area. Every operation is acknowledged as applied
+/// exactly when the structure holds its effect, or reported failed and never applied.
+#[test]
+fn a_writer_dying_with_operations_in_flight_never_has_them_applied_twice() {
+    for pending in 0..=8u64 {
+        let s = machine(3, pending, 0.2);
+        let layout = area(&s, 1);
+        let map = BiHashMap::<u64, u64>::at(s.slot(0))
+            .write_handle(s.writer(0))
+            .unwrap();
+        let mut first = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+        let mut c = client(&s, layout, 0);
+        // Three operations applied and acknowledged.
+        for k in 0..3 {
+            c.insert(k, k).unwrap();
+        }
+        first.serve_once(8).unwrap();
+        c.flush().unwrap();
+        // `pending` more sent; the writer dies before serving them.
+        for k in 0..pending {
+            c.insert(100 + k, k).unwrap();
+        }
+        let map = first.into_structure();
+        let mut second = DelegationServer::resume(s.emu.node(0), layout, map).unwrap();
+        let sent = c.sent();
+        match c.flush() {
+            Ok(_) => assert_eq!(pending, 0),
+            Err(CollectionError::Delegation(DelegationError::WriterDied { first, last })) => {
+                assert_eq!((first, last), (4, sent), "pending {pending}");
+            }
+            Err(e) => panic!("pending {pending}: {e}"),
+        }
+        // Nothing of the failed operations was applied, and nothing is later.
+        second.serve_once(8).unwrap();
+        let map = second.structure();
+        for k in 0..pending {
+            assert_eq!(map.get(&(100 + k)), None, "pending {pending}");
+        }
+        // The client goes on with the new writer, old values as the map holds them.
+        let outcome = with_server(&mut second, || c.send_returning(Op::Insert(1, 50)));
+        assert_eq!(outcome.unwrap(), Outcome::Replaced(Some(1)));
+        assert_eq!(second.structure().len(), 3);
+    }
+}
