@@ -33,8 +33,10 @@
 
 pub mod hazards;
 mod pool;
+pub mod shared;
 
 pub use pool::{Pool, PoolConfig, PoolError};
+pub use shared::{Shared, SharedMap, SharedTree};
 
 pub use bi_alloc as alloc;
 pub use bi_collections as collections;

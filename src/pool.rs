@@ -29,6 +29,7 @@
 //! assert_ne!(writer_pool.node(), reader_pool.node());
 //! ```
 
+use crate::shared::OpenWrites;
 use bi_alloc::{AllocError, Extents, NodeHeap};
 use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
@@ -129,6 +130,10 @@ pub enum PoolError {
     },
     /// This pool's node writer is already handed out (one writer handle per pool).
     WriterTaken,
+    /// A live process writes the structure but has not served it through a shared
+    /// handle ([`Pool::map`]) yet, so there is nowhere to send writes: open the
+    /// writer's handle with `map` or `tree`, then this one.
+    NoWriterYet,
 }
 
 impl fmt::Display for PoolError {
@@ -150,6 +155,10 @@ impl fmt::Display for PoolError {
                     "this pool's node already has a writer handle (one per pool)"
                 )
             }
+            PoolError::NoWriterYet => f.write_str(
+                "the structure's writer serves no other process yet (it opened no shared \
+                 handle)",
+            ),
         }
     }
 }
@@ -161,7 +170,7 @@ impl std::error::Error for PoolError {
             PoolError::Runtime(e) => Some(e),
             PoolError::Alloc(e) => Some(e),
             PoolError::Collection(e) => Some(e),
-            PoolError::NoFreeNode { .. } | PoolError::WriterTaken => None,
+            PoolError::NoFreeNode { .. } | PoolError::WriterTaken | PoolError::NoWriterYet => None,
         }
     }
 }
@@ -211,6 +220,9 @@ impl From<CollectionError> for PoolError {
 pub struct Pool {
     // Dropped in this order: the pass stops before the runtime gives the node up.
     // (None for a process that joined its node: the runner passes.)
+    /// The writes of the shared handles open in this process (weak: the handles own
+    /// them, and stop a serving thread before the pool can go).
+    open: OpenWrites,
     background: Option<Background>,
     rt: NodeRuntime<Hardware>,
     region: Region,
@@ -268,6 +280,7 @@ impl Pool {
             let clock = Arc::new(TickClock::new());
             let rt = NodeRuntime::join(region.hardware(), layout, n, config.runtime, clock)?;
             return Ok(Pool {
+                open: OpenWrites::default(),
                 background: None,
                 rt,
                 region,
@@ -296,6 +309,7 @@ impl Pool {
             }
             let background = Some(rt.start_background(config.pass_period));
             return Ok(Pool {
+                open: OpenWrites::default(),
                 background,
                 rt,
                 region,
@@ -317,6 +331,11 @@ impl Pool {
     /// ```
     pub fn node(&self) -> usize {
         self.rt.node()
+    }
+
+    /// The writes of this process's shared handles, by structure name.
+    pub(crate) fn open_writes(&self) -> &OpenWrites {
+        &self.open
     }
 
     /// The region.

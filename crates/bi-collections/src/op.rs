@@ -111,4 +111,35 @@ pub trait ApplyBatch<K, V> {
         olds.clear();
         Ok(false)
     }
+
+    /// Applies `ops` as [`apply_batch`](Self::apply_batch) does, and leaves in `olds`
+    /// the value each one replaced or removed ([`old_values`](Self::old_values)), or
+    /// nothing if the structure cannot tell. What a delegation server calls: override it
+    /// when the two steps must not be separated (a structure shared behind a lock takes
+    /// the lock once).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_collections::{ApplyBatch, EpochBonsai, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let mut olds = Vec::new();
+    /// w.apply_reporting(&[Op::Insert(1, 1), Op::Insert(1, 2)], &mut olds).unwrap();
+    /// assert_eq!(olds, [None, Some(1)]);
+    /// // A structure that cannot tell leaves `olds` empty.
+    /// EpochBonsai::new().apply_reporting(&[Op::Insert(1, 1)], &mut olds).unwrap();
+    /// assert!(olds.is_empty());
+    /// ```
+    fn apply_reporting(
+        &mut self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        if !self.old_values(ops, olds)? {
+            olds.clear();
+        }
+        self.apply_batch(ops)
+    }
 }

@@ -75,11 +75,14 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
                 scope.spawn(move || play(&mut c, seed * 10 + i as u64, steps))
             })
             .collect();
-        for p in players {
-            p.join().unwrap();
-        }
+        // Every player joined before any failure is raised: the server must be stopped
+        // for the scope to end.
+        let played: Vec<_> = players.into_iter().map(|p| p.join()).collect();
         stop.store(true, Ordering::Release);
         serving.join().unwrap().unwrap();
+        for p in played {
+            p.unwrap();
+        }
     });
     server.into_structure()
 }

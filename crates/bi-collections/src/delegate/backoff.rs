@@ -9,12 +9,20 @@ use std::time::{Duration, Instant};
 
 /// Spins below this step, yields from it on.
 const SPIN_STEPS: u32 = 7;
+/// Yields before an idle waiter starts sleeping (a few hundred microseconds).
+const YIELD_STEPS: u32 = 1000;
+/// The shortest and the longest sleep of an idle waiter.
+const FIRST_NAP: Duration = Duration::from_micros(20);
+const LONGEST_NAP: Duration = Duration::from_millis(1);
 
 /// An exponential back-off with an optional deadline.
 #[derive(Debug)]
 pub(super) struct Backoff {
     step: u32,
     deadline: Option<Instant>,
+    /// Whether the waiter sleeps once spinning and yielding found nothing (a server
+    /// with no work: it must not keep a core busy), and for how long next.
+    naps: Option<Duration>,
 }
 
 impl Backoff {
@@ -24,6 +32,7 @@ impl Backoff {
             step: 0,
             // A timeout too large for the clock means no deadline.
             deadline: Instant::now().checked_add(timeout),
+            naps: None,
         }
     }
 
@@ -32,12 +41,26 @@ impl Backoff {
         Backoff {
             step: 0,
             deadline: None,
+            naps: None,
+        }
+    }
+
+    /// No deadline, and sleeps (from 20 microseconds, doubling up to a millisecond) once
+    /// a thousand yields found nothing: a request after a long idle time waits up to a
+    /// millisecond, one in a busy stretch is seen within the spin.
+    pub(super) fn idle() -> Backoff {
+        Backoff {
+            naps: Some(FIRST_NAP),
+            ..Backoff::unbounded()
         }
     }
 
     /// Starts spinning short again (after progress).
     pub(super) fn reset(&mut self) {
         self.step = 0;
+        if self.naps.is_some() {
+            self.naps = Some(FIRST_NAP);
+        }
     }
 
     /// Waits a little longer than last time; `false` once the deadline has passed.
@@ -50,7 +73,11 @@ impl Backoff {
                 std::hint::spin_loop();
             }
             self.step += 1;
+        } else if let Some(nap) = self.naps.filter(|_| self.step >= SPIN_STEPS + YIELD_STEPS) {
+            std::thread::sleep(nap);
+            self.naps = Some((nap * 2).min(LONGEST_NAP));
         } else {
+            self.step = self.step.saturating_add(1);
             std::thread::yield_now();
         }
         true

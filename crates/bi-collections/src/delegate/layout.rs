@@ -230,6 +230,19 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         Ok(self.ack_offset(index)? + size_of::<u64>())
     }
 
+    /// Where the outcome of client `index`'s latest acknowledged operation is repeated
+    /// on its acknowledgement line (after the acknowledgement and the failed range),
+    /// when it fits there: a client waiting for one operation reads both with one
+    /// invalidation.
+    pub(crate) fn inline_result_offset(
+        &self,
+        index: usize,
+    ) -> Result<Option<usize>, CollectionError> {
+        let at = self.ack_offset(index)? + 3 * size_of::<u64>();
+        let fits = 3 * size_of::<u64>() + size_of::<ResultRecord<V>>() <= self.line.get();
+        Ok(fits.then_some(at))
+    }
+
     /// The result slot of client `index`'s operation `seq` (sequence numbers start at
     /// one).
     pub(crate) fn result_offset(&self, index: usize, seq: u64) -> Result<usize, CollectionError> {

@@ -134,6 +134,7 @@ mod client;
 mod combine;
 mod error;
 mod layout;
+mod named;
 mod record;
 mod server;
 
@@ -141,5 +142,6 @@ pub use client::{ClientConfig, DelegationClient};
 pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::DelegationLayout;
+pub use named::NAMED_CAPACITY;
 pub use record::{OpRecord, Outcome};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};

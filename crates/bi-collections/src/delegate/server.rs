@@ -327,12 +327,11 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.read_records()?;
-        // The outcomes are known before the batch is applied, and written back before
-        // the structure's fence: a client that sees its acknowledgement (written after
-        // that fence) finds its result in memory.
-        let known = self.structure.old_values(&self.ops, &mut self.olds)?;
-        self.write_results(known)?;
-        let batch = self.structure.apply_batch(&self.ops)?;
+        let batch = self.structure.apply_reporting(&self.ops, &mut self.olds)?;
+        // Results and acknowledgements are written back before one fence; a client
+        // that reads its result before the line lands sees the previous lap's sequence
+        // number and reads again.
+        self.write_results(self.olds.len() == self.ops.len())?;
         self.acknowledge()?;
         Ok(ServeReport {
             ops,
@@ -343,8 +342,11 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
 
     /// Serves until `stop` is set, then drains what is already sent and returns.
     ///
-    /// Idle polls back off (a short spin, then yielding the core), so the loop is meant
-    /// for a thread of its own. It stops at the first error.
+    /// Idle polls back off (a short spin, then yielding the core, then sleeping from 20
+    /// microseconds up to a millisecond once a thousand yields found nothing), so the
+    /// loop is meant for a thread of its own and costs next to nothing when idle; the
+    /// first request after a long idle time waits up to a millisecond. It stops at the
+    /// first error.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
@@ -369,7 +371,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// ```
     pub fn run_until(&mut self, stop: &AtomicBool) -> Result<ServeTotals, CollectionError> {
         let mut totals = ServeTotals::default();
-        let mut backoff = Backoff::unbounded();
+        let mut backoff = Backoff::idle();
         loop {
             // Read before polling: everything sent before `stop` was set is drained.
             let stopping = stop.load(Ordering::Acquire);
@@ -504,9 +506,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         Ok(())
     }
 
-    /// Step 4: for every client in the batch, move its head (freeing its slots) and its
-    /// acknowledgement to the last record applied; one write-back each, one fence.
-    /// Writes and writes back the outcome of every operation of the batch in its
+    /// Step 3 (after the structure applied the batch): write and write back the outcome of every operation of the batch in its
     /// client's result slots: the old value when `known` (in `self.olds`), else
     /// [`Outcome::Applied`].
     fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
@@ -535,10 +535,16 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(());
         }
         let v = &self.view;
+        let mut last = None;
         for seq in seqs {
-            let at = self.layout.result_offset(index, seq)?;
-            v.store(at, &ResultRecord::new(seq, outcome(seq)))
+            let record = ResultRecord::new(seq, outcome(seq));
+            v.store(self.layout.result_offset(index, seq)?, &record)
                 .map_err(mem)?;
+            last = Some(record);
+        }
+        if let (Some(at), Some(record)) = (self.layout.inline_result_offset(index)?, last) {
+            // Written back with the acknowledgement, whose line it shares.
+            v.store(at, &record).map_err(mem)?;
         }
         let size = size_of::<ResultRecord<V>>();
         let (first, rest) = split_at_wrap(start - 1, n, self.layout.capacity());
@@ -571,6 +577,8 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         self.acknowledge()
     }
 
+    /// Step 4: for every client in the batch, move its head (freeing its slots) and its
+    /// acknowledgement to the last record applied; one write-back each, one fence.
     fn acknowledge(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
         for c in self.clients.iter().filter(|c| c.take > 0) {
@@ -581,7 +589,8 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             v.store(c.ack_offset, &head).map_err(mem)?;
             v.writeback(c.channel.head_offset(), size_of::<u64>())
                 .map_err(mem)?;
-            v.writeback(c.ack_offset, size_of::<u64>()).map_err(mem)?;
+            // The whole line: the acknowledgement and the latest outcome beside it.
+            v.writeback(c.ack_offset, 1).map_err(mem)?;
         }
         v.fence();
         for c in &mut self.clients {

@@ -1,0 +1,116 @@
+//! What a write through a shared handle costs: the writer process's own insert against
+//! a synchronous insert from another node's handle, which travels to the writer's
+//! serving thread and back with the old value (issue target: remote <= 3x local).
+//!
+//! Two pools of one region file (two nodes of this process, on the hardware view; on a
+//! machine without coherence between them, put the file on the shared memory). Keys
+//! cycle over 4,096, so every insert after the first lap replaces a value. Reported:
+//! the plain write handle's `insert` (`MapWriteHandle`, on a third node), the writer's
+//! shared handle (the same insert behind the lock its serving thread shares) and the
+//! remote handle. `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run. After
+//! criterion's groups it prints a table of median ns per insert and the ratios, measured
+//! in the same run.
+
+use bi::{Pool, PoolConfig};
+use criterion::Criterion;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const KEYS: u64 = 4096;
+
+fn quick() -> bool {
+    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
+        || std::env::args().any(|a| a == "--quick")
+}
+
+/// Median nanoseconds per insert of `f` over a few timed runs of `n` inserts.
+fn median_ns(runs: usize, n: u64, mut f: impl FnMut(u64)) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            for i in 0..n {
+                f(i);
+            }
+            start.elapsed().as_nanos() as f64 / n as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = quick();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("shared_writes.bi");
+    let node = |n| PoolConfig {
+        node: Some(n),
+        ..PoolConfig::default()
+    };
+    let (writer_pool, remote_pool, plain_pool) = (
+        Pool::open(&path, node(0)).expect("writer pool"),
+        Pool::open(&path, node(1)).expect("remote pool"),
+        Pool::open(&path, node(2)).expect("plain pool"),
+    );
+    let local = writer_pool
+        .map::<u64, u64>("shared")
+        .expect("writer handle");
+    let remote = remote_pool
+        .map::<u64, u64>("shared")
+        .expect("remote handle");
+    let mut plain = plain_pool
+        .map_writer::<u64, u64>("plain")
+        .expect("plain writer");
+    assert!(local.is_writer() && !remote.is_writer());
+
+    let mut c = Criterion::default().configure_from_args();
+    if quick {
+        c = c
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1))
+            .sample_size(20);
+    }
+    {
+        let mut g = c.benchmark_group("shared_insert");
+        let mut i = 0u64;
+        g.bench_function("plain_write_handle", |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(plain.insert(i % KEYS, i).expect("insert"))
+            })
+        });
+        g.bench_function("writer_shared_handle", |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(local.insert(i % KEYS, i).expect("insert"))
+            })
+        });
+        g.bench_function("remote_shared_handle", |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(remote.insert(i % KEYS, i).expect("insert"))
+            })
+        });
+        g.finish();
+    }
+    c.final_summary();
+
+    let (runs, n) = if quick { (5, 20_000) } else { (11, 100_000) };
+    let p = median_ns(runs, n, |i| {
+        black_box(plain.insert(i % KEYS, i).expect("insert"));
+    });
+    let l = median_ns(runs, n, |i| {
+        black_box(local.insert(i % KEYS, i).expect("insert"));
+    });
+    let r = median_ns(runs, n, |i| {
+        black_box(remote.insert(i % KEYS, i).expect("insert"));
+    });
+    println!("synchronous insert, ns (median of {runs} runs of {n}), {KEYS} keys");
+    println!("  plain write handle (writer's node)   {p:8.0}");
+    println!("  writer's shared handle               {l:8.0}");
+    println!("  remote shared handle (another node)  {r:8.0}");
+    println!(
+        "  ratio remote / plain local insert    {:.2}  (target <= 3.00)",
+        r / p
+    );
+    println!("  ratio remote / writer's shared       {:.2}", r / l);
+}

@@ -1,0 +1,438 @@
+//! Handles every process of a pool reads and writes through: [`Pool::map`] and
+//! [`Pool::tree`].
+//!
+//! # Why
+//!
+//! A structure has one writer (nothing else is safe without coherence), and a process
+//! that is not it would otherwise have to run a delegation client by hand. A shared
+//! handle hides the difference: the process that holds the structure's writer role
+//! applies writes itself, and serves every other process's writes from a thread; any
+//! other process's handle sends its writes to that thread through the structure's
+//! delegation area ([`DelegationLayout::named`]) and waits for the old value, as
+//! papaya's or `HashMap`'s `insert` returns it. Reads never leave the reading node.
+//!
+//! # Who writes
+//!
+//! Opening a shared handle takes the structure's writer role if no live process holds
+//! it (adopting what a dead writer left), and becomes that process's *local* handle;
+//! otherwise it becomes a *remote* one, with this node's client of the area (one per
+//! node; every handle of the process shares it). A node runs one writer, so a process
+//! that writes one structure of the pool is a remote for every other: opening one that
+//! no process has served yet is [`PoolError::WriterTaken`]. A process that joined another's node
+//! reads only: its writes are refused ([`BiError::NotRunner`]).
+//!
+//! # When the writer dies
+//!
+//! A remote write waiting on a dead writer times out
+//! ([`DelegationError::Timeout`]); it stays in the channel. The process that takes the
+//! role next reports every request it finds unacknowledged as failed
+//! ([`DelegationError::WriterDied`]) and applies none of them, so no request is applied
+//! twice; the dead writer may have applied some before dying (the outcome of a request
+//! to a process that died is unknown, as with any RPC), so read the structure before
+//! sending again.
+//!
+//! # What reads see
+//!
+//! A local handle's reads see its own writes at once. A remote write is published when
+//! it returns; this node's reads find a key it inserted at once (a miss reads memory),
+//! and a value it replaced after the node's next pass (the pass period, a millisecond by
+//! default).
+//!
+//! # Trade-offs
+//!
+//! - **Latency of a remote write**: a round trip through shared memory to the writer's
+//!   serving thread, which spins while requests keep coming and sleeps (up to a
+//!   millisecond) once idle: the first write after a quiet time waits for it.
+//! - **Keys and values are plain types** ([`Plain`]): a request is a fixed-size record.
+//!   Strings are written by the writer's own handle.
+//! - **One serving thread per writer process**, taking the same lock as the process's
+//!   own writes: writes are serialized, as with any single writer.
+
+use crate::pool::{Pool, PoolError};
+use bi_alloc::NodeHeap;
+use bi_collections::delegate::{
+    DelegationClient, DelegationError, DelegationLayout, DelegationServer, ServeTotals,
+};
+use bi_collections::map::{MapReadHandle, MapWriteHandle};
+use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op, Plain, Stored};
+use bi_core::mem::Hardware;
+use bi_core::runtime::BiError;
+use bytemuck::Pod;
+use std::any::Any;
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+/// A map every process of the pool reads and writes ([`Pool::map`]).
+pub type SharedMap<K, V> =
+    Shared<K, V, MapWriteHandle<K, V, Hardware, NodeHeap>, MapReadHandle<K, V, Hardware>>;
+
+/// An ordered map every process of the pool reads and writes ([`Pool::tree`]).
+pub type SharedTree<K, V> =
+    Shared<K, V, TreeWriteHandle<K, V, Hardware, NodeHeap>, TreeReadHandle<K, V, Hardware>>;
+
+/// A structure's handle in one process of the pool: reads on this node, writes applied
+/// here if this process is the writer, else sent to it. See the [module](self) docs.
+pub struct Shared<K, V, W, R> {
+    reads: R,
+    writes: Arc<Writes<K, V, W>>,
+}
+
+/// How this process writes a structure.
+enum Writes<K, V, W> {
+    /// It holds the writer role: writes apply here, and a thread serves the others.
+    Local {
+        writer: Arc<Mutex<W>>,
+        /// Held for its drop: the thread stops with the last handle.
+        _serving: Server,
+    },
+    /// Another process holds it: writes go through this node's client.
+    Remote(Mutex<DelegationClient<Hardware, K, V>>),
+    /// This process joined another's node: it reads only.
+    ReadOnly { node: usize },
+}
+
+/// The serving thread of a writer process; stopped (after draining what was sent) when
+/// the last handle goes.
+struct Server {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<ServeTotals, CollectionError>>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            // An error of the serving thread has been seen by its clients (they time
+            // out); the writer's own handle is unaffected.
+            let _ = t.join();
+        }
+    }
+}
+
+/// The writer's handle behind the lock its process's own writes take: a batch of
+/// requests takes it once, old values and application together.
+struct Locked<W>(Arc<Mutex<W>>);
+
+fn lock<W>(m: &Mutex<W>) -> Result<MutexGuard<'_, W>, CollectionError> {
+    m.lock().map_err(|_| CollectionError::Corrupt {
+        reason: "a thread panicked while writing through this process's handle",
+    })
+}
+
+impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
+    fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
+        lock(&self.0)?.apply_batch(ops)
+    }
+
+    fn old_values(
+        &self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<bool, CollectionError> {
+        lock(&self.0)?.old_values(ops, olds)
+    }
+
+    fn apply_reporting(
+        &mut self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        lock(&self.0)?.apply_reporting(ops, olds)
+    }
+}
+
+impl<K, V, W, R> fmt::Debug for Shared<K, V, W, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let role = match &*self.writes {
+            Writes::Local { .. } => "writer",
+            Writes::Remote(_) => "remote",
+            Writes::ReadOnly { .. } => "read-only",
+        };
+        f.debug_struct("Shared")
+            .field("role", &role)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
+    /// Inserts or replaces; returns the value the key had.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// // Two processes (here two pools of one process, each its own node).
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u64, u64>("orders").unwrap(); // takes the writer role
+    /// let remote = there.map::<u64, u64>("orders").unwrap(); // sends to it
+    /// assert!(writer.is_writer() && !remote.is_writer());
+    /// assert_eq!(remote.insert(1, 10).unwrap(), None);
+    /// assert_eq!(writer.insert(1, 11).unwrap(), Some(10));
+    /// assert_eq!(remote.remove(&1).unwrap(), Some(11));
+    /// ```
+    pub fn insert(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
+        self.write(Op::Insert(key, value))
+    }
+
+    /// Removes; returns the value the key had.
+    pub fn remove(&self, key: &K) -> Result<Option<V>, PoolError> {
+        self.write(Op::Remove(*key))
+    }
+
+    fn write(&self, op: Op<K, V>) -> Result<Option<V>, PoolError> {
+        match &*self.writes {
+            Writes::Local { writer, .. } => {
+                let mut olds = Vec::with_capacity(1);
+                lock(writer)?.apply_reporting(&[op], &mut olds)?;
+                olds.pop()
+                    .ok_or(PoolError::Collection(CollectionError::Corrupt {
+                        reason: "the writer's handle reported no old value",
+                    }))
+            }
+            Writes::Remote(client) => Ok(match op {
+                Op::Insert(k, v) => lock(client)?.insert_returning(k, v)?,
+                Op::Remove(k) => lock(client)?.remove_returning(k)?,
+            }),
+            Writes::ReadOnly { node } => Err(BiError::NotRunner { node: *node }.into()),
+        }
+    }
+
+    /// Whether this process is the structure's writer (writes apply here).
+    pub fn is_writer(&self) -> bool {
+        matches!(&*self.writes, Writes::Local { .. })
+    }
+
+    /// The writer's own handle, locked, for everything else it offers (`retain`,
+    /// `update`, `compute`, string keys...): `None` in a process that is not the
+    /// writer. Requests of other processes wait while it is held.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let counts = pool.map::<u64, u64>("counts").unwrap();
+    /// counts.insert(7, 1).unwrap();
+    /// let mut w = counts.writer().unwrap().unwrap();
+    /// w.update(7, |n| n + 1).unwrap();
+    /// drop(w);
+    /// assert_eq!(counts.insert(7, 0).unwrap(), Some(2));
+    /// ```
+    pub fn writer(&self) -> Result<Option<MutexGuard<'_, W>>, PoolError> {
+        match &*self.writes {
+            Writes::Local { writer, .. } => Ok(Some(lock(writer)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// This node's read handle.
+    pub fn reads(&self) -> &R {
+        &self.reads
+    }
+}
+
+impl<K: Plain + Eq + Hash, V: Plain> SharedMap<K, V> {
+    /// The value of `key` as this node reads it.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let m = pool.map::<u32, u32>("m").unwrap();
+    /// m.insert(1, 2).unwrap();
+    /// assert_eq!(m.get(&1).unwrap(), Some(2));
+    /// ```
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    where
+        K: Borrow<Q>,
+        Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
+    {
+        Ok(self.reads.get(key)?)
+    }
+}
+
+impl<K: Plain + Ord, V: Plain> SharedTree<K, V> {
+    /// The value of `key` as this node reads it.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let t = pool.tree::<u32, u32>("t").unwrap();
+    /// t.insert(1, 2).unwrap();
+    /// assert_eq!(t.get(&1).unwrap(), Some(2));
+    /// ```
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    where
+        K: Borrow<Q>,
+        Q: bi_collections::Query<K> + Ord + ?Sized,
+    {
+        Ok(self.reads.get(key)?)
+    }
+}
+
+/// The writes of every structure this process has a shared handle of, by name, so that
+/// its handles share one writer or one client (two clients of one node on one channel
+/// would corrupt it).
+pub(crate) type OpenWrites = Mutex<Vec<(String, std::sync::Weak<dyn Any + Send + Sync>)>>;
+
+impl Pool {
+    /// A handle of the map named `name` that reads on this node and writes from here
+    /// whoever the writer is: this process becomes the writer if no live process is
+    /// (see [`shared`](crate::shared)). Every call makes a read handle of its own (one
+    /// per reading thread); the writes are shared by the process's handles.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let prices = pool.map::<u64, f64>("prices").unwrap();
+    /// assert_eq!(prices.insert(3, 9.5).unwrap(), None);
+    /// let again = pool.map::<u64, f64>("prices").unwrap(); // shares the writer
+    /// assert_eq!(again.insert(3, 9.75).unwrap(), Some(9.5));
+    /// ```
+    pub fn map<K: Plain + Eq + Hash + Send + 'static, V: Plain + Send + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<SharedMap<K, V>, PoolError> {
+        Ok(Shared {
+            reads: self.map_reader(name)?,
+            writes: self.writes(name, || self.map_writer(name))?,
+        })
+    }
+
+    /// The same for the tree named `name`.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let index = pool.tree::<u64, u64>("index").unwrap();
+    /// index.insert(2, 20).unwrap();
+    /// assert_eq!(index.remove(&2).unwrap(), Some(20));
+    /// ```
+    pub fn tree<K: Plain + Ord + Send + 'static, V: Plain + Send + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<SharedTree<K, V>, PoolError> {
+        Ok(Shared {
+            reads: self.tree_reader(name)?,
+            writes: self.writes(name, || self.tree_writer(name))?,
+        })
+    }
+
+    /// This process's writes of `name`: the ones already open, or new ones.
+    fn writes<K, V, W>(
+        &self,
+        name: &str,
+        take: impl FnOnce() -> Result<W, PoolError>,
+    ) -> Result<Arc<Writes<K, V, W>>, PoolError>
+    where
+        K: Stored + Pod + Send,
+        V: Stored + Pod + Send,
+        W: ApplyBatch<K, V> + Send + 'static,
+    {
+        let mut open = self
+            .open_writes()
+            .lock()
+            .map_err(|_| CollectionError::Corrupt {
+                reason: "a thread panicked while opening a shared handle",
+            })?;
+        open.retain(|(_, w)| w.strong_count() > 0);
+        if let Some((_, w)) = open.iter().find(|(n, _)| n == name) {
+            // The structure was found by name and type above, so its writes are of
+            // these types.
+            if let Some(w) = w
+                .upgrade()
+                .and_then(|w| w.downcast::<Writes<K, V, W>>().ok())
+            {
+                return Ok(w);
+            }
+        }
+        let writes = Arc::new(self.new_writes(name, take)?);
+        let any: Arc<dyn Any + Send + Sync> = writes.clone();
+        open.push((name.to_owned(), Arc::downgrade(&any)));
+        Ok(writes)
+    }
+
+    fn new_writes<K, V, W>(
+        &self,
+        name: &str,
+        take: impl FnOnce() -> Result<W, PoolError>,
+    ) -> Result<Writes<K, V, W>, PoolError>
+    where
+        K: Stored + Pod + Send,
+        V: Stored + Pod + Send,
+        W: ApplyBatch<K, V> + Send + 'static,
+    {
+        let rt = self.runtime();
+        if rt.is_joined() {
+            return Ok(Writes::ReadOnly { node: rt.node() });
+        }
+        let clients = self.region().layout().config().nodes() as usize;
+        let view = rt.view().clone();
+        match take() {
+            Ok(w) => {
+                let writer = Arc::new(Mutex::new(w));
+                let layout = DelegationLayout::named(self.region(), rt, name, clients, true)?
+                    .ok_or(CollectionError::Corrupt {
+                        reason: "the writer was granted no delegation area",
+                    })?;
+                let structure = Locked(writer.clone());
+                let mut server = match DelegationServer::resume(view.clone(), layout, structure) {
+                    Err(CollectionError::Delegation(DelegationError::HeaderMismatch {
+                        field: "magic",
+                        found: 0,
+                        ..
+                    })) => DelegationServer::new(view, layout, Locked(writer.clone()))?,
+                    r => r?,
+                };
+                let stop = Arc::new(AtomicBool::new(false));
+                let stopping = stop.clone();
+                let thread = std::thread::Builder::new()
+                    .name(format!("bi-serve-{name}"))
+                    .spawn(move || server.run_until(&stopping))
+                    .map_err(|_| CollectionError::Corrupt {
+                        reason: "no thread could be started to serve other processes",
+                    })?;
+                Ok(Writes::Local {
+                    writer,
+                    _serving: Server {
+                        stop,
+                        thread: Some(thread),
+                    },
+                })
+            }
+            // Another process writes it; or this process writes another structure (a
+            // node runs one writer), and the structure has been served before: its
+            // writer is taken to be alive, and a request to a dead one times out.
+            Err(
+                e @ (PoolError::WriterTaken
+                | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive {
+                    ..
+                }))),
+            ) => {
+                let served = DelegationLayout::named(self.region(), rt, name, clients, false)?;
+                let layout = match (served, e) {
+                    (Some(layout), _) => layout,
+                    (None, PoolError::WriterTaken) => return Err(PoolError::WriterTaken),
+                    (None, _) => return Err(PoolError::NoWriterYet),
+                };
+                let client = DelegationClient::new(view, layout, rt.node())?;
+                Ok(Writes::Remote(Mutex::new(client)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

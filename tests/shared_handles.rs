@@ -1,0 +1,210 @@
+//! Shared handles (`Pool::map`, `Pool::tree`): writes from any process return the old
+//! value, whichever process is the writer; a writer killed with a request in flight
+//! never has it applied twice.
+//!
+//! The killed writer is this test binary again, selected by an environment variable and
+//! an exact test-name filter. Miri can neither map files nor spawn processes.
+
+use bi::collections::CollectionError;
+use bi::collections::delegate::DelegationError;
+use bi::core::runtime::{BiError, RuntimeConfig};
+use bi::{Pool, PoolConfig, PoolError};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "BI_SHARED_WRITER_CHILD";
+const CHILD_TEST: &str = "writer_child_process";
+const WRITER_NODE: usize = 1;
+const LEASE: Duration = Duration::from_millis(40);
+
+fn config(node: usize) -> PoolConfig {
+    let ns = LEASE.as_nanos() as u64;
+    let mut c = PoolConfig::default();
+    c.region = c.region.with_size(16 << 20).with_nodes(3);
+    c.node = Some(node);
+    c.runtime = RuntimeConfig::default().node_lease(ns).reader_lease(ns);
+    c
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn writes_from_any_process_return_the_old_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.bi");
+    let here = Pool::open(&path, config(0)).unwrap();
+    let there = Pool::open(&path, config(1)).unwrap();
+    let writer = here.map::<u64, u64>("m").unwrap();
+    let remote = there.map::<u64, u64>("m").unwrap();
+    // A node runs one writer: the tree's is the other pool, and this one is a remote
+    // of it once it serves.
+    assert!(matches!(
+        here.tree::<u32, u64>("t"),
+        Err(PoolError::WriterTaken)
+    ));
+    let wt = there.tree::<u32, u64>("t").unwrap();
+    let rt = here.tree::<u32, u64>("t").unwrap();
+    assert!(writer.is_writer() && !remote.is_writer() && wt.is_writer() && !rt.is_writer());
+    let mut model = BTreeMap::new();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    for step in 0..2000u64 {
+        let key = rng.random_range(0..64u64);
+        let via = if rng.random_bool(0.5) {
+            &writer
+        } else {
+            &remote
+        };
+        if rng.random_bool(0.7) {
+            assert_eq!(
+                via.insert(key, step).unwrap(),
+                model.insert(key, step),
+                "step {step}"
+            );
+            let t = if step % 2 == 0 { &wt } else { &rt };
+            t.insert(key as u32, step).unwrap();
+        } else {
+            assert_eq!(via.remove(&key).unwrap(), model.remove(&key), "step {step}");
+        }
+    }
+    // Every key as the writer's node reads it, and as the remote node reads it after a
+    // pass (a replaced value reaches another node's reads at its next pass).
+    for k in 0..64 {
+        assert_eq!(writer.get(&k).unwrap(), model.get(&k).copied());
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    for k in 0..64 {
+        assert_eq!(remote.get(&k).unwrap(), model.get(&k).copied());
+    }
+    assert_eq!(writer.writer().unwrap().unwrap().len(), model.len());
+    assert!(remote.writer().unwrap().is_none());
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn threads_of_a_remote_process_share_its_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.bi");
+    let here = Pool::open(&path, config(0)).unwrap();
+    let there = Pool::open(&path, config(1)).unwrap();
+    let writer = here.map::<u64, u64>("m").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let there = &there;
+            s.spawn(move || {
+                // Each thread its own handle (its own reader), one client between them.
+                let m = there.map::<u64, u64>("m").unwrap();
+                for i in 0..300 {
+                    let key = t * 1000 + i % 50;
+                    let old = m.insert(key, i).unwrap();
+                    assert_eq!(old, (i >= 50).then(|| i - 50), "thread {t}, {i}");
+                }
+            });
+        }
+    });
+    assert_eq!(writer.writer().unwrap().unwrap().len(), 150);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_remote_handle_needs_a_serving_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unserved.bi");
+    let here = Pool::open(&path, config(0)).unwrap();
+    let there = Pool::open(&path, config(1)).unwrap();
+    // The writer uses its plain handle: it serves nobody.
+    let _plain = here.map_writer::<u64, u64>("m").unwrap();
+    assert!(matches!(
+        there.map::<u64, u64>("m"),
+        Err(PoolError::NoWriterYet)
+    ));
+}
+
+/// The writer process: opens the shared map (taking the writer role), says so, and
+/// serves until killed.
+#[test]
+fn writer_child_process() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return; // not the child
+    };
+    let pool = Pool::open(Path::new(&path), config(WRITER_NODE)).expect("writer pool");
+    let m = pool.map::<u64, u64>("m").expect("the shared map");
+    assert!(m.is_writer());
+    println!("serving");
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_request_to_a_killed_writer_is_never_applied_twice() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.bi");
+    let client_pool = Pool::open(&path, config(0)).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the writer");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // The harness prints the test's name on the same line.
+    assert!(lines.any(|l| l.unwrap().ends_with("serving")));
+    let m = client_pool.map::<u64, u64>("m").unwrap();
+    assert!(!m.is_writer());
+    for k in 0..100 {
+        assert_eq!(m.insert(k, k).unwrap(), None);
+    }
+    assert_eq!(m.insert(5, 50).unwrap(), Some(5));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The request goes into the channel; nobody serves it.
+    let err = m.insert(1000, 1).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PoolError::Collection(CollectionError::Delegation(DelegationError::Timeout { .. }))
+        ),
+        "{err}"
+    );
+    // A new writer process (here a pool of this one, on the dead writer's node once its
+    // lease lapsed) adopts the map and takes over the area: the request is reported
+    // failed and not applied.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let successor = loop {
+        match Pool::open(&path, config(WRITER_NODE)) {
+            Ok(p) => break p,
+            Err(PoolError::Runtime(BiError::NodeTaken { .. })) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("successor: {e}"),
+        }
+    };
+    let adopted = loop {
+        match successor.map::<u64, u64>("m") {
+            Ok(h) => break h,
+            Err(PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive {
+                ..
+            }))) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("adoption: {e}"),
+        }
+    };
+    assert!(adopted.is_writer());
+    assert_eq!(
+        adopted.get(&1000).unwrap(),
+        None,
+        "a failed request was applied"
+    );
+    assert_eq!(adopted.get(&5).unwrap(), Some(50));
+    // The remote handle goes on with the new writer; the old request stays unapplied.
+    assert_eq!(m.insert(1001, 2).unwrap(), None);
+    assert_eq!(m.insert(5, 51).unwrap(), Some(50));
+    assert_eq!(adopted.get(&1000).unwrap(), None);
+    assert_eq!(adopted.writer().unwrap().unwrap().len(), 101);
+}
