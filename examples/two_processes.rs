@@ -6,11 +6,15 @@
 //! ```
 //!
 //! The parent starts the reader first (it finds an empty map), then the writer, which
-//! inserts 10,000 orders and then a last key that says it is done; the reader waits for
-//! that key and checks every order. Each runs as one node of the region (the writer
-//! node 0, the reader node 1), with its own background pass. A third process of the same
-//! host joins the reader's node instead of running one of its own (`PoolConfig::join`):
-//! it reads through the reader's node, whose pass covers its readers too.
+//! opens a shared handle (taking the map's writer role and serving other processes'
+//! writes), inserts 10,000 orders and then a last key that says it is done; the reader
+//! waits for that key, checks every order, and writes a receipt into the map through its
+//! own shared handle, which sends the insert to the writer process and returns the old
+//! value. The writer waits for the receipt. Each runs as one node of the region (the
+//! writer node 0, the reader node 1), with its own background pass. A third process of
+//! the same host joins the reader's node instead of running one of its own
+//! (`PoolConfig::join`): it reads through the reader's node, whose pass covers its
+//! readers too.
 
 use bi::{Pool, PoolConfig};
 use bytemuck::{Pod, Zeroable};
@@ -46,6 +50,8 @@ fn order(id: u64) -> Order {
 
 const ORDERS: u64 = 10_000;
 const DONE: u64 = u64::MAX;
+/// The key the reader writes, through the writer, once it has checked every order.
+const RECEIPT: u64 = u64::MAX - 1;
 
 const WRITER_NODE: usize = 0;
 const READER_NODE: usize = 1;
@@ -58,14 +64,26 @@ fn writer(path: &str) -> Result<(), Box<dyn Error>> {
             ..PoolConfig::default()
         },
     )?;
-    let mut orders = pool.map_writer::<u64, Order>("orders")?;
+    // The writer role, and a thread serving the other processes' writes.
+    let orders = pool.map::<u64, Order>("orders")?;
+    assert!(orders.is_writer());
 
     for id in 0..ORDERS {
         orders.insert(id, order(id))?;
     }
     orders.insert(DONE, order(ORDERS))?;
-    // Stay (and keep passing) until the reader is done.
-    std::thread::sleep(Duration::from_millis(500));
+    // Stay (and keep serving and passing) until the reader's receipt arrives.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while orders.get(&RECEIPT)?.is_none() {
+        if Instant::now() > deadline {
+            return Err("the reader sent no receipt".into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    println!(
+        "writer (node {}): the reader's receipt arrived",
+        pool.node()
+    );
     Ok(())
 }
 
@@ -80,6 +98,11 @@ fn reader(path: &str) -> Result<(), Box<dyn Error>> {
     let orders = pool.map_reader::<u64, Order>("orders")?;
     check(&orders)?;
     println!("reader (node {}): all {ORDERS} orders present", pool.node());
+    // A write from a process that is not the writer: sent to it, old value returned.
+    let shared = pool.map::<u64, Order>("orders")?;
+    assert!(!shared.is_writer());
+    let before = shared.insert(RECEIPT, order(ORDERS))?;
+    println!("reader: receipt written through the writer (old value {before:?})");
     // Stay (and keep passing for the joined process) until it is done.
     std::thread::sleep(Duration::from_millis(1000));
     Ok(())
