@@ -268,10 +268,25 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// assert_eq!(server.structure().get(&7), Some(70));
     /// ```
     pub fn send(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
+        self.send_with(op, false)
+    }
+
+    /// [`send`](Self::send), leaving the tail's fence to the caller's next one when
+    /// `unfenced`.
+    fn send_with(&mut self, op: Op<K, V>, unfenced: bool) -> Result<u64, CollectionError> {
         let seq = self.sender.sent() + 1;
         let record = OpRecord::new(seq, op);
         let mut backoff = Backoff::with_timeout(self.config.timeout);
-        while !self.sender.try_send(&record)? {
+        let record = std::slice::from_ref(&record);
+        loop {
+            let sent = if unfenced {
+                self.sender.send_batch_unfenced(record)?
+            } else {
+                self.sender.send_batch(record)?
+            };
+            if sent == 1 {
+                break;
+            }
             if !backoff.wait() {
                 return Err(self.timeout(WaitingFor::ChannelSpace, seq));
             }
@@ -511,7 +526,8 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// });
     /// ```
     pub fn send_returning(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
-        let seq = self.send(op)?;
+        // The wait's first poll fences: the tail needs no fence of its own.
+        let seq = self.send_with(op, true)?;
         match self.wait_applied(seq) {
             Ok(()) | Err(CollectionError::Delegation(DelegationError::WriterDied { .. })) => {}
             Err(e) => return Err(e),

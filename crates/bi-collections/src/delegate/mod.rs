@@ -29,8 +29,9 @@
 //! applies all of it as one [`ApplyBatch::apply_batch`](crate::ApplyBatch::apply_batch)
 //! call (which the structures publish with one write-back batch and one fence), then
 //! stores every affected acknowledgement and fences once. The fence count of a batch is
-//! fixed (three of the server's own plus the structure's) whatever the number of clients
-//! and operations in it, so the more clients are busy, the cheaper each update gets.
+//! fixed (three of the server's own, two when every client sent one operation, plus the
+//! structure's) whatever the number of clients and operations in it, so the more
+//! clients are busy, the cheaper each update gets.
 //!
 //! # Latency against throughput
 //!

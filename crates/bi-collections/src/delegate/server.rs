@@ -106,13 +106,17 @@ struct ClientState<K, V> {
 /// One [`serve_once`](Self::serve_once) is one batch, at a fixed cost in fences whatever
 /// the number of clients and operations:
 ///
-/// 1. invalidate every client's tail line, **fence**, read the tails;
+/// 1. invalidate every client's tail line (and, when a line holds whole records, the
+///    line of its next record), **fence**, read the tails;
 /// 2. invalidate the slots about to be read, **fence**, read the records (checking each
-///    one's sequence number);
-/// 3. one [`ApplyBatch::apply_batch`] call (the structure publishes the whole batch with
-///    its own write-back and fence);
-/// 4. store every affected head counter and acknowledgement word, write them back,
-///    **fence** once.
+///    one's sequence number); skipped when every client sent one record, whose line
+///    step 1 dropped (a copy refetched before the record arrived shows the previous
+///    lap's sequence number, and is dropped and read again);
+/// 3. one [`ApplyBatch::apply_reporting`] call (the structure publishes the whole batch
+///    with its own write-back and fence, and tells the old values);
+/// 4. store every operation's outcome in its result slot, every affected head counter
+///    and acknowledgement word (beside which the client's latest outcome is repeated),
+///    write them back, **fence** once.
 ///
 /// An idle poll costs step 1 only.
 ///
@@ -419,9 +423,14 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// have.
     fn refresh_counters(&mut self, heads: bool) -> Result<(), CollectionError> {
         let v = &self.view;
+        let speculate = self.speculates();
         for c in &self.clients {
             v.invalidate(c.channel.tail_offset(), size_of::<u64>())
                 .map_err(mem)?;
+            if speculate && !heads {
+                v.invalidate(c.channel.slot_offset(c.head), size_of::<OpRecord<K, V>>())
+                    .map_err(mem)?;
+            }
             if heads {
                 v.invalidate(c.channel.head_offset(), size_of::<u64>())
                     .map_err(mem)?;
@@ -471,7 +480,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     fn read_records(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
         let size = size_of::<OpRecord<K, V>>();
-        for c in self.clients.iter().filter(|c| c.take > 0) {
+        let speculates = self.speculates();
+        let speculated = |c: &ClientState<K, V>| speculates && c.take == 1;
+        let mut fence = false;
+        for c in self.clients.iter().filter(|c| c.take > 0 && !speculated(c)) {
             // The slots may hold the previous lap's records, or lines prefetched before
             // the client wrote them: drop exactly the ones about to be read, in at most
             // two ranges (the second when they wrap past the last slot).
@@ -480,14 +492,23 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                 .map_err(mem)?;
             v.invalidate(c.channel.entries_offset(), rest * size)
                 .map_err(mem)?;
+            fence = true;
         }
-        v.fence();
+        if fence {
+            v.fence();
+        }
         self.ops.clear();
         for (index, c) in self.clients.iter().enumerate() {
             for i in c.head..c.head + c.take as u64 {
-                let record = v
-                    .load::<OpRecord<K, V>>(c.channel.slot_offset(i))
-                    .map_err(mem)?;
+                let at = c.channel.slot_offset(i);
+                let mut record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+                if record.seq() != i + 1 && speculated(c) {
+                    // The line was refetched between the poll's invalidation and the
+                    // record's arrival: drop it again, now that the tail covers it.
+                    v.invalidate(at, size).map_err(mem)?;
+                    v.fence();
+                    record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+                }
                 if record.seq() != i + 1 {
                     return Err(DelegationError::SequenceGap {
                         client: index,
@@ -506,9 +527,20 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         Ok(())
     }
 
-    /// Step 3 (after the structure applied the batch): write and write back the outcome of every operation of the batch in its
-    /// client's result slots: the old value when `known` (in `self.olds`), else
-    /// [`Outcome::Applied`].
+    /// Whether a poll also drops the line of each client's next record, so that a
+    /// batch of one record per client needs no second fence: only when a record never
+    /// straddles two lines (a line holds whole records), since a copy refetched before
+    /// the record arrived is then told by its sequence number, which shares the line.
+    fn speculates(&self) -> bool {
+        self.layout
+            .line_size()
+            .get()
+            .is_multiple_of(size_of::<OpRecord<K, V>>())
+    }
+
+    /// Step 3 (after the structure applied the batch): write and write back the outcome
+    /// of every operation of the batch in its client's result slots (the old value when
+    /// `known`, in `self.olds`, else [`Outcome::Applied`]).
     fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
         let mut olds = self.olds.iter();
         for (index, c) in self.clients.iter().enumerate() {
