@@ -88,8 +88,8 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
 }
 
 /// Runs `work` on this thread while `server` serves on another.
-fn with_server<S: ApplyBatch<u64, u64> + Send, R>(
-    server: &mut DelegationServer<EmulatedNode, u64, u64, S>,
+fn with_server<V: bytemuck::Pod + Send, S: ApplyBatch<u64, V> + Send, R>(
+    server: &mut DelegationServer<EmulatedNode, u64, V, S>,
     work: impl FnOnce() -> R,
 ) -> R {
     let stop = AtomicBool::new(false);
@@ -200,4 +200,29 @@ fn a_writer_dying_with_operations_in_flight_never_has_them_applied_twice() {
         assert_eq!(outcome.unwrap(), Outcome::Replaced(Some(1)));
         assert_eq!(second.structure().len(), 3);
     }
+}
+
+/// Values too large to sit beside the acknowledgement travel in the result slots.
+#[test]
+fn large_old_values_come_back_through_the_result_slots() {
+    type Big = [u64; 5];
+    let s = machine(3, 2, 0.2);
+    let line = s.emu.line_size();
+    let layout = DelegationLayout::<u64, Big>::new(s.arena(2), 1, 8, line).unwrap();
+    let map = BiHashMap::<u64, Big>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    let config = ClientConfig::default().timeout(Duration::from_secs(10));
+    let mut c = DelegationClient::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    let mut model = BTreeMap::new();
+    with_server(&mut server, || {
+        for i in 0..if cfg!(miri) { 4 } else { 200u64 } {
+            let (key, value) = (i % 7, [i; 5]);
+            assert_eq!(
+                c.insert_returning(key, value).unwrap(),
+                model.insert(key, value)
+            );
+        }
+    });
 }

@@ -561,45 +561,37 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         }
     }
 
-    /// The outcome of acknowledged operation `seq`, from its result slot. The server
-    /// writes the slot back before the structure's fence and the acknowledgement after
-    /// it, so the slot is normally in memory already; a copy of an older lap (a line
-    /// this node still held, or one the write-back has not replaced yet: a structure
-    /// that fences nothing) is dropped and read again until the timeout.
+    /// The outcome of acknowledged operation `seq`, the last this client sent. A copy of
+    /// an older one (a line this node still held, or a result slot whose write-back
+    /// had not landed when the acknowledgement's did) is dropped and read again until
+    /// the timeout.
     fn result(&mut self, seq: u64) -> Result<Outcome<V>, CollectionError> {
         let view = self.sender.view();
-        // The acknowledgement's line, read fresh by the poll that saw `seq` applied,
-        // repeats the latest outcome: the usual answer of a synchronous operation.
-        if let Some(at) = self.layout.inline_result_offset(self.index)? {
-            let record = view.load::<ResultRecord<V>>(at).map_err(mem)?;
-            if record.seq() == seq
-                && let Some(outcome) = record.outcome()
-            {
-                return Ok(outcome);
-            }
-        }
-        let at = self.layout.result_offset(self.index, seq)?;
+        // Where the outcome fits the acknowledgement's line, the server repeats the
+        // latest one there, and the poll that saw `seq` applied has just read the line
+        // fresh; otherwise it is in the operation's result slot.
+        let (at, mut fresh) = match self.layout.inline_result_offset(self.index)? {
+            Some(at) => (at, true),
+            None => (self.layout.result_offset(self.index, seq)?, false),
+        };
         let size = size_of::<ResultRecord<V>>();
+        let bad = DelegationError::BadResult {
+            client: self.index,
+            seq,
+        };
         let mut backoff = Backoff::with_timeout(self.config.timeout);
         loop {
-            view.invalidate(at, size).map_err(mem)?;
-            view.fence();
+            if !fresh {
+                view.invalidate(at, size).map_err(mem)?;
+                view.fence();
+            }
+            fresh = false;
             let record = view.load::<ResultRecord<V>>(at).map_err(mem)?;
             if record.seq() == seq {
-                return record.outcome().ok_or(
-                    DelegationError::BadResult {
-                        client: self.index,
-                        seq,
-                    }
-                    .into(),
-                );
+                return record.outcome().ok_or(bad.into());
             }
             if !backoff.wait() {
-                return Err(DelegationError::BadResult {
-                    client: self.index,
-                    seq,
-                }
-                .into());
+                return Err(bad.into());
             }
         }
     }

@@ -554,8 +554,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         Ok(())
     }
 
-    /// Stores `outcome(seq)` in client `index`'s result slot of each of `seqs` and
-    /// writes the slots back (in at most two ranges, the second when they wrap).
+    /// Stores the outcome of the last of `seqs` beside client `index`'s acknowledgement
+    /// when it fits there (written back with it), else `outcome(seq)` in the result slot
+    /// of each of `seqs`, written back (in at most two ranges, the second when they
+    /// wrap).
     fn write_outcomes(
         &self,
         index: usize,
@@ -567,16 +569,21 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(());
         }
         let v = &self.view;
-        let mut last = None;
+        if let Some(at) = self.layout.inline_result_offset(index)? {
+            // Only the latest outcome is ever read when it fits the acknowledgement's
+            // line (a client reads outcomes of the last operation it sent, and sends
+            // nothing before reading it); it is written back with the acknowledgement.
+            // Every outcome is still computed: `outcome` may walk a list.
+            let last = seqs.map(|seq| (seq, outcome(seq))).last();
+            if let Some((seq, o)) = last {
+                v.store(at, &ResultRecord::new(seq, o)).map_err(mem)?;
+            }
+            return Ok(());
+        }
         for seq in seqs {
             let record = ResultRecord::new(seq, outcome(seq));
             v.store(self.layout.result_offset(index, seq)?, &record)
                 .map_err(mem)?;
-            last = Some(record);
-        }
-        if let (Some(at), Some(record)) = (self.layout.inline_result_offset(index)?, last) {
-            // Written back with the acknowledgement, whose line it shares.
-            v.store(at, &record).map_err(mem)?;
         }
         let size = size_of::<ResultRecord<V>>();
         let (first, rest) = split_at_wrap(start - 1, n, self.layout.capacity());
