@@ -12,6 +12,7 @@ use bi_collections::tree::BiTree;
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{Fault, Faults, RuntimeConfig};
 use delegate_mock::machine;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -225,4 +226,40 @@ fn large_old_values_come_back_through_the_result_slots() {
             );
         }
     });
+}
+
+/// The server dies after applying a batch and before acknowledging it (its structure
+/// fails part-way through the next batch). The successor reports the batch failed and
+/// applies none of it; with the takeover switched off it serves the batch again, and
+/// what the dead server applied is applied twice.
+fn applied_twice_after_takeover(faults: Faults) -> usize {
+    let s = machine(3, 4, 0.2);
+    let layout = area(&s, 1);
+    let recording = delegate_mock::RecordingMap {
+        fail_after: Some(2),
+        ..Default::default()
+    };
+    let mut first = DelegationServer::new(s.emu.node(0), layout, recording).unwrap();
+    let mut c = client(&s, layout, 0);
+    for k in 0..4 {
+        c.insert(k, k).unwrap();
+    }
+    assert!(first.serve_once(8).is_err(), "the injected failure");
+    let recording = first.into_structure();
+    assert_eq!(recording.log.len(), 2, "applied, not acknowledged");
+    let mut second =
+        DelegationServer::resume_with(s.emu.node(0), layout, recording, faults).unwrap();
+    second.serve_once(8).unwrap();
+    let log = &second.structure().log;
+    let distinct: std::collections::BTreeSet<_> = log.iter().map(|op| format!("{op:?}")).collect();
+    log.len() - distinct.len()
+}
+
+#[test]
+fn a_takeover_that_served_unacknowledged_requests_would_apply_them_twice() {
+    assert_eq!(applied_twice_after_takeover(Faults::default()), 0);
+    let broken = RuntimeConfig::default()
+        .fault(Fault::DelegationTakeover)
+        .faults();
+    assert_eq!(applied_twice_after_takeover(broken), 2);
 }

@@ -8,6 +8,7 @@ use super::record::{OpRecord, Outcome, ResultRecord};
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
 use bi_core::mem::MemView;
+use bi_core::runtime::{Fault, Faults};
 use bytemuck::Pod;
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -237,9 +238,28 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         layout: DelegationLayout<K, V>,
         structure: S,
     ) -> Result<Self, CollectionError> {
+        Self::resume_with(view, layout, structure, Faults::default())
+    }
+
+    /// [`resume`](Self::resume) with protocol mechanisms switched off, for tests that
+    /// show they are needed ([`Fault::DelegationTakeover`]: the unacknowledged requests
+    /// are served, not reported failed). Shipped builds have no switch to turn on.
+    pub fn resume_with(
+        view: Vw,
+        layout: DelegationLayout<K, V>,
+        structure: S,
+        faults: Faults,
+    ) -> Result<Self, CollectionError> {
         layout.verify_header(&view)?;
         let mut server = Self::attach(view, layout, structure)?;
-        server.fail_unacknowledged()?;
+        if faults.has(Fault::DelegationTakeover) {
+            server.refresh_counters(true)?;
+            for c in &mut server.clients {
+                c.tail = c.head;
+            }
+        } else {
+            server.fail_unacknowledged()?;
+        }
         Ok(server)
     }
 

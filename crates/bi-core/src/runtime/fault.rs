@@ -39,6 +39,11 @@ pub enum Fault {
     /// A node's pass ignores the flag a joined process raises, and skips what writers
     /// logged for structures only that process reads ([`share`](super::share)).
     JoinedScopes,
+    /// A delegation server that takes over from a dead one serves the requests it finds
+    /// unacknowledged instead of reporting them failed, so a request the dead server
+    /// applied without acknowledging is applied again
+    /// (`bi_collections::delegate::DelegationServer::resume`).
+    DelegationTakeover,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature
