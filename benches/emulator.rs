@@ -7,6 +7,8 @@
 //!
 //! `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run.
 
+mod kit;
+
 use bi::core::mem::{Emulator, EmulatorConfig, MemView};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
@@ -18,11 +20,6 @@ const SIZE: usize = 1 << 20;
 const WORKING_LINES: usize = 256;
 /// Loads per criterion iteration.
 const BATCH: usize = 4096;
-
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
 
 /// Offsets of one 8-byte word in each working line, visited in a scattered order.
 fn offsets() -> Vec<usize> {
@@ -51,7 +48,7 @@ fn plain_rate(view: &impl MemView, offs: &[usize], duration: Duration) -> f64 {
 }
 
 fn main() {
-    let quick = quick();
+    let quick = kit::quick();
     let emu = Emulator::new(EmulatorConfig::new(SIZE, 2));
     let node = emu.node(0);
     let offs = offsets();

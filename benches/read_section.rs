@@ -11,14 +11,15 @@
 //! shortens the run. After criterion's groups it prints a plain table of median ns per
 //! section and the ratios, measured in the same run.
 
+mod kit;
+
 use bi::core::region::{Region, RegionConfig};
 use bi::core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
-use std::time::{Duration, Instant};
 
 /// Sections per measured iteration.
 const BATCH: u64 = 1_000;
@@ -26,11 +27,6 @@ const BATCH: u64 = 1_000;
 thread_local! {
     static RECORD: (AtomicU64, AtomicU64) = const { (AtomicU64::new(0), AtomicU64::new(0)) };
     static TICKS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
 }
 
 /// The floor: what any reader registration costs at least.
@@ -56,21 +52,8 @@ fn epoch_pins(n: u64) {
     }
 }
 
-/// Median nanoseconds per section of `f` over a few timed runs.
-fn median_ns(runs: usize, sections: u64, f: &dyn Fn(u64)) -> f64 {
-    let mut v: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f(sections);
-            start.elapsed().as_nanos() as f64 / sections as f64
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let quick = quick();
+    let quick = kit::quick();
     let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).expect("region");
     let runtime = NodeRuntime::new(
         region.hardware(),
@@ -89,13 +72,7 @@ fn main() {
         }
     };
 
-    let mut c = Criterion::default().configure_from_args();
-    if quick {
-        c = c
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-            .sample_size(20);
-    }
+    let mut c = kit::criterion(quick);
     {
         let mut g = c.benchmark_group("read_section");
         g.throughput(Throughput::Elements(BATCH));
@@ -111,9 +88,9 @@ fn main() {
     } else {
         (11, 10_000_000)
     };
-    let floor = median_ns(runs, sections, &plain_stores);
-    let epoch = median_ns(runs, sections, &epoch_pins);
-    let bi = median_ns(runs, sections, &bi_sections);
+    let floor = kit::median_ns(runs, sections, plain_stores);
+    let epoch = kit::median_ns(runs, sections, epoch_pins);
+    let bi = kit::median_ns(runs, sections, bi_sections);
     println!(
         "read section, ns per enter+exit (median of {runs} runs of {sections}), reader ordering {:?}",
         runtime.reader_ordering()

@@ -11,35 +11,15 @@
 //! criterion's groups it prints a table of median ns per insert and the ratios, measured
 //! in the same run.
 
+mod kit;
+
 use bi::{Pool, PoolConfig};
-use criterion::Criterion;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 const KEYS: u64 = 4096;
 
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
-
-/// Median nanoseconds per insert of `f` over a few timed runs of `n` inserts.
-fn median_ns(runs: usize, n: u64, mut f: impl FnMut(u64)) -> f64 {
-    let mut v: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            for i in 0..n {
-                f(i);
-            }
-            start.elapsed().as_nanos() as f64 / n as f64
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let quick = quick();
+    let quick = kit::quick();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("shared_writes.bi");
     let node = |n| PoolConfig {
@@ -62,13 +42,7 @@ fn main() {
         .expect("plain writer");
     assert!(local.is_writer() && !remote.is_writer());
 
-    let mut c = Criterion::default().configure_from_args();
-    if quick {
-        c = c
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-            .sample_size(20);
-    }
+    let mut c = kit::criterion(quick);
     {
         let mut g = c.benchmark_group("shared_insert");
         let mut i = 0u64;
@@ -95,14 +69,20 @@ fn main() {
     c.final_summary();
 
     let (runs, n) = if quick { (5, 20_000) } else { (11, 100_000) };
-    let p = median_ns(runs, n, |i| {
-        black_box(plain.insert(i % KEYS, i).expect("insert"));
+    let p = kit::median_ns(runs, n, |n| {
+        for i in 0..n {
+            black_box(plain.insert(i % KEYS, i).expect("insert"));
+        }
     });
-    let l = median_ns(runs, n, |i| {
-        black_box(local.insert(i % KEYS, i).expect("insert"));
+    let l = kit::median_ns(runs, n, |n| {
+        for i in 0..n {
+            black_box(local.insert(i % KEYS, i).expect("insert"));
+        }
     });
-    let r = median_ns(runs, n, |i| {
-        black_box(remote.insert(i % KEYS, i).expect("insert"));
+    let r = kit::median_ns(runs, n, |n| {
+        for i in 0..n {
+            black_box(remote.insert(i % KEYS, i).expect("insert"));
+        }
     });
     println!("synchronous insert, ns (median of {runs} runs of {n}), {KEYS} keys");
     println!("  plain write handle (writer's node)   {p:8.0}");
