@@ -11,6 +11,14 @@
 //! delegation area ([`DelegationLayout::named`]) and waits for the old value, as
 //! papaya's or `HashMap`'s `insert` returns it. Reads never leave the reading node.
 //!
+//! Read-modify-write from any process needs no shipped code: a write can carry a
+//! [`Guard`] the writer decides when it applies it, so
+//! [`insert_if_absent`](Shared::insert_if_absent),
+//! [`compare_and_set`](Shared::compare_and_set) and
+//! [`compare_and_remove`](Shared::compare_and_remove) are single steps of the writer,
+//! with no other write between the test and the change. Closures (`update`, `compute`,
+//! `retain`) run on the writer's own handle ([`writer`](Shared::writer)).
+//!
 //! # Who writes
 //!
 //! Opening a shared handle takes the structure's writer role if no live process holds
@@ -51,11 +59,12 @@
 use crate::pool::{Pool, PoolError};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
-    DelegationClient, DelegationError, DelegationLayout, DelegationServer, ServeTotals,
+    DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome, ServeTotals,
+    same_bytes,
 };
 use bi_collections::map::{MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
-use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op, Plain, Stored};
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Plain, Stored};
 use bi_core::mem::Hardware;
 use bi_core::runtime::BiError;
 use bytemuck::Pod;
@@ -144,6 +153,16 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
     ) -> Result<BatchReport, CollectionError> {
         lock(&self.0)?.apply_reporting(ops, olds)
     }
+
+    fn apply_guarded(
+        &mut self,
+        ops: &[Op<K, V>],
+        guards: &[Guard<V>],
+        same: fn(&V, &V) -> bool,
+        found: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        lock(&self.0)?.apply_guarded(ops, guards, same, found)
+    }
 }
 
 impl<K, V, W, R> fmt::Debug for Shared<K, V, W, R> {
@@ -178,28 +197,101 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     /// assert_eq!(remote.remove(&1).unwrap(), Some(11));
     /// ```
     pub fn insert(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
-        self.write(Op::Insert(key, value))
+        let found = self.write(Op::Insert(key, value), Guard::Always)?;
+        Ok(found.unwrap_or_else(|v| v))
     }
 
     /// Removes; returns the value the key had.
     pub fn remove(&self, key: &K) -> Result<Option<V>, PoolError> {
-        self.write(Op::Remove(*key))
+        let found = self.write(Op::Remove(*key), Guard::Always)?;
+        Ok(found.unwrap_or_else(|v| v))
     }
 
-    fn write(&self, op: Op<K, V>) -> Result<Option<V>, PoolError> {
+    /// Inserts `value` only if `key` is absent, as one step of the writer (no other
+    /// write comes between the test and the insert, from any process); returns the value
+    /// the key had: `None` if `value` went in, `Some` if nothing was written.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u64, u64>("owners").unwrap();
+    /// let remote = there.map::<u64, u64>("owners").unwrap();
+    /// // Two processes race to claim key 7: exactly one wins.
+    /// assert_eq!(remote.insert_if_absent(7, 2).unwrap(), None);
+    /// assert_eq!(writer.insert_if_absent(7, 1).unwrap(), Some(2));
+    /// ```
+    pub fn insert_if_absent(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
+        let found = self.write(Op::Insert(key, value), Guard::Absent)?;
+        Ok(found.unwrap_or_else(|v| v))
+    }
+
+    /// Sets `key` to `new` only if it holds `expected` (compared byte for byte), as one
+    /// step of the writer: `Ok` with the value replaced, or `Err` with the value found
+    /// (`None`: absent), nothing written.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u64, u64>("balances").unwrap();
+    /// let remote = there.map::<u64, u64>("balances").unwrap();
+    /// writer.insert(1, 100).unwrap();
+    /// // A read-modify-write from another process: retry while someone else moved it.
+    /// let mut seen = remote.get(&1).unwrap().unwrap();
+    /// while let Err(now) = remote.compare_and_set(1, seen, seen - 30).unwrap() {
+    ///     seen = now.unwrap();
+    /// }
+    /// assert_eq!(writer.get(&1).unwrap(), Some(70));
+    /// assert_eq!(writer.compare_and_set(1, 100, 0).unwrap(), Err(Some(70)));
+    /// assert_eq!(writer.compare_and_remove(&1, 70).unwrap(), Ok(70));
+    /// ```
+    pub fn compare_and_set(
+        &self,
+        key: K,
+        expected: V,
+        new: V,
+    ) -> Result<Result<V, Option<V>>, PoolError> {
+        let found = self.write(Op::Insert(key, new), Guard::Equals(expected))?;
+        Ok(found.and_then(|v| v.ok_or(None)))
+    }
+
+    /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
+    /// with the value found. Example at [`compare_and_set`](Self::compare_and_set).
+    pub fn compare_and_remove(
+        &self,
+        key: &K,
+        expected: V,
+    ) -> Result<Result<V, Option<V>>, PoolError> {
+        let found = self.write(Op::Remove(*key), Guard::Equals(expected))?;
+        Ok(found.and_then(|v| v.ok_or(None)))
+    }
+
+    /// Applies `op` under `guard` here or at the writer; the value found at the key,
+    /// `Ok` if the operation applied, `Err` if the guard refused it.
+    fn write(
+        &self,
+        op: Op<K, V>,
+        guard: Guard<V>,
+    ) -> Result<Result<Option<V>, Option<V>>, PoolError> {
         match &*self.writes {
             Writes::Local { writer, .. } => {
-                let mut olds = Vec::with_capacity(1);
-                lock(writer)?.apply_reporting(&[op], &mut olds)?;
-                olds.pop()
+                let mut found = Vec::with_capacity(1);
+                let guards = std::slice::from_ref(&guard);
+                lock(writer)?.apply_guarded(&[op], guards, same_bytes, &mut found)?;
+                Outcome::decide(&guard, found.pop(), same_bytes)
+                    .found()
                     .ok_or(PoolError::Collection(CollectionError::Corrupt {
                         reason: "the writer's handle reported no old value",
                     }))
             }
-            Writes::Remote(client) => Ok(match op {
-                Op::Insert(k, v) => lock(client)?.insert_returning(k, v)?,
-                Op::Remove(k) => lock(client)?.remove_returning(k)?,
-            }),
+            Writes::Remote(client) => Ok(lock(client)?.request(op, guard)?),
             Writes::ReadOnly { node } => Err(BiError::NotRunner { node: *node }.into()),
         }
     }

@@ -32,7 +32,7 @@ fn config(node: usize) -> PoolConfig {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn writes_from_any_process_return_the_old_value() {
+fn writes_from_any_process_return_the_old_value_and_honour_guards() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.bi");
     let here = Pool::open(&path, config(0)).unwrap();
@@ -57,16 +57,42 @@ fn writes_from_any_process_return_the_old_value() {
         } else {
             &remote
         };
-        if rng.random_bool(0.7) {
-            assert_eq!(
-                via.insert(key, step).unwrap(),
-                model.insert(key, step),
-                "step {step}"
-            );
-            let t = if step % 2 == 0 { &wt } else { &rt };
-            t.insert(key as u32, step).unwrap();
-        } else {
-            assert_eq!(via.remove(&key).unwrap(), model.remove(&key), "step {step}");
+        let now = model.get(&key).copied();
+        // Compare-and-set and compare-and-remove expect the right value half the time.
+        let expected = now.filter(|_| rng.random_bool(0.5)).unwrap_or(u64::MAX);
+        match rng.random_range(0..10) {
+            0..6 => {
+                assert_eq!(
+                    via.insert(key, step).unwrap(),
+                    model.insert(key, step),
+                    "step {step}"
+                );
+                let t = if step % 2 == 0 { &wt } else { &rt };
+                t.insert(key as u32, step).unwrap();
+            }
+            6 => {
+                assert_eq!(via.insert_if_absent(key, step).unwrap(), now, "step {step}");
+                model.entry(key).or_insert(step);
+            }
+            7 => {
+                let found = via.compare_and_set(key, expected, step).unwrap();
+                if now == Some(expected) {
+                    assert_eq!(found, Ok(expected), "step {step}");
+                    model.insert(key, step);
+                } else {
+                    assert_eq!(found, Err(now), "step {step}");
+                }
+            }
+            8 => {
+                let found = via.compare_and_remove(&key, expected).unwrap();
+                if now == Some(expected) {
+                    assert_eq!(found, Ok(expected), "step {step}");
+                    model.remove(&key);
+                } else {
+                    assert_eq!(found, Err(now), "step {step}");
+                }
+            }
+            _ => assert_eq!(via.remove(&key).unwrap(), model.remove(&key), "step {step}"),
         }
     }
     // Every key as the writer's node reads it, and as the remote node reads it after a

@@ -113,11 +113,7 @@ pub(crate) fn extend<K, V, S: Keyed<K, V>>(
     while entries.peek().is_some() {
         ops.clear();
         ops.extend(entries.by_ref().take(CHUNK).map(|(k, v)| Op::Insert(k, v)));
-        let r = s.apply_batch(&ops)?;
-        total.applied += r.applied;
-        total.inserted += r.inserted;
-        total.replaced += r.replaced;
-        total.removed += r.removed;
+        total += s.apply_batch(&ops)?;
     }
     Ok(total)
 }

@@ -21,6 +21,66 @@ pub enum Op<K, V> {
     Remove(K),
 }
 
+/// What an operation expects to find at its key before it may apply: the condition of
+/// an insert-if-absent or a compare-and-set that other processes can ask of a writer
+/// without shipping code ([`ApplyBatch::apply_guarded`]).
+///
+/// ```
+/// use bi_collections::Guard;
+///
+/// let same = |a: &u32, b: &u32| a == b;
+/// assert!(Guard::Absent.admits(None, same));
+/// assert!(!Guard::Absent.admits(Some(&1), same));
+/// assert!(Guard::Equals(1).admits(Some(&1), same));
+/// assert!(!Guard::Equals(1).admits(None, same));
+/// assert!(Guard::<u32>::Always.admits(Some(&5), same) && Guard::<u32>::Present.admits(Some(&5), same));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Guard<V> {
+    /// Apply whatever is there (a plain insert or remove).
+    #[default]
+    Always,
+    /// Apply only if the key is absent (insert-if-absent).
+    Absent,
+    /// Apply only if the key is present (replace-if-present).
+    Present,
+    /// Apply only if the key holds this value (compare-and-set, compare-and-remove).
+    Equals(V),
+}
+
+impl<V> Guard<V> {
+    /// Whether an operation with this guard applies when it finds `found` at its key
+    /// (`same` compares values; the delegation server compares their bytes).
+    ///
+    /// ```
+    /// use bi_collections::Guard;
+    ///
+    /// let by_bytes = |a: &[u8; 2], b: &[u8; 2]| a == b;
+    /// assert!(Guard::Present.admits(Some(&[0, 1]), by_bytes));
+    /// assert!(!Guard::Equals([1, 1]).admits(Some(&[0, 1]), by_bytes));
+    /// ```
+    pub fn admits(&self, found: Option<&V>, same: impl Fn(&V, &V) -> bool) -> bool {
+        match (self, found) {
+            (Guard::Always, _) => true,
+            (Guard::Absent, found) => found.is_none(),
+            (Guard::Present, found) => found.is_some(),
+            (Guard::Equals(expected), Some(found)) => same(expected, found),
+            (Guard::Equals(_), None) => false,
+        }
+    }
+
+    /// Whether this guard admits every value (an unconditional operation).
+    ///
+    /// ```
+    /// use bi_collections::Guard;
+    ///
+    /// assert!(Guard::<u8>::Always.is_always() && !Guard::Equals(3u8).is_always());
+    /// ```
+    pub fn is_always(&self) -> bool {
+        matches!(self, Guard::Always)
+    }
+}
+
 /// What a batch did.
 ///
 /// ```
@@ -44,6 +104,24 @@ pub struct BatchReport {
     pub replaced: usize,
     /// Removals of present keys.
     pub removed: usize,
+}
+
+impl std::ops::AddAssign for BatchReport {
+    /// Adds what another batch did.
+    ///
+    /// ```
+    /// use bi_collections::BatchReport;
+    ///
+    /// let mut total = BatchReport { applied: 2, inserted: 2, ..Default::default() };
+    /// total += BatchReport { applied: 1, removed: 1, ..Default::default() };
+    /// assert_eq!(total, BatchReport { applied: 3, inserted: 2, replaced: 0, removed: 1 });
+    /// ```
+    fn add_assign(&mut self, other: BatchReport) {
+        self.applied += other.applied;
+        self.inserted += other.inserted;
+        self.replaced += other.replaced;
+        self.removed += other.removed;
+    }
 }
 
 /// A structure's single writer: applies a batch of operations and makes all of them
@@ -141,5 +219,70 @@ pub trait ApplyBatch<K, V> {
             olds.clear();
         }
         self.apply_batch(ops)
+    }
+
+    /// Applies `ops` as [`apply_reporting`](Self::apply_reporting) does, except that an
+    /// operation whose guard (`guards[i]`; [`Guard::Always`] past the end of `guards`)
+    /// refuses the value it finds is skipped. `found` gets, for every operation, the
+    /// value it found at its key (which it replaced or removed if it applied), or is left
+    /// empty if the structure cannot tell; a guarded operation is then skipped too, since
+    /// its guard cannot be decided. `same` compares two values.
+    ///
+    /// Each guarded operation is decided on the value it finds after every operation
+    /// before it is applied, so the default publishes the unconditional runs between
+    /// guarded operations as batches and each guarded operation on its own (a batch
+    /// without guards is one [`apply_reporting`](Self::apply_reporting)). The order of
+    /// effects is the order of `ops`.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{ApplyBatch, Guard, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let ops = [Op::Insert(1, 10), Op::Insert(1, 11), Op::Insert(1, 12), Op::Remove(1)];
+    /// // Insert-if-absent (refused: 10 is there), compare-and-set from 10 (applies),
+    /// // compare-and-remove of 10 (refused: 12 is there now).
+    /// let guards = [Guard::Always, Guard::Absent, Guard::Equals(10), Guard::Equals(10)];
+    /// let mut found = Vec::new();
+    /// let report = w.apply_guarded(&ops, &guards, |a, b| a == b, &mut found).unwrap();
+    /// assert_eq!(found, [None, Some(10), Some(10), Some(12)]);
+    /// assert_eq!((report.applied, w.get(&1)), (2, Some(12)));
+    /// ```
+    fn apply_guarded(
+        &mut self,
+        ops: &[Op<K, V>],
+        guards: &[Guard<V>],
+        same: fn(&V, &V) -> bool,
+        found: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        let guard = |i: usize| guards.get(i).filter(|g| !g.is_always());
+        if (0..ops.len()).all(|i| guard(i).is_none()) {
+            return self.apply_reporting(ops, found);
+        }
+        found.clear();
+        let (mut total, mut told, mut run, mut one) = (BatchReport::default(), true, 0, Vec::new());
+        for i in (0..=ops.len()).filter(|&i| i == ops.len() || guard(i).is_some()) {
+            total += self.apply_reporting(&ops[run..i], &mut one)?;
+            told &= one.len() == i - run;
+            found.append(&mut one);
+            run = i + 1;
+            let (Some(g), Some(op)) = (guard(i), ops.get(i)) else {
+                break;
+            };
+            if !self.old_values(std::slice::from_ref(op), &mut one)? || one.len() != 1 {
+                told = false;
+                continue;
+            }
+            if g.admits(one[0].as_ref(), same) {
+                total += self.apply_batch(std::slice::from_ref(op))?;
+            }
+            found.append(&mut one);
+        }
+        if !told {
+            found.clear();
+        }
+        Ok(total)
     }
 }

@@ -341,11 +341,12 @@ fn bad_layouts_and_ranges_are_typed_errors() {
 }
 
 /// Writes a raw record of `kind` and `seq` into slot 0 of client 0's channel and
-/// publishes a tail of 1, as a broken client would.
+/// publishes a tail of 1, as a broken client would. A record is a tag word (kind and
+/// guard in the top byte, the sequence number below), key, value, expected value.
 fn forge_record(view: &EmulatedNode, layout: DelegationLayout<u64, u64>, kind: u64, seq: u64) {
     let channel = layout.channel(0).unwrap();
     let at = channel.slot_offset(0);
-    view.store(at, &[kind, seq, 1, 1]).unwrap();
+    view.store(at, &[kind << 56 | seq, 1, 1, 0]).unwrap();
     view.writeback(at, 32).unwrap();
     view.fence();
     view.store(channel.tail_offset(), &1u64).unwrap();

@@ -9,7 +9,7 @@ use bi_collections::delegate::{
 };
 use bi_collections::map::BiHashMap;
 use bi_collections::tree::BiTree;
-use bi_collections::{ApplyBatch, CollectionError, Op};
+use bi_collections::{ApplyBatch, CollectionError, Guard, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{Fault, Faults, RuntimeConfig};
@@ -34,23 +34,41 @@ fn client(s: &Setup, layout: DelegationLayout<u64, u64>, index: usize) -> Client
 }
 
 /// Client `index` inserts and removes its own keys (`index * 1000 + 0..16`) at random,
-/// synchronously, and checks every old value against its model of them.
+/// synchronously, plain or guarded (insert-if-absent, replace-if-present,
+/// compare-and-set and compare-and-remove, expecting the right value or a wrong one),
+/// and checks every value found and every decision against its model of them.
 fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<u64, u64> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model = BTreeMap::new();
     let base = client.index() as u64 * 1000;
     for step in 0..steps as u64 {
         let key = base + rng.random_range(0..16);
-        if rng.random_bool(0.7) {
-            let old = client.insert_returning(key, step).unwrap();
-            assert_eq!(
-                old,
-                model.insert(key, step),
-                "insert of {key} at step {step}"
-            );
+        let now = model.get(&key).copied();
+        // A value the key holds half the time it holds one.
+        let expected = match now {
+            Some(v) if rng.random_bool(0.5) => v,
+            _ => step + 1_000_000,
+        };
+        let guard = match rng.random_range(0..6) {
+            0 => Guard::Absent,
+            1 => Guard::Present,
+            2 | 3 => Guard::Equals(expected),
+            _ => Guard::Always,
+        };
+        let op = if rng.random_bool(0.7) {
+            Op::Insert(key, step)
         } else {
-            let old = client.remove_returning(key).unwrap();
-            assert_eq!(old, model.remove(&key), "removal of {key} at step {step}");
+            Op::Remove(key)
+        };
+        let admitted = guard.admits(now.as_ref(), |a, b| a == b);
+        let found = client.request(op, guard).unwrap();
+        let what = format!("{op:?} under {guard:?} at step {step}");
+        assert_eq!(found, if admitted { Ok(now) } else { Err(now) }, "{what}");
+        if admitted {
+            match op {
+                Op::Insert(k, v) => model.insert(k, v),
+                Op::Remove(k) => model.remove(&k),
+            };
         }
     }
     model
@@ -88,16 +106,25 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
     server.into_structure()
 }
 
-/// Runs `work` on this thread while `server` serves on another.
+/// Runs `work` on this thread while `server` serves on another (stopped also when `work`
+/// panics, so that a failure ends the test instead of hanging it).
 fn with_server<V: bytemuck::Pod + Send, S: ApplyBatch<u64, V> + Send, R>(
     server: &mut DelegationServer<EmulatedNode, u64, V, S>,
     work: impl FnOnce() -> R,
 ) -> R {
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let serving = scope.spawn(|| server.run_until(&stop));
-        let r = work();
-        stop.store(true, Ordering::Release);
+        let r = {
+            let _stop = StopOnDrop(&stop);
+            work()
+        };
         serving.join().unwrap().unwrap();
         r
     })
@@ -129,17 +156,20 @@ fn remote_inserts_and_removals_return_the_old_value_of_the_tree() {
     tree.check_invariants().unwrap();
 }
 
+type Recording = DelegationServer<EmulatedNode, u64, u64, delegate_mock::RecordingMap>;
+
+/// A server over the mock structure (which does not tell old values) and its one client.
+fn recording_server(s: &Setup) -> (Recording, Client) {
+    let layout = area(s, 1);
+    let structure = delegate_mock::RecordingMap::default();
+    let server = DelegationServer::new(s.emu.node(0), layout, structure).unwrap();
+    (server, client(s, layout, 0))
+}
+
 #[test]
 fn a_structure_that_does_not_report_old_values_says_so() {
     let s = machine(3, 1, 0.0);
-    let layout = area(&s, 1);
-    let mut server = DelegationServer::new(
-        s.emu.node(0),
-        layout,
-        delegate_mock::RecordingMap::default(),
-    )
-    .unwrap();
-    let mut c = client(&s, layout, 0);
+    let (mut server, mut c) = recording_server(&s);
     c.insert(1, 1).unwrap();
     server.serve_once(8).unwrap();
     c.flush().unwrap();
@@ -155,6 +185,77 @@ fn a_structure_that_does_not_report_old_values_says_so() {
         CollectionError::Delegation(DelegationError::NoOldValues { seq: s }) if s == seq
     ));
     assert_eq!(server.structure().map.get(&2), Some(&2));
+}
+
+/// Three clients add to one counter with compare-and-set retry loops while a fourth
+/// inserts and removes other keys (so batches mix guarded and plain requests): no
+/// increment is lost or applied twice.
+#[test]
+fn compare_and_set_from_several_clients_loses_no_increment() {
+    let s = machine(6, 3, 0.1);
+    let map = BiHashMap::<u64, u64>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    let layout = area(&s, 4);
+    let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    let per_client = if cfg!(miri) { 3 } else { 40 };
+    let (adders, retries) = with_server(&mut server, || {
+        let mut first = client(&s, layout, 0);
+        assert_eq!(first.insert_if_absent(0, 0).unwrap(), None);
+        assert_eq!(first.insert_if_absent(0, 9).unwrap(), Some(0));
+        std::thread::scope(|scope| {
+            let adders: Vec<_> = (1..4)
+                .map(|i| {
+                    let mut c = client(&s, layout, i);
+                    scope.spawn(move || {
+                        let (mut seen, mut retries) = (0, 0);
+                        for _ in 0..per_client {
+                            while let Err(now) = c.compare_and_set(0, seen, seen + 1).unwrap() {
+                                seen = now.unwrap();
+                                retries += 1;
+                            }
+                            seen += 1;
+                        }
+                        retries
+                    })
+                })
+                .collect();
+            for k in 1..=per_client as u64 * 3 {
+                first.insert_returning(100 + k, k).unwrap();
+                first.remove_returning(100 + k / 2).unwrap();
+            }
+            let retries: u64 = adders.into_iter().map(|a| a.join().unwrap()).sum();
+            (3 * per_client as u64, retries)
+        })
+    });
+    assert_eq!(server.structure().get(&0), Some(adders));
+    // Each adder starts from 0 and learns the counter from its refusals: all but the
+    // first to reach the writer are refused at least once.
+    assert!(retries >= 2, "{retries} retries");
+    let stats = s.emu.total_stats();
+    assert_eq!(stats.reuse_hazards, 0, "{stats:?}");
+}
+
+#[test]
+fn a_structure_that_cannot_tell_what_it_finds_refuses_guarded_requests() {
+    let s = machine(3, 1, 0.0);
+    let (mut server, mut c) = recording_server(&s);
+    let outcomes = with_server(&mut server, || {
+        [Guard::Absent, Guard::Always, Guard::Equals(1)]
+            .map(|guard| c.send_guarded(Op::Insert(1, 1), guard).unwrap())
+    });
+    assert_eq!(
+        outcomes,
+        [Outcome::Undecided, Outcome::Applied, Outcome::Undecided]
+    );
+    // Only the unguarded insert was applied.
+    assert_eq!(server.structure().log, vec![Op::Insert(1, 1)]);
+    let seq = c.sent() + 1;
+    let err = with_server(&mut server, || c.insert_if_absent(2, 2)).unwrap_err();
+    assert!(matches!(
+        err,
+        CollectionError::Delegation(DelegationError::NoOldValues { seq: s }) if s == seq
+    ));
 }
 
 /// The writer dies with operations received and unacknowledged, at every point of a

@@ -4,7 +4,7 @@ use super::backoff::Backoff;
 use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
 use super::record::{OpRecord, Outcome, ResultRecord};
-use crate::{CollectionError, Op};
+use crate::{CollectionError, Guard, Op};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
 use bytemuck::Pod;
@@ -268,14 +268,19 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// assert_eq!(server.structure().get(&7), Some(70));
     /// ```
     pub fn send(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
-        self.send_with(op, false)
+        self.send_with(op, Guard::Always, false)
     }
 
-    /// [`send`](Self::send), leaving the tail's fence to the caller's next one when
-    /// `unfenced`.
-    fn send_with(&mut self, op: Op<K, V>, unfenced: bool) -> Result<u64, CollectionError> {
+    /// [`send`](Self::send) of `op` under `guard`, leaving the tail's fence to the
+    /// caller's next one when `unfenced`.
+    fn send_with(
+        &mut self,
+        op: Op<K, V>,
+        guard: Guard<V>,
+        unfenced: bool,
+    ) -> Result<u64, CollectionError> {
         let seq = self.sender.sent() + 1;
-        let record = OpRecord::new(seq, op);
+        let record = OpRecord::guarded(seq, op, guard);
         let mut backoff = Backoff::with_timeout(self.config.timeout);
         let record = std::slice::from_ref(&record);
         loop {
@@ -526,8 +531,48 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// });
     /// ```
     pub fn send_returning(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
+        self.send_guarded(op, Guard::Always)
+    }
+
+    /// Sends `op` under `guard` (applied only if the guard admits the value the writer
+    /// finds at the key, compared byte for byte), waits until it is decided and returns
+    /// the outcome: [`Outcome::Replaced`] with the value found if it applied,
+    /// [`Outcome::Refused`] with the value found if not.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer, Outcome};
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{Guard, Op};
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// let s = Setup::new(3, 1);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let layout = DelegationLayout::<u64, u64>::new(s.arena(2), 1, 8, s.emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|scope| {
+    ///     let serving = scope.spawn(|| server.run_until(&stop));
+    ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
+    ///     let present = Guard::Present; // replace only what is there
+    ///     assert_eq!(client.send_guarded(Op::Insert(1, 5), present).unwrap(), Outcome::Refused(None));
+    ///     assert_eq!(client.insert_if_absent(1, 10).unwrap(), None); // inserted
+    ///     assert_eq!(client.insert_if_absent(1, 11).unwrap(), Some(10)); // left alone
+    ///     assert_eq!(client.compare_and_set(1, 10, 12).unwrap(), Ok(10));
+    ///     assert_eq!(client.compare_and_set(1, 10, 13).unwrap(), Err(Some(12)));
+    ///     assert_eq!(client.compare_and_remove(1, 12).unwrap(), Ok(12));
+    ///     assert_eq!(client.compare_and_remove(1, 12).unwrap(), Err(None));
+    ///     stop.store(true, Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// ```
+    pub fn send_guarded(
+        &mut self,
+        op: Op<K, V>,
+        guard: Guard<V>,
+    ) -> Result<Outcome<V>, CollectionError> {
         // The wait's first poll fences: the tail needs no fence of its own.
-        let seq = self.send_with(op, true)?;
+        let seq = self.send_with(op, guard, true)?;
         match self.wait_applied(seq) {
             Ok(()) | Err(CollectionError::Delegation(DelegationError::WriterDied { .. })) => {}
             Err(e) => return Err(e),
@@ -535,30 +580,96 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         self.result(seq)
     }
 
+    /// Sends `op` under `guard`, waits, and returns the value the writer found at the
+    /// key: `Ok` if the operation applied (the value it replaced or removed), `Err` if
+    /// the guard refused it. [`DelegationError::WriterDied`] if the writer died with the
+    /// operation unacknowledged, [`DelegationError::NoOldValues`] if the structure does
+    /// not tell what it finds. The named calls below are this with a fixed guard.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::tree::BiTree;
+    /// use bi_collections::{Guard, Op};
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    ///
+    /// let s = Setup::new(3, 1);
+    /// let tree = BiTree::<u64, u64>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let layout = DelegationLayout::<u64, u64>::new(s.arena(2), 1, 8, s.emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(s.emu.node(0), layout, tree).unwrap();
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|scope| {
+    ///     let serving = scope.spawn(|| server.run_until(&stop));
+    ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
+    ///     assert_eq!(client.request(Op::Insert(4, 1), Guard::Present).unwrap(), Err(None));
+    ///     assert_eq!(client.request(Op::Insert(4, 1), Guard::Always).unwrap(), Ok(None));
+    ///     assert_eq!(client.request(Op::Insert(4, 2), Guard::Present).unwrap(), Ok(Some(1)));
+    ///     stop.store(true, Ordering::Release);
+    ///     serving.join().unwrap().unwrap();
+    /// });
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn request(
+        &mut self,
+        op: Op<K, V>,
+        guard: Guard<V>,
+    ) -> Result<Result<Option<V>, Option<V>>, CollectionError> {
+        let seq = self.sender.sent() + 1;
+        let outcome = self.send_guarded(op, guard)?;
+        outcome.found().ok_or_else(|| match outcome {
+            Outcome::Failed => DelegationError::WriterDied {
+                first: seq,
+                last: seq,
+            }
+            .into(),
+            _ => DelegationError::NoOldValues { seq }.into(),
+        })
+    }
+
     /// Inserts through the server and returns the value the key had (as papaya's and
     /// `HashMap`'s `insert` do). [`DelegationError::WriterDied`] if the writer died with
     /// the operation unacknowledged.
     pub fn insert_returning(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
-        let seq = self.sender.sent() + 1;
-        Self::old_value(seq, self.send_returning(Op::Insert(key, value))?)
+        let found = self.request(Op::Insert(key, value), Guard::Always)?;
+        Ok(found.unwrap_or_else(|v| v))
     }
 
     /// Removes through the server and returns the value the key had.
     pub fn remove_returning(&mut self, key: K) -> Result<Option<V>, CollectionError> {
-        let seq = self.sender.sent() + 1;
-        Self::old_value(seq, self.send_returning(Op::Remove(key))?)
+        let found = self.request(Op::Remove(key), Guard::Always)?;
+        Ok(found.unwrap_or_else(|v| v))
     }
 
-    fn old_value(seq: u64, outcome: Outcome<V>) -> Result<Option<V>, CollectionError> {
-        match outcome {
-            Outcome::Replaced(old) => Ok(old),
-            Outcome::Applied => Err(DelegationError::NoOldValues { seq }.into()),
-            Outcome::Failed => Err(DelegationError::WriterDied {
-                first: seq,
-                last: seq,
-            }
-            .into()),
-        }
+    /// Inserts `value` only if `key` is absent; returns the value the key had (`None`:
+    /// it was absent and `value` is in; `Some`: nothing was written). Example at
+    /// [`send_guarded`](Self::send_guarded).
+    pub fn insert_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
+        let found = self.request(Op::Insert(key, value), Guard::Absent)?;
+        Ok(found.unwrap_or_else(|v| v))
+    }
+
+    /// Sets `key` to `new` only if it holds `expected` (compared byte for byte): `Ok`
+    /// with the value replaced, or `Err` with the value found (`None`: absent), nothing
+    /// written. Example at [`send_guarded`](Self::send_guarded).
+    pub fn compare_and_set(
+        &mut self,
+        key: K,
+        expected: V,
+        new: V,
+    ) -> Result<Result<V, Option<V>>, CollectionError> {
+        let found = self.request(Op::Insert(key, new), Guard::Equals(expected))?;
+        Ok(found.and_then(|v| v.ok_or(None)))
+    }
+
+    /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
+    /// with the value found. Example at [`send_guarded`](Self::send_guarded).
+    pub fn compare_and_remove(
+        &mut self,
+        key: K,
+        expected: V,
+    ) -> Result<Result<V, Option<V>>, CollectionError> {
+        let found = self.request(Op::Remove(key), Guard::Equals(expected))?;
+        Ok(found.and_then(|v| v.ok_or(None)))
     }
 
     /// The outcome of acknowledged operation `seq`, the last this client sent. A copy of

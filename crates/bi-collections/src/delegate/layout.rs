@@ -23,8 +23,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-/// The header's first word: "BIDELEG1" read as a little-endian `u64`.
-const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG1");
+/// The header's first word: "BIDELEG2" read as a little-endian `u64` (2: records carry a
+/// guard and its expected value).
+const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG2");
 
 /// The placement of a delegation area with `clients` clients, each with a channel of
 /// `capacity` records and an acknowledgement line.

@@ -58,7 +58,10 @@
 //!   compare-and-swap on shared memory. That needs coherence. A [`DelegationClient`]
 //!   offers the same calls (with `_sync` variants that return once the change is
 //!   visible) but routes them to the single writer, and readers stay as cheap as
-//!   papaya's: they never see the channels.
+//!   papaya's: they never see the channels. Where papaya compares and swaps, a client
+//!   sends a guarded request ([`DelegationClient::compare_and_set`],
+//!   [`DelegationClient::insert_if_absent`], [`Guard`](crate::Guard)) that the writer
+//!   decides as it applies it.
 //!
 //! # How to use it
 //!
@@ -144,5 +147,5 @@ pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::DelegationLayout;
 pub use named::NAMED_CAPACITY;
-pub use record::{OpRecord, Outcome};
+pub use record::{OpRecord, Outcome, same_bytes};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};

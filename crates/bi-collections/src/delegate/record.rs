@@ -1,41 +1,53 @@
 //! An operation as it travels through a channel: a plain record of words.
 //!
 //! A channel carries `Pod` values, and [`Op`] is an enum whose layout Rust does not fix,
-//! so each operation is flattened into an [`OpRecord`]: a kind word, the client's
-//! sequence number, the key and the value (zero for a removal). The sequence number is
-//! what lets the server refuse a record it should never see: a slot still holding the
-//! previous lap's record (a stale line) carries a number one capacity too small.
+//! so each operation is flattened into an [`OpRecord`]: a tag word (kind, guard and the
+//! client's sequence number), the key, the value (zero for a removal) and the value a
+//! guard expects (zero unless it is [`Guard::Equals`]). The sequence number is what lets
+//! the server refuse a record it should never see: a slot still holding the previous
+//! lap's record (a stale line) carries a number one capacity too small.
 
-use crate::Op;
+use crate::{Guard, Op};
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 
-/// The kind word of an insertion. Zero is no kind, so zeroed memory never decodes.
+/// The tag's low bits: the sequence number, modulo 2^56 (a client would need years of
+/// operations at a billion a second to wrap it, and a wrapped number still compares
+/// equal through [`OpRecord::carries`]).
+const SEQ_BITS: u32 = 56;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// The tag's kind nibble (bits 56..60): zero is no kind, so zeroed memory never decodes.
 const KIND_INSERT: u64 = 1;
-/// The kind word of a removal.
 const KIND_REMOVE: u64 = 2;
+/// The tag's guard nibble (bits 60..64).
+const GUARD_ALWAYS: u64 = 0;
+const GUARD_ABSENT: u64 = 1;
+const GUARD_PRESENT: u64 = 2;
+const GUARD_EQUALS: u64 = 3;
 
-/// One delegated operation in shared memory: kind, sequence number, key, value.
+/// One delegated operation in shared memory: tag (kind, guard, sequence number), key,
+/// value, expected value.
 ///
 /// `repr(C, packed)`: the fields lie back to back with no padding, whatever `K` and `V`
 /// are, which is what makes the record `Pod` for every `Pod` key and value.
 ///
 /// ```
-/// use bi_collections::Op;
+/// use bi_collections::{Guard, Op};
 /// use bi_collections::delegate::OpRecord;
 ///
 /// let rec = OpRecord::new(7, Op::Insert(1u32, 2u16));
-/// assert_eq!(size_of::<OpRecord<u32, u16>>(), 8 + 8 + 4 + 2);
+/// assert_eq!(size_of::<OpRecord<u32, u16>>(), 8 + 4 + 2 + 2);
 /// assert_eq!(rec.seq(), 7);
-/// assert_eq!(rec.op(), Some(Op::Insert(1, 2)));
-/// assert_eq!(OpRecord::new(8, Op::<u32, u16>::Remove(1)).op(), Some(Op::Remove(1)));
+/// assert_eq!(rec.request(), Some((Op::Insert(1, 2), Guard::Always)));
+/// let cas = OpRecord::guarded(8, Op::Insert(1u32, 3u16), Guard::Equals(2));
+/// assert_eq!(cas.request(), Some((Op::Insert(1, 3), Guard::Equals(2))));
 /// ```
 #[repr(C, packed)]
 pub struct OpRecord<K, V> {
-    kind: u64,
-    seq: u64,
+    tag: u64,
     key: K,
     value: V,
+    expected: V,
 }
 
 impl<K: Copy, V: Copy> Clone for OpRecord<K, V> {
@@ -59,7 +71,7 @@ unsafe impl<K: Pod, V: Pod> Zeroable for OpRecord<K, V> {}
 unsafe impl<K: Pod, V: Pod> Pod for OpRecord<K, V> {}
 
 impl<K: Pod, V: Pod> OpRecord<K, V> {
-    /// The record of `op` with sequence number `seq`.
+    /// The record of the unconditional `op` with sequence number `seq`.
     ///
     /// ```
     /// use bi_collections::Op;
@@ -69,23 +81,39 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!((r.seq(), r.kind(), r.op()), (3, 1, Some(Op::Insert(1, 10))));
     /// ```
     pub fn new(seq: u64, op: Op<K, V>) -> Self {
-        match op {
-            Op::Insert(key, value) => OpRecord {
-                kind: KIND_INSERT,
-                seq,
-                key,
-                value,
-            },
-            Op::Remove(key) => OpRecord {
-                kind: KIND_REMOVE,
-                seq,
-                key,
-                value: V::zeroed(),
-            },
+        Self::guarded(seq, op, Guard::Always)
+    }
+
+    /// The record of `op` under `guard` with sequence number `seq`.
+    ///
+    /// ```
+    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// let r = OpRecord::guarded(4, Op::Insert(1u32, 10u32), Guard::Absent);
+    /// assert_eq!(r.request(), Some((Op::Insert(1, 10), Guard::Absent)));
+    /// ```
+    pub fn guarded(seq: u64, op: Op<K, V>, guard: Guard<V>) -> Self {
+        let (kind, key, value) = match op {
+            Op::Insert(key, value) => (KIND_INSERT, key, value),
+            Op::Remove(key) => (KIND_REMOVE, key, V::zeroed()),
+        };
+        let (guard, expected) = match guard {
+            Guard::Always => (GUARD_ALWAYS, V::zeroed()),
+            Guard::Absent => (GUARD_ABSENT, V::zeroed()),
+            Guard::Present => (GUARD_PRESENT, V::zeroed()),
+            Guard::Equals(v) => (GUARD_EQUALS, v),
+        };
+        OpRecord {
+            tag: guard << 60 | kind << SEQ_BITS | seq & SEQ_MASK,
+            key,
+            value,
+            expected,
         }
     }
 
-    /// The sequence number (the client's count of operations including this one).
+    /// The sequence number (the client's count of operations including this one),
+    /// modulo 2^56.
     ///
     /// ```
     /// use bi_collections::Op;
@@ -94,23 +122,39 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!(OpRecord::new(9, Op::<u32, u32>::Remove(1)).seq(), 9);
     /// ```
     pub fn seq(&self) -> u64 {
-        self.seq
+        self.tag & SEQ_MASK
     }
 
-    /// The kind word (1 insert, 2 remove, anything else is corrupt).
+    /// Whether this is the record of operation number `seq` (compared modulo 2^56).
     ///
     /// ```
     /// use bi_collections::Op;
     /// use bi_collections::delegate::OpRecord;
     ///
-    /// assert_eq!(OpRecord::new(1, Op::Insert(1u32, 1u32)).kind(), 1);
-    /// assert_eq!(OpRecord::new(1, Op::<u32, u32>::Remove(1)).kind(), 2);
+    /// let r = OpRecord::new(9, Op::<u32, u32>::Remove(1));
+    /// assert!(r.carries(9) && !r.carries(8) && r.carries(9 + (1 << 56)));
     /// ```
-    pub fn kind(&self) -> u64 {
-        self.kind
+    pub fn carries(&self, seq: u64) -> bool {
+        self.seq() == seq & SEQ_MASK
     }
 
-    /// The operation, or `None` if the kind word is not one an `OpRecord::new` writes.
+    /// The kind and guard bits of the tag (kind 1 insert, 2 remove, in the low nibble;
+    /// guard 0 always, 1 absent, 2 present, 3 equals, in the high nibble); anything else
+    /// is corrupt.
+    ///
+    /// ```
+    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// assert_eq!(OpRecord::new(1, Op::Insert(1u32, 1u32)).kind(), 1);
+    /// assert_eq!(OpRecord::new(1, Op::<u32, u32>::Remove(1)).kind(), 2);
+    /// assert_eq!(OpRecord::guarded(1, Op::<u32, u32>::Remove(1), Guard::Equals(1)).kind(), 0x32);
+    /// ```
+    pub fn kind(&self) -> u64 {
+        self.tag >> SEQ_BITS
+    }
+
+    /// The operation, or `None` if the tag is not one [`OpRecord::guarded`] writes.
     ///
     /// ```
     /// use bi_collections::Op;
@@ -122,24 +166,47 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!(zeroed.op(), None);
     /// ```
     pub fn op(&self) -> Option<Op<K, V>> {
+        self.request().map(|(op, _)| op)
+    }
+
+    /// The operation and its guard, or `None` if the tag is not one
+    /// [`OpRecord::guarded`] writes.
+    ///
+    /// ```
+    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::delegate::OpRecord;
+    ///
+    /// let r = OpRecord::guarded(2, Op::<u32, u32>::Remove(4), Guard::Equals(7));
+    /// assert_eq!(r.request(), Some((Op::Remove(4), Guard::Equals(7))));
+    /// ```
+    pub fn request(&self) -> Option<(Op<K, V>, Guard<V>)> {
         // Fields are copied out by value: a packed field may not be borrowed.
-        let (key, value) = (self.key, self.value);
-        match self.kind {
-            KIND_INSERT => Some(Op::Insert(key, value)),
-            KIND_REMOVE => Some(Op::Remove(key)),
-            _ => None,
-        }
+        let (key, value, expected) = (self.key, self.value, self.expected);
+        let op = match self.kind() & 0xf {
+            KIND_INSERT => Op::Insert(key, value),
+            KIND_REMOVE => Op::Remove(key),
+            _ => return None,
+        };
+        let guard = match self.kind() >> 4 {
+            GUARD_ALWAYS => Guard::Always,
+            GUARD_ABSENT => Guard::Absent,
+            GUARD_PRESENT => Guard::Present,
+            GUARD_EQUALS => Guard::Equals(expected),
+            _ => return None,
+        };
+        Some((op, guard))
     }
 }
 
 impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for OpRecord<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (kind, seq, key, value) = (self.kind, self.seq, self.key, self.value);
+        let (key, value, expected) = (self.key, self.value, self.expected);
         f.debug_struct("OpRecord")
-            .field("kind", &kind)
-            .field("seq", &seq)
+            .field("kind", &self.kind())
+            .field("seq", &self.seq())
             .field("key", &key)
             .field("value", &value)
+            .field("expected", &expected)
             .finish()
     }
 }
@@ -156,15 +223,85 @@ impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for OpRecord<K, V> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome<V> {
     /// Applied; the value the operation replaced or removed (`None`: the key was
-    /// absent).
+    /// absent), which is also the value its guard found.
     Replaced(Option<V>),
     /// Applied by a structure that does not report old values
     /// ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)).
     Applied,
+    /// Not applied: its [`Guard`] refused the value found at the key (`None`: absent),
+    /// which is that value.
+    Refused(Option<V>),
+    /// Not applied: it has a [`Guard`] and the structure cannot tell what is at a key
+    /// ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)).
+    Undecided,
     /// Never applied by the current writer, and never will be: the writer that received
     /// it died first. It may have applied the operation before dying (the outcome of a
     /// request to a dead process is unknown), but no later writer applies it again.
     Failed,
+}
+
+impl<V> Outcome<V> {
+    /// The outcome of an operation under `guard` that a structure applied or skipped:
+    /// `found` is the value the structure found at the key, `None` if it cannot tell.
+    /// What the delegation server reports, and what a writer's own guarded call returns.
+    ///
+    /// ```
+    /// use bi_collections::Guard;
+    /// use bi_collections::delegate::Outcome;
+    ///
+    /// let same = |a: &u8, b: &u8| a == b;
+    /// assert_eq!(Outcome::decide(&Guard::Absent, Some(Some(1u8)), same), Outcome::Refused(Some(1)));
+    /// assert_eq!(Outcome::decide(&Guard::Equals(1), Some(Some(1u8)), same), Outcome::Replaced(Some(1)));
+    /// assert_eq!(Outcome::decide(&Guard::Always, None, same), Outcome::<u8>::Applied);
+    /// assert_eq!(Outcome::decide(&Guard::Present, None, same), Outcome::<u8>::Undecided);
+    /// ```
+    pub fn decide(
+        guard: &Guard<V>,
+        found: Option<Option<V>>,
+        same: impl Fn(&V, &V) -> bool,
+    ) -> Self {
+        match found {
+            Some(found) if guard.admits(found.as_ref(), same) => Outcome::Replaced(found),
+            Some(found) => Outcome::Refused(found),
+            None if guard.is_always() => Outcome::Applied,
+            None => Outcome::Undecided,
+        }
+    }
+}
+
+impl<V> Outcome<V> {
+    /// The value the operation found at its key: `Ok` if it applied (the value it
+    /// replaced or removed), `Err` if its guard refused it; `None` if the outcome does
+    /// not tell ([`Applied`](Self::Applied), [`Undecided`](Self::Undecided),
+    /// [`Failed`](Self::Failed)).
+    ///
+    /// ```
+    /// use bi_collections::delegate::Outcome;
+    ///
+    /// assert_eq!(Outcome::Replaced(Some(1u8)).found(), Some(Ok(Some(1))));
+    /// assert_eq!(Outcome::Refused(None::<u8>).found(), Some(Err(None)));
+    /// assert_eq!(Outcome::<u8>::Failed.found(), None);
+    /// ```
+    pub fn found(self) -> Option<Result<Option<V>, Option<V>>> {
+        match self {
+            Outcome::Replaced(v) => Some(Ok(v)),
+            Outcome::Refused(v) => Some(Err(v)),
+            Outcome::Applied | Outcome::Undecided | Outcome::Failed => None,
+        }
+    }
+}
+
+/// Whether two `Pod` values have the same bytes: how the delegation server compares the
+/// value a guard expects with the value it finds (so a float `NaN` equals itself and
+/// `0.0` differs from `-0.0`, as with a hardware compare-and-swap).
+///
+/// ```
+/// use bi_collections::delegate::same_bytes;
+///
+/// assert!(same_bytes(&f64::NAN, &f64::NAN) && !same_bytes(&0.0f64, &-0.0));
+/// ```
+pub fn same_bytes<V: Pod>(a: &V, b: &V) -> bool {
+    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
 }
 
 /// The state word of a result slot.
@@ -172,6 +309,9 @@ const RESULT_ABSENT: u64 = 1;
 const RESULT_PRESENT: u64 = 2;
 const RESULT_APPLIED: u64 = 3;
 const RESULT_FAILED: u64 = 4;
+const RESULT_REFUSED_ABSENT: u64 = 5;
+const RESULT_REFUSED_PRESENT: u64 = 6;
+const RESULT_UNDECIDED: u64 = 7;
 
 /// One operation's outcome in shared memory: the operation's sequence number, a state
 /// word and the old value (zero unless the state says present). Written by the server
@@ -207,6 +347,9 @@ impl<V: Pod> ResultRecord<V> {
             Outcome::Replaced(Some(v)) => (RESULT_PRESENT, v),
             Outcome::Applied => (RESULT_APPLIED, V::zeroed()),
             Outcome::Failed => (RESULT_FAILED, V::zeroed()),
+            Outcome::Refused(None) => (RESULT_REFUSED_ABSENT, V::zeroed()),
+            Outcome::Refused(Some(v)) => (RESULT_REFUSED_PRESENT, v),
+            Outcome::Undecided => (RESULT_UNDECIDED, V::zeroed()),
         };
         ResultRecord { seq, state, value }
     }
@@ -223,6 +366,9 @@ impl<V: Pod> ResultRecord<V> {
             RESULT_PRESENT => Some(Outcome::Replaced(Some(value))),
             RESULT_APPLIED => Some(Outcome::Applied),
             RESULT_FAILED => Some(Outcome::Failed),
+            RESULT_REFUSED_ABSENT => Some(Outcome::Refused(None)),
+            RESULT_REFUSED_PRESENT => Some(Outcome::Refused(Some(value))),
+            RESULT_UNDECIDED => Some(Outcome::Undecided),
             _ => None,
         }
     }
@@ -234,21 +380,39 @@ mod tests {
 
     #[test]
     fn records_round_trip_through_bytes() {
-        let rec = OpRecord::new(u64::MAX, Op::Insert([1u8, 2, 3], 0xdead_beef_u32));
-        let bytes = bytemuck::bytes_of(&rec).to_vec();
-        assert_eq!(bytes.len(), 8 + 8 + 3 + 4);
-        let back: OpRecord<[u8; 3], u32> = bytemuck::pod_read_unaligned(&bytes);
-        assert_eq!(back.seq(), u64::MAX);
-        assert_eq!(back.op(), Some(Op::Insert([1, 2, 3], 0xdead_beef)));
+        let guards = [
+            Guard::Always,
+            Guard::Absent,
+            Guard::Present,
+            Guard::Equals(7),
+        ];
+        for (op, guard) in [
+            Op::Insert([1u8, 2, 3], 0xdead_beef_u32),
+            Op::Remove([4, 5, 6]),
+        ]
+        .into_iter()
+        .flat_map(|op| guards.map(|g| (op, g)))
+        {
+            let rec = OpRecord::guarded(u64::MAX, op, guard);
+            let bytes = bytemuck::bytes_of(&rec).to_vec();
+            assert_eq!(bytes.len(), 8 + 3 + 4 + 4);
+            let back: OpRecord<[u8; 3], u32> = bytemuck::pod_read_unaligned(&bytes);
+            assert_eq!(back.seq(), SEQ_MASK);
+            assert!(back.carries(u64::MAX));
+            assert_eq!(back.request(), Some((op, guard)));
+        }
     }
 
     #[test]
     fn zeroed_and_unknown_kinds_do_not_decode() {
         assert_eq!(OpRecord::<u64, u64>::zeroed().op(), None);
-        let mut rec = OpRecord::new(1, Op::<u64, u64>::Remove(3));
-        rec.kind = 3;
-        assert_eq!(rec.op(), None);
-        assert_eq!(rec.kind(), 3);
+        let rec = OpRecord::new(1, Op::<u64, u64>::Remove(3));
+        for (kind, guard) in [(3, 0), (0, 1), (1, 4), (2, 15)] {
+            let mut bad = rec;
+            bad.tag = (guard << 4 | kind) << SEQ_BITS | 1;
+            assert_eq!(bad.request(), None, "kind {kind} guard {guard}");
+            assert_eq!(bad.kind(), guard << 4 | kind);
+        }
     }
 
     #[test]
@@ -258,6 +422,9 @@ mod tests {
             Outcome::Replaced(Some(9u32)),
             Outcome::Applied,
             Outcome::Failed,
+            Outcome::Refused(None),
+            Outcome::Refused(Some(3)),
+            Outcome::Undecided,
         ] {
             let rec = ResultRecord::new(5, outcome);
             let back: ResultRecord<u32> = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&rec));

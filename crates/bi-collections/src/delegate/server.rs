@@ -4,8 +4,8 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, mem};
 use super::layout::DelegationLayout;
-use super::record::{OpRecord, Outcome, ResultRecord};
-use crate::{ApplyBatch, BatchReport, CollectionError, Op};
+use super::record::{OpRecord, Outcome, ResultRecord, same_bytes};
+use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
 use bi_core::mem::MemView;
 use bi_core::runtime::{Fault, Faults};
@@ -113,8 +113,9 @@ struct ClientState<K, V> {
 ///    one's sequence number); skipped when every client sent one record, whose line
 ///    step 1 dropped (a copy refetched before the record arrived shows the previous
 ///    lap's sequence number, and is dropped and read again);
-/// 3. one [`ApplyBatch::apply_reporting`] call (the structure publishes the whole batch
-///    with its own write-back and fence, and tells the old values);
+/// 3. one [`ApplyBatch::apply_guarded`] call (the structure publishes the whole batch
+///    with its own write-back and fence, and tells the old values; a batch with guarded
+///    requests, such as compare-and-set, is published in several steps, see there);
 /// 4. store every operation's outcome in its result slot, every affected head counter
 ///    and acknowledgement word (beside which the client's latest outcome is repeated),
 ///    write them back, **fence** once.
@@ -164,7 +165,10 @@ pub struct DelegationServer<Vw, K, V, S> {
     first: usize,
     /// The batch being assembled (kept to reuse its allocation).
     ops: Vec<Op<K, V>>,
-    /// The values the batch's operations replace, when the structure tells.
+    /// The guard of each operation of the batch.
+    guards: Vec<Guard<V>>,
+    /// The values the batch's operations found (and replaced, if they applied), when
+    /// the structure tells.
     olds: Vec<Option<V>>,
     max_batch: usize,
 }
@@ -287,6 +291,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             clients,
             first: 0,
             ops: Vec::new(),
+            guards: Vec::new(),
             olds: Vec::new(),
             max_batch: DEFAULT_MAX_BATCH,
         })
@@ -351,7 +356,12 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.read_records()?;
-        let batch = self.structure.apply_reporting(&self.ops, &mut self.olds)?;
+        let batch = self.structure.apply_guarded(
+            &self.ops,
+            &self.guards,
+            same_bytes::<V>,
+            &mut self.olds,
+        )?;
         // Results and acknowledgements are written back before one fence; a client
         // that reads its result before the line lands sees the previous lap's sequence
         // number and reads again.
@@ -518,18 +528,19 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             v.fence();
         }
         self.ops.clear();
+        self.guards.clear();
         for (index, c) in self.clients.iter().enumerate() {
             for i in c.head..c.head + c.take as u64 {
                 let at = c.channel.slot_offset(i);
                 let mut record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
-                if record.seq() != i + 1 && speculated(c) {
+                if !record.carries(i + 1) && speculated(c) {
                     // The line was refetched between the poll's invalidation and the
                     // record's arrival: drop it again, now that the tail covers it.
                     v.invalidate(at, size).map_err(mem)?;
                     v.fence();
                     record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
                 }
-                if record.seq() != i + 1 {
+                if !record.carries(i + 1) {
                     return Err(DelegationError::SequenceGap {
                         client: index,
                         expected: i + 1,
@@ -537,11 +548,12 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                     }
                     .into());
                 }
-                let op = record.op().ok_or(DelegationError::BadRecord {
+                let (op, guard) = record.request().ok_or(DelegationError::BadRecord {
                     client: index,
                     kind: record.kind(),
                 })?;
                 self.ops.push(op);
+                self.guards.push(guard);
             }
         }
         Ok(())
@@ -559,15 +571,15 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     }
 
     /// Step 3 (after the structure applied the batch): write and write back the outcome
-    /// of every operation of the batch in its client's result slots (the old value when
-    /// `known`, in `self.olds`, else [`Outcome::Applied`]).
+    /// of every operation of the batch in its client's result slots (decided from its
+    /// guard and the value it found, in `self.olds` when `known`).
     fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
-        let mut olds = self.olds.iter();
+        let (mut olds, mut guards) = (self.olds.iter(), self.guards.iter());
         for (index, c) in self.clients.iter().enumerate() {
             let seqs = c.head + 1..=c.head + c.take as u64;
-            let outcome = |_| match (known, olds.next()) {
-                (true, Some(old)) => Outcome::Replaced(*old),
-                _ => Outcome::Applied,
+            let outcome = |_| {
+                let found = olds.next().copied().filter(|_| known);
+                Outcome::decide(guards.next().unwrap_or(&Guard::Always), found, same_bytes)
             };
             self.write_outcomes(index, seqs, outcome)?;
         }
