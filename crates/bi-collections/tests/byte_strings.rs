@@ -137,7 +137,7 @@ impl<M: bi_core::mem::MemView, H: bi_core::heap::Heap> Strings
         self.remove(k).unwrap()
     }
     fn get(&self, k: &str) -> Option<Vec<u8>> {
-        self.get(k).unwrap()
+        self.try_get(k).unwrap()
     }
     fn reclaim(&mut self) {
         self.reclaim().unwrap();

@@ -43,7 +43,7 @@ fn heap_exhaustion_leaves_the_tree_intact_and_recovers_after_reclaim() {
     // The failed insert changed nothing, on the writer or elsewhere.
     w.check_invariants().unwrap();
     assert_eq!(w.len(), model.len());
-    assert_eq!(w.get(&k).unwrap(), None);
+    assert_eq!(w.try_get(&k).unwrap(), None);
     // Nothing leaked: the heap holds the tree plus the replaced nodes, in the bag or
     // retired and waiting for their grace.
     let live = w.writer().heap().stats().live;

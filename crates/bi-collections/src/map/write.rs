@@ -1416,7 +1416,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<
     for MapWriteHandle<K, V, M, H>
 {
     fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError> {
-        Ok(self.get(key))
+        self.try_get(key)
     }
     fn put(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         self.insert(key, value)

@@ -72,7 +72,7 @@ impl<K: Stored + Ord, V: Stored> BiTree<K, V> {
     /// w.insert(1, 10).unwrap();
     /// drop(w); // the writer leaves: the next one adopts the tree as it is
     /// let w = tree.take_writer(&s.nodes[0], s.nodes[0].writer(heap()).unwrap()).unwrap();
-    /// assert_eq!(w.get(&1).unwrap(), Some(10));
+    /// assert_eq!(w.get(&1), Some(10));
     /// // A tree named by a bare slot has no writer record.
     /// let bare = BiTree::<u64, u64>::at(s.slot(0));
     /// assert!(bare.take_writer(&s.nodes[0], w.into_writer()).is_err());

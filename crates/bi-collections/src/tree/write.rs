@@ -91,7 +91,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeStore<K::Word, V::Word
 /// let mut w = tree.write_handle(s.writer(0)).unwrap();
 /// assert_eq!(w.insert(7, 70).unwrap(), None);
 /// assert_eq!(w.insert(7, 71).unwrap(), Some(70));
-/// assert_eq!(w.get(&7).unwrap(), Some(71));
+/// assert_eq!(w.get(&7), Some(71));
 /// assert_eq!(w.remove(&7).unwrap(), Some(71));
 /// assert!(w.is_empty());
 /// w.check_invariants().unwrap();
@@ -309,7 +309,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// w.insert(1, 10).unwrap();
     /// assert_eq!(w.update(1, |v| v + 1).unwrap(), Some(10));
     /// assert_eq!(w.update(2, |v| v + 1).unwrap(), None); // absent: nothing written
-    /// assert_eq!(w.get(&1).unwrap(), Some(11));
+    /// assert_eq!(w.get(&1), Some(11));
     /// assert_eq!(w.len(), 1);
     /// ```
     pub fn update(
@@ -330,7 +330,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
     /// assert_eq!(w.get_or_insert_with(3, || 30).unwrap(), 30);
     /// assert_eq!(w.get_or_insert_with(3, || 99).unwrap(), 30); // already there
-    /// assert_eq!(w.get(&3).unwrap(), Some(30));
+    /// assert_eq!(w.get(&3), Some(30));
     /// ```
     pub fn get_or_insert_with(
         &mut self,
@@ -354,7 +354,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// assert_eq!(w.compute(7, count).unwrap(), None);
     /// assert_eq!(w.compute(7, count).unwrap(), Some(1));
     /// assert_eq!(w.compute(7, |_| None).unwrap(), Some(2)); // removes
-    /// assert_eq!(w.get(&7).unwrap(), None);
+    /// assert_eq!(w.get(&7), None);
     /// ```
     pub fn compute(
         &mut self,
@@ -408,7 +408,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
     /// let report = w.extend([(1, 10), (2, 20), (1, 11)]).unwrap();
     /// assert_eq!((report.inserted, report.replaced), (2, 1));
-    /// assert_eq!(w.get(&1).unwrap(), Some(11));
+    /// assert_eq!(w.get(&1), Some(11));
     /// ```
     pub fn extend(
         &mut self,
@@ -417,7 +417,9 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         crate::entry::extend(self, entries)
     }
 
-    /// The value of `key` in the current tree.
+    /// The value of `key` in the current tree, from the writer's own (always current)
+    /// nodes. (Reading a node the writer wrote can fail only if the region was
+    /// corrupted; that reads as absent.)
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
@@ -427,10 +429,30 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
     /// let tree = BiTree::<u32, u32>::at(s.slot(0));
     /// let mut w = tree.write_handle(s.writer(0)).unwrap();
     /// w.insert(4, 40).unwrap();
-    /// assert_eq!(w.get(&4).unwrap(), Some(40));
-    /// assert_eq!(w.get(&5).unwrap(), None);
+    /// assert_eq!(w.get(&4), Some(40));
+    /// assert_eq!(w.get(&5), None);
     /// ```
-    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        self.try_get(key).ok().flatten()
+    }
+
+    /// [`get`](Self::get), telling a corrupt region (an error) from an absent key.
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiTree::<String, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert("four".into(), 4).unwrap();
+    /// assert_eq!(w.try_get("four").unwrap(), Some(4));
+    /// assert_eq!(w.try_get("five").unwrap(), None);
+    /// ```
+    pub fn try_get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
     where
         K: Borrow<Q>,
         Q: Query<K> + ?Sized,
@@ -460,7 +482,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         K: Borrow<Q>,
         Q: Query<K> + ?Sized,
     {
-        Ok(self.get(key)?.is_some())
+        Ok(self.try_get(key)?.is_some())
     }
 
     /// Number of entries.
@@ -832,7 +854,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> crate::entry::Keyed<K, V>
     for TreeWriteHandle<K, V, M, H>
 {
     fn lookup(&self, key: &K) -> Result<Option<V>, CollectionError> {
-        self.get(key)
+        self.try_get(key)
     }
     fn put(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         self.insert(key, value)
