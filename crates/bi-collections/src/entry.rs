@@ -81,7 +81,7 @@ pub(crate) fn old_values<'a, K, V: Clone, S: Keyed<K, V>, O: Overlay<'a, K, V>>(
 ) -> Result<bool, CollectionError> {
     olds.clear();
     let mut overlay = O::default();
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
         let key = match op {
             Op::Insert(k, _) | Op::Remove(k) => k,
         };
@@ -90,6 +90,10 @@ pub(crate) fn old_values<'a, K, V: Clone, S: Keyed<K, V>, O: Overlay<'a, K, V>>(
             None => s.lookup(key)?,
         };
         olds.push(old);
+        if i + 1 == ops.len() {
+            // Nothing after it reads the overlay (a batch of one allocates nothing).
+            break;
+        }
         overlay.set(
             key,
             match op {

@@ -16,9 +16,15 @@ const FIRST_NAP: Duration = Duration::from_micros(20);
 const LONGEST_NAP: Duration = Duration::from_millis(1);
 
 /// An exponential back-off with an optional deadline.
+///
+/// The clock is read only once spinning is over: a wait that ends while spinning (a
+/// round trip to a busy server) costs no clock read; the deadline counts from the first
+/// yield, a few hundred cycles after the wait began.
 #[derive(Debug)]
 pub(super) struct Backoff {
     step: u32,
+    /// The timeout, until the first wait past the spin turns it into `deadline`.
+    timeout: Option<Duration>,
     deadline: Option<Instant>,
     /// Whether the waiter sleeps once spinning and yielding found nothing (a server
     /// with no work: it must not keep a core busy), and for how long next.
@@ -29,10 +35,8 @@ impl Backoff {
     /// A back-off that gives up `timeout` from now.
     pub(super) fn with_timeout(timeout: Duration) -> Backoff {
         Backoff {
-            step: 0,
-            // A timeout too large for the clock means no deadline.
-            deadline: Instant::now().checked_add(timeout),
-            naps: None,
+            timeout: Some(timeout),
+            ..Backoff::unbounded()
         }
     }
 
@@ -40,6 +44,7 @@ impl Backoff {
     pub(super) fn unbounded() -> Backoff {
         Backoff {
             step: 0,
+            timeout: None,
             deadline: None,
             naps: None,
         }
@@ -65,15 +70,20 @@ impl Backoff {
 
     /// Waits a little longer than last time; `false` once the deadline has passed.
     pub(super) fn wait(&mut self) -> bool {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return false;
-        }
         if self.step < SPIN_STEPS {
             for _ in 0..1u32 << self.step {
                 std::hint::spin_loop();
             }
             self.step += 1;
-        } else if let Some(nap) = self.naps.filter(|_| self.step >= SPIN_STEPS + YIELD_STEPS) {
+            return true;
+        }
+        if let Some(timeout) = self.timeout.take() {
+            // A timeout too large for the clock means no deadline.
+            self.deadline = Instant::now().checked_add(timeout);
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        if let Some(nap) = self.naps.filter(|_| self.step >= SPIN_STEPS + YIELD_STEPS) {
             std::thread::sleep(nap);
             self.naps = Some((nap * 2).min(LONGEST_NAP));
         } else {
