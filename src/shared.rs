@@ -165,7 +165,18 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
     }
 }
 
-impl<K, V, W, R> fmt::Debug for Shared<K, V, W, R> {
+/// The role of this process and the entries as this node reads them.
+///
+/// ```
+/// use bi::{Pool, PoolConfig};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+/// let t = pool.tree::<u32, u32>("t").unwrap();
+/// t.insert(1, 10).unwrap();
+/// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
+/// ```
+impl<K, V, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match &*self.writes {
             Writes::Local { .. } => "writer",
@@ -174,7 +185,8 @@ impl<K, V, W, R> fmt::Debug for Shared<K, V, W, R> {
         };
         f.debug_struct("Shared")
             .field("role", &role)
-            .finish_non_exhaustive()
+            .field("entries", &self.reads)
+            .finish()
     }
 }
 
@@ -271,6 +283,48 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     ) -> Result<Result<V, Option<V>>, PoolError> {
         let found = self.write(Op::Remove(*key), Guard::Equals(expected))?;
         Ok(found.and_then(|v| v.ok_or(None)))
+    }
+
+    /// Inserts every entry of `entries`, in batches of 4,096: the writer applies each
+    /// batch as one publication; another process sends each through its channel without
+    /// waiting for old values, and waits once, at the end, until all are applied.
+    /// Returns how many entries were inserted. On an error the batches before it are
+    /// applied (from another process: sent, and applied unless the writer died).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u64, u64>("squares").unwrap();
+    /// let remote = there.map::<u64, u64>("squares").unwrap();
+    /// assert_eq!(remote.extend((0..10_000).map(|k| (k, k * k))).unwrap(), 10_000);
+    /// assert_eq!(writer.get(&99).unwrap(), Some(9_801));
+    /// ```
+    pub fn extend(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<usize, PoolError> {
+        const BATCH: usize = 4096;
+        let (mut ops, mut total) = (Vec::with_capacity(BATCH), 0);
+        let mut entries = entries.into_iter().peekable();
+        while entries.peek().is_some() {
+            ops.clear();
+            ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
+            match &*self.writes {
+                Writes::Local { writer, .. } => {
+                    lock(writer)?.apply_batch(&ops)?;
+                }
+                Writes::Remote(client) => {
+                    lock(client)?.send_batch(&ops)?;
+                }
+                Writes::ReadOnly { node } => return Err(BiError::NotRunner { node: *node }.into()),
+            }
+            total += ops.len();
+        }
+        if let Writes::Remote(client) = &*self.writes {
+            lock(client)?.flush()?;
+        }
+        Ok(total)
     }
 
     /// Applies `op` under `guard` here or at the writer; the value found at the key,

@@ -30,13 +30,20 @@ fn config(node: usize) -> PoolConfig {
     c
 }
 
+/// Two pools of one new region file (two processes' worth: nodes 0 and 1); the
+/// directory lives as long as the first value.
+fn two_pools(name: &str) -> (tempfile::TempDir, Pool, Pool) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.bi"));
+    let here = Pool::open(&path, config(0)).unwrap();
+    let there = Pool::open(&path, config(1)).unwrap();
+    (dir, here, there)
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn writes_from_any_process_return_the_old_value_and_honour_guards() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("shared.bi");
-    let here = Pool::open(&path, config(0)).unwrap();
-    let there = Pool::open(&path, config(1)).unwrap();
+    let (_dir, here, there) = two_pools("shared");
     let writer = here.map::<u64, u64>("m").unwrap();
     let remote = there.map::<u64, u64>("m").unwrap();
     // A node runs one writer: the tree's is the other pool, and this one is a remote
@@ -110,11 +117,32 @@ fn writes_from_any_process_return_the_old_value_and_honour_guards() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
+fn extend_builds_from_either_side() {
+    let (_dir, here, there) = two_pools("extend");
+    let writer = here.map::<u64, u64>("m").unwrap();
+    let remote = there.map::<u64, u64>("m").unwrap();
+    // More than one batch from the remote side, then the writer overwrites half.
+    assert_eq!(remote.extend((0..9_000).map(|k| (k, k))).unwrap(), 9_000);
+    assert_eq!(
+        writer.extend((0..4_500).map(|k| (k, k + 1))).unwrap(),
+        4_500
+    );
+    assert_eq!(writer.extend(std::iter::empty()).unwrap(), 0);
+    let w = writer.writer().unwrap().unwrap();
+    assert_eq!(w.len(), 9_000);
+    for k in [0, 4_499, 4_500, 8_999] {
+        assert_eq!(
+            w.get(&k),
+            Some(if k < 4_500 { k + 1 } else { k }),
+            "key {k}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
 fn threads_of_a_remote_process_share_its_client() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("threads.bi");
-    let here = Pool::open(&path, config(0)).unwrap();
-    let there = Pool::open(&path, config(1)).unwrap();
+    let (_dir, here, there) = two_pools("threads");
     let writer = here.map::<u64, u64>("m").unwrap();
     std::thread::scope(|s| {
         for t in 0..3u64 {
@@ -136,10 +164,7 @@ fn threads_of_a_remote_process_share_its_client() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_remote_handle_needs_a_serving_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("unserved.bi");
-    let here = Pool::open(&path, config(0)).unwrap();
-    let there = Pool::open(&path, config(1)).unwrap();
+    let (_dir, here, there) = two_pools("unserved");
     // The writer uses its plain handle: it serves nobody.
     let _plain = here.map_writer::<u64, u64>("m").unwrap();
     assert!(matches!(

@@ -125,6 +125,7 @@ pub mod op;
 pub mod delegate;
 pub mod map;
 pub mod named;
+mod show;
 pub mod stored;
 mod strings;
 pub mod testing;

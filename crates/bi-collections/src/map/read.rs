@@ -49,11 +49,26 @@ pub struct MapReadHandle<K, V, M: MemView> {
     reader: Reader<M>,
 }
 
-impl<K, V, M: MemView> fmt::Debug for MapReadHandle<K, V, M> {
+/// The entries as this node reads them (in no particular order).
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let map = BiHashMap::<u32, u32>::at(s.slot(0));
+/// map.write_handle(s.writer(0)).unwrap().insert(1, 10).unwrap();
+/// let r = map.read_handle(&s.nodes[1]).unwrap();
+/// assert_eq!(format!("{r:?}"), "{1: 10}");
+/// ```
+impl<K, V, M> fmt::Debug for MapReadHandle<K, V, M>
+where
+    K: Stored + Eq + Hash + fmt::Debug,
+    V: Stored + fmt::Debug,
+    M: MemView,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapReadHandle")
-            .field("map", &self.map)
-            .finish_non_exhaustive()
+        crate::show::entries(f, self.enter().iter().collect::<Result<Vec<_>, _>>())
     }
 }
 

@@ -177,13 +177,26 @@ pub struct MapWriteHandle<K: Stored, V: Stored, M: MemView, H: Heap> {
     role: Option<Role<M>>,
 }
 
-impl<K: Stored, V: Stored, M: MemView, H: Heap> fmt::Debug for MapWriteHandle<K, V, M, H> {
+/// The entries, as the writer last published them (in no particular order).
+///
+/// ```
+/// use bi_collections::map::BiHashMap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = BiHashMap::<u32, String>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+/// w.insert(1, "one".into()).unwrap();
+/// assert_eq!(format!("{w:?}"), r#"{1: "one"}"#);
+/// ```
+impl<K, V, M, H> fmt::Debug for MapWriteHandle<K, V, M, H>
+where
+    K: Stored + Eq + Hash + fmt::Debug,
+    V: Stored + fmt::Debug,
+    M: MemView,
+    H: Heap,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapWriteHandle")
-            .field("map", &self.map)
-            .field("parts", &self.parts)
-            .field("pending_retirements", &self.writer.deferred())
-            .finish_non_exhaustive()
+        crate::show::entries(f, self.entries())
     }
 }
 

@@ -95,12 +95,26 @@ pub struct TreeReadHandle<K, V, M: MemView> {
     tree: BiTree<K, V>,
 }
 
-impl<K, V, M: MemView> fmt::Debug for TreeReadHandle<K, V, M> {
+/// The entries in key order, as this node reads them (one version of the tree).
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let tree = BiTree::<u32, u32>::at(s.slot(0));
+/// tree.write_handle(s.writer(0)).unwrap().extend([(2, 20), (1, 10)]).unwrap();
+/// let r = tree.read_handle(&s.nodes[1]).unwrap();
+/// assert_eq!(format!("{r:?}"), "{1: 10, 2: 20}");
+/// ```
+impl<K, V, M> fmt::Debug for TreeReadHandle<K, V, M>
+where
+    K: Stored + Ord + fmt::Debug,
+    V: Stored + fmt::Debug,
+    M: MemView,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TreeReadHandle")
-            .field("slot", &self.tree.slot())
-            .field("reader", &self.reader.index())
-            .finish()
+        crate::show::entries(f, self.enter().iter())
     }
 }
 

@@ -108,14 +108,26 @@ pub struct TreeWriteHandle<K: Stored + Ord, V: Stored, M: MemView, H: Heap> {
     role: Option<Role<M>>,
 }
 
-impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> fmt::Debug for TreeWriteHandle<K, V, M, H> {
+/// The entries in key order, as the writer last published them.
+///
+/// ```
+/// use bi_collections::tree::BiTree;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = BiTree::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+/// w.extend([(2, 20), (1, 10)]).unwrap();
+/// assert_eq!(format!("{w:?}"), "{1: 10, 2: 20}");
+/// ```
+impl<K, V, M, H> fmt::Debug for TreeWriteHandle<K, V, M, H>
+where
+    K: Stored + Ord + fmt::Debug,
+    V: Stored + fmt::Debug,
+    M: MemView,
+    H: Heap,
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TreeWriteHandle")
-            .field("slot", &self.tree.slot())
-            .field("root", &Link::<NodeOf<K, V>>::from_raw(self.root))
-            .field("nodes", &self.store.nodes)
-            .field("unretired", &self.store.writer.deferred())
-            .finish_non_exhaustive()
+        crate::show::entries(f, self.iter())
     }
 }
 
