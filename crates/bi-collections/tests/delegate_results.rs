@@ -242,7 +242,7 @@ fn a_structure_that_cannot_tell_what_it_finds_refuses_guarded_requests() {
     let (mut server, mut c) = recording_server(&s);
     let outcomes = with_server(&mut server, || {
         [Guard::Absent, Guard::Always, Guard::Equals(1)]
-            .map(|guard| c.send_guarded(Op::Insert(1, 1), guard).unwrap())
+            .map(|guard| c.send_guarded_returning(Op::Insert(1, 1), guard).unwrap())
     });
     assert_eq!(
         outcomes,
@@ -363,4 +363,40 @@ fn a_takeover_that_served_unacknowledged_requests_would_apply_them_twice() {
         .fault(Fault::DelegationTakeover)
         .faults();
     assert_eq!(applied_twice_after_takeover(broken), 2);
+}
+
+/// One batch from two clients: client 0 inserts 5 at key 1 and then asks for 7 if the
+/// key is absent; client 1 asks to remove the key if it is present. Returns the value
+/// the key ends with.
+fn guarded_after_plain(faults: Faults) -> Option<u64> {
+    let s = machine(4, 6, 0.2);
+    let map = BiHashMap::<u64, u64>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    let layout = area(&s, 2);
+    let mut server = DelegationServer::new(s.emu.node(0), layout, map)
+        .unwrap()
+        .with_faults(faults);
+    let (mut a, mut b) = (client(&s, layout, 0), client(&s, layout, 1));
+    a.send(Op::Insert(1, 5)).unwrap();
+    a.send_guarded(Op::Insert(1, 7), Guard::Absent).unwrap();
+    b.send_guarded(Op::Remove(1), Guard::Present).unwrap();
+    // One batch, client 0's requests before client 1's.
+    assert_eq!(server.serve_once(16).unwrap().ops, 3);
+    a.flush().unwrap();
+    b.flush().unwrap();
+    server.into_structure().get(&1)
+}
+
+/// The guard of a request is decided on what the batch's earlier operations left at
+/// its key. Switched off (decided on what the structure held before the batch), the
+/// insert-if-absent overwrites the 5 inserted before it in the batch, and the
+/// remove-if-present finds the key absent: the key ends with 7 instead of absent.
+#[test]
+fn guards_decided_at_batch_start_would_overwrite_what_the_batch_inserted() {
+    assert_eq!(guarded_after_plain(Faults::default()), None);
+    let broken = RuntimeConfig::default()
+        .fault(Fault::GuardsAtBatchStart)
+        .faults();
+    assert_eq!(guarded_after_plain(broken), Some(7));
 }

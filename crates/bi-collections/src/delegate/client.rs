@@ -271,6 +271,32 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         self.send_with(op, Guard::Always, false)
     }
 
+    /// Sends `op` under `guard` without waiting, as [`send`](Self::send) does: the
+    /// writer applies it only if the guard admits the value it finds at the key
+    /// (compared byte for byte) when it comes to it, after every operation sent before.
+    /// Returns its sequence number.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{Guard, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(3, 1);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// let layout = DelegationLayout::<u64, u64>::new(s.arena(2), 1, 8, s.emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    /// let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
+    /// client.send(Op::Insert(1, 5)).unwrap();
+    /// client.send_guarded(Op::Insert(1, 7), Guard::Absent).unwrap(); // finds 5: refused
+    /// server.serve_once(16).unwrap(); // one batch
+    /// client.flush().unwrap();
+    /// assert_eq!(server.structure().get(&1), Some(5));
+    /// ```
+    pub fn send_guarded(&mut self, op: Op<K, V>, guard: Guard<V>) -> Result<u64, CollectionError> {
+        self.send_with(op, guard, false)
+    }
+
     /// [`send`](Self::send) of `op` under `guard`, leaving the tail's fence to the
     /// caller's next one when `unfenced`.
     fn send_with(
@@ -531,7 +557,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// });
     /// ```
     pub fn send_returning(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
-        self.send_guarded(op, Guard::Always)
+        self.send_guarded_returning(op, Guard::Always)
     }
 
     /// Sends `op` under `guard` (applied only if the guard admits the value the writer
@@ -555,7 +581,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ///     let serving = scope.spawn(|| server.run_until(&stop));
     ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
     ///     let present = Guard::Present; // replace only what is there
-    ///     assert_eq!(client.send_guarded(Op::Insert(1, 5), present).unwrap(), Outcome::Refused(None));
+    ///     assert_eq!(client.send_guarded_returning(Op::Insert(1, 5), present).unwrap(), Outcome::Refused(None));
     ///     assert_eq!(client.insert_if_absent(1, 10).unwrap(), None); // inserted
     ///     assert_eq!(client.insert_if_absent(1, 11).unwrap(), Some(10)); // left alone
     ///     assert_eq!(client.compare_and_set(1, 10, 12).unwrap(), Ok(10));
@@ -566,7 +592,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ///     serving.join().unwrap().unwrap();
     /// });
     /// ```
-    pub fn send_guarded(
+    pub fn send_guarded_returning(
         &mut self,
         op: Op<K, V>,
         guard: Guard<V>,
@@ -615,7 +641,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         guard: Guard<V>,
     ) -> Result<Result<Option<V>, Option<V>>, CollectionError> {
         let seq = self.sender.sent() + 1;
-        let outcome = self.send_guarded(op, guard)?;
+        let outcome = self.send_guarded_returning(op, guard)?;
         outcome.found().ok_or_else(|| match outcome {
             Outcome::Failed => DelegationError::WriterDied {
                 first: seq,
@@ -642,7 +668,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
 
     /// Inserts `value` only if `key` is absent; returns the value the key had (`None`:
     /// it was absent and `value` is in; `Some`: nothing was written). Example at
-    /// [`send_guarded`](Self::send_guarded).
+    /// [`send_guarded_returning`](Self::send_guarded_returning).
     pub fn insert_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         let found = self.request(Op::Insert(key, value), Guard::Absent)?;
         Ok(found.unwrap_or_else(|v| v))
@@ -650,7 +676,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
 
     /// Sets `key` to `new` only if it holds `expected` (compared byte for byte): `Ok`
     /// with the value replaced, or `Err` with the value found (`None`: absent), nothing
-    /// written. Example at [`send_guarded`](Self::send_guarded).
+    /// written. Example at [`send_guarded_returning`](Self::send_guarded_returning).
     pub fn compare_and_set(
         &mut self,
         key: K,
@@ -662,7 +688,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     }
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
-    /// with the value found. Example at [`send_guarded`](Self::send_guarded).
+    /// with the value found. Example at [`send_guarded_returning`](Self::send_guarded_returning).
     pub fn compare_and_remove(
         &mut self,
         key: K,

@@ -171,6 +171,8 @@ pub struct DelegationServer<Vw, K, V, S> {
     /// the structure tells.
     olds: Vec<Option<V>>,
     max_batch: usize,
+    /// Mechanisms switched off, for tests ([`with_faults`](Self::with_faults)).
+    faults: Faults,
 }
 
 impl<Vw, K, V, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
@@ -294,6 +296,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             guards: Vec::new(),
             olds: Vec::new(),
             max_batch: DEFAULT_MAX_BATCH,
+            faults: Faults::default(),
         })
     }
 
@@ -318,6 +321,14 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// ```
     pub fn with_max_batch(mut self, max_batch: usize) -> Self {
         self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Serves with protocol mechanisms switched off, for tests that show they are
+    /// needed ([`Fault::GuardsAtBatchStart`]: guarded requests decided on what the
+    /// structure held before the batch). Shipped builds have no switch to turn on.
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
         self
     }
 
@@ -356,12 +367,14 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.read_records()?;
-        let batch = self.structure.apply_guarded(
-            &self.ops,
-            &self.guards,
-            same_bytes::<V>,
-            &mut self.olds,
-        )?;
+        let batch = if self.faults.has(Fault::GuardsAtBatchStart) {
+            self.apply_guards_at_batch_start()?
+        } else {
+            let (ops, guards) = (&self.ops, &self.guards);
+            let same = same_bytes::<V>;
+            self.structure
+                .apply_guarded(ops, guards, same, &mut self.olds)?
+        };
         // Results and acknowledgements are written back before one fence; a client
         // that reads its result before the line lands sees the previous lap's sequence
         // number and reads again.
@@ -557,6 +570,33 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             }
         }
         Ok(())
+    }
+
+    /// Step 3 with [`Fault::GuardsAtBatchStart`]: each guard decided on the structure's
+    /// own lookup of its key, as if no operation of the batch came before it.
+    fn apply_guards_at_batch_start(&mut self) -> Result<BatchReport, CollectionError> {
+        let (mut found, mut kept) = (Vec::with_capacity(1), Vec::new());
+        self.olds.clear();
+        for (op, guard) in self.ops.iter().zip(&self.guards) {
+            if !self
+                .structure
+                .old_values(std::slice::from_ref(op), &mut found)?
+            {
+                self.olds.clear();
+                return self.structure.apply_guarded(
+                    &self.ops,
+                    &self.guards,
+                    same_bytes,
+                    &mut self.olds,
+                );
+            }
+            let now = found.pop().flatten();
+            if guard.admits(now.as_ref(), same_bytes) {
+                kept.push(*op);
+            }
+            self.olds.push(now);
+        }
+        self.structure.apply_batch(&kept)
     }
 
     /// Whether a poll also drops the line of each client's next record, so that a

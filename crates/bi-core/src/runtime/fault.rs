@@ -44,6 +44,12 @@ pub enum Fault {
     /// applied without acknowledging is applied again
     /// (`bi_collections::delegate::DelegationServer::resume`).
     DelegationTakeover,
+    /// A delegation server decides every guarded request of a batch (insert-if-absent,
+    /// compare-and-set) on what the structure held before the batch, not on what the
+    /// batch's earlier operations left at the key, so two requests that each expect
+    /// the old value both apply
+    /// (`bi_collections::ApplyBatch::apply_guarded`).
+    GuardsAtBatchStart,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature
