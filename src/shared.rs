@@ -64,7 +64,10 @@ use bi_collections::delegate::{
 };
 use bi_collections::map::{MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
-use bi_collections::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Plain, Stored};
+use bi_collections::{
+    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Plain, Stored, compared_value,
+    found_value,
+};
 use bi_core::mem::Hardware;
 use bi_core::runtime::BiError;
 use bytemuck::Pod;
@@ -210,13 +213,13 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     /// ```
     pub fn insert(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
         let found = self.write(Op::Insert(key, value), Guard::Always)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Removes; returns the value the key had.
     pub fn remove(&self, key: &K) -> Result<Option<V>, PoolError> {
         let found = self.write(Op::Remove(*key), Guard::Always)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Inserts `value` only if `key` is absent, as one step of the writer (no other
@@ -238,7 +241,7 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     /// ```
     pub fn insert_if_absent(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
         let found = self.write(Op::Insert(key, value), Guard::Absent)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Sets `key` to `new` only if it holds `expected` (compared byte for byte), as one
@@ -271,7 +274,7 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
         new: V,
     ) -> Result<Result<V, Option<V>>, PoolError> {
         let found = self.write(Op::Insert(key, new), Guard::Equals(expected))?;
-        Ok(found.and_then(|v| v.ok_or(None)))
+        Ok(compared_value(found))
     }
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
@@ -282,7 +285,7 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
         expected: V,
     ) -> Result<Result<V, Option<V>>, PoolError> {
         let found = self.write(Op::Remove(*key), Guard::Equals(expected))?;
-        Ok(found.and_then(|v| v.ok_or(None)))
+        Ok(compared_value(found))
     }
 
     /// Inserts every entry of `entries`, in batches of 4,096: the writer applies each
@@ -329,11 +332,7 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
 
     /// Applies `op` under `guard` here or at the writer; the value found at the key,
     /// `Ok` if the operation applied, `Err` if the guard refused it.
-    fn write(
-        &self,
-        op: Op<K, V>,
-        guard: Guard<V>,
-    ) -> Result<Result<Option<V>, Option<V>>, PoolError> {
+    fn write(&self, op: Op<K, V>, guard: Guard<V>) -> Result<Decided<V>, PoolError> {
         match &*self.writes {
             Writes::Local { writer, .. } => {
                 let mut found = Vec::with_capacity(1);

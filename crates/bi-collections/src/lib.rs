@@ -134,6 +134,6 @@ pub mod tree;
 pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};
 pub use error::CollectionError;
 pub use map::{BiHashMap, MapReadHandle, MapRef, MapWriteHandle};
-pub use op::{ApplyBatch, BatchReport, Guard, Op};
+pub use op::{ApplyBatch, BatchReport, Decided, Guard, Op, compared_value, found_value};
 pub use stored::{Plain, Query, Stored};
 pub use tree::{BiTree, EpochBonsai, TreeReadHandle, TreeRef, TreeWriteHandle};

@@ -81,6 +81,37 @@ impl<V> Guard<V> {
     }
 }
 
+/// What a guarded write answers: the value it found at its key, `Ok` if the write
+/// applied (the value it replaced or removed), `Err` if its guard refused it.
+pub type Decided<V> = Result<Option<V>, Option<V>>;
+
+/// The value a guarded write found at its key, whether it applied or not: what
+/// `insert`, `remove` and `insert_if_absent` return.
+///
+/// ```
+/// use bi_collections::found_value;
+///
+/// assert_eq!(found_value::<u8>(Ok(Some(1))), Some(1));
+/// assert_eq!(found_value::<u8>(Err(Some(2))), Some(2)); // refused: 2 is there
+/// ```
+pub fn found_value<V>(decided: Decided<V>) -> Option<V> {
+    decided.unwrap_or_else(|v| v)
+}
+
+/// A compare-and-set's (or compare-and-remove's) answer: `Ok` with the value it
+/// replaced (it held the expected one), `Err` with what the key held instead.
+///
+/// ```
+/// use bi_collections::compared_value;
+///
+/// assert_eq!(compared_value::<u8>(Ok(Some(1))), Ok(1));
+/// assert_eq!(compared_value::<u8>(Err(None)), Err(None)); // absent
+/// assert_eq!(compared_value::<u8>(Err(Some(3))), Err(Some(3)));
+/// ```
+pub fn compared_value<V>(decided: Decided<V>) -> Result<V, Option<V>> {
+    decided.and_then(|v| v.ok_or(None))
+}
+
 /// What a batch did.
 ///
 /// ```

@@ -4,7 +4,7 @@ use super::backoff::Backoff;
 use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
 use super::record::{OpRecord, Outcome, ResultRecord};
-use crate::{CollectionError, Guard, Op};
+use crate::{CollectionError, Decided, Guard, Op, compared_value, found_value};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
 use bytemuck::Pod;
@@ -634,12 +634,11 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ///     serving.join().unwrap().unwrap();
     /// });
     /// ```
-    #[allow(clippy::type_complexity)]
     pub fn request(
         &mut self,
         op: Op<K, V>,
         guard: Guard<V>,
-    ) -> Result<Result<Option<V>, Option<V>>, CollectionError> {
+    ) -> Result<Decided<V>, CollectionError> {
         let seq = self.sender.sent() + 1;
         let outcome = self.send_guarded_returning(op, guard)?;
         outcome.found().ok_or_else(|| match outcome {
@@ -657,13 +656,13 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// the operation unacknowledged.
     pub fn insert_returning(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         let found = self.request(Op::Insert(key, value), Guard::Always)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Removes through the server and returns the value the key had.
     pub fn remove_returning(&mut self, key: K) -> Result<Option<V>, CollectionError> {
         let found = self.request(Op::Remove(key), Guard::Always)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Inserts `value` only if `key` is absent; returns the value the key had (`None`:
@@ -671,7 +670,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// [`send_guarded_returning`](Self::send_guarded_returning).
     pub fn insert_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         let found = self.request(Op::Insert(key, value), Guard::Absent)?;
-        Ok(found.unwrap_or_else(|v| v))
+        Ok(found_value(found))
     }
 
     /// Sets `key` to `new` only if it holds `expected` (compared byte for byte): `Ok`
@@ -684,7 +683,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         new: V,
     ) -> Result<Result<V, Option<V>>, CollectionError> {
         let found = self.request(Op::Insert(key, new), Guard::Equals(expected))?;
-        Ok(found.and_then(|v| v.ok_or(None)))
+        Ok(compared_value(found))
     }
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
@@ -695,7 +694,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         expected: V,
     ) -> Result<Result<V, Option<V>>, CollectionError> {
         let found = self.request(Op::Remove(key), Guard::Equals(expected))?;
-        Ok(found.and_then(|v| v.ok_or(None)))
+        Ok(compared_value(found))
     }
 
     /// The outcome of acknowledged operation `seq`, the last this client sent. A copy of

@@ -17,6 +17,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The largest batch [`DelegationServer::run_until`] applies unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 
+/// Polls in a row that found nothing from a client before [`DelegationServer::run_until`]
+/// counts it quiet (about as many microseconds of silence, while it spins).
+const QUIET_AFTER: u32 = 64;
+/// While spinning, one poll in this many reads quiet clients too; the others read only
+/// the busy ones (a pool has a client per node, and most send nothing most of the
+/// time: each client read is two lines dropped and fetched again).
+const FULL_POLL_EVERY: u32 = 16;
+
+/// The clients one poll reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Poll {
+    /// Every client.
+    All,
+    /// Only those that sent something within the last [`QUIET_AFTER`] polls.
+    Busy,
+}
+
 /// What one [`DelegationServer::serve_once`] did.
 ///
 /// ```
@@ -99,6 +116,8 @@ struct ClientState<K, V> {
     tail: u64,
     /// Records taken in the current batch.
     take: usize,
+    /// Polls of this client in a row that found nothing new.
+    quiet: u32,
 }
 
 /// The single writer of a delegated structure: owns the structure `S`, receives the
@@ -259,7 +278,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         layout.verify_header(&view)?;
         let mut server = Self::attach(view, layout, structure)?;
         if faults.has(Fault::DelegationTakeover) {
-            server.refresh_counters(true)?;
+            server.refresh_counters(Poll::All, true)?;
             for c in &mut server.clients {
                 c.tail = c.head;
             }
@@ -283,6 +302,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                     head: 0,
                     tail: 0,
                     take: 0,
+                    quiet: 0,
                 })
             })
             .collect::<Result<Vec<_>, CollectionError>>()?;
@@ -358,10 +378,15 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// assert_eq!(client.flush().unwrap(), 5);
     /// ```
     pub fn serve_once(&mut self, max_batch: usize) -> Result<ServeReport, CollectionError> {
+        self.serve(max_batch, Poll::All)
+    }
+
+    /// [`serve_once`](Self::serve_once), polling the clients `poll` names.
+    fn serve(&mut self, max_batch: usize, poll: Poll) -> Result<ServeReport, CollectionError> {
         if max_batch == 0 {
             return Ok(ServeReport::default());
         }
-        self.refresh_counters(false)?;
+        self.refresh_counters(poll, false)?;
         let (ops, clients) = self.plan(max_batch);
         if ops == 0 {
             return Ok(ServeReport::default());
@@ -392,8 +417,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// Idle polls back off (a short spin, then yielding the core, then sleeping from 20
     /// microseconds up to a millisecond once a thousand yields found nothing), so the
     /// loop is meant for a thread of its own and costs next to nothing when idle; the
-    /// first request after a long idle time waits up to a millisecond. It stops at the
-    /// first error.
+    /// first request after a long idle time waits up to a millisecond. While it spins,
+    /// most polls read only the clients that sent something lately, and one in
+    /// sixteen reads them all: a request from a quiet client waits a few more polls. It
+    /// stops at the first error.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicBool, Ordering};
@@ -419,10 +446,14 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     pub fn run_until(&mut self, stop: &AtomicBool) -> Result<ServeTotals, CollectionError> {
         let mut totals = ServeTotals::default();
         let mut backoff = Backoff::idle();
+        let mut polls = 0u32;
         loop {
             // Read before polling: everything sent before `stop` was set is drained.
             let stopping = stop.load(Ordering::Acquire);
-            let report = self.serve_once(self.max_batch)?;
+            polls = polls.wrapping_add(1);
+            let busy = !stopping && backoff.spinning() && !polls.is_multiple_of(FULL_POLL_EVERY);
+            let poll = if busy { Poll::Busy } else { Poll::All };
+            let report = self.serve(self.max_batch, poll)?;
             totals.add(&report);
             if report.ops > 0 {
                 backoff.reset();
@@ -461,13 +492,14 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         }
     }
 
-    /// Reads every client's tail from memory (and, when `heads`, the head a previous
-    /// server left, taken as applied), checking that the counters are ones a ring can
-    /// have.
-    fn refresh_counters(&mut self, heads: bool) -> Result<(), CollectionError> {
+    /// Reads from memory the tail of every client `poll` names (and, when `heads`, the
+    /// head a previous server left, taken as applied), checking that the counters are
+    /// ones a ring can have.
+    fn refresh_counters(&mut self, poll: Poll, heads: bool) -> Result<(), CollectionError> {
         let v = &self.view;
         let speculate = self.speculates();
-        for c in &self.clients {
+        let polled = |c: &ClientState<K, V>| poll == Poll::All || c.quiet < QUIET_AFTER;
+        for c in self.clients.iter().filter(|c| polled(c)) {
             v.invalidate(c.channel.tail_offset(), size_of::<u64>())
                 .map_err(mem)?;
             if speculate && !heads {
@@ -480,7 +512,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             }
         }
         v.fence();
-        for c in &mut self.clients {
+        for c in self.clients.iter_mut().filter(|c| polled(c)) {
             if heads {
                 c.head = v.load::<u64>(c.channel.head_offset()).map_err(mem)?;
                 c.tail = c.head;
@@ -497,6 +529,11 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             if tail - c.head > c.channel.capacity() as u64 {
                 return Err(corrupt(Corruption::Overfull).into());
             }
+            c.quiet = if tail > c.tail {
+                0
+            } else {
+                c.quiet.saturating_add(1)
+            };
             c.tail = tail;
         }
         Ok(())
@@ -671,7 +708,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// range, written back and fenced first), then moves head and acknowledgement to
     /// the tail.
     fn fail_unacknowledged(&mut self) -> Result<(), CollectionError> {
-        self.refresh_counters(true)?;
+        self.refresh_counters(Poll::All, true)?;
         let v = &self.view;
         for (index, c) in self.clients.iter().enumerate() {
             if c.tail > c.head {
@@ -836,4 +873,62 @@ fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {
     let slot = (from % capacity as u64) as usize;
     let first = take.min(capacity - slot);
     (first, take - first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EpochBonsai;
+    use crate::delegate::DelegationClient;
+    use bi_core::mem::{Emulator, EmulatorConfig};
+
+    #[test]
+    fn busy_polls_skip_quiet_clients_until_a_full_poll() {
+        let emu = Emulator::new(EmulatorConfig::new(1 << 15, 3));
+        let layout = DelegationLayout::<u32, u32>::new(0..1 << 15, 2, 16, emu.line_size()).unwrap();
+        let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+        let mut busy = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+        let mut quiet = DelegationClient::new(emu.node(2), layout, 1).unwrap();
+        for _ in 0..QUIET_AFTER {
+            assert_eq!(server.serve(16, Poll::All).unwrap().ops, 0);
+        }
+        busy.insert(1, 1).unwrap();
+        assert_eq!(server.serve(16, Poll::All).unwrap().ops, 1);
+        // Client 0 sent within the last polls; client 1 has been silent for all of them.
+        busy.insert(2, 2).unwrap();
+        quiet.insert(3, 3).unwrap();
+        let report = server.serve(16, Poll::Busy).unwrap();
+        assert_eq!((report.ops, report.clients), (1, 1));
+        assert_eq!(server.serve(16, Poll::Busy).unwrap().ops, 0);
+        assert_eq!(server.serve(16, Poll::All).unwrap().ops, 1);
+        // Having sent, it is busy again.
+        quiet.insert(4, 4).unwrap();
+        assert_eq!(server.serve(16, Poll::Busy).unwrap().ops, 1);
+        assert_eq!(server.structure().iter().len(), 4);
+    }
+
+    #[test]
+    fn run_until_serves_a_client_that_was_quiet() {
+        let emu = Emulator::new(EmulatorConfig::new(1 << 15, 3));
+        let layout = DelegationLayout::<u32, u32>::new(0..1 << 15, 2, 16, emu.line_size()).unwrap();
+        let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+        let mut busy = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+        let mut quiet = DelegationClient::new(emu.node(2), layout, 1).unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|t| {
+            let serving = t.spawn(|| server.run_until(&stop));
+            for k in 0..200 {
+                busy.insert_sync(k, k).unwrap();
+            }
+            quiet.insert_sync(1000, 1).unwrap();
+            for k in 200..300 {
+                busy.insert_sync(k, k).unwrap();
+                if k % 50 == 0 {
+                    quiet.insert_sync(1000 + k, 1).unwrap();
+                }
+            }
+            stop.store(true, Ordering::Release);
+            assert_eq!(serving.join().unwrap().unwrap().ops, 303);
+        });
+    }
 }

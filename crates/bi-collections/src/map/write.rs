@@ -1392,6 +1392,44 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     /// changed line and the header with one fence per partition (per 256 lines), then
     /// queues emptied lines and replaced pairs for retirement in bounded batches.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
+        self.apply_staged(ops, None)
+    }
+
+    /// [`apply_batch`](ApplyBatch::apply_batch), keeping the value each operation's
+    /// staging found (after the batch's earlier operations): no lookup of its own.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{ApplyBatch, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 10).unwrap();
+    /// let ops = [Op::Insert(1, 11), Op::Remove(1), Op::Remove(1), Op::Insert(2, 20)];
+    /// let mut olds = vec![Some(99)]; // cleared first
+    /// let report = w.apply_reporting(&ops, &mut olds).unwrap();
+    /// assert_eq!(olds, [Some(10), Some(11), None, None]);
+    /// assert_eq!((report.replaced, report.removed, report.inserted), (1, 1, 1));
+    /// ```
+    fn apply_reporting(
+        &mut self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        olds.clear();
+        self.apply_staged(ops, Some(olds))
+    }
+}
+
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V, M, H> {
+    /// Stages and commits `ops`; pushes onto `olds`, when given, the value each one
+    /// replaced or removed.
+    fn apply_staged(
+        &mut self,
+        ops: &[Op<K, V>],
+        mut olds: Option<&mut Vec<Option<V>>>,
+    ) -> Result<BatchReport, CollectionError> {
         let mut stage = Stage::with_capacity(ops.len());
         let mut report = BatchReport::default();
         let mut failure = None;
@@ -1403,11 +1441,23 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
             match staged {
                 Ok(o) => {
                     report.applied += 1;
-                    match o {
-                        Outcome::Inserted => report.inserted += 1,
-                        Outcome::Replaced(_) => report.replaced += 1,
-                        Outcome::Removed(_) => report.removed += 1,
-                        Outcome::Absent => {}
+                    let old = match o {
+                        Outcome::Inserted => {
+                            report.inserted += 1;
+                            None
+                        }
+                        Outcome::Replaced(v) => {
+                            report.replaced += 1;
+                            Some(v)
+                        }
+                        Outcome::Removed(v) => {
+                            report.removed += 1;
+                            Some(v)
+                        }
+                        Outcome::Absent => None,
+                    };
+                    if let Some(olds) = olds.as_mut() {
+                        olds.push(old);
                     }
                 }
                 Err(e) => {
