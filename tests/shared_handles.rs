@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 const CHILD_ENV: &str = "BI_SHARED_WRITER_CHILD";
 const CHILD_TEST: &str = "writer_child_process";
 const WRITER_NODE: usize = 1;
-const LEASE: Duration = Duration::from_millis(40);
+/// Node and reader lease: long enough that a busy test machine never stalls a live
+/// process past it (a live node taken for dead has its readers' memory reclaimed, and its
+/// structures adopted while it still writes them).
+const LEASE: Duration = Duration::from_millis(300);
 
 fn config(node: usize) -> PoolConfig {
     let ns = LEASE.as_nanos() as u64;
@@ -167,10 +170,19 @@ fn a_remote_handle_needs_a_serving_writer() {
     let (_dir, here, there) = two_pools("unserved");
     // The writer uses its plain handle: it serves nobody.
     let _plain = here.map_writer::<u64, u64>("m").unwrap();
-    assert!(matches!(
-        there.map::<u64, u64>("m"),
-        Err(PoolError::NoWriterYet)
-    ));
+    let r = there.map::<u64, u64>("m");
+    assert!(matches!(r, Err(PoolError::NoWriterYet)), "{r:?}");
+}
+
+/// A child process killed when the test ends, passed or failed (the writer child serves
+/// until killed).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The writer process: opens the shared map (taking the writer role), says so, and
@@ -198,13 +210,15 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.bi");
     let client_pool = Pool::open(&path, config(0)).unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the writer");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = KillOnDrop(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, &path)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the writer"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     // The harness prints the test's name on the same line.
     assert!(lines.any(|l| l.unwrap().ends_with("serving")));
     let m = client_pool.map::<u64, u64>("m").unwrap();
@@ -213,8 +227,8 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
         assert_eq!(m.insert(k, k).unwrap(), None);
     }
     assert_eq!(m.insert(5, 50).unwrap(), Some(5));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     // The request goes into the channel; nobody serves it.
     let err = m.insert(1000, 1).unwrap_err();
     assert!(

@@ -23,9 +23,10 @@ fn config(node: usize) -> PoolConfig {
     let mut c = PoolConfig::default();
     c.region = c.region.with_size(16 << 20).with_nodes(2);
     c.node = Some(node);
+    // Leases long enough that a busy test machine never stalls a live process past them.
     c.runtime = RuntimeConfig::default()
-        .node_lease(50_000_000)
-        .reader_lease(50_000_000);
+        .node_lease(300_000_000)
+        .reader_lease(300_000_000);
     c
 }
 

@@ -26,7 +26,10 @@ const FINAL_ENV: &str = "BI_WRITER_KILL_FINAL";
 const CHILD_TEST: &str = "writer_child_process";
 const WRITER_NODE: usize = 1;
 const KILLS: usize = 50;
-const LEASE: Duration = Duration::from_millis(40);
+/// Node and reader lease: long enough that a busy test machine never stalls a live
+/// process past it (a live node taken for dead has its readers' memory reclaimed, and its
+/// structures adopted while it still writes them).
+const LEASE: Duration = Duration::from_millis(150);
 
 fn config(node: usize) -> PoolConfig {
     let ns = LEASE.as_nanos() as u64;

@@ -108,6 +108,56 @@ fn stores_seen_in_the_opposite_order() {
     assert_eq!(b.stats().stale_reads, 1);
 }
 
+/// 3b. With late write-backs, two write-backs with no fence between them land in either
+/// order (a publication needs the fence between object and pointer); a fence lands both,
+/// and a host that dies first loses the ones still in flight.
+#[test]
+fn late_writebacks_land_in_any_order_until_a_fence() {
+    let (data, flag) = (0, 64); // different lines
+    let mut orders = [0; 2]; // [flag first, data first]
+    for seed in 0..200 {
+        let emu = Emulator::new(EmulatorConfig::new(4096, 2).seed(seed).late_writebacks(0.3));
+        let (a, b) = (emu.node(0), emu.node(1));
+        a.store(data, &1u64).unwrap();
+        a.writeback(data, 8).unwrap();
+        a.store(flag, &1u64).unwrap();
+        a.writeback(flag, 8).unwrap();
+        // Node 0 keeps working (its own loads draw its events) while node 1 polls.
+        let mut seen = None;
+        for _ in 0..50 {
+            a.load::<u64>(2048).unwrap();
+            b.invalidate(0, 128).unwrap();
+            b.fence();
+            let (d, f) = (b.load::<u64>(data).unwrap(), b.load::<u64>(flag).unwrap());
+            if seen.is_none() && d + f == 1 {
+                seen = Some(f == 1);
+            }
+        }
+        if let Some(flag_first) = seen {
+            orders[usize::from(!flag_first)] += 1;
+        }
+        a.fence();
+        b.invalidate(0, 128).unwrap();
+        b.fence();
+        assert_eq!(
+            (b.load::<u64>(data).unwrap(), b.load::<u64>(flag).unwrap()),
+            (1, 1)
+        );
+        assert!(a.stats().early_landings <= 2);
+    }
+    assert!(
+        orders[0] > 0 && orders[1] > 0,
+        "both orders seen: {orders:?}"
+    );
+
+    let emu = Emulator::new(EmulatorConfig::new(4096, 2).late_writebacks(0.0001));
+    let (a, b) = (emu.node(0), emu.node(1));
+    a.store(data, &1u64).unwrap();
+    a.writeback(data, 8).unwrap();
+    assert_eq!(a.crash(), 1); // still in flight, so lost with the dirty line
+    assert_eq!(b.load::<u64>(data).unwrap(), 0);
+}
+
 /// 4. Two nodes write different bytes of one line: the later write-back loses the other's.
 #[test]
 fn shared_line_loses_an_update() {

@@ -68,6 +68,7 @@ pub struct EmulatorConfig {
     pub(super) clock_skew: u64,
     pub(super) clock: ClockSource,
     pub(super) recent_invalidations: usize,
+    pub(super) early_landing_rate: f64,
 }
 
 impl EmulatorConfig {
@@ -96,6 +97,7 @@ impl EmulatorConfig {
             clock_skew: 0,
             clock: ClockSource::Virtual,
             recent_invalidations: 16,
+            early_landing_rate: 0.0,
         }
     }
 
@@ -220,6 +222,32 @@ impl EmulatorConfig {
     /// ```
     pub fn random_prefetch_rate(mut self, p: f64) -> EmulatorConfig {
         self.random_prefetch_rate = p;
+        self
+    }
+
+    /// Makes write-backs late, as the hardware's are: a write-back only *starts* one
+    /// (`clwb`); it reaches memory at the node's next fence at the latest, and earlier,
+    /// one pending line at random, with probability `p` at each load and store. So the
+    /// write-backs of lines not separated by a fence land in any order, and code that
+    /// publishes a pointer before the fence that completes its object's write-back is
+    /// caught. `0` (the default) turns it off: a write-back lands when asked.
+    /// Invalidation still writes a dirty line back at once.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2).late_writebacks(0.0001));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// a.store(0, &7u64).unwrap();
+    /// a.writeback(0, 8).unwrap();
+    /// assert_eq!(b.load::<u64>(0).unwrap(), 0); // started, not landed
+    /// a.fence();
+    /// b.invalidate(0, 8).unwrap();
+    /// assert_eq!(b.load::<u64>(0).unwrap(), 7);
+    /// assert!(Emulator::try_new(EmulatorConfig::new(4096, 1).late_writebacks(-1.0)).is_err());
+    /// ```
+    pub fn late_writebacks(mut self, p: f64) -> EmulatorConfig {
+        self.early_landing_rate = p;
         self
     }
 
@@ -387,6 +415,7 @@ impl EmulatorConfig {
             ("eviction", self.eviction_rate),
             ("adjacent prefetch", self.adjacent_prefetch_rate),
             ("random prefetch", self.random_prefetch_rate),
+            ("early landing", self.early_landing_rate),
         ] {
             if !(0.0..=1.0).contains(&value) {
                 return Err(EmulatorError::BadRate { name, value });
@@ -400,6 +429,7 @@ impl EmulatorConfig {
         self.eviction_rate > 0.0
             || self.adjacent_prefetch_rate > 0.0
             || self.random_prefetch_rate > 0.0
+            || self.early_landing_rate > 0.0
     }
 }
 

@@ -759,7 +759,7 @@ impl MemView for EmulatedNode {
 
     fn fence(&self) {
         fence(Ordering::SeqCst);
-        self.machine.with_cache(self.id, |c, _| c.stats.fences += 1);
+        self.machine.with_cache(self.id, |c, cx| c.fence(cx));
     }
 
     /// Evicts this node's own copies of the range (writing back dirty ones), then bumps

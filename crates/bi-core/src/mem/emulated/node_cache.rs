@@ -67,6 +67,8 @@ struct Slot {
     incarnation: u64,
     /// When memory first moved past `version`, once known.
     stale_since: u64,
+    /// Its write-back has started and not landed (late write-backs only).
+    pending: bool,
 }
 
 const FREE: Slot = Slot {
@@ -75,6 +77,7 @@ const FREE: Slot = Slot {
     version: 0,
     incarnation: 0,
     stale_since: NOT_STALE,
+    pending: false,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +85,8 @@ struct Rates {
     evict: f64,
     adjacent: f64,
     random: f64,
+    /// Of a pending write-back landing early; zero: write-backs land when asked.
+    land: f64,
 }
 
 /// A node's cache, its event generator and its counters.
@@ -98,6 +103,8 @@ pub(super) struct NodeCache {
     /// Lines recently dropped by invalidate, newest last: random prefetch candidates.
     recent: VecDeque<usize>,
     recent_cap: usize,
+    /// Lines whose write-back has started but not landed (late write-backs only).
+    pending: Vec<usize>,
     pub(super) stats: NodeStats,
 }
 
@@ -120,9 +127,11 @@ impl NodeCache {
                 evict: cfg.eviction_rate,
                 adjacent: cfg.adjacent_prefetch_rate,
                 random: cfg.random_prefetch_rate,
+                land: cfg.early_landing_rate,
             },
             recent: VecDeque::with_capacity(cfg.recent_invalidations),
             recent_cap: cfg.recent_invalidations,
+            pending: Vec::new(),
             stats: NodeStats::default(),
         }
     }
@@ -180,6 +189,7 @@ impl NodeCache {
             version: w.version,
             incarnation: w.incarnation,
             stale_since: NOT_STALE,
+            pending: false,
         };
         self.stats.lines_written_back += 1;
         self.stats.lost_writes += u64::from(w.lost_update);
@@ -224,6 +234,7 @@ impl NodeCache {
             version: snap.version,
             incarnation: snap.incarnation,
             stale_since: NOT_STALE,
+            pending: false,
         };
         slot
     }
@@ -276,6 +287,32 @@ impl NodeCache {
             if let Some(line) = self.recent.remove(pick) {
                 self.prefetch_line(line, cx);
             }
+        }
+        if self.rates.land > 0.0
+            && !self.pending.is_empty()
+            && self.rng.random_bool(self.rates.land)
+        {
+            let pick = self.rng.random_range(0..self.pending.len());
+            self.land(pick, cx);
+            self.stats.early_landings += 1;
+        }
+    }
+
+    /// Completes pending write-back `index` (if its line is still pending: an eviction
+    /// or invalidation since has already written it back).
+    fn land(&mut self, index: usize, cx: &mut Ctx<'_>) {
+        let line = self.pending.swap_remove(index);
+        if let Some(slot) = self.find(line).filter(|&slot| self.slots[slot].pending) {
+            self.write_back_slot(slot, cx);
+        }
+    }
+
+    /// A fence: every pending write-back lands, in an order drawn at random.
+    pub(super) fn fence(&mut self, cx: &mut Ctx<'_>) {
+        self.stats.fences += 1;
+        while !self.pending.is_empty() {
+            let pick = self.rng.random_range(0..self.pending.len());
+            self.land(pick, cx);
         }
     }
 
@@ -388,8 +425,19 @@ impl NodeCache {
         }
     }
 
-    /// Writes back the dirty lines of a range, keeping them.
+    /// Writes back the dirty lines of a range, keeping them: at once, or, with late
+    /// write-backs, by the next fence.
     pub(super) fn write_back(&mut self, offset: usize, len: usize, cx: &mut Ctx<'_>) {
+        if self.rates.land > 0.0 {
+            self.for_each_in(offset, len, cx, |c, slot, _| {
+                let s = &mut c.slots[slot];
+                if s.dirty && !s.pending {
+                    s.pending = true;
+                    c.pending.push(s.tag);
+                }
+            });
+            return;
+        }
         self.for_each_in(offset, len, cx, |c, slot, cx| c.write_back_slot(slot, cx));
     }
 
@@ -413,6 +461,7 @@ impl NodeCache {
     /// Returns how many dirty lines were lost.
     pub(super) fn lose_everything(&mut self) -> usize {
         let mut lost = 0;
+        self.pending.clear();
         for slot in &mut self.slots {
             lost += usize::from(slot.tag != EMPTY && slot.dirty);
             *slot = FREE;

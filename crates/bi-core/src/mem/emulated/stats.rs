@@ -59,6 +59,10 @@ pub struct NodeStats {
     pub prefetches: u64,
     /// Fences.
     pub fences: u64,
+    /// Write-backs that reached memory before the fence that was to complete them, in
+    /// an order the program did not choose (with
+    /// [`late_writebacks`](super::EmulatorConfig::late_writebacks) only).
+    pub early_landings: u64,
 }
 
 impl AddAssign for NodeStats {
@@ -78,6 +82,7 @@ impl AddAssign for NodeStats {
         self.dirty_evictions += o.dirty_evictions;
         self.prefetches += o.prefetches;
         self.fences += o.fences;
+        self.early_landings += o.early_landings;
     }
 }
 
@@ -86,7 +91,8 @@ impl fmt::Display for NodeStats {
         write!(
             f,
             "loads {} stores {} hits {} misses {} stale {} (max {}) reuse {} lost {} \
-             written back {} invalidated {} evicted {} (dirty {}) prefetched {} fences {}",
+             written back {} invalidated {} evicted {} (dirty {}) prefetched {} fences {} \
+             landed early {}",
             self.loads,
             self.stores,
             self.hits,
@@ -100,7 +106,8 @@ impl fmt::Display for NodeStats {
             self.evictions,
             self.dirty_evictions,
             self.prefetches,
-            self.fences
+            self.fences,
+            self.early_landings
         )
     }
 }
