@@ -40,6 +40,7 @@ struct Input {
     random_prefetch: u8,
     skew: u8,
     heap_kib: u8,
+    late_writebacks: u8,
     steps: Vec<Step>,
 }
 
@@ -54,6 +55,7 @@ impl<'a> Arbitrary<'a> for Input {
             random_prefetch: u.arbitrary()?,
             skew: u.arbitrary()?,
             heap_kib: u.arbitrary()?,
+            late_writebacks: u.arbitrary()?,
             steps: Vec::new(),
         };
         while !u.is_empty() && input.steps.len() < MAX_STEPS {
@@ -116,6 +118,7 @@ fn run(input: Input) {
         random_prefetch: input.random_prefetch,
         skew: input.skew,
         heap_kib: input.heap_kib,
+        late_writebacks: input.late_writebacks,
     };
     let (s, heap) = hw.build(NODES);
     let tree = BiTree::<u64, u64>::at(s.slot(0));

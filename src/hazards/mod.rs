@@ -185,7 +185,8 @@ pub fn run(hazard: &Hazard, seeds: u64) -> HazardRow {
 }
 
 /// The emulator configuration every hazard starts from: two nodes and adversarial
-/// hardware (random evictions, adjacent-line and random prefetches), seeded.
+/// hardware (random evictions, adjacent-line and random prefetches, late write-backs),
+/// seeded.
 pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfig {
     EmulatorConfig::new(size, nodes)
         .seed(seed)
@@ -193,6 +194,7 @@ pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfi
         .eviction_rate(0.01)
         .adjacent_prefetch_rate(0.2)
         .random_prefetch_rate(0.05)
+        .late_writebacks(0.05)
 }
 
 /// Leases so long that no node or reader is ever excluded: the runtime hazards are about

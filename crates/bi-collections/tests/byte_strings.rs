@@ -25,6 +25,7 @@ fn machine(seed: u64) -> Setup {
                 .eviction_rate(0.02)
                 .adjacent_prefetch_rate(0.2)
                 .random_prefetch_rate(0.05)
+                .late_writebacks(0.05)
         },
         RuntimeConfig::default(),
     )

@@ -102,7 +102,8 @@ fn threads_on_emulated_nodes_with_random_evictions_apply_everything_once_in_orde
             .seed(42)
             .eviction_rate(0.1)
             .adjacent_prefetch_rate(0.1)
-            .random_prefetch_rate(0.1),
+            .random_prefetch_rate(0.1)
+            .late_writebacks(0.05),
     );
     let layout = DelegationLayout::new(0..1 << 16, clients, 4, emu.line_size()).unwrap();
     let views = (0..clients).map(|i| emu.node(1 + i)).collect();

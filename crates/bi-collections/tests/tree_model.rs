@@ -56,6 +56,7 @@ fn setup(seed: u64) -> Setup {
                 .eviction_rate(0.05)
                 .adjacent_prefetch_rate(0.1)
                 .random_prefetch_rate(0.02)
+                .late_writebacks(0.05)
                 .cache_lines(256)
         },
         RuntimeConfig::default()

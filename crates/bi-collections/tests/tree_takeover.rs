@@ -36,6 +36,7 @@ fn machine_with(config: RuntimeConfig) -> Setup {
                 .eviction_rate(0.01)
                 .adjacent_prefetch_rate(0.2)
                 .random_prefetch_rate(0.05)
+                .late_writebacks(0.05)
         },
         config,
     )

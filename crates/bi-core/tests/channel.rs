@@ -109,6 +109,7 @@ fn adversarial(size: usize, seed: u64, line: LineSize) -> EmulatorConfig {
         .eviction_rate(0.05)
         .adjacent_prefetch_rate(0.3)
         .random_prefetch_rate(0.1)
+        .late_writebacks(0.05)
         .clock_skew(10)
 }
 

@@ -367,6 +367,7 @@ fn adversarial(seed: u64, skew: u64, evictions: f64, prefetch: bool) -> Setup {
                 .eviction_rate(evictions)
                 .adjacent_prefetch_rate(adjacent)
                 .random_prefetch_rate(random)
+                .late_writebacks(0.05)
                 .clock_skew(skew)
         },
         config().skew(2 * skew),

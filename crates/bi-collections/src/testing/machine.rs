@@ -25,6 +25,9 @@ pub struct Hardware {
     pub skew: u8,
     /// Node 0's heap: `2 + b % 16` KiB, small enough to be exhausted.
     pub heap_kib: u8,
+    /// Late write-backs, landing early at a rate of `(b % 4) * 0.05` (0: a write-back
+    /// lands when asked; see `EmulatorConfig::late_writebacks`).
+    pub late_writebacks: u8,
 }
 
 impl Hardware {
@@ -48,6 +51,7 @@ impl Hardware {
         let eviction = f64::from(self.eviction) / 255.0 * 0.2;
         let adjacent = f64::from(self.adjacent_prefetch % 4) * 0.1;
         let random = f64::from(self.random_prefetch % 4) * 0.02;
+        let late = f64::from(self.late_writebacks % 4) * 0.05;
         let skew = self.skew_ticks();
         let s = Setup::with(
             RegionConfig::new(1 << 18).with_nodes(nodes as u32),
@@ -56,6 +60,7 @@ impl Hardware {
                     .eviction_rate(eviction)
                     .adjacent_prefetch_rate(adjacent)
                     .random_prefetch_rate(random)
+                    .late_writebacks(late)
                     .clock_skew(skew)
                     .cache_lines(256)
             },

@@ -18,6 +18,7 @@ pub fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
                 .eviction_rate(rate)
                 .adjacent_prefetch_rate(rate)
                 .random_prefetch_rate(rate)
+                .late_writebacks(rate)
         },
         RuntimeConfig::default(),
     )
