@@ -50,6 +50,13 @@ pub enum Fault {
     /// the old value both apply
     /// (`bi_collections::ApplyBatch::apply_guarded`).
     GuardsAtBatchStart,
+    /// A publication stores and writes back the slot *before* the write-back and fence
+    /// that put the object in memory, so the slot can reach memory first and another
+    /// node follow it to lines that are not there yet
+    /// ([`Writer::publish`](super::Writer::publish)). Observable only where write-backs
+    /// land late, as the hardware's do
+    /// ([`EmulatorConfig::late_writebacks`](crate::mem::EmulatorConfig::late_writebacks)).
+    PublishOrder,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

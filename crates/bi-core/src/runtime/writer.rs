@@ -13,7 +13,7 @@ use super::object::{
 };
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::scope::Scope;
-use super::{BiError, NodeInner};
+use super::{BiError, Fault, NodeInner};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 use crate::region::RingKind;
@@ -972,11 +972,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     ) -> Result<u64, BiError> {
         let inner = &self.inner;
         let view = &inner.view;
+        let out_of_order = inner.config.faults.has(Fault::PublishOrder);
         if let Some((at, lines)) = object {
             view.writeback(at, lines * inner.line)?;
             self.unfenced = true;
         }
-        self.settle()?;
+        if !out_of_order {
+            // The object is in memory before the slot that names it is stored.
+            self.settle()?;
+        } else {
+            // Written back, and fenced only by the ring append, after the slot.
+            for (at, len) in std::mem::take(&mut self.unwritten) {
+                self.inner.view.writeback(at, len)?;
+            }
+        }
         let inner = &self.inner;
         let view = &inner.view;
         // (An existing link's object was written back when it was first published.)
