@@ -112,6 +112,7 @@ fn stores_seen_in_the_opposite_order() {
 /// order (a publication needs the fence between object and pointer); a fence lands both,
 /// and a host that dies first loses the ones still in flight.
 #[test]
+#[cfg_attr(miri, ignore = "200 seeded machines; no unsafe code of its own")]
 fn late_writebacks_land_in_any_order_until_a_fence() {
     let (data, flag) = (0, 64); // different lines
     let mut orders = [0; 2]; // [flag first, data first]

@@ -908,6 +908,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "two threads polling each other; no unsafe code of its own"
+    )]
     fn run_until_serves_a_client_that_was_quiet() {
         let emu = Emulator::new(EmulatorConfig::new(1 << 15, 3));
         let layout = DelegationLayout::<u32, u32>::new(0..1 << 15, 2, 16, emu.line_size()).unwrap();
