@@ -356,42 +356,74 @@ fn forge_record(view: &EmulatedNode, layout: DelegationLayout<u64, u64>, kind: u
 
 #[test]
 fn corrupt_records_are_refused_and_not_acknowledged() {
-    let s = machine(2, 9, 0.0);
-    let layout = area(&s, 1, 4);
+    let s = machine(3, 9, 0.0);
+    let layout = area(&s, 2, 4);
     let mut server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
+    let mut good = Client::new(s.emu.node(2), layout, 1).unwrap();
+    let broken = |server: &Server| -> Vec<String> {
+        let found = server.broken_clients().iter();
+        found.map(|(i, e)| format!("{i}: {e:?}")).collect()
+    };
     forge_record(&s.emu.node(1), layout, 1, 7);
+    good.insert(10, 10).unwrap();
+    // The other client is served; the bad one is not, and is reported.
+    assert_eq!(server.serve_once(8).unwrap().ops, 1);
     assert!(matches!(
-        server.serve_once(8),
-        Err(CollectionError::Delegation(DelegationError::SequenceGap {
-            client: 0,
-            expected: 1,
-            found: 7
-        }))
+        server.broken_clients(),
+        [(
+            0,
+            CollectionError::Delegation(DelegationError::SequenceGap {
+                client: 0,
+                expected: 1,
+                found: 7
+            })
+        )]
     ));
+    // Still broken (another way): the first error stays, nothing is applied.
     forge_record(&s.emu.node(1), layout, 9, 1);
-    assert!(matches!(
-        server.serve_once(8),
-        Err(CollectionError::Delegation(DelegationError::BadRecord {
-            client: 0,
-            kind: 9
-        }))
-    ));
+    assert_eq!(server.serve_once(8).unwrap().ops, 0);
+    assert_eq!(broken(&server).len(), 1);
     assert_eq!(server.acknowledged(0).unwrap(), 0);
-    assert!(server.structure().log.is_empty());
-    // A record repaired in place is then served.
+    assert_eq!(server.structure().log, [Op::Insert(10, 10)]);
+    // A record repaired in place is then served, and the client leaves the list.
     forge_record(&s.emu.node(1), layout, 2, 1);
     assert_eq!(server.serve_once(8).unwrap().ops, 1);
-    assert_eq!(server.structure().log, [Op::Remove(1)]);
-    // A tail that moves back is refused as channel corruption.
+    assert_eq!(server.structure().log, [Op::Insert(10, 10), Op::Remove(1)]);
+    assert!(broken(&server).is_empty());
+    // A tail that moves back is channel corruption, reported the same way.
     let tail = layout.channel(0).unwrap().tail_offset();
     let node = s.emu.node(1);
     node.store(tail, &0u64).unwrap();
     node.writeback(tail, 8).unwrap();
     node.fence();
+    good.insert(11, 11).unwrap();
+    assert_eq!(server.serve_once(8).unwrap().ops, 1);
     assert!(matches!(
-        server.serve_once(8),
-        Err(CollectionError::Channel(ChannelError::Corrupt { .. }))
+        server.broken_clients(),
+        [(0, CollectionError::Channel(ChannelError::Corrupt { .. }))]
     ));
+    assert_eq!(good.flush().unwrap(), 2);
+}
+
+/// A client whose channel is corrupt does not stop the serving loop: the others' requests
+/// are applied while it stays broken.
+#[test]
+fn a_broken_client_does_not_stop_the_serving_loop() {
+    let s = machine(3, 5, 0.0);
+    let layout = area(&s, 2, 4);
+    let mut server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
+    forge_record(&s.emu.node(1), layout, 9, 1);
+    let mut good = Client::new(s.emu.node(2), layout, 1).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|t| {
+        let serving = t.spawn(|| server.run_until(&stop));
+        for k in 0..20 {
+            good.insert_sync(k, k).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        assert_eq!(serving.join().unwrap().unwrap().ops, 20);
+    });
+    assert_eq!(server.broken_clients().len(), 1);
 }
 
 #[test]

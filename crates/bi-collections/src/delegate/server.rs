@@ -118,6 +118,10 @@ struct ClientState<K, V> {
     take: usize,
     /// Polls of this client in a row that found nothing new.
     quiet: u32,
+    /// Its channel held something no client writes (counters or a record): it is read
+    /// by full polls only, until it holds sane counters and records again, and the
+    /// error is in [`DelegationServer::broken_clients`].
+    broken: bool,
 }
 
 /// The single writer of a delegated structure: owns the structure `S`, receives the
@@ -192,6 +196,8 @@ pub struct DelegationServer<Vw, K, V, S> {
     max_batch: usize,
     /// Mechanisms switched off, for tests ([`with_faults`](Self::with_faults)).
     faults: Faults,
+    /// Clients whose channels were found corrupt, with what was found.
+    broken: Vec<(usize, CollectionError)>,
 }
 
 impl<Vw, K, V, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
@@ -303,6 +309,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                     tail: 0,
                     take: 0,
                     quiet: 0,
+                    broken: false,
                 })
             })
             .collect::<Result<Vec<_>, CollectionError>>()?;
@@ -317,6 +324,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             olds: Vec::new(),
             max_batch: DEFAULT_MAX_BATCH,
             faults: Faults::default(),
+            broken: Vec::new(),
         })
     }
 
@@ -387,11 +395,15 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.refresh_counters(poll, false)?;
-        let (ops, clients) = self.plan(max_batch);
-        if ops == 0 {
+        if self.plan(max_batch).0 == 0 {
             return Ok(ServeReport::default());
         }
         self.read_records()?;
+        let ops = self.ops.len();
+        let clients = self.clients.iter().filter(|c| c.take > 0).count();
+        if ops == 0 {
+            return Ok(ServeReport::default());
+        }
         let batch = if self.faults.has(Fault::GuardsAtBatchStart) {
             self.apply_guards_at_batch_start()?
         } else {
@@ -465,6 +477,35 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         }
     }
 
+    /// The clients whose channels hold what no client writes (counters that went back
+    /// or past the capacity, a record out of sequence or of no known kind), with what
+    /// was found first. The server goes on serving the others and reads a broken
+    /// channel at its full polls only; the broken client's requests wait (and time out)
+    /// until its channel is sane again (repaired, or a client that starts over from the
+    /// head), when it is served and leaves the list.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 3));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 2, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// let mut good = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    /// // Another node writes a tail far past anything its channel can hold.
+    /// let tail = layout.channel(1).unwrap().tail_offset();
+    /// emu.node(2).store(tail, &1000u64).unwrap();
+    /// emu.node(2).writeback(tail, 8).unwrap();
+    /// emu.node(2).fence();
+    /// good.insert(1, 10).unwrap();
+    /// assert_eq!(server.serve_once(16).unwrap().ops, 1);
+    /// assert_eq!(server.broken_clients()[0].0, 1);
+    /// ```
+    pub fn broken_clients(&self) -> &[(usize, CollectionError)] {
+        &self.broken
+    }
+
     /// The acknowledgement of client `index` as this server last published it.
     ///
     /// ```
@@ -498,7 +539,8 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     fn refresh_counters(&mut self, poll: Poll, heads: bool) -> Result<(), CollectionError> {
         let v = &self.view;
         let speculate = self.speculates();
-        let polled = |c: &ClientState<K, V>| poll == Poll::All || c.quiet < QUIET_AFTER;
+        let polled =
+            |c: &ClientState<K, V>| poll == Poll::All || (!c.broken && c.quiet < QUIET_AFTER);
         for c in self.clients.iter().filter(|c| polled(c)) {
             v.invalidate(c.channel.tail_offset(), size_of::<u64>())
                 .map_err(mem)?;
@@ -512,7 +554,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             }
         }
         v.fence();
-        for c in self.clients.iter_mut().filter(|c| polled(c)) {
+        for (index, c) in self.clients.iter_mut().enumerate() {
+            if !polled(c) {
+                continue;
+            }
             if heads {
                 c.head = v.load::<u64>(c.channel.head_offset()).map_err(mem)?;
                 c.tail = c.head;
@@ -523,11 +568,27 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                 head: c.head,
                 tail,
             };
-            if tail < c.tail {
-                return Err(corrupt(Corruption::WentBack).into());
+            // A broken client's last sane tail is not kept: one that starts again
+            // may send from its head.
+            let floor = if c.broken { c.head } else { c.tail };
+            let found = if tail < floor {
+                Some(corrupt(Corruption::WentBack))
+            } else if tail - c.head > c.channel.capacity() as u64 {
+                Some(corrupt(Corruption::Overfull))
+            } else {
+                None
+            };
+            if let Some(e) = found {
+                if heads {
+                    return Err(e.into());
+                }
+                // Nothing is taken from it; every other client goes on.
+                c.tail = c.head;
+                mark_broken(&mut self.broken, index, c, e.into());
+                continue;
             }
-            if tail - c.head > c.channel.capacity() as u64 {
-                return Err(corrupt(Corruption::Overfull).into());
+            if c.broken && tail == c.head {
+                heal(&mut self.broken, index, c);
             }
             c.quiet = if tail > c.tail {
                 0
@@ -579,32 +640,64 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         }
         self.ops.clear();
         self.guards.clear();
-        for (index, c) in self.clients.iter().enumerate() {
-            for i in c.head..c.head + c.take as u64 {
-                let at = c.channel.slot_offset(i);
-                let mut record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
-                if !record.carries(i + 1) && speculated(c) {
-                    // The line was refetched between the poll's invalidation and the
-                    // record's arrival: drop it again, now that the tail covers it.
-                    v.invalidate(at, size).map_err(mem)?;
-                    v.fence();
-                    record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+        for (index, c) in self.clients.iter_mut().enumerate() {
+            let start = self.ops.len();
+            let (ops, guards) = (&mut self.ops, &mut self.guards);
+            match Self::read_client(v, index, c, speculated(c), ops, guards) {
+                Ok(()) if c.broken && c.take > 0 => heal(&mut self.broken, index, c),
+                Ok(()) => {}
+                Err(
+                    e @ CollectionError::Delegation(
+                        DelegationError::SequenceGap { .. } | DelegationError::BadRecord { .. },
+                    ),
+                ) => {
+                    // What it sent before the bad record is not served either: its
+                    // requests wait (and time out), and every other client goes on.
+                    self.ops.truncate(start);
+                    self.guards.truncate(start);
+                    c.take = 0;
+                    mark_broken(&mut self.broken, index, c, e);
                 }
-                if !record.carries(i + 1) {
-                    return Err(DelegationError::SequenceGap {
-                        client: index,
-                        expected: i + 1,
-                        found: record.seq(),
-                    }
-                    .into());
-                }
-                let (op, guard) = record.request().ok_or(DelegationError::BadRecord {
-                    client: index,
-                    kind: record.kind(),
-                })?;
-                self.ops.push(op);
-                self.guards.push(guard);
+                Err(e) => return Err(e),
             }
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the `take` records of client `index` into `ops` and `guards`.
+    fn read_client(
+        v: &Vw,
+        index: usize,
+        c: &ClientState<K, V>,
+        speculated: bool,
+        ops: &mut Vec<Op<K, V>>,
+        guards: &mut Vec<Guard<V>>,
+    ) -> Result<(), CollectionError> {
+        let size = size_of::<OpRecord<K, V>>();
+        for i in c.head..c.head + c.take as u64 {
+            let at = c.channel.slot_offset(i);
+            let mut record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+            if !record.carries(i + 1) && speculated {
+                // The line was refetched between the poll's invalidation and the
+                // record's arrival: drop it again, now that the tail covers it.
+                v.invalidate(at, size).map_err(mem)?;
+                v.fence();
+                record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+            }
+            if !record.carries(i + 1) {
+                return Err(DelegationError::SequenceGap {
+                    client: index,
+                    expected: i + 1,
+                    found: record.seq(),
+                }
+                .into());
+            }
+            let (op, guard) = record.request().ok_or(DelegationError::BadRecord {
+                client: index,
+                kind: record.kind(),
+            })?;
+            ops.push(op);
+            guards.push(guard);
         }
         Ok(())
     }
@@ -869,6 +962,25 @@ impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
 
 /// `take` consecutive slots of a ring of `capacity` from position `from`, as the counts
 /// before and after the wrap to slot 0.
+/// Records that client `index` is broken (keeping the first error while it stays so).
+fn mark_broken<K, V>(
+    broken: &mut Vec<(usize, CollectionError)>,
+    index: usize,
+    c: &mut ClientState<K, V>,
+    e: CollectionError,
+) {
+    if !c.broken {
+        c.broken = true;
+        broken.push((index, e));
+    }
+}
+
+/// Client `index` holds sane counters and records again.
+fn heal<K, V>(broken: &mut Vec<(usize, CollectionError)>, index: usize, c: &mut ClientState<K, V>) {
+    c.broken = false;
+    broken.retain(|(i, _)| *i != index);
+}
+
 fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {
     let slot = (from % capacity as u64) as usize;
     let first = take.min(capacity - slot);
