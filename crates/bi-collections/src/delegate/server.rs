@@ -653,9 +653,10 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                 ) => {
                     // What it sent before the bad record is not served either: its
                     // requests wait (and time out), and every other client goes on.
+                    // (Its tail is read again at the next full poll.)
                     self.ops.truncate(start);
                     self.guards.truncate(start);
-                    c.take = 0;
+                    (c.take, c.tail) = (0, c.head);
                     mark_broken(&mut self.broken, index, c, e);
                 }
                 Err(e) => return Err(e),
