@@ -395,7 +395,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.refresh_counters(poll, false)?;
-        if self.plan(max_batch).0 == 0 {
+        if self.plan(max_batch) == 0 {
             return Ok(ServeReport::default());
         }
         self.read_records()?;
@@ -601,19 +601,18 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     }
 
     /// Shares `max_batch` among the clients with records waiting, starting with
-    /// `first`; returns the records and the clients taken from.
-    fn plan(&mut self, max_batch: usize) -> (usize, usize) {
+    /// `first`; returns the records taken.
+    fn plan(&mut self, max_batch: usize) -> usize {
         let n = self.clients.len();
-        let (mut budget, mut clients) = (max_batch, 0);
+        let mut budget = max_batch;
         for k in 0..n {
             let c = &mut self.clients[(self.first + k) % n];
             // `tail - head <= capacity` was checked, so it fits a `usize`.
             c.take = ((c.tail - c.head) as usize).min(budget);
             budget -= c.take;
-            clients += usize::from(c.take > 0);
         }
         self.first = (self.first + 1) % n;
-        (max_batch - budget, clients)
+        max_batch - budget
     }
 
     /// Step 2: invalidate the slots to read, one fence, read and check the records into
