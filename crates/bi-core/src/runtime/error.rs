@@ -89,6 +89,16 @@ pub enum BiError {
         /// The writer's node.
         node: usize,
     },
+    /// A writer role this process held was taken by another process while this node's
+    /// lease had lapsed (its passes stalled longer than the node lease): the structure
+    /// has a new writer, and this process wrote nothing more to it. Its handles to the
+    /// structure only read now; writes go to the new writer.
+    RoleLost {
+        /// This node.
+        node: usize,
+        /// The node of the process that took the role, if the record names one.
+        taker: Option<usize>,
+    },
     /// The pool lock was not free within the time asked for.
     LockTimeout {
         /// The node that asked.
@@ -172,6 +182,16 @@ impl fmt::Display for BiError {
             ),
             BiError::WriterAlive { node } => {
                 write!(f, "the structure already has a live writer on node {node}")
+            }
+            BiError::RoleLost { node, taker } => {
+                write!(
+                    f,
+                    "node {node}'s lease lapsed and its writer role was taken over"
+                )?;
+                match taker {
+                    Some(t) => write!(f, " by node {t}"),
+                    None => Ok(()),
+                }
             }
             BiError::LockTimeout { node, holder } => write!(
                 f,

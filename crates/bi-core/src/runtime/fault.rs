@@ -57,6 +57,11 @@ pub enum Fault {
     /// land late, as the hardware's do
     /// ([`EmulatorConfig::late_writebacks`](crate::mem::EmulatorConfig::late_writebacks)).
     PublishOrder,
+    /// A writer does not check, before it writes, that its node's heartbeat is younger
+    /// than half the node lease, so after a stall longer than the lease it keeps
+    /// writing a structure whose role another process has taken
+    /// ([`lease`](super::lease)).
+    WriterLease,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

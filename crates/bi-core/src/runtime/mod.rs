@@ -191,6 +191,7 @@ mod error;
 pub mod fault;
 mod grace;
 pub mod lazy;
+pub mod lease;
 pub mod lines;
 pub mod lock;
 mod membarrier;
@@ -265,6 +266,11 @@ pub(crate) struct NodeInner<V: MemView> {
     /// Readers registered now: a pass with none to order against skips `membarrier`.
     pub(crate) registered: AtomicUsize,
     writer_taken: AtomicUsize,
+    /// The heartbeat this runtime last put in its node record (its clock then): what
+    /// writers check their lease against ([`lease`]).
+    pub(crate) heartbeat: AtomicU64,
+    /// Where the writer records of the roles this process holds lie ([`role`]).
+    roles: Mutex<Vec<usize>>,
     /// The structures this node's readers declared ([`scope`]).
     pub(crate) scopes: scope::ScopeSet,
     pass: Mutex<PassState<V>>,
@@ -321,6 +327,24 @@ impl<V: MemView> NodeInner<V> {
         match self.joined {
             true => Err(BiError::NotRunner { node: self.node }),
             false => Ok(()),
+        }
+    }
+
+    /// The writer records of the roles this process holds.
+    pub(crate) fn held_roles(&self) -> Vec<usize> {
+        self.roles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Notes that this process holds (`true`) or gave up the role whose record is at
+    /// `at`.
+    pub(crate) fn note_role(&self, at: usize, held: bool) {
+        let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        roles.retain(|&r| r != at);
+        if held {
+            roles.push(at);
         }
     }
 
@@ -544,6 +568,8 @@ impl<V: MemView> NodeRuntime<V> {
             o => o,
         };
         let token = claim::new_token();
+        // No later than the heartbeat the claim writes.
+        let claimed_at = clock.refresh();
         let share_at = rec.offset + share::SHARE_SLOT * layout.slot_size();
         let prev = if join {
             share::join(
@@ -575,6 +601,8 @@ impl<V: MemView> NodeRuntime<V> {
             clock,
             registered: AtomicUsize::new(0),
             writer_taken: AtomicUsize::new(0),
+            heartbeat: AtomicU64::new(claimed_at),
+            roles: Mutex::new(Vec::new()),
             scopes: scope::ScopeSet::new(),
             pass: Mutex::new(PassState::new(nodes, Policy::Accessed, prev)),
             stats: Stats::default(),

@@ -413,6 +413,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;
     view.fence();
+    inner.heartbeat.store(e, Ordering::Release);
     let after = inner.clock.refresh();
     let lapsed = after > st.heartbeat.saturating_add(cfg.node_lease);
     if st.first || lapsed {

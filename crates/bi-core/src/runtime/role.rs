@@ -125,6 +125,7 @@ impl<V: MemView> Drop for Role<V> {
             // The node stays: the next writer learns where the structure was written.
             let _ = write(&self.rt, self.at, &WriterRecord { holder: 0, ..r });
         }
+        self.rt.inner.note_role(self.at, false);
     }
 }
 
@@ -177,6 +178,7 @@ pub(crate) fn take<V: MemView>(
     guard.check()?;
     write(rt, at, &record)?;
     drop(guard);
+    rt.inner.note_role(at, true);
     Ok(Role {
         rt: rt.clone(),
         at,

@@ -13,7 +13,7 @@ use super::object::{
 };
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::scope::Scope;
-use super::{BiError, Fault, NodeInner};
+use super::{BiError, Fault, NodeInner, lease};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 use crate::region::RingKind;
@@ -267,6 +267,9 @@ pub struct Writer<V: MemView, H: Heap> {
     pub(super) unwritten: Vec<(usize, usize)>,
     /// The structure this writer's log entries are about ([`set_scope`](Self::set_scope)).
     scope: Scope,
+    /// The lease was checked since the last publication ([`lease`](super::lease)):
+    /// allocations need not check it again.
+    lease_checked: bool,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -304,6 +307,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             unfenced: false,
             unwritten: Vec::new(),
             scope: Scope::ALL,
+            lease_checked: false,
         })
     }
 
@@ -506,6 +510,12 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
     pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
+        // An update's first allocation: the block may be one another writer of this
+        // structure has since published, if this node's lease lapsed.
+        if !self.lease_checked {
+            lease::check(&self.inner)?;
+            self.lease_checked = true;
+        }
         let (block, tag) = match self.heap.alloc_tagged(shape.bytes()) {
             Ok(got) => got,
             Err(HeapError::OutOfMemory { .. }) if !self.retired.is_empty() => {
@@ -733,6 +743,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         ring: &mut RingWriter,
         n: usize,
     ) -> Result<(), BiError> {
+        // Every publication and retirement reserves its entries before it writes.
+        lease::check(inner)?;
         if ring.free() >= n as u64 {
             return Ok(());
         }
@@ -923,6 +935,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.modified.append(&inner.view, entries)?;
         let visible = inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
+        self.lease_checked = false;
         Ok(())
     }
 
@@ -1004,6 +1017,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.modified.append(view, &entries[..n])?;
         let visible = inner.clock.refresh();
         self.modified.visible(n, visible);
+        self.lease_checked = false;
         Ok(old)
     }
 

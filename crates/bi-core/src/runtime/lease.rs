@@ -1,0 +1,90 @@
+//! A writer's own lease: nothing written after a stall that may have outlived it.
+//!
+//! Other nodes judge this node by the heartbeat its passes write. Once that heartbeat is
+//! older than the node lease (allowing for the skew bound), another process may take
+//! the writer roles this process holds ([`role`](super::role)) and adopt their
+//! structures, and writers stop waiting for this node's passes. The writer's thread
+//! does not run the passes, so it cannot assume they ran: a pass thread starved of CPU,
+//! a virtual machine paused, a process stopped and continued, all let the heartbeat age
+//! while the writer keeps its handles. Writing on would make two writers of one
+//! structure.
+//!
+//! So a writer checks its node's last heartbeat against its clock before every
+//! publication and before the first allocation of an update. A heartbeat younger than
+//! half the lease passes at the cost of a clock read: no other node can find this one
+//! dead before another half lease has gone by, which is time enough for the write the
+//! check guards. An older heartbeat makes the writer renew first, under the pool lock:
+//! it runs a pass (a fresh heartbeat; the pass also checks that memory still names this
+//! process as the node's runner) and reads every writer role this process holds from
+//! memory. A role another process took meanwhile is [`BiError::RoleLost`], and the
+//! writer writes nothing. Takers check liveness and write their record under the same
+//! lock, so either a taker came first (the renewal finds its record) or the renewal did
+//! (the taker finds a live heartbeat).
+//!
+//! What a lease cannot exclude is a stall of more than half a lease between the check
+//! and the store it guards: the window is one publication long, not the whole life of
+//! a handle.
+
+use super::fault::Fault;
+use super::role::WriterRecord;
+use super::{BiError, NodeInner, lock, pass};
+use crate::mem::MemView;
+use crate::primitive::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How long a renewal waits for the pool lock.
+const RENEW_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether a heartbeat written at `heartbeat` still covers a write at `now`: younger
+/// than half the node lease.
+pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
+    now.saturating_sub(heartbeat) < lease / 2
+}
+
+/// Checks that this node's lease covers a write now, renewing it first if needed
+/// (see the module docs).
+pub(crate) fn check<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    if inner.config.faults.has(Fault::WriterLease) {
+        return Ok(());
+    }
+    let now = inner.clock.refresh();
+    if covers(
+        inner.heartbeat.load(Ordering::Acquire),
+        now,
+        inner.config.node_lease,
+    ) {
+        return Ok(());
+    }
+    renew(inner)
+}
+
+/// Renews this node's lease under the pool lock and checks the roles this process holds.
+fn renew<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    let guard = lock::lock(inner, RENEW_WAIT)?;
+    pass::quiesce(inner)?;
+    guard.check()?;
+    for at in inner.held_roles() {
+        let r: WriterRecord = inner.view.load_from_memory(at)?;
+        if r.holder != inner.token {
+            return Err(BiError::RoleLost {
+                node: inner.node,
+                taker: r.node.checked_sub(1).map(|n| n as usize),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covers;
+
+    #[test]
+    fn a_heartbeat_covers_writes_for_half_a_lease() {
+        assert!(covers(100, 100, 1_000));
+        assert!(covers(100, 599, 1_000));
+        assert!(!covers(100, 600, 1_000));
+        // A heartbeat ahead of this clock (another thread refreshed it first) covers.
+        assert!(covers(700, 600, 1_000));
+    }
+}

@@ -1,0 +1,89 @@
+//! A writer's lease, shown needed: a writer whose node's passes stalled longer than the
+//! node lease has lost its claim in the eyes of the other nodes, and another process may
+//! take its writer role. The shipped writer checks its heartbeat before it writes, renews
+//! it under the pool lock, and finds the role taken: it writes nothing more. With
+//! [`Fault::WriterLease`] it writes on, and the structure has two writers.
+
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, Fault, RuntimeConfig};
+use std::time::Duration;
+
+const LEASE: u64 = 1_000_000;
+const WAIT: Duration = Duration::from_secs(5);
+
+fn machine(config: RuntimeConfig) -> Setup {
+    Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(11),
+        config.node_lease(LEASE).reader_lease(LEASE),
+    )
+}
+
+/// Node 0 writes slot 0 under its role; its passes stall past the lease; node 1 takes
+/// the role. Returns what node 0's next allocation and publication did.
+fn write_after_the_role_was_taken(config: RuntimeConfig) -> Result<(), BiError> {
+    let s = machine(config);
+    let slot = s.slot(0);
+    let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    let mut w = s.writer(0);
+    let first = w.alloc_sealed(1u64).unwrap();
+    w.publish_link(slot, first).unwrap();
+    // Node 0's passes stall (none runs) while time goes on past its lease.
+    s.emu.advance(2 * LEASE);
+    let taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    assert_eq!(taken.previous().node, 1, "node 1 adopts node 0's structure");
+    let second = w.alloc_sealed(2u64)?;
+    w.publish_link(slot, second)?;
+    drop(role);
+    Ok(())
+}
+
+#[test]
+fn a_writer_whose_lease_lapsed_writes_nothing_once_its_role_is_taken() {
+    let r = write_after_the_role_was_taken(RuntimeConfig::default());
+    assert!(
+        matches!(
+            r,
+            Err(BiError::RoleLost {
+                node: 0,
+                taker: Some(1)
+            })
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn without_the_lease_check_a_stalled_writer_writes_beside_its_successor() {
+    let r = write_after_the_role_was_taken(RuntimeConfig::default().fault(Fault::WriterLease));
+    assert!(r.is_ok(), "{r:?}");
+}
+
+#[test]
+fn a_writer_whose_lease_lapsed_renews_it_when_nobody_took_its_role() {
+    let s = machine(RuntimeConfig::default());
+    let slot = s.slot(0);
+    let _role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    let mut w = s.writer(0);
+    let before = s.nodes[0].record().unwrap();
+    s.emu.advance(2 * LEASE);
+    let link = w.alloc_sealed(7u64).unwrap();
+    w.publish_link(slot, link).unwrap();
+    let after = s.nodes[0].record().unwrap();
+    assert!(after.passes > before.passes, "the writer ran a pass");
+    assert!(
+        after.heartbeat > before.heartbeat + LEASE,
+        "with a fresh heartbeat"
+    );
+    // The renewed heartbeat keeps the role: node 1 cannot take it now.
+    assert!(matches!(
+        s.nodes[1].take_writer_role(slot, WAIT),
+        Err(BiError::WriterAlive { node: 0 })
+    ));
+    // Within half a lease of a pass, writes pass the check without renewing.
+    let passes = after.passes;
+    let link = w.alloc_sealed(8u64).unwrap();
+    w.publish_link(slot, link).unwrap();
+    assert_eq!(s.nodes[0].record().unwrap().passes, passes);
+}
