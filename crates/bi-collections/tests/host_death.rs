@@ -31,7 +31,10 @@
 //! - the oracle counts no read of reused memory, on either node, over the whole run.
 //!
 //! The hardware evicts lines at random (so memory holds any prefix of the writer's
-//! stores when it dies) and prefetches adjacent lines. It does not prefetch lines at
+//! stores when it dies), lands write-backs late and in any order until a fence (so a
+//! death loses any subset of those in flight), and prefetches adjacent lines. A death at
+//! the fence that ends a call (a fence reports nothing) counts that call as in flight:
+//! its caller never saw it return. It does not prefetch lines at
 //! random: a random prefetch can refill a freed line after its last invalidation, which
 //! the protocol does not prevent but rejects (the generation check), so the oracle's
 //! count is then bounded by the rejected reads rather than zero (the tree's script
@@ -595,7 +598,12 @@ impl<S: Subject> Machine<S> {
     fn new() -> Self {
         let mut setup = Setup::with(
             RegionConfig::new(1 << 18).with_nodes(2),
-            |c| c.seed(7).eviction_rate(0.01).adjacent_prefetch_rate(0.2),
+            |c| {
+                c.seed(7)
+                    .eviction_rate(0.01)
+                    .adjacent_prefetch_rate(0.2)
+                    .late_writebacks(0.05)
+            },
             config(),
         );
         setup.nodes.clear();
@@ -699,6 +707,12 @@ fn run_script<S: Subject>(m: &Machine<S>, fuse: &Arc<Fuse>, at: u64) -> Outcome<
         let r = r.unwrap_or_else(|panic| {
             eprintln!("death at operation {at}: step {i} ({step:?}) panicked");
             resume_unwind(panic)
+        });
+        // A host that died during the call never returned from it, even where the
+        // operation it died at reports nothing (a fence): the call was in flight.
+        let r = r.and_then(|old| match fuse.is_dead() {
+            true => Err(CollectionError::Runtime(DEAD.into())),
+            false => Ok(old),
         });
         match r {
             Ok(old) => {
