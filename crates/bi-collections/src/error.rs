@@ -42,6 +42,13 @@ pub enum CollectionError {
     /// Delegation failed: a bad layout or range, a client index out of range, a corrupt
     /// record or acknowledgement, or a client that timed out waiting for its server.
     Delegation(DelegationError),
+    /// A snapshot read of a map found its writer committing during each of its attempts
+    /// (every attempt reads the partition twice from memory). Try again later, or read
+    /// key by key ([`MapRef::iter_live`](crate::map::MapRef::iter_live)).
+    Contended {
+        /// The attempts made.
+        attempts: usize,
+    },
 }
 
 impl fmt::Display for CollectionError {
@@ -51,6 +58,10 @@ impl fmt::Display for CollectionError {
             CollectionError::Channel(e) => write!(f, "delegation channel: {e}"),
             CollectionError::Corrupt { reason } => write!(f, "corrupt structure: {reason}"),
             CollectionError::Delegation(e) => write!(f, "delegation: {e}"),
+            CollectionError::Contended { attempts } => write!(
+                f,
+                "the writer changed the map during each of {attempts} snapshot reads"
+            ),
             CollectionError::NotFound { name } => write!(
                 f,
                 "no structure named {name:?} yet (a process that joined a node opens only \
@@ -65,7 +76,9 @@ impl std::error::Error for CollectionError {
         match self {
             CollectionError::Runtime(e) => Some(e),
             CollectionError::Channel(e) => Some(e),
-            CollectionError::Corrupt { .. } | CollectionError::NotFound { .. } => None,
+            CollectionError::Corrupt { .. }
+            | CollectionError::NotFound { .. }
+            | CollectionError::Contended { .. } => None,
             CollectionError::Delegation(e) => Some(e),
         }
     }

@@ -12,8 +12,9 @@
 //! ([`Format::INLINE`]): a hit reads the bucket's one line. Larger entries hold the
 //! key's hash and the link of an immutable [`Pair`] (a hit reads one more line).
 //!
-//! Line 0 of a bucket array is the header: the bucket count, the length and the entry
-//! format ([`Format::CODE`], so a reader opening the map with other types is refused).
+//! Line 0 of a bucket array is the header: the bucket count, the length, the entry
+//! format ([`Format::CODE`], so a reader opening the map with other types is refused)
+//! and the sum of the other lines' stamps (for snapshot reads).
 
 use bi_core::runtime::{Lines, Link};
 use bytemuck::{Pod, Zeroable};
@@ -31,6 +32,11 @@ pub(crate) const HEADER_BUCKETS: usize = 0;
 pub(crate) const HEADER_LEN: usize = 1;
 /// Header word: the entry format.
 pub(crate) const HEADER_FORMAT: usize = 2;
+/// Header word: the sum (wrapping) of the stamps of every line of the partition but the
+/// header: the bucket lines and every overflow line linked from them. A reader that
+/// finds the lines it read summing to another value read a mix of versions
+/// ([`snapshot`](super::snapshot)).
+pub(crate) const HEADER_SUM: usize = 3;
 
 /// The record of one line of a bucket array or overflow line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -105,11 +111,12 @@ impl<K: Pod, V: Pod> Format<K, V> {
 
 impl BucketLine {
     /// A header line.
-    pub(crate) fn header(buckets: usize, len: usize, code: u64) -> BucketLine {
+    pub(crate) fn header(buckets: usize, len: usize, code: u64, sum: u64) -> BucketLine {
         let mut h = BucketLine::default();
         h.0[HEADER_BUCKETS] = buckets as u64;
         h.0[HEADER_LEN] = len as u64;
         h.0[HEADER_FORMAT] = code;
+        h.0[HEADER_SUM] = sum;
         h
     }
 

@@ -27,7 +27,8 @@
 //!   overflow line (written, then linked from the chain's last line). One rewrite of the
 //!   bucket line and the header: one fence.
 //! - *Replace or remove*: the key's line is rewritten where it is (a replaced or removed
-//!   pair is retired; an emptied overflow line is unlinked and retired).
+//!   pair is retired; an emptied overflow line stays in its chain for the bucket's next
+//!   keys, until the array is rebuilt).
 //! - **A key that stays never moves**: a new key only takes a free entry, and a present
 //!   key is rewritten in its place. A reader that walks a chain while its lines are
 //!   rewritten one by one therefore always meets every key that stays.
@@ -62,8 +63,12 @@
 //! memory. So a key whose insertion was published before the lookup began is always
 //! found, even between passes. A hit costs no cache operation at all.
 //!
-//! `len` and iteration read each partition's array at one moment, bucket by bucket; they
-//! are not a snapshot of the whole map while it is being written.
+//! **Snapshots**: `len` reads each partition's header, one line, so it is the count of
+//! one published version. Iteration reads each partition twice from memory and checks
+//! the two reads against each other and against a sum of stamps in the header, so it
+//! yields the entries of one published version of each partition
+//! ([`snapshot`]); [`MapRef::iter_live`] reads key by key through the cache
+//! instead, without waiting for a quiet moment.
 //!
 //! # Trade-offs
 //!
@@ -105,6 +110,7 @@ mod bucket;
 mod hash;
 mod named;
 mod read;
+pub mod snapshot;
 mod write;
 
 pub use hash::{MAP_HASH_SEED, key_hash};

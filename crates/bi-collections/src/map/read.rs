@@ -208,8 +208,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
 /// assert_eq!(m.iter().count(), 10);
 /// ```
 pub struct MapRef<'r, K, V, M: MemView> {
-    map: BiHashMap<K, V>,
-    guard: BiGuard<'r, M>,
+    pub(super) map: BiHashMap<K, V>,
+    pub(super) guard: BiGuard<'r, M>,
 }
 
 /// The entries as a map (`{k: v, ...}`, in no particular order); a failed read shows as
@@ -282,7 +282,25 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
 }
 
 /// Most lines one chain may have before the map is taken for corrupt (a cycle).
-const MAX_CHAIN: usize = 1 << 20;
+pub(super) const MAX_CHAIN: usize = 1 << 20;
+
+/// The bucket count a header line gives, once its format is that of `K -> V`.
+pub(super) fn buckets_of<K: Stored, V: Stored>(
+    header: &BucketLine,
+) -> Result<usize, CollectionError> {
+    let buckets = header.0[HEADER_BUCKETS];
+    if header.0[HEADER_FORMAT] != code::<K, V>() {
+        return Err(corrupt(
+            "the map was built with key and value types of other sizes",
+        ));
+    }
+    if !buckets.is_power_of_two() || buckets as usize >= lines::MAX_LINES {
+        return Err(corrupt(
+            "a bucket array whose bucket count is not a power of two",
+        ));
+    }
+    Ok(buckets as usize)
+}
 
 impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     /// The guard of this section.
@@ -442,22 +460,13 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             Fetch::Value(h) => h,
             Fetch::Null | Fetch::Stale => return Ok(Some((None, BucketLine::default()))),
         };
-        let buckets = header.0[HEADER_BUCKETS];
-        if header.0[HEADER_FORMAT] != code::<K, V>() {
-            return Err(corrupt(
-                "the map was built with key and value types of other sizes",
-            ));
-        }
-        if !buckets.is_power_of_two() || buckets as usize >= lines::MAX_LINES {
-            return Err(corrupt(
-                "a bucket array whose bucket count is not a power of two",
-            ));
-        }
+        buckets_of::<K, V>(&header)?;
         Ok(Some((Some(array), header)))
     }
 
-    /// Number of keys, as published (each partition's count read once; between passes
-    /// possibly stale by the runtime's bound).
+    /// Number of keys, as published: each partition's count is one line (its header), so
+    /// it is the count of one published version of the partition (between passes
+    /// possibly an older one, by the runtime's staleness bound).
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -509,12 +518,13 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Ok(self.len()? == 0)
     }
 
-    /// Every entry, partition by partition. Each partition is read whole from one bucket
-    /// array before its entries are yielded: if a line turns out stale (the writer
-    /// replaced the array meanwhile, or a chain's overflow line), the partition is read
-    /// again from memory, so no entry is yielded twice. Partitions are read one after
-    /// another and buckets one after another, so the result is not a snapshot of a map
-    /// being written.
+    /// Every entry, partition by partition, each partition a **snapshot**: the entries
+    /// of one version its writer published, read from memory (see
+    /// [`snapshot`](super::snapshot) for how, and what it costs). A partition its writer
+    /// commits to during every attempt is [`CollectionError::Contended`]; then
+    /// [`iter_live`](Self::iter_live) reads key by key instead. A map of several
+    /// partitions (several writers) yields one snapshot of each, taken one after
+    /// another.
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -538,11 +548,71 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             partition: 0,
             buffer: Vec::new(),
             done: false,
+            live: false,
+        }
+    }
+
+    /// Every entry, partition by partition, through this node's cache and without
+    /// waiting for a quiet moment: each key appears once, with a value it had at some
+    /// moment since this node's last pass, but two keys may come from different versions
+    /// (a key the writer inserted while the partition was read may show while an older
+    /// one it removed still does). Each partition is read whole from one bucket array
+    /// before its entries are yielded: if a line turns out stale (the writer replaced
+    /// the array meanwhile, or a chain's overflow line), the partition is read again
+    /// from memory.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u32, u32>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..20 {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// s.quiesce_all().unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// let m = r.enter();
+    /// assert_eq!(m.iter_live().count(), 20);
+    /// ```
+    pub fn iter_live(&self) -> Iter<'_, 'r, K, V, M> {
+        Iter {
+            live: true,
+            ..self.iter()
         }
     }
 }
 
 impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
+    /// Hands every entry of the line `l` to `each`, following linked pairs through
+    /// `entry`; `false` if a pair or a byte string was stale.
+    pub(super) fn line_entries(
+        &self,
+        l: &BucketLine,
+        entry: Entry,
+        mut each: impl FnMut(K, V),
+    ) -> Result<bool, CollectionError> {
+        let g = &self.guard;
+        for j in l.used_entries::<K::Word, V::Word>() {
+            let (k, v) = if Words::<K, V>::INLINE {
+                (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
+            } else {
+                let (_, pair) = l.linked::<K::Word, V::Word>(j);
+                match g.fetch_via(entry, pair, |p| (p.key, p.value))? {
+                    Fetch::Value(kv) => kv,
+                    Fetch::Null | Fetch::Stale => return Ok(false),
+                }
+            };
+            let decoded = K::from_word(&k, g).and_then(|k| Ok((k, V::from_word(&v, g)?)));
+            match stale_or(decoded)? {
+                Search::Found((k, v)) => each(k, v),
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Reads every entry of partition `p` into `out` from one bucket array: through the
     /// cache first, and again from memory when a line turns out stale, by
     /// [`BiGuard::lazy`].
@@ -561,8 +631,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
                 };
                 for b in 0..buckets {
                     let mut out = entries.borrow_mut();
-                    let chain_start = out.len();
-                    if !self.read_chain(array, b, entry, &mut out, chain_start)? {
+                    if !self.read_chain(array, b, entry, &mut out)? {
                         return Ok(Search::Stale);
                     }
                 }
@@ -573,39 +642,28 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
 
     /// Appends the entries of bucket `b`'s chain to `out`; `false` if a line was stale.
     /// A key the writer removed and put back further down the chain while the chain was
-    /// read shows up twice: only its first sighting (since `from`) is kept.
+    /// read shows up twice: only its first sighting is kept.
     fn read_chain(
         &self,
         array: LineLink,
         b: usize,
         entry: Entry,
         out: &mut Vec<(K, V)>,
-        from: usize,
     ) -> Result<bool, CollectionError> {
         let g = &self.guard;
+        let from = out.len();
         let mut line = g.line(array, 1 + b)?;
         for _ in 0..MAX_CHAIN {
             let Fetch::Value(l) = g.fetch_via(entry, line, |l| *l)? else {
                 return Ok(false);
             };
-            for j in l.used_entries::<K::Word, V::Word>() {
-                let (k, v) = if Words::<K, V>::INLINE {
-                    (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
-                } else {
-                    let (_, pair) = l.linked::<K::Word, V::Word>(j);
-                    match g.fetch_via(entry, pair, |p| (p.key, p.value))? {
-                        Fetch::Value(kv) => kv,
-                        Fetch::Null | Fetch::Stale => return Ok(false),
-                    }
-                };
-                let decoded = K::from_word(&k, g).and_then(|k| Ok((k, V::from_word(&v, g)?)));
-                let (k, v) = match stale_or(decoded)? {
-                    Search::Found(kv) => kv,
-                    _ => return Ok(false),
-                };
+            let whole = self.line_entries(&l, entry, |k, v| {
                 if !out[from..].iter().any(|(seen, _)| *seen == k) {
                     out.push((k, v));
                 }
+            })?;
+            if !whole {
+                return Ok(false);
             }
             let next = l.next();
             if next.is_null() {
@@ -642,6 +700,8 @@ pub struct Iter<'a, 'r, K, V, M: MemView> {
     partition: usize,
     buffer: Vec<(K, V)>,
     done: bool,
+    /// Key by key ([`MapRef::iter_live`]) rather than snapshots.
+    live: bool,
 }
 
 impl<K, V, M: MemView> fmt::Debug for Iter<'_, '_, K, V, M> {
@@ -666,7 +726,11 @@ impl<'a, 'r, K: Stored + Eq + Hash, V: Stored, M: MemView> Iterator for Iter<'a,
             }
             let p = self.partition;
             self.partition += 1;
-            if let Err(e) = self.map.read_partition(p, &mut self.buffer) {
+            let read = match self.live {
+                true => self.map.read_partition(p, &mut self.buffer),
+                false => self.map.snapshot_partition(p, &mut self.buffer),
+            };
+            if let Err(e) = read {
                 self.buffer.clear();
                 self.done = true;
                 return Some(Err(e));

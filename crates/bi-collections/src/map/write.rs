@@ -3,8 +3,15 @@
 //! Every change goes through one path: *stage* (edit a private copy of each touched
 //! chain: its bucket line and overflow lines), *commit* (allocate the chain's new
 //! overflow lines, then rewrite every changed line and the header with one fence per
-//! chunk, then adopt the staged chains), *retire* (emptied overflow lines, replaced
-//! pairs and old arrays, handed to the writer's deferred retirement).
+//! chunk, then adopt the staged chains), *retire* (replaced pairs and old arrays, handed
+//! to the writer's deferred retirement).
+//!
+//! Every commit rewrites the header with the sum of the stamps of the partition's other
+//! lines, which only grows: a rewrite advances a line's stamp, a new overflow line adds
+//! its own, and an overflow line that empties stays linked (for the chain's next keys)
+//! until the array is rebuilt. So any part of a commit seen without the rest makes the
+//! lines' sum differ from the header's, which is what a snapshot read checks
+//! ([`snapshot`](super::snapshot)).
 //!
 //! A key that an operation does not remove never changes place: an insert of a present
 //! key rewrites its value where it is, and a new key takes the first free entry of its
@@ -21,7 +28,7 @@ use crate::strings::Strings;
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{Link, ReclaimReport, Role, Writer, lines};
+use bi_core::runtime::{BiError, Link, ReclaimReport, Role, Writer, lines};
 use bytemuck::Pod;
 use foldhash::fast::FixedState;
 use std::borrow::Borrow;
@@ -94,6 +101,8 @@ struct Partition<K, V> {
     /// Keys and values behind the linked entries (types too large for a line).
     pairs: HashMap<u64, (K, V)>,
     len: usize,
+    /// The sum of the stamps of every line but the header, as the header says.
+    sum: u64,
     /// A failed grow is not retried before the partition holds this many keys.
     grow_after: usize,
 }
@@ -108,6 +117,7 @@ impl<K, V> Partition<K, V> {
             overflow: HashMap::default(),
             pairs: HashMap::new(),
             len: 0,
+            sum: 0,
             grow_after: 0,
         }
     }
@@ -127,13 +137,13 @@ struct Staged<K, V> {
     strings: Strings,
 }
 
-/// A staged bucket ready to publish: the line rewrites, the lines it allocated and the
-/// lines it unlinks.
+/// A staged bucket ready to publish: the line rewrites, the lines it allocated and what
+/// both add to the partition's stamp sum.
 struct Ready<K, V> {
     staged: Staged<K, V>,
     rewrites: Vec<(LineLink, usize, BucketLine)>,
     allocated: Vec<LineLink>,
-    unlinked: Vec<LineLink>,
+    added: u64,
 }
 
 /// A staged bucket ready to publish, of a map of `K -> V`.
@@ -220,14 +230,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let buckets = handle.min_buckets;
         for p in parts {
             let slot = map.partition_slot(p);
-            let array = handle.build_array(buckets, 0, Vec::new(), |_| None)?;
+            let (array, sum) = handle.build_array(buckets, 0, Vec::new(), 0, |_| None)?;
             if let Err(e) = handle.writer.publish_lines(slot, array) {
                 let _ = handle.writer.discard_lines(array);
                 return Err(e.into());
             }
-            handle
-                .partitions
-                .push(Partition::empty(slot, array, buckets));
+            let mut part = Partition::empty(slot, array, buckets);
+            part.sum = sum;
+            handle.partitions.push(part);
         }
         Ok(handle)
     }
@@ -316,6 +326,23 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             .map(|p| map.partition_slot(p))
             .collect();
         writer.adopt(&mut live, &slots)?;
+        // A writer that died mid-commit may have left a header that does not describe the
+        // lines (the lines reached memory, the header did not, or the other way round):
+        // adopting publishes them as they are. (Stamps are read once the lines are this
+        // writer's.)
+        for part in &mut partitions {
+            part.sum = (0..part.buckets).try_fold(0u64, |sum, b| {
+                Ok::<_, BiError>(sum.wrapping_add(writer.line_stamp(part.array, 1 + b)?.raw()))
+            })?;
+            for o in part.overflow.values().flatten().filter_map(|o| o.link) {
+                part.sum = part.sum.wrapping_add(writer.line_stamp(o, 0)?.raw());
+            }
+            let header: BucketLine = writer.read_own_line(part.array, 0)?;
+            let fixed = BucketLine::header(part.buckets, part.len, code::<K, V>(), part.sum);
+            if header != fixed {
+                writer.rewrite_lines(&[(part.array, 0, fixed)])?;
+            }
+        }
         let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
         Ok(MapWriteHandle {
             map,
@@ -1033,20 +1060,19 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             }
         }
         let array = self.partitions[pi].array;
-        let mut len = self.partitions[pi].len;
+        let (mut len, mut sum) = (self.partitions[pi].len, self.partitions[pi].sum);
         let mut rewrites = Vec::new();
         for (b, r) in &ready {
             rewrites.extend_from_slice(&r.rewrites);
             len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
+            sum = sum.wrapping_add(r.added);
         }
         let published = match failure {
             Some(e) => Err(e),
             None => {
-                if len != self.partitions[pi].len {
-                    let header =
-                        BucketLine::header(self.partitions[pi].buckets, len, code::<K, V>());
-                    rewrites.push((array, 0, header));
-                }
+                let header =
+                    BucketLine::header(self.partitions[pi].buckets, len, code::<K, V>(), sum);
+                rewrites.push((array, 0, header));
                 self.writer
                     .rewrite_lines(&rewrites)
                     .map_err(CollectionError::from)
@@ -1064,7 +1090,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         }
         let part = &mut self.partitions[pi];
         part.len = len;
-        let (mut pairs, mut lines, mut strings) = (Vec::new(), Vec::new(), Vec::new());
+        part.sum = sum;
+        let (mut pairs, mut strings) = (Vec::new(), Vec::new());
         for (b, r) in ready {
             strings.push(r.staged.strings);
             let rest: Vec<ChainLine> = r.staged.chain.into_iter().skip(1).collect();
@@ -1083,10 +1110,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 let _ = self.writer.discard_link(l);
             }
             pairs.extend(r.staged.retire);
-            lines.extend(r.unlinked);
         }
         self.writer.defer_retire(pairs)?;
-        self.writer.defer_retire(lines)?;
         for mut s in strings {
             s.settle(&mut self.writer)?;
         }
@@ -1099,22 +1124,20 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         first.entries() + count(overflow_of(part, b))
     }
 
-    /// Makes a staged chain publishable: drops emptied overflow lines, allocates new ones
-    /// (from the tail, so each links to a line already written) and lists the rewrites
-    /// of lines that changed. On an error, the lines it allocated were given back.
+    /// Makes a staged chain publishable: drops staged overflow lines that ended empty
+    /// (emptied published ones stay linked), allocates new ones (from the tail, so each
+    /// links to a line already written) and lists the rewrites of lines that changed
+    /// and what they add to the stamp sum. On an error, the lines it allocated were
+    /// given back.
     fn prepare(
         &mut self,
         pi: usize,
         b: usize,
         mut s: Staged<K::Word, V::Word>,
     ) -> Result<Ready<K::Word, V::Word>, CollectionError> {
-        let mut unlinked = Vec::new();
         let mut first = true;
         s.chain.retain(|l| {
-            let keep = first || !l.line.is_empty();
-            if !keep && let Some(link) = l.link {
-                unlinked.push(link);
-            }
+            let keep = first || l.link.is_some() || !l.line.is_empty();
             first = false;
             keep
         });
@@ -1152,12 +1175,43 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 rewrites.push((link, 0, l.line));
             }
         }
-        Ok(Ready {
-            staged: s,
-            rewrites,
-            allocated,
-            unlinked,
-        })
+        let added = self.stamps_added(&rewrites, &allocated);
+        match added {
+            Ok(added) => Ok(Ready {
+                staged: s,
+                rewrites,
+                allocated,
+                added,
+            }),
+            Err(e) => {
+                for a in allocated {
+                    let _ = self.writer.discard_lines(a);
+                }
+                self.abort([s]);
+                Err(e)
+            }
+        }
+    }
+
+    /// What rewriting `rewrites` (each line to its next version) and linking the new
+    /// lines `allocated` add to a partition's stamp sum.
+    fn stamps_added(
+        &self,
+        rewrites: &[(LineLink, usize, BucketLine)],
+        allocated: &[LineLink],
+    ) -> Result<u64, CollectionError> {
+        let mut added = 0u64;
+        for &(array, i, _) in rewrites {
+            let now = self.writer.line_stamp(array, i)?;
+            let next = now.next_version().ok_or(BiError::VersionsExhausted {
+                offset: array.offset(),
+            })?;
+            added = added.wrapping_add(next.raw().wrapping_sub(now.raw()));
+        }
+        for &line in allocated {
+            added = added.wrapping_add(self.writer.line_stamp(line, 0)?.raw());
+        }
+        Ok(added)
     }
 
     /// Resizes partitions whose load left the band.
@@ -1181,24 +1235,44 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         Ok(())
     }
 
-    /// Allocates (sealed, not published) a bucket array of `buckets` buckets holding
-    /// `len` keys, whose bucket `b` starts with `first(b)` (empty for `None`) and goes on
-    /// to the overflow line `heads[b]` names.
+    /// Allocates (not published) a bucket array of `buckets` buckets holding `len` keys,
+    /// whose bucket `b` starts with `first(b)` (empty for `None`) and goes on to the
+    /// overflow line `heads[b]` names; `overflow` is the sum of the stamps of all the
+    /// overflow lines. Returns the array and the partition's stamp sum, which its
+    /// header holds (written once the array's stamps are known).
     fn build_array(
         &mut self,
         buckets: usize,
         len: usize,
         heads: Vec<Option<LineLink>>,
+        overflow: u64,
         first: impl Fn(usize) -> Option<BucketLine>,
-    ) -> Result<LineLink, CollectionError> {
+    ) -> Result<(LineLink, u64), CollectionError> {
         let mut lines = Vec::with_capacity(buckets + 1);
-        lines.push(BucketLine::header(buckets, len, code::<K, V>()));
+        lines.push(BucketLine::header(buckets, len, code::<K, V>(), 0));
         for b in 0..buckets {
             let mut l = first(b).unwrap_or_default();
             l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
             lines.push(l);
         }
-        Ok(self.writer.alloc_lines(&lines)?)
+        let array = self.writer.alloc_lines(&lines)?;
+        let header = self.writer.line_stamp(array, 1).and_then(|stamp| {
+            // Every line of a new array carries the array's one stamp.
+            let sum = stamp
+                .raw()
+                .wrapping_mul(buckets as u64)
+                .wrapping_add(overflow);
+            let header = BucketLine::header(buckets, len, code::<K, V>(), sum);
+            self.writer.rewrite_lines(&[(array, 0, header)])?;
+            Ok(sum)
+        });
+        match header {
+            Ok(sum) => Ok((array, sum)),
+            Err(e) => {
+                let _ = self.writer.discard_lines(array);
+                Err(e.into())
+            }
+        }
     }
 
     /// Builds partition `pi` anew with `buckets` buckets from its entries, publishes the
@@ -1263,18 +1337,25 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         }
         let len = self.partitions[pi].len;
         let published = built
-            .and_then(|()| self.build_array(buckets, len, heads, |b| Some(chains[b][0])))
-            .and_then(|array| {
+            .and_then(|()| {
+                allocated.iter().try_fold(0u64, |sum, &l| {
+                    Ok(sum.wrapping_add(self.writer.line_stamp(l, 0)?.raw()))
+                })
+            })
+            .and_then(|overflow| {
+                self.build_array(buckets, len, heads, overflow, |b| Some(chains[b][0]))
+            })
+            .and_then(|(array, sum)| {
                 let slot = self.partitions[pi].slot;
                 match self.writer.publish_lines(slot, array) {
-                    Ok(_) => Ok(array),
+                    Ok(_) => Ok((array, sum)),
                     Err(e) => {
                         let _ = self.writer.discard_lines(array);
                         Err(e.into())
                     }
                 }
             });
-        let array = match published {
+        let (array, sum) = match published {
             Ok(a) => a,
             Err(e) => {
                 for l in allocated {
@@ -1286,6 +1367,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let part = &mut self.partitions[pi];
         let old_overflow = std::mem::replace(&mut part.overflow, overflow);
         part.buckets = buckets;
+        part.sum = sum;
         let old_array = std::mem::replace(&mut part.array, array);
         let old = old_overflow.values().flatten().filter_map(|o| o.link);
         self.writer

@@ -62,6 +62,15 @@ pub enum Fault {
     /// writing a structure whose role another process has taken
     /// ([`lease`](super::lease)).
     WriterLease,
+    /// A map's snapshot read accepts two collects that agree without checking that the
+    /// lines' stamps sum to what the header says, so memory holding part of a commit
+    /// (its write-backs land in any order until the fence) passes for a published
+    /// version (`bi_collections::map::MapRef::iter`).
+    SnapshotSum,
+    /// A map's snapshot read accepts its first collect without reading everything again,
+    /// so lines read at different moments pass for one version
+    /// (`bi_collections::map::MapRef::iter`).
+    SnapshotRecollect,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

@@ -343,6 +343,35 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     pub fn discard_lines<T>(&mut self, array: Link<Lines<T>>) -> Result<(), BiError> {
         self.discard_block(array)
     }
+
+    /// The stamp line `i` of a live array this writer allocated carries now, from this
+    /// node's cache: what every rewrite of the line advances
+    /// ([`Stamp::next_version`]). A structure that keeps the sum of its lines' stamps
+    /// somewhere readers find it lets them tell a whole version from a mix of two
+    /// ([`BiGuard::fetch_stamped_via`]).
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let before = w.line_stamp(a, 1).unwrap();
+    /// w.rewrite_lines(&[(a, 1, 3)]).unwrap();
+    /// assert_eq!(w.line_stamp(a, 1).unwrap(), before.next_version().unwrap());
+    /// assert_eq!(w.line_stamp(a, 0).unwrap(), before); // line 0 was not rewritten
+    /// assert!(w.line_stamp(a, 9).is_err());
+    /// ```
+    pub fn line_stamp<T>(&self, array: Link<Lines<T>>, i: usize) -> Result<Stamp, BiError> {
+        if i >= self.lines_len(array)? {
+            return Err(BiError::OutOfSection {
+                offset: i,
+                section: "line array (index)",
+            });
+        }
+        let at = line_link(array, i, self.inner.line)?.offset();
+        Ok(Stamp::from_raw(self.inner.view.load_u64(at)?))
+    }
 }
 
 impl<V: MemView> BiGuard<'_, V> {
@@ -394,6 +423,79 @@ impl<V: MemView> BiGuard<'_, V> {
         link: Link<T>,
         f: impl Fn(&T) -> R,
     ) -> Result<super::Fetch<R>, BiError> {
+        self.enter_via(entry, link)?;
+        self.fetch_with(link, f)
+    }
+
+    /// [`fetch_via`](Self::fetch_via), returning the stamp the copy validated under
+    /// beside `f`'s result. Two reads of a line that return one stamp read one version of
+    /// it, and a rewritten line never shows an earlier stamp again: the ground of a
+    /// snapshot read (read every line twice from memory; equal stamps mean memory held
+    /// all of them at once).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[5u64]).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let l = g.line(a, 0).unwrap();
+    /// let Fetch::Value((v, stamp)) = g.fetch_stamped_via(Entry::Fresh, l, |v| *v).unwrap() else {
+    ///     panic!("a live line")
+    /// };
+    /// assert_eq!((v, stamp), (5, w.line_stamp(a, 0).unwrap()));
+    /// ```
+    pub fn fetch_stamped_via<T: Pod, R>(
+        &self,
+        entry: Entry,
+        link: Link<T>,
+        f: impl Fn(&T) -> R,
+    ) -> Result<super::Fetch<(R, Stamp)>, BiError> {
+        self.enter_via(entry, link)?;
+        let inner = self.inner();
+        let heap = inner.layout.heap();
+        let read =
+            || super::object::fetch_stamped(&inner.view, heap, inner.line, link, |v, s| (f(v), s));
+        self.validated(read()?, read, || {
+            super::object::object_lines(link, inner.line)
+        })
+    }
+
+    /// Drops this node's copies of the first `n` lines of `array` and fences: what is
+    /// read of them next comes from memory as it is now or later.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let l = g.line(a, 1).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// w.rewrite_lines(&[(a, 1, 20)]).unwrap();
+    /// g.refresh_lines(a, 2).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(20));
+    /// ```
+    pub fn refresh_lines<T>(&self, array: Link<Lines<T>>, n: usize) -> Result<(), BiError> {
+        let inner = self.inner();
+        let len = n.checked_mul(inner.line).ok_or(BiError::OutOfSection {
+            offset: n,
+            section: "line array (index)",
+        })?;
+        super::object::check_in(inner.layout.heap(), array.offset(), len, "heap")?;
+        inner.view.invalidate(array.offset(), len)?;
+        inner.view.fence();
+        Ok(())
+    }
+
+    /// With [`Entry::Fresh`], drops this node's copy of the object `link` names and
+    /// fences.
+    #[inline(always)]
+    fn enter_via<T>(&self, entry: Entry, link: Link<T>) -> Result<(), BiError> {
         if let Entry::Fresh = entry
             && !link.is_null()
         {
@@ -402,7 +504,7 @@ impl<V: MemView> BiGuard<'_, V> {
             inner.view.invalidate(at, len)?;
             inner.view.fence();
         }
-        self.fetch_with(link, f)
+        Ok(())
     }
 }
 

@@ -657,12 +657,24 @@ pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     link: Link<T>,
     f: impl FnOnce(&T) -> R,
 ) -> Result<Fetch<R>, BiError> {
+    fetch_stamped(view, heap, line, link, |v, _| f(v))
+}
+
+/// [`fetch_with`], handing `f` the stamp the copy validated under as well.
+#[inline(always)]
+pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
+    view: &V,
+    heap: Section,
+    line: usize,
+    link: Link<T>,
+    f: impl FnOnce(&T, Stamp) -> R,
+) -> Result<Fetch<R>, BiError> {
     if link.is_null() {
         return Ok(Fetch::Null);
     }
     let size = size_of::<T>();
     if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > line {
-        return Ok(fetch_lines(view, heap, line, link)?.map(|v| f(&v.0)));
+        return Ok(fetch_lines(view, heap, line, link)?.map(|(v, stamp)| f(&v.0, stamp)));
     }
     let at = link.offset();
     check_in(heap, at, line, "heap")?;
@@ -670,10 +682,10 @@ pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     let n = size.div_ceil(8);
     // A stale line is rejected on its stamp, before anything else is read from it.
     let read = view.load_stamped(at, &mut words[..n], |s| Stamp(s).matches(link.generation()))?;
-    match read {
-        Some((before, after)) if before == after => {}
+    let stamp = match read {
+        Some((before, after)) if before == after => Stamp(before),
         _ => return Ok(Fetch::Stale),
-    }
+    };
     // Whole words into the value's (word-aligned, word-padded) storage, so that reading
     // its fields reads exactly the words written here.
     let mut value = WordAligned(T::zeroed());
@@ -682,18 +694,18 @@ pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     // overlap the local `words`; every bit pattern is a valid `T` (`T: Pod`), and the
     // bytes written past `T` are padding.
     unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), (&raw mut value).cast::<u64>(), n) };
-    Ok(Fetch::Value(f(&value.0)))
+    Ok(Fetch::Value(f(&value.0, stamp)))
 }
 
 /// [`fetch_with`] for an object of several lines: each line's stamp is checked before and
-/// after its payload is copied, and must equal line 0's.
+/// after its payload is copied, and must equal line 0's (returned with the copy).
 #[inline(never)]
 fn fetch_lines<V: MemView, T: Pod>(
     view: &V,
     heap: Section,
     line: usize,
     link: Link<T>,
-) -> Result<Fetch<WordAligned<T>>, BiError> {
+) -> Result<Fetch<(WordAligned<T>, Stamp)>, BiError> {
     let shape = Shape::new(size_of::<T>(), line)?;
     let at = link.offset();
     check_in(heap, at, shape.bytes(), "heap")?;
@@ -708,7 +720,7 @@ fn fetch_lines<V: MemView, T: Pod>(
         true
     })?;
     Ok(if whole.is_some() {
-        Fetch::Value(value)
+        Fetch::Value((value, Stamp(stamp)))
     } else {
         Fetch::Stale
     })

@@ -405,6 +405,20 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         &self.reader.inner
     }
 
+    /// The mechanisms switched off in this node's runtime (none outside tests; see
+    /// [`Fault`](super::Fault)), for structures that read through the guard.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fault, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let r = s.nodes[0].reader().unwrap();
+    /// assert!(!r.enter().faults().has(Fault::SnapshotSum));
+    /// ```
+    pub fn faults(&self) -> super::Faults {
+        self.reader.inner.config.faults
+    }
+
     /// Reads the link stored in the `u64` slot at `slot` and the object it names.
     ///
     /// `Ok(None)` for a null link. When the object does not validate even after
