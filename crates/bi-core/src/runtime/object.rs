@@ -157,6 +157,18 @@ pub struct Stamp(u64);
 impl Stamp {
     /// A stamp no link matches: written first into a line being rewritten.
     pub const INVALID: Stamp = Stamp(u64::MAX);
+    /// What a rewrite in place adds to a stamp's stored word
+    /// ([`next_version`](Self::next_version)): a structure that keeps the sum of its
+    /// lines' stamps advances it by this much per line it rewrites, without reading
+    /// them.
+    ///
+    /// ```
+    /// use bi_core::runtime::object::{Generation, Stamp};
+    ///
+    /// let s = Stamp::new(Generation::new(9), true);
+    /// assert_eq!(s.next_version().unwrap().raw() - s.raw(), Stamp::REWRITE_STEP);
+    /// ```
+    pub const REWRITE_STEP: u64 = VERSION_STEP;
     const FREED: u64 = 1 << 63;
     const TRACKED: u64 = 1 << 62;
     const GENERATION: u64 = Self::TRACKED - 1;
