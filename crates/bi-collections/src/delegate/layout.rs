@@ -7,10 +7,13 @@
 //!
 //! Every line has a single writer: the header, the result slots and the acknowledgement
 //! lines belong to the server, each channel's tail and slots to its client, each
-//! channel's head to the server. Result slot `i` of a client holds the outcome of its
-//! operation `i` modulo the capacity: a client reads it once the operation is
-//! acknowledged, before it can send the operation that reuses the slot. Both sides compute every offset from the same [`DelegationLayout`], built from
-//! the same range, client count, capacity and line size.
+//! channel's head to the server. Where an outcome fits the acknowledgement's line beside
+//! the acknowledgement and the failed range (values up to 24 bytes with 64-byte lines),
+//! the latest one sits there and a client has no result slots. Otherwise result slot `i`
+//! of a client holds the outcome of its operation `i` modulo the capacity: a client reads
+//! it once the operation is acknowledged, before it can send the operation that reuses
+//! the slot. Both sides compute every offset from the same [`DelegationLayout`], built
+//! from the same range, client count, capacity and line size.
 
 use super::error::{DelegationError, mem};
 use super::record::{OpRecord, ResultRecord};
@@ -23,9 +26,19 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-/// The header's first word: "BIDELEG2" read as a little-endian `u64` (2: records carry a
-/// guard and its expected value).
-const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG2");
+/// The header's first word: "BIDELEG3" read as a little-endian `u64` (2: records carry a
+/// guard and its expected value; 3: no result slots where outcomes fit the
+/// acknowledgement's line).
+const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG3");
+
+/// Words before the inline outcome on an acknowledgement line: the acknowledgement and
+/// the failed range.
+const ACK_WORDS: usize = 3;
+
+/// Whether an outcome of values `V` fits an acknowledgement line of `line` bytes.
+fn outcome_fits_ack<V>(line: LineSize) -> bool {
+    ACK_WORDS * size_of::<u64>() + size_of::<ResultRecord<V>>() <= line.get()
+}
 
 /// The placement of a delegation area with `clients` clients, each with a channel of
 /// `capacity` records and an acknowledgement line.
@@ -36,11 +49,15 @@ const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG2");
 ///
 /// let line = LineSize::X86;
 /// let need = DelegationLayout::<u64, u64>::required_bytes(2, 4, line).unwrap();
-/// // header + 2 * (head + tail + 4 records of 32 bytes + 4 results of 24 bytes + ack)
-/// assert_eq!(need, 64 + 2 * (64 + 64 + 128 + 128 + 64));
+/// // header + 2 * (head + tail + 4 records of 32 bytes + ack, which holds the outcome)
+/// assert_eq!(need, 64 + 2 * (64 + 64 + 128 + 64));
 /// let layout = DelegationLayout::<u64, u64>::new(4096..4096 + need, 2, 4, line).unwrap();
-/// assert_eq!(layout.channel(1).unwrap().offset(), 4096 + 64 + 448);
-/// assert_eq!(layout.ack_offset(0).unwrap(), 4096 + 64 + 384);
+/// assert_eq!(layout.channel(1).unwrap().offset(), 4096 + 64 + 320);
+/// assert_eq!(layout.ack_offset(0).unwrap(), 4096 + 64 + 256);
+/// // Outcomes of 40-byte values do not fit the acknowledgement's line: 4 records of 96
+/// // bytes, then 4 result slots of 56 bytes (four lines).
+/// let slots = DelegationLayout::<u64, [u64; 5]>::required_bytes(2, 4, line).unwrap();
+/// assert_eq!(slots, 64 + 2 * (64 + 64 + 4 * 96 + 4 * 64 + 64));
 /// assert!(layout.channel(2).is_err());
 /// ```
 pub struct DelegationLayout<K, V> {
@@ -118,7 +135,12 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         // A channel placed at 0 has the length of one placed anywhere (line-aligned).
         let channel = ChannelLayout::<OpRecord<K, V>>::new(0, capacity, line)?;
         let too_large = DelegationError::TooLarge { clients, capacity };
-        let results = capacity
+        let slots = if outcome_fits_ack::<V>(line) {
+            0
+        } else {
+            capacity
+        };
+        let results = slots
             .checked_mul(size_of::<ResultRecord<V>>())
             .map(|bytes| bytes.next_multiple_of(line.get()))
             .ok_or(too_large)?;
@@ -149,7 +171,7 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     /// let err = DelegationLayout::<u64, u64>::new(0..256, 1, 4, line).unwrap_err();
     /// assert!(matches!(
     ///     err,
-    ///     CollectionError::Delegation(DelegationError::RangeTooSmall { required: 512, .. })
+    ///     CollectionError::Delegation(DelegationError::RangeTooSmall { required: 384, .. })
     /// ));
     /// let err = DelegationLayout::<u64, u64>::new(0..4096, 1, 3, line).unwrap_err();
     /// assert!(matches!(err, CollectionError::Channel(_))); // capacity not a power of two
@@ -239,14 +261,18 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         &self,
         index: usize,
     ) -> Result<Option<usize>, CollectionError> {
-        let at = self.ack_offset(index)? + 3 * size_of::<u64>();
-        let fits = 3 * size_of::<u64>() + size_of::<ResultRecord<V>>() <= self.line.get();
-        Ok(fits.then_some(at))
+        let at = self.ack_offset(index)? + ACK_WORDS * size_of::<u64>();
+        Ok(outcome_fits_ack::<V>(self.line).then_some(at))
     }
 
     /// The result slot of client `index`'s operation `seq` (sequence numbers start at
-    /// one).
+    /// one); an error where outcomes fit the acknowledgement's line (there are no slots).
     pub(crate) fn result_offset(&self, index: usize, seq: u64) -> Result<usize, CollectionError> {
+        if outcome_fits_ack::<V>(self.line) {
+            return Err(CollectionError::Corrupt {
+                reason: "outcomes of these values sit on the acknowledgement line, in no slot",
+            });
+        }
         let results = self.block(index)? + self.channel(index)?.len();
         let slot = (seq.wrapping_sub(1) % self.capacity as u64) as usize;
         Ok(results + slot * size_of::<ResultRecord<V>>())
@@ -457,18 +483,20 @@ mod tests {
     #[test]
     fn blocks_do_not_overlap_and_acks_have_their_own_line() {
         let line = LineSize::X86;
-        let l = DelegationLayout::<u64, [u8; 5]>::new(128..8192, 3, 8, line).unwrap();
+        let l = DelegationLayout::<u64, [u8; 41]>::new(128..16384, 3, 8, line).unwrap();
         let mut prev_end = l.offset() + 64;
         for i in 0..3 {
             let ch = l.channel(i).unwrap();
             assert_eq!(ch.offset(), prev_end);
             let ack = l.ack_offset(i).unwrap();
-            // Eight results of 8 + 8 + 5 bytes: three lines.
+            // Eight results of 8 + 8 + 41 bytes (too many for the acknowledgement's
+            // line): eight lines.
+            assert_eq!(l.inline_result_offset(i).unwrap(), None);
             let results = l.result_offset(i, 1).unwrap();
             assert_eq!(results, ch.end());
             assert_eq!(l.result_offset(i, 9).unwrap(), results); // a lap later
-            assert_eq!(l.result_offset(i, 8).unwrap(), results + 7 * 21);
-            assert_eq!(ack, results + 3 * 64);
+            assert_eq!(l.result_offset(i, 8).unwrap(), results + 7 * 57);
+            assert_eq!(ack, results + 8 * 64);
             assert_eq!(ack % 64, 0);
             assert_eq!(l.failed_offset(i).unwrap(), ack + 8);
             prev_end = ack + 64;
@@ -478,6 +506,22 @@ mod tests {
             l.ack_offset(3).unwrap_err().to_string(),
             "delegation: client index 3 is not below the 3 clients"
         );
+    }
+
+    #[test]
+    fn outcomes_that_fit_the_acknowledgement_line_have_no_slots() {
+        let line = LineSize::X86;
+        // 8 + 8 + 40 bytes after the acknowledgement's three words: 80 > 64.
+        assert!(!outcome_fits_ack::<[u8; 40]>(line));
+        // 8 + 8 + 16 after three words: 56 <= 64.
+        assert!(outcome_fits_ack::<[u8; 16]>(line));
+        let l = DelegationLayout::<u64, [u8; 16]>::new(128..8192, 2, 8, line).unwrap();
+        for i in 0..2 {
+            let ack = l.ack_offset(i).unwrap();
+            assert_eq!(ack, l.channel(i).unwrap().end());
+            assert_eq!(l.inline_result_offset(i).unwrap(), Some(ack + 24));
+            assert!(l.result_offset(i, 1).is_err());
+        }
     }
 
     #[test]
