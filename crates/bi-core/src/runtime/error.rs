@@ -91,8 +91,9 @@ pub enum BiError {
     },
     /// A writer role this process held was taken by another process while this node's
     /// lease had lapsed (its passes stalled longer than the node lease): the structure
-    /// has a new writer, and this process wrote nothing more to it. Its handles to the
-    /// structure only read now; writes go to the new writer.
+    /// has a new writer, and this process wrote nothing more to it. Its write handle
+    /// keeps failing; reads still work, and opening the structure again gives a handle
+    /// that sends writes to the new writer.
     RoleLost {
         /// This node.
         node: usize,
