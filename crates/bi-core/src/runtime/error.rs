@@ -92,8 +92,8 @@ pub enum BiError {
     /// A writer role this process held was taken by another process while this node's
     /// lease had lapsed (its passes stalled longer than the node lease): the structure
     /// has a new writer, and this process wrote nothing more to it. Its write handle
-    /// keeps failing; reads still work, and opening the structure again gives a handle
-    /// that sends writes to the new writer.
+    /// keeps failing (reads still work); once it is dropped, opening the structure again
+    /// gives a handle that sends writes to the new writer.
     RoleLost {
         /// This node.
         node: usize,
