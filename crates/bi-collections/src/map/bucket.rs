@@ -12,9 +12,11 @@
 //! ([`Format::INLINE`]): a hit reads the bucket's one line. Larger entries hold the
 //! key's hash and the link of an immutable [`Pair`] (a hit reads one more line).
 //!
-//! Line 0 of a bucket array is the header: the bucket count, the length, the entry
-//! format ([`Format::CODE`], so a reader opening the map with other types is refused)
-//! and the sum of the other lines' stamps (for snapshot reads).
+//! Line 0 of a bucket array is the header, written once: the bucket count, the array's
+//! layout and the entry format ([`Format::CODE`], so a reader opening the map with
+//! other types is refused). Every lookup reads it, so nothing that changes lives there:
+//! the array's last line holds the counters (the length, and the sum of the stamps of
+//! the lines for snapshot reads), rewritten with each commit.
 
 use bi_core::runtime::{Lines, Link};
 use bytemuck::{Pod, Zeroable};
@@ -28,15 +30,23 @@ const USED_MASK: u64 = (1 << MAX_PER_LINE) - 1;
 
 /// Header word: the bucket count.
 pub(crate) const HEADER_BUCKETS: usize = 0;
-/// Header word: the number of keys.
-pub(crate) const HEADER_LEN: usize = 1;
+/// Header word: the array's layout, [`ARRAY_LAYOUT`].
+pub(crate) const HEADER_LAYOUT: usize = 1;
 /// Header word: the entry format.
 pub(crate) const HEADER_FORMAT: usize = 2;
-/// Header word: the sum (wrapping) of the stamps of every line of the partition but the
-/// header: the bucket lines and every overflow line linked from them. A reader that
-/// finds the lines it read summing to another value read a mix of versions
-/// ([`snapshot`](super::snapshot)).
-pub(crate) const HEADER_SUM: usize = 3;
+/// The layout word of arrays whose counters are their last line ("BIMAP" 2).
+pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x02\0");
+/// Counters word: the number of keys.
+pub(crate) const COUNTERS_LEN: usize = 0;
+/// Counters word: the sum (wrapping) of the stamps of the bucket lines and of every
+/// overflow line linked from them. A reader that finds the lines it read summing to
+/// another value read a mix of versions ([`snapshot`](super::snapshot)).
+pub(crate) const COUNTERS_SUM: usize = 1;
+
+/// The index of the counters line of an array of `buckets` buckets: its last.
+pub(crate) const fn counters_line(buckets: usize) -> usize {
+    1 + buckets
+}
 
 /// The record of one line of a bucket array or overflow line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -111,13 +121,20 @@ impl<K: Pod, V: Pod> Format<K, V> {
 
 impl BucketLine {
     /// A header line.
-    pub(crate) fn header(buckets: usize, len: usize, code: u64, sum: u64) -> BucketLine {
+    pub(crate) fn header(buckets: usize, code: u64) -> BucketLine {
         let mut h = BucketLine::default();
         h.0[HEADER_BUCKETS] = buckets as u64;
-        h.0[HEADER_LEN] = len as u64;
+        h.0[HEADER_LAYOUT] = ARRAY_LAYOUT;
         h.0[HEADER_FORMAT] = code;
-        h.0[HEADER_SUM] = sum;
         h
+    }
+
+    /// A counters line.
+    pub(crate) fn counters(len: usize, sum: u64) -> BucketLine {
+        let mut c = BucketLine::default();
+        c.0[COUNTERS_LEN] = len as u64;
+        c.0[COUNTERS_SUM] = sum;
+        c
     }
 
     /// The next line of the chain (null at the end).

@@ -17,16 +17,18 @@
 //! - **Lines change in place, one version at a time**: the writer rewrites a bucket line
 //!   under the next version of its stamp (the runtime's write order makes a half-written
 //!   line match nothing), writes it back, fences and logs it, so every node's pass
-//!   invalidates it. Line 0 of the array holds the bucket count, the length and the entry
-//!   format (a reader that opens the map with other key or value sizes is refused).
+//!   invalidates it. Line 0 of the array, written once, holds the bucket count and the
+//!   entry format (a reader that opens the map with other key or value sizes is refused);
+//!   the last line holds the counters every commit rewrites (the length, and a sum of
+//!   stamps for snapshots), away from the line every lookup reads.
 //! - **One root slot per partition** holding the current array.
 //!
 //! # Updates
 //!
 //! - *Insert of a new key*: into the first free entry of its bucket's chain, or into a new
 //!   overflow line (written, then linked from the chain's last line). One rewrite of the
-//!   bucket line and the header: one fence.
-//! - *Replace or remove*: the key's line is rewritten where it is (a replaced or removed
+//!   bucket line and the counters: one fence.
+//! - *Replace or remove*: the key's line and the counters are rewritten (a replaced or removed
 //!   pair is retired; an emptied overflow line stays in its chain for the bucket's next
 //!   keys, until the array is rebuilt).
 //! - **A key that stays never moves**: a new key only takes a free entry, and a present
@@ -38,7 +40,7 @@
 //!   the root slot and retires the old lines. Readers that loaded the old array keep
 //!   reading it, untouched, until they leave.
 //! - *Batches* ([`ApplyBatch`](crate::ApplyBatch)): every touched chain is staged, new
-//!   overflow lines are written, then every changed line and the header are rewritten
+//!   overflow lines are written, then every changed line and the counters are rewritten
 //!   with one fence per partition (per 256 lines), then replaced objects are retired
 //!   together.
 //!
@@ -63,9 +65,9 @@
 //! memory. So a key whose insertion was published before the lookup began is always
 //! found, even between passes. A hit costs no cache operation at all.
 //!
-//! **Snapshots**: `len` reads each partition's header, one line, so it is the count of
+//! **Snapshots**: `len` reads each partition's counters, one line, so it is the count of
 //! one published version. Iteration reads each partition twice from memory and checks
-//! the two reads against each other and against a sum of stamps in the header, so it
+//! the two reads against each other and against a sum of stamps in the counters, so it
 //! yields the entries of one published version of each partition
 //! ([`snapshot`]); [`MapRef::iter_live`] reads key by key through the cache
 //! instead, without waiting for a quiet moment.

@@ -2,7 +2,8 @@
 //! invalidation on a miss, `len` and iteration.
 
 use super::bucket::{
-    BucketLine, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LEN, LineLink, Pair, Words, code,
+    ARRAY_LAYOUT, BucketLine, COUNTERS_LEN, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LAYOUT, LineLink,
+    Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, key_hash};
@@ -289,6 +290,11 @@ pub(super) fn buckets_of<K: Stored, V: Stored>(
     header: &BucketLine,
 ) -> Result<usize, CollectionError> {
     let buckets = header.0[HEADER_BUCKETS];
+    if header.0[HEADER_LAYOUT] != ARRAY_LAYOUT {
+        return Err(corrupt(
+            "the map's bucket array was laid out by another version of bi",
+        ));
+    }
     if header.0[HEADER_FORMAT] != code::<K, V>() {
         return Err(corrupt(
             "the map was built with key and value types of other sizes",
@@ -464,9 +470,9 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Ok(Some((Some(array), header)))
     }
 
-    /// Number of keys, as published: each partition's count is one line (its header), so
-    /// it is the count of one published version of the partition (between passes
-    /// possibly an older one, by the runtime's staleness bound).
+    /// Number of keys, as published: each partition's count is one line (its array's
+    /// counters), so it is the count of one published version of the partition (between
+    /// passes possibly an older one, by the runtime's staleness bound).
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -488,10 +494,15 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         for p in 0..self.map.partitions() {
             let slot = self.map.partition_slot(p);
             let len = self.guard.lazy(|entry| {
-                Ok::<_, CollectionError>(match self.header(slot, entry)? {
-                    None => Search::Found(0),
-                    Some((None, _)) => Search::Stale,
-                    Some((Some(_), h)) => Search::Found(h.0[HEADER_LEN]),
+                let (array, buckets) = match self.array(slot, entry)? {
+                    None => return Ok(Search::Found(0)),
+                    Some((None, _)) => return Ok(Search::Stale),
+                    Some((Some(array), buckets)) => (array, buckets),
+                };
+                let counters = self.guard.line(array, counters_line(buckets))?;
+                Ok::<_, CollectionError>(match self.guard.fetch_via(entry, counters, |l| *l)? {
+                    Fetch::Value(c) => Search::Found(c.0[COUNTERS_LEN]),
+                    Fetch::Null | Fetch::Stale => Search::Stale,
                 })
             })?;
             total += len.unwrap_or(0) as usize;

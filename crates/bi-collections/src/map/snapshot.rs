@@ -10,21 +10,21 @@
 //!
 //! # How
 //!
-//! A *collect* reads the partition from memory: its root slot, its header, every bucket
-//! line (all dropped from this node's cache with one fence, then read) and every
-//! overflow line (each dropped and fenced before it is read), keeping the stamp each
-//! line validated under. Two collects that find the same root and the same stamps read
-//! lines that memory held all at once, when the first collect ended: a rewritten line
-//! never shows an earlier stamp again, so a line that had changed in between would
-//! show another stamp in the second collect.
+//! A *collect* reads the partition from memory: its root slot, its header, its counters
+//! line, every bucket line (all dropped from this node's cache with one fence, then
+//! read) and every overflow line (each dropped and fenced before it is read), keeping
+//! the stamp each line validated under. Two collects that find the same root and the
+//! same stamps read lines that memory held all at once, when the first collect ended: a
+//! rewritten line never shows an earlier stamp again, so a line that had changed in
+//! between would show another stamp in the second collect.
 //!
-//! A moment of memory is a published version when the stamps of the lines other than
-//! the header sum to what the header says. Every commit rewrites the header with that
-//! sum, and every part of a commit makes the lines' sum grow (a rewrite advances a
+//! A moment of memory is a published version when the stamps of the bucket and overflow
+//! lines sum to what the counters line says. Every commit rewrites the counters with
+//! that sum, and every part of a commit makes the lines' sum grow (a rewrite advances a
 //! line's stamp, a new overflow line adds its own, and no line is ever unlinked while
 //! its array lives: an emptied overflow line stays in its chain). So memory holding
-//! some of a commit's lines and not the others, or the header and not all its lines,
-//! sums to another value than its header.
+//! some of a commit's lines and not the others, or the counters and not all the lines,
+//! sums to another value than its counters.
 //!
 //! An attempt that fails either check starts again; a writer that commits during every
 //! one of [`SNAPSHOT_ATTEMPTS`] attempts makes the read
@@ -40,7 +40,7 @@
 //! - **Emptied overflow lines stay linked** until the partition is rebuilt (it shrinks
 //!   below an eighth full, or grows): a chain keeps the length it once needed.
 
-use super::bucket::{BucketLine, HEADER_SUM, LineLink};
+use super::bucket::{BucketLine, COUNTERS_SUM, LineLink, counters_line};
 use super::read::{MAX_CHAIN, MapRef, buckets_of};
 use crate::CollectionError;
 use crate::stored::Stored;
@@ -58,7 +58,7 @@ struct Collect<K, V> {
     /// The stamps of the header and of every line read, in reading order.
     stamps: Vec<u64>,
     entries: Vec<(K, V)>,
-    /// The lines' stamps (the header's aside) sum to what the header says.
+    /// The lines' stamps sum to what the counters line says.
     whole: bool,
 }
 
@@ -115,7 +115,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         };
         let buckets = buckets_of::<K, V>(&header)?;
         c.stamps.push(stamp.raw());
-        g.refresh_lines(array, buckets + 1)?;
+        g.refresh_lines(array, counters_line(buckets) + 1)?;
+        let counters = g.line(array, counters_line(buckets))?;
+        let Fetch::Value((counters, stamp)) =
+            g.fetch_stamped_via(Entry::Cached, counters, |l: &BucketLine| *l)?
+        else {
+            return Ok(None);
+        };
+        c.stamps.push(stamp.raw());
         let mut sum = 0u64;
         for b in 0..buckets {
             // The bucket lines were just dropped; overflow lines are dropped one by one.
@@ -142,7 +149,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
                 });
             }
         }
-        c.whole = sum == header.0[HEADER_SUM];
+        c.whole = sum == counters.0[COUNTERS_SUM];
         Ok(Some(c))
     }
 }

@@ -2,15 +2,15 @@
 //!
 //! Every change goes through one path: *stage* (edit a private copy of each touched
 //! chain: its bucket line and overflow lines), *commit* (allocate the chain's new
-//! overflow lines, then rewrite every changed line and the header with one fence per
+//! overflow lines, then rewrite every changed line and the counters with one fence per
 //! chunk, then adopt the staged chains), *retire* (replaced pairs and old arrays, handed
 //! to the writer's deferred retirement).
 //!
-//! Every commit rewrites the header with the sum of the stamps of the partition's other
-//! lines, which only grows: a rewrite advances a line's stamp, a new overflow line adds
+//! Every commit rewrites the array's counters line (its length, and the sum of the
+//! stamps of the partition's bucket and overflow lines), which only grows: a rewrite advances a line's stamp, a new overflow line adds
 //! its own, and an overflow line that empties stays linked (for the chain's next keys)
 //! until the array is rebuilt. So any part of a commit seen without the rest makes the
-//! lines' sum differ from the header's, which is what a snapshot read checks
+//! lines' sum differ from the counters', which is what a snapshot read checks
 //! ([`snapshot`](super::snapshot)).
 //!
 //! A key that an operation does not remove never changes place: an insert of a present
@@ -19,7 +19,8 @@
 //! meets every key that stays (see the [map docs](super)).
 
 use super::bucket::{
-    BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, LineLink, Pair, Words, code,
+    ARRAY_LAYOUT, BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LAYOUT, LineLink, Pair,
+    Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, MapConfig, key_hash};
@@ -101,7 +102,7 @@ struct Partition<K, V> {
     /// Keys and values behind the linked entries (types too large for a line).
     pairs: HashMap<u64, (K, V)>,
     len: usize,
-    /// The sum of the stamps of every line but the header, as the header says.
+    /// The sum of the stamps of the bucket and overflow lines, as the counters say.
     sum: u64,
     /// A failed grow is not retried before the partition holds this many keys.
     grow_after: usize,
@@ -272,12 +273,17 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             }
             let header: BucketLine = writer.read_own_line(array, 0)?;
             let buckets = header.0[HEADER_BUCKETS] as usize;
+            if header.0[HEADER_LAYOUT] != ARRAY_LAYOUT {
+                return Err(corrupt(
+                    "the adopted map's array was laid out by another version of bi",
+                ));
+            }
             if header.0[HEADER_FORMAT] != code::<K, V>() || buckets == 0 || buckets > most {
                 return Err(corrupt("the adopted map's header does not fit its types"));
             }
             live.push((
                 array.offset(),
-                writer.lines_bytes(buckets + 1, size_of::<BucketLine>())?,
+                writer.lines_bytes(counters_line(buckets) + 1, size_of::<BucketLine>())?,
             ));
             let mut part = Partition::empty(slot, array, buckets);
             for b in 0..buckets {
@@ -326,8 +332,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             .map(|p| map.partition_slot(p))
             .collect();
         writer.adopt(&mut live, &slots)?;
-        // A writer that died mid-commit may have left a header that does not describe the
-        // lines (the lines reached memory, the header did not, or the other way round):
+        // A writer that died mid-commit may have left counters that do not describe the
+        // lines (the lines reached memory, the counters did not, or the other way round):
         // adopting publishes them as they are. (Stamps are read once the lines are this
         // writer's.)
         for part in &mut partitions {
@@ -337,10 +343,11 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             for o in part.overflow.values().flatten().filter_map(|o| o.link) {
                 part.sum = part.sum.wrapping_add(writer.line_stamp(o, 0)?.raw());
             }
-            let header: BucketLine = writer.read_own_line(part.array, 0)?;
-            let fixed = BucketLine::header(part.buckets, part.len, code::<K, V>(), part.sum);
-            if header != fixed {
-                writer.rewrite_lines(&[(part.array, 0, fixed)])?;
+            let at = counters_line(part.buckets);
+            let counters: BucketLine = writer.read_own_line(part.array, at)?;
+            let fixed = BucketLine::counters(part.len, part.sum);
+            if counters != fixed {
+                writer.rewrite_lines(&[(part.array, at, fixed)])?;
             }
         }
         let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
@@ -1012,7 +1019,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     }
 
     /// Publishes staged buckets, partition by partition, a chunk of lines per fence, and
-    /// adopts each chunk once it is published. Each chunk rewrites the partition's header
+    /// adopts each chunk once it is published. Each chunk rewrites the partition's counters
     /// with the length so far. On an error, the chunks published so far stay (and are
     /// adopted); the rest are given back.
     fn commit(&mut self, stage: Stage<K::Word, V::Word>) -> Result<(), CollectionError> {
@@ -1070,9 +1077,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let published = match failure {
             Some(e) => Err(e),
             None => {
-                let header =
-                    BucketLine::header(self.partitions[pi].buckets, len, code::<K, V>(), sum);
-                rewrites.push((array, 0, header));
+                let at = counters_line(self.partitions[pi].buckets);
+                rewrites.push((array, at, BucketLine::counters(len, sum)));
                 self.writer
                     .rewrite_lines(&rewrites)
                     .map_err(CollectionError::from)
@@ -1233,7 +1239,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// whose bucket `b` starts with `first(b)` (empty for `None`) and goes on to the
     /// overflow line `heads[b]` names; `overflow` is the sum of the stamps of all the
     /// overflow lines. Returns the array and the partition's stamp sum, which its
-    /// header holds (written once the array's stamps are known).
+    /// counters line holds (written once the array's stamps are known).
     fn build_array(
         &mut self,
         buckets: usize,
@@ -1242,25 +1248,27 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         overflow: u64,
         first: impl Fn(usize) -> Option<BucketLine>,
     ) -> Result<(LineLink, u64), CollectionError> {
-        let mut lines = Vec::with_capacity(buckets + 1);
-        lines.push(BucketLine::header(buckets, len, code::<K, V>(), 0));
+        let mut lines = Vec::with_capacity(counters_line(buckets) + 1);
+        lines.push(BucketLine::header(buckets, code::<K, V>()));
         for b in 0..buckets {
             let mut l = first(b).unwrap_or_default();
             l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
             lines.push(l);
         }
+        lines.push(BucketLine::counters(len, 0));
         let array = self.writer.alloc_lines(&lines)?;
-        let header = self.writer.line_stamp(array, 1).and_then(|stamp| {
+        let counted = self.writer.line_stamp(array, 1).and_then(|stamp| {
             // Every line of a new array carries the array's one stamp.
             let sum = stamp
                 .raw()
                 .wrapping_mul(buckets as u64)
                 .wrapping_add(overflow);
-            let header = BucketLine::header(buckets, len, code::<K, V>(), sum);
-            self.writer.rewrite_lines(&[(array, 0, header)])?;
+            let counters = BucketLine::counters(len, sum);
+            self.writer
+                .rewrite_lines(&[(array, counters_line(buckets), counters)])?;
             Ok(sum)
         });
-        match header {
+        match counted {
             Ok(sum) => Ok((array, sum)),
             Err(e) => {
                 let _ = self.writer.discard_lines(array);
@@ -1465,7 +1473,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     }
 
     /// Stages every operation, allocates the chains' new overflow lines, rewrites every
-    /// changed line and the header with one fence per partition (per 256 lines), then
+    /// changed line and the counters with one fence per partition (per 256 lines), then
     /// queues emptied lines and replaced pairs for retirement in bounded batches.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
         self.apply_staged(ops, None)
