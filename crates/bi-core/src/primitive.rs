@@ -18,7 +18,7 @@ pub(crate) mod thread {
 #[cfg(not(loom))]
 #[allow(unused_imports)] // not every primitive is used by every build
 pub(crate) mod sync {
-    pub(crate) use std::sync::Mutex;
+    pub(crate) use std::sync::{Mutex, MutexGuard};
     pub(crate) mod atomic {
         pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
     }
@@ -27,7 +27,7 @@ pub(crate) mod sync {
 #[cfg(loom)]
 #[allow(unused_imports)]
 pub(crate) mod sync {
-    pub(crate) use loom::sync::Mutex;
+    pub(crate) use loom::sync::{Mutex, MutexGuard};
     pub(crate) mod atomic {
         pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
     }

@@ -45,13 +45,18 @@ struct Violations {
     timeouts: usize,
 }
 
-fn contend(s: &Setup, timeout: Duration) -> Violations {
+/// `threads` threads per node take the lock `ROUNDS` times each.
+fn contend(s: &Setup, timeout: Duration, threads: usize) -> Violations {
     let counter = s.slot(0);
     let inside = AtomicUsize::new(0);
     let overlaps = AtomicUsize::new(0);
     let (timeouts, entered) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|scope| {
-        for rt in &s.nodes {
+        for rt in s
+            .nodes
+            .iter()
+            .flat_map(|rt| std::iter::repeat_n(rt, threads))
+        {
             let (inside, overlaps) = (&inside, &overlaps);
             let (timeouts, entered) = (&timeouts, &entered);
             scope.spawn(move || {
@@ -95,9 +100,18 @@ fn contend(s: &Setup, timeout: Duration) -> Violations {
 
 #[test]
 #[cfg_attr(miri, ignore)]
+fn threads_of_one_process_take_the_lock_one_at_a_time() {
+    // Two threads per node: a node has one lock record, which two threads taking the
+    // bakery at once would both write.
+    let v = contend(&machine(9, patient()), Duration::from_secs(60), 2);
+    assert_eq!(v, Violations::default());
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
 fn only_one_node_holds_the_lock_under_adversarial_hardware() {
     for seed in 0..4 {
-        let v = contend(&machine(seed, patient()), Duration::from_secs(60));
+        let v = contend(&machine(seed, patient()), Duration::from_secs(60), 1);
         assert_eq!(v, Violations::default(), "seed {seed}");
     }
 }
@@ -111,7 +125,7 @@ fn without_its_write_backs_the_lock_excludes_nobody() {
     let broken: usize = (0..4)
         .map(|seed| {
             let s = machine(seed, patient().fault(Fault::LockWriteback));
-            let v = contend(&s, Duration::from_millis(20));
+            let v = contend(&s, Duration::from_millis(20), 1);
             v.overlaps + v.lost as usize
         })
         .sum();

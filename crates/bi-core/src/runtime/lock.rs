@@ -23,11 +23,17 @@
 //! the lock meanwhile. [`PoolLockGuard::check`] tells a holder whether its lease still
 //! covers it; the operations the lock protects call it just before the one store that
 //! commits them.
+//!
+//! **Threads of one process.** A node has one lock record, so two threads of the process
+//! running it must not take the bakery at once (both would write that record): they take
+//! a process-local mutex first, held with the guard.
 
 use super::fault::Fault;
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
+use crate::primitive::sync::MutexGuard;
 use bytemuck::{Pod, Zeroable};
+use std::sync::TryLockError;
 use std::time::{Duration, Instant};
 
 /// Which slot of a node record holds the node's lock record.
@@ -76,6 +82,9 @@ pub struct PoolLockGuard<'a, V: MemView> {
     inner: &'a NodeInner<V>,
     ticket: u64,
     heartbeat: u64,
+    /// This process's other threads wait here; released after the ticket is withdrawn
+    /// (fields drop after `Drop::drop`).
+    _threads: MutexGuard<'a, ()>,
 }
 
 impl<V: MemView> std::fmt::Debug for PoolLockGuard<'_, V> {
@@ -200,6 +209,20 @@ pub(crate) fn lock<V: MemView>(
 ) -> Result<PoolLockGuard<'_, V>, BiError> {
     let me = inner.node;
     let started = Instant::now();
+    let threads = loop {
+        match inner.lock_threads.try_lock() {
+            Ok(g) => break g,
+            // The mutex guards nothing but the record, which the next holder rewrites.
+            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(TryLockError::WouldBlock) if started.elapsed() > timeout => {
+                return Err(BiError::LockTimeout {
+                    node: me,
+                    holder: me,
+                });
+            }
+            Err(TryLockError::WouldBlock) => crate::primitive::thread::yield_now(),
+        }
+    };
     let mut heartbeat = write(inner, 1, 0)?;
     let mut max = 0;
     for j in (0..inner.nodes).filter(|&j| j != me) {
@@ -215,6 +238,7 @@ pub(crate) fn lock<V: MemView>(
         inner,
         ticket,
         heartbeat,
+        _threads: threads,
     };
     for j in (0..inner.nodes).filter(|&j| j != me) {
         loop {

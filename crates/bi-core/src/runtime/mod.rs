@@ -271,6 +271,9 @@ pub(crate) struct NodeInner<V: MemView> {
     pub(crate) heartbeat: AtomicU64,
     /// Where the writer records of the roles this process holds lie ([`role`]).
     roles: Mutex<Vec<usize>>,
+    /// Taken before the pool lock: the node's one lock record is not for two threads
+    /// ([`lock`]).
+    pub(crate) lock_threads: Mutex<()>,
     /// The structures this node's readers declared ([`scope`]).
     pub(crate) scopes: scope::ScopeSet,
     pass: Mutex<PassState<V>>,
@@ -603,6 +606,7 @@ impl<V: MemView> NodeRuntime<V> {
             writer_taken: AtomicUsize::new(0),
             heartbeat: AtomicU64::new(claimed_at),
             roles: Mutex::new(Vec::new()),
+            lock_threads: Mutex::new(()),
             scopes: scope::ScopeSet::new(),
             pass: Mutex::new(PassState::new(nodes, Policy::Accessed, prev)),
             stats: Stats::default(),
