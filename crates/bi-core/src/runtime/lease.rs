@@ -36,7 +36,10 @@ use std::time::Duration;
 const RENEW_WAIT: Duration = Duration::from_secs(5);
 
 /// Whether a heartbeat written at `heartbeat` still covers a write at `now`: younger
-/// than half the node lease.
+/// than half the node lease (the other half is the margin for the write). The pool
+/// lock's holder judges its own lease by the same rule ([`PoolLockGuard::check`]).
+///
+/// [`PoolLockGuard::check`]: super::PoolLockGuard::check
 pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
     now.saturating_sub(heartbeat) < lease / 2
 }

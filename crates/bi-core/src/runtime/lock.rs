@@ -118,7 +118,7 @@ impl<V: MemView> PoolLockGuard<'_, V> {
         // `heartbeat + lease`; its clock is at most `D` ahead of ours. Half the lease is
         // kept as a margin for the store the caller is about to make.
         let now = self.inner.clock.refresh();
-        if now.saturating_sub(self.heartbeat) < self.inner.config.node_lease / 2 {
+        if super::lease::covers(self.heartbeat, now, self.inner.config.node_lease) {
             Ok(())
         } else {
             Err(BiError::LockLeaseLost {

@@ -467,14 +467,30 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Writes back the sealed objects not yet written back, and fences if anything was
     /// written back since the last fence: after it, every sealed object is in memory.
     pub(super) fn settle(&mut self) -> Result<(), BiError> {
-        let view = &self.inner.view;
-        for (at, len) in self.unwritten.drain(..) {
-            view.writeback(at, len)?;
-        }
+        self.write_back_sealed()?;
         if self.unfenced {
-            view.fence();
+            self.inner.view.fence();
             self.unfenced = false;
         }
+        Ok(())
+    }
+
+    /// Writes back the sealed objects not yet written back, without a fence.
+    fn write_back_sealed(&mut self) -> Result<(), BiError> {
+        for (at, len) in self.unwritten.drain(..) {
+            self.inner.view.writeback(at, len)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `entries` to the modified ring (whose fences put them, and everything
+    /// written back before them, in memory) and dates them. The update is published: the
+    /// next one checks the lease again.
+    fn log_modified(&mut self, entries: &[LogEntry]) -> Result<(), BiError> {
+        self.modified.append(&self.inner.view, entries)?;
+        let visible = self.inner.clock.refresh();
+        self.modified.visible(entries.len(), visible);
+        self.lease_checked = false;
         Ok(())
     }
 
@@ -929,14 +945,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     pub(super) fn fence_and_log_lines(&mut self, lines: &[usize]) -> Result<(), BiError> {
         let inner = &self.inner;
         let t = inner.clock.now();
-        let entries = &mut self.entries;
+        // Taken out for the call, put back to keep its allocation.
+        let mut entries = std::mem::take(&mut self.entries);
         entries.clear();
         entries.extend(lines.iter().map(|&l| LogEntry::new(l, 1, t, self.scope)));
-        self.modified.append(&inner.view, entries)?;
-        let visible = inner.clock.refresh();
-        self.modified.visible(entries.len(), visible);
-        self.lease_checked = false;
-        Ok(())
+        let logged = self.log_modified(&entries);
+        self.entries = entries;
+        logged
     }
 
     /// [`try_publish_link`](Self::try_publish_link), waiting for ring space.
@@ -995,9 +1010,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             self.settle()?;
         } else {
             // Written back, and fenced only by the ring append, after the slot.
-            for (at, len) in std::mem::take(&mut self.unwritten) {
-                self.inner.view.writeback(at, len)?;
-            }
+            self.write_back_sealed()?;
         }
         let inner = &self.inner;
         let view = &inner.view;
@@ -1014,10 +1027,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             entries[1] = LogEntry::new(at, lines, t, self.scope);
             n = 2;
         }
-        self.modified.append(view, &entries[..n])?;
-        let visible = inner.clock.refresh();
-        self.modified.visible(n, visible);
-        self.lease_checked = false;
+        self.log_modified(&entries[..n])?;
         Ok(old)
     }
 
