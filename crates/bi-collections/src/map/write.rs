@@ -337,12 +337,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         // adopting publishes them as they are. (Stamps are read once the lines are this
         // writer's.)
         for part in &mut partitions {
-            part.sum = (0..part.buckets).try_fold(0u64, |sum, b| {
-                Ok::<_, BiError>(sum.wrapping_add(writer.line_stamp(part.array, 1 + b)?.raw()))
-            })?;
-            for o in part.overflow.values().flatten().filter_map(|o| o.link) {
-                part.sum = part.sum.wrapping_add(writer.line_stamp(o, 0)?.raw());
-            }
+            let buckets = (1..=part.buckets).map(|i| (part.array, i));
+            let overflow = part.overflow.values().flatten().filter_map(|o| o.link);
+            part.sum = stamp_sum(&writer, buckets.chain(overflow.map(|l| (l, 0))))?;
             let at = counters_line(part.buckets);
             let counters: BucketLine = writer.read_own_line(part.array, at)?;
             let fixed = BucketLine::counters(part.len, part.sum);
@@ -1158,13 +1155,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         allocated.push(link);
                         l.link = Some(link);
                     }
-                    Err(e) => {
-                        for a in allocated {
-                            let _ = self.writer.discard_lines(a);
-                        }
-                        self.abort([s]);
-                        return Err(e.into());
-                    }
+                    Err(e) => return Err(self.give_back(allocated, s, e.into())),
                 }
             }
             next = l.link.unwrap_or(LineLink::null());
@@ -1181,37 +1172,35 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 rewrites.push((link, 0, l.line));
             }
         }
-        let added = self.stamps_added(&rewrites, &allocated);
-        match added {
-            Ok(added) => Ok(Ready {
-                staged: s,
-                rewrites,
-                allocated,
-                added,
-            }),
-            Err(e) => {
-                for a in allocated {
-                    let _ = self.writer.discard_lines(a);
-                }
-                self.abort([s]);
-                Err(e)
-            }
-        }
+        // Each rewrite advances a stamp by one step; each new line adds its own. (A line
+        // whose versions ran out fails the rewrite: nothing is published.)
+        let added = match stamp_sum(&self.writer, allocated.iter().map(|&l| (l, 0))) {
+            Ok(new) => Stamp::REWRITE_STEP
+                .wrapping_mul(rewrites.len() as u64)
+                .wrapping_add(new),
+            Err(e) => return Err(self.give_back(allocated, s, e.into())),
+        };
+        Ok(Ready {
+            staged: s,
+            rewrites,
+            allocated,
+            added,
+        })
     }
 
-    /// What rewriting `rewrites` (each line to its next version) and linking the new
-    /// lines `allocated` add to a partition's stamp sum.
-    fn stamps_added(
-        &self,
-        rewrites: &[(LineLink, usize, BucketLine)],
-        allocated: &[LineLink],
-    ) -> Result<u64, CollectionError> {
-        // (A line whose versions ran out fails the rewrite: nothing is published.)
-        let mut added = Stamp::REWRITE_STEP.wrapping_mul(rewrites.len() as u64);
-        for &line in allocated {
-            added = added.wrapping_add(self.writer.line_stamp(line, 0)?.raw());
+    /// Gives back the lines a failed [`prepare`](Self::prepare) allocated and its staged
+    /// chain; returns `e`.
+    fn give_back(
+        &mut self,
+        allocated: Vec<LineLink>,
+        s: Staged<K::Word, V::Word>,
+        e: CollectionError,
+    ) -> CollectionError {
+        for a in allocated {
+            let _ = self.writer.discard_lines(a);
         }
-        Ok(added)
+        self.abort([s]);
+        e
     }
 
     /// Resizes partitions whose load left the band.
@@ -1339,11 +1328,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         }
         let len = self.partitions[pi].len;
         let published = built
-            .and_then(|()| {
-                allocated.iter().try_fold(0u64, |sum, &l| {
-                    Ok(sum.wrapping_add(self.writer.line_stamp(l, 0)?.raw()))
-                })
-            })
+            .and_then(|()| Ok(stamp_sum(&self.writer, allocated.iter().map(|&l| (l, 0)))?))
             .and_then(|overflow| {
                 self.build_array(buckets, len, heads, overflow, |b| Some(chains[b][0]))
             })
@@ -1379,6 +1364,16 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         // lines move to the new array and are rewritten there).
         Ok(self.writer.flush_deferred()?)
     }
+}
+
+/// The sum (wrapping) of the stamps the lines `(array, index)` of this writer carry now.
+fn stamp_sum<M: MemView, H: Heap>(
+    writer: &Writer<M, H>,
+    lines: impl IntoIterator<Item = (LineLink, usize)>,
+) -> Result<u64, BiError> {
+    lines.into_iter().try_fold(0u64, |sum, (array, i)| {
+        Ok(sum.wrapping_add(writer.line_stamp(array, i)?.raw()))
+    })
 }
 
 /// Bucket `b`'s overflow lines (none for most buckets).
