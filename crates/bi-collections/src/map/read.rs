@@ -10,7 +10,7 @@ use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, BiGuard, Entry, Fetch, Link, Reader, Search, lines};
+use bi_core::runtime::{BiError, BiGuard, Entry, Fetch, Link, Reader, Search, Stamp, lines};
 use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::fmt;
@@ -283,9 +283,10 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
 }
 
 /// Most lines one chain may have before the map is taken for corrupt (a cycle).
-pub(super) const MAX_CHAIN: usize = 1 << 20;
+const MAX_CHAIN: usize = 1 << 20;
 
 /// The bucket count a header line gives, once its format is that of `K -> V`.
+#[inline(always)]
 pub(super) fn buckets_of<K: Stored, V: Stored>(
     header: &BucketLine,
 ) -> Result<usize, CollectionError> {
@@ -661,26 +662,40 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         entry: Entry,
         out: &mut Vec<(K, V)>,
     ) -> Result<bool, CollectionError> {
-        let g = &self.guard;
         let from = out.len();
-        let mut line = g.line(array, 1 + b)?;
-        for _ in 0..MAX_CHAIN {
-            let Fetch::Value(l) = g.fetch_via(entry, line, |l| *l)? else {
-                return Ok(false);
-            };
-            let whole = self.line_entries(&l, entry, |k, v| {
+        self.walk_chain(array, b, entry, entry, |l, _| {
+            self.line_entries(l, entry, |k, v| {
                 if !out[from..].iter().any(|(seen, _)| *seen == k) {
                     out.push((k, v));
                 }
-            })?;
-            if !whole {
+            })
+        })
+    }
+
+    /// Hands each line of bucket `b`'s chain to `each` with the stamp it validated under,
+    /// the bucket's line read through `first` and overflow lines through `rest`; `false`
+    /// if a line was stale or `each` said so.
+    pub(super) fn walk_chain(
+        &self,
+        array: LineLink,
+        b: usize,
+        first: Entry,
+        rest: Entry,
+        mut each: impl FnMut(&BucketLine, Stamp) -> Result<bool, CollectionError>,
+    ) -> Result<bool, CollectionError> {
+        let g = &self.guard;
+        let (mut line, mut entry) = (g.line(array, 1 + b)?, first);
+        for _ in 0..MAX_CHAIN {
+            let Fetch::Value((l, stamp)) = g.fetch_stamped_via(entry, line, |l| *l)? else {
+                return Ok(false);
+            };
+            if !each(&l, stamp)? {
                 return Ok(false);
             }
-            let next = l.next();
-            if next.is_null() {
+            if l.next().is_null() {
                 return Ok(true);
             }
-            line = g.line(next, 0)?;
+            (line, entry) = (g.line(l.next(), 0)?, rest);
         }
         Err(corrupt(
             "a bucket chain longer than any map makes (a cycle?)",

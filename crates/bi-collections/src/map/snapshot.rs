@@ -41,7 +41,7 @@
 //!   below an eighth full, or grows): a chain keeps the length it once needed.
 
 use super::bucket::{BucketLine, COUNTERS_SUM, LineLink, counters_line};
-use super::read::{MAX_CHAIN, MapRef, buckets_of};
+use super::read::{MapRef, buckets_of};
 use crate::CollectionError;
 use crate::stored::Stored;
 use bi_core::mem::MemView;
@@ -126,27 +126,13 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         let mut sum = 0u64;
         for b in 0..buckets {
             // The bucket lines were just dropped; overflow lines are dropped one by one.
-            let (mut line, mut entry) = (g.line(array, 1 + b)?, Entry::Cached);
-            let mut end = false;
-            for _ in 0..MAX_CHAIN {
-                let Fetch::Value((l, stamp)) = g.fetch_stamped_via(entry, line, |l| *l)? else {
-                    return Ok(None);
-                };
+            let whole = self.walk_chain(array, b, Entry::Cached, Entry::Fresh, |l, stamp| {
                 c.stamps.push(stamp.raw());
                 sum = sum.wrapping_add(stamp.raw());
-                if !self.line_entries(&l, Entry::Cached, |k, v| c.entries.push((k, v)))? {
-                    return Ok(None);
-                }
-                if l.next().is_null() {
-                    end = true;
-                    break;
-                }
-                (line, entry) = (g.line(l.next(), 0)?, Entry::Fresh);
-            }
-            if !end {
-                return Err(CollectionError::Corrupt {
-                    reason: "a bucket chain longer than any map makes (a cycle?)",
-                });
+                self.line_entries(l, Entry::Cached, |k, v| c.entries.push((k, v)))
+            })?;
+            if !whole {
+                return Ok(None);
             }
         }
         c.whole = sum == counters.0[COUNTERS_SUM];
