@@ -10,6 +10,22 @@
 //! other process's handle sends its writes to that thread through the structure's
 //! delegation area ([`DelegationLayout::named`]) and waits for the old value, as
 //! papaya's or `HashMap`'s `insert` returns it. Reads never leave the reading node.
+//! Keys and values are plain types or strings, on either side:
+//!
+//! ```
+//! use bi::{Pool, PoolConfig};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("pool.bi");
+//! let here = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let there = Pool::open(&path, PoolConfig::default()).unwrap(); // another process
+//! let writer = here.map::<String, String>("sessions").unwrap();
+//! let remote = there.map::<String, String>("sessions").unwrap();
+//! let token = "a session token longer than sixteen bytes".to_string();
+//! assert_eq!(remote.insert(token.clone(), "alice".into()).unwrap(), None);
+//! assert_eq!(writer.insert(token.clone(), "bob".into()).unwrap(), Some("alice".into()));
+//! assert_eq!(remote.remove(token.as_str()).unwrap(), Some("bob".into()));
+//! ```
 //!
 //! Read-modify-write from any process needs no shipped code: a write can carry a
 //! [`Guard`] the writer decides when it applies it, so
@@ -51,8 +67,14 @@
 //! - **Latency of a remote write**: a round trip through shared memory to the writer's
 //!   serving thread, which spins while requests keep coming and sleeps (up to a
 //!   millisecond) once idle: the first write after a quiet time waits for it.
-//! - **Keys and values are plain types** ([`Plain`]): a request is a fixed-size record.
-//!   Strings are written by the writer's own handle.
+//! - **A remote write carries strings of up to 256 KiB** (less 8 bytes; keys, values
+//!   and a compare-and-set's expected value together): a request is a fixed-size
+//!   record, and a string longer than its 16-byte word travels in the sending node's
+//!   parcel area beside the channel, its old value back in a reply area (see
+//!   [`delegate`](bi_collections::delegate)). Past that,
+//!   [`DelegationError::ItemTooLarge`], nothing written; the writer's own handle
+//!   stores strings as long as its heap allows. Each node's two areas cost a string
+//!   structure 512 KiB of the region.
 //! - **One serving thread per writer process**, taking the same lock as the process's
 //!   own writes: writes are serialized, as with any single writer.
 
@@ -60,17 +82,15 @@ use crate::pool::{Pool, PoolError};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
     DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome, ServeTotals,
-    same_bytes,
 };
 use bi_collections::map::{MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
 use bi_collections::{
-    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Plain, Stored, compared_value,
+    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Stored, compared_value,
     found_value,
 };
 use bi_core::mem::Hardware;
 use bi_core::runtime::BiError;
-use bytemuck::Pod;
 use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt;
@@ -89,13 +109,13 @@ pub type SharedTree<K, V> =
 
 /// A structure's handle in one process of the pool: reads on this node, writes applied
 /// here if this process is the writer, else sent to it. See the [module](self) docs.
-pub struct Shared<K, V, W, R> {
+pub struct Shared<K: Stored, V: Stored, W, R> {
     reads: R,
     writes: Arc<Writes<K, V, W>>,
 }
 
 /// How this process writes a structure.
-enum Writes<K, V, W> {
+enum Writes<K: Stored, V: Stored, W> {
     /// It holds the writer role: writes apply here, and a thread serves the others.
     Local {
         writer: Arc<Mutex<W>>,
@@ -103,7 +123,7 @@ enum Writes<K, V, W> {
         _serving: Server,
     },
     /// Another process holds it: writes go through this node's client.
-    Remote(Mutex<DelegationClient<Hardware, K, V>>),
+    Remote(Box<Mutex<DelegationClient<Hardware, K, V>>>),
     /// This process joined another's node: it reads only.
     ReadOnly { node: usize },
 }
@@ -179,7 +199,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// t.insert(1, 10).unwrap();
 /// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
 /// ```
-impl<K, V, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
+impl<K: Stored, V: Stored, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match &*self.writes {
             Writes::Local { .. } => "writer",
@@ -193,7 +213,7 @@ impl<K, V, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
     }
 }
 
-impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
+impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     /// Inserts or replaces; returns the value the key had.
     ///
     /// ```
@@ -216,9 +236,14 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
         Ok(found_value(found))
     }
 
-    /// Removes; returns the value the key had.
-    pub fn remove(&self, key: &K) -> Result<Option<V>, PoolError> {
-        let found = self.write(Op::Remove(*key), Guard::Always)?;
+    /// Removes; returns the value the key had. Takes the key's borrowed form (`&str`
+    /// for a `String` key).
+    pub fn remove<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + ?Sized,
+    {
+        let found = self.write(Op::Remove(key.to_owned()), Guard::Always)?;
         Ok(found_value(found))
     }
 
@@ -279,12 +304,16 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
     /// with the value found. Example at [`compare_and_set`](Self::compare_and_set).
-    pub fn compare_and_remove(
+    pub fn compare_and_remove<Q>(
         &self,
-        key: &K,
+        key: &Q,
         expected: V,
-    ) -> Result<Result<V, Option<V>>, PoolError> {
-        let found = self.write(Op::Remove(*key), Guard::Equals(expected))?;
+    ) -> Result<Result<V, Option<V>>, PoolError>
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + ?Sized,
+    {
+        let found = self.write(Op::Remove(key.to_owned()), Guard::Equals(expected))?;
         Ok(compared_value(found))
     }
 
@@ -337,8 +366,8 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
             Writes::Local { writer, .. } => {
                 let mut found = Vec::with_capacity(1);
                 let guards = std::slice::from_ref(&guard);
-                lock(writer)?.apply_guarded(&[op], guards, same_bytes, &mut found)?;
-                Outcome::decide(&guard, found.pop(), same_bytes)
+                lock(writer)?.apply_guarded(&[op], guards, V::same, &mut found)?;
+                Outcome::decide(&guard, found.pop(), V::same)
                     .found()
                     .ok_or(PoolError::Collection(CollectionError::Corrupt {
                         reason: "the writer's handle reported no old value",
@@ -383,7 +412,7 @@ impl<K: Pod, V: Pod, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     }
 }
 
-impl<K: Plain + Eq + Hash, V: Plain> SharedMap<K, V> {
+impl<K: Stored + Eq + Hash, V: Stored> SharedMap<K, V> {
     /// The value of `key` as this node reads it.
     ///
     /// ```
@@ -404,7 +433,7 @@ impl<K: Plain + Eq + Hash, V: Plain> SharedMap<K, V> {
     }
 }
 
-impl<K: Plain + Ord, V: Plain> SharedTree<K, V> {
+impl<K: Stored + Ord, V: Stored> SharedTree<K, V> {
     /// The value of `key` as this node reads it.
     ///
     /// ```
@@ -446,7 +475,7 @@ impl Pool {
     /// let again = pool.map::<u64, f64>("prices").unwrap(); // shares the writer
     /// assert_eq!(again.insert(3, 9.75).unwrap(), Some(9.5));
     /// ```
-    pub fn map<K: Plain + Eq + Hash + Send + 'static, V: Plain + Send + 'static>(
+    pub fn map<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
     ) -> Result<SharedMap<K, V>, PoolError> {
@@ -467,7 +496,7 @@ impl Pool {
     /// index.insert(2, 20).unwrap();
     /// assert_eq!(index.remove(&2).unwrap(), Some(20));
     /// ```
-    pub fn tree<K: Plain + Ord + Send + 'static, V: Plain + Send + 'static>(
+    pub fn tree<K: Stored + Ord + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
     ) -> Result<SharedTree<K, V>, PoolError> {
@@ -484,8 +513,8 @@ impl Pool {
         take: impl FnOnce() -> Result<W, PoolError>,
     ) -> Result<Arc<Writes<K, V, W>>, PoolError>
     where
-        K: Stored + Pod + Send,
-        V: Stored + Pod + Send,
+        K: Stored + Send + Sync,
+        V: Stored + Send + Sync,
         W: ApplyBatch<K, V> + Send + 'static,
     {
         let mut open = self
@@ -517,8 +546,8 @@ impl Pool {
         take: impl FnOnce() -> Result<W, PoolError>,
     ) -> Result<Writes<K, V, W>, PoolError>
     where
-        K: Stored + Pod + Send,
-        V: Stored + Pod + Send,
+        K: Stored + Send + Sync,
+        V: Stored + Send + Sync,
         W: ApplyBatch<K, V> + Send + 'static,
     {
         let rt = self.runtime();
@@ -575,7 +604,7 @@ impl Pool {
                     (None, _) => return Err(PoolError::NoWriterYet),
                 };
                 let client = DelegationClient::new(view, layout, rt.node())?;
-                Ok(Writes::Remote(Mutex::new(client)))
+                Ok(Writes::Remote(Box::new(Mutex::new(client))))
             }
             Err(e) => Err(e),
         }

@@ -1,6 +1,6 @@
 //! Shared handles (`Pool::map`, `Pool::tree`): writes from any process return the old
-//! value, whichever process is the writer; a writer killed with a request in flight
-//! never has it applied twice.
+//! value, whichever process is the writer, with plain and string keys and values; a
+//! writer killed with a request in flight never has it applied twice.
 //!
 //! The killed writer is this test binary again, selected by an environment variable and
 //! an exact test-name filter. Miri can neither map files nor spawn processes.
@@ -17,6 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "BI_SHARED_WRITER_CHILD";
+/// Set for a writer child that serves the string map instead of the plain one.
+const STRINGS_ENV: &str = "BI_SHARED_WRITER_STRINGS";
 const CHILD_TEST: &str = "writer_child_process";
 const WRITER_NODE: usize = 1;
 /// Node and reader lease: long enough that a busy test machine never stalls a live
@@ -185,6 +187,23 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Starts the writer process over the region file at `path` (serving the string map if
+/// `strings`) and waits until it serves.
+fn spawn_writer(path: &Path, strings: bool) -> KillOnDrop {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, path)
+        .stdout(Stdio::piped());
+    if strings {
+        cmd.env(STRINGS_ENV, "1");
+    }
+    let mut child = KillOnDrop(cmd.spawn().expect("spawn the writer"));
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    // The harness prints the test's name on the same line.
+    assert!(lines.any(|l| l.unwrap().ends_with("serving")));
+    child
+}
+
 /// The writer process: opens the shared map (taking the writer role), says so, and
 /// serves until killed.
 #[test]
@@ -193,8 +212,17 @@ fn writer_child_process() {
         return; // not the child
     };
     let pool = Pool::open(Path::new(&path), config(WRITER_NODE)).expect("writer pool");
-    let m = pool.map::<u64, u64>("m").expect("the shared map");
-    assert!(m.is_writer());
+    // Held for their serving threads.
+    let (_plain, _strings);
+    if std::env::var(STRINGS_ENV).is_ok() {
+        let m = pool.map::<String, Vec<u8>>("s").expect("the string map");
+        assert!(m.is_writer());
+        _strings = m;
+    } else {
+        let m = pool.map::<u64, u64>("m").expect("the shared map");
+        assert!(m.is_writer());
+        _plain = m;
+    }
     println!("serving");
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -210,17 +238,7 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.bi");
     let client_pool = Pool::open(&path, config(0)).unwrap();
-    let mut child = KillOnDrop(
-        Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &path)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the writer"),
-    );
-    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
-    // The harness prints the test's name on the same line.
-    assert!(lines.any(|l| l.unwrap().ends_with("serving")));
+    let mut child = spawn_writer(&path, false);
     let m = client_pool.map::<u64, u64>("m").unwrap();
     assert!(!m.is_writer());
     for k in 0..100 {
@@ -272,4 +290,172 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     assert_eq!(m.insert(5, 51).unwrap(), Some(50));
     assert_eq!(adopted.get(&1000).unwrap(), None);
     assert_eq!(adopted.writer().unwrap().unwrap().len(), 101);
+}
+
+/// A key of 0 to 80 bytes (inline, one line, several).
+fn text_key(i: u64) -> String {
+    match i % 4 {
+        0 => "k".repeat(i as usize % 9),
+        1 => format!("a shared prefix longer than any line's payload, then: {i}"),
+        2 => format!("user:{i:08}"),
+        _ => format!("{i:x}").repeat(1 + i as usize % 7),
+    }
+}
+
+/// A value of 0 to 5,000 bytes that `tag` tells apart.
+fn blob(tag: u64, rng: &mut impl Rng) -> Vec<u8> {
+    let len = match rng.random_range(0..4) {
+        0 => rng.random_range(0..=16),
+        1 => rng.random_range(17..200),
+        _ => rng.random_range(200..5_000),
+    };
+    (0..len).map(|j| (tag as usize * 31 + j) as u8).collect()
+}
+
+/// String keys and byte-string values written from both processes: every old value
+/// comes back byte for byte, guards compare whole values, and both nodes read the
+/// result by `&str`.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn string_writes_from_any_process_return_the_old_value() {
+    let (_dir, here, there) = two_pools("strings");
+    let writer = here.map::<String, Vec<u8>>("s").unwrap();
+    let remote = there.map::<String, Vec<u8>>("s").unwrap();
+    let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    for step in 0..600u64 {
+        let key = text_key(rng.random_range(0..40));
+        let via = if rng.random_bool(0.5) {
+            &writer
+        } else {
+            &remote
+        };
+        let now = model.get(&key).cloned();
+        let expected = match &now {
+            Some(v) if rng.random_bool(0.5) => v.clone(),
+            _ => blob(step + 100_000, &mut rng),
+        };
+        let value = blob(step, &mut rng);
+        match rng.random_range(0..10) {
+            0..6 => {
+                let old = via.insert(key.clone(), value.clone()).unwrap();
+                assert_eq!(old, model.insert(key, value), "step {step}");
+            }
+            6 => {
+                let old = via.insert_if_absent(key.clone(), value.clone()).unwrap();
+                assert_eq!(old, now, "step {step}");
+                model.entry(key).or_insert(value);
+            }
+            7 => {
+                let found = via.compare_and_set(key.clone(), expected.clone(), value.clone());
+                if now.as_ref() == Some(&expected) {
+                    assert_eq!(found.unwrap(), Ok(expected), "step {step}");
+                    model.insert(key, value);
+                } else {
+                    assert_eq!(found.unwrap(), Err(now), "step {step}");
+                }
+            }
+            8 => {
+                let found = via
+                    .compare_and_remove(key.as_str(), expected.clone())
+                    .unwrap();
+                if now.as_ref() == Some(&expected) {
+                    assert_eq!(found, Ok(expected), "step {step}");
+                    model.remove(&key);
+                } else {
+                    assert_eq!(found, Err(now), "step {step}");
+                }
+            }
+            _ => {
+                let old = via.remove(key.as_str()).unwrap();
+                assert_eq!(old, model.remove(&key), "step {step}");
+            }
+        }
+    }
+    // Many entries from the remote side: its parcel area fills and starts again.
+    let many: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| {
+            (
+                format!("bulk {i:04} {}", "x".repeat(40)),
+                vec![i as u8; 2_000],
+            )
+        })
+        .collect();
+    assert_eq!(remote.extend(many.clone()).unwrap(), many.len());
+    model.extend(many);
+    for (k, v) in &model {
+        assert_eq!(writer.get(k.as_str()).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    for (k, v) in &model {
+        assert_eq!(remote.get(k.as_str()).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+}
+
+/// A remote write carries keys and values of up to 256 KiB less 8 bytes; past that it
+/// is a typed error and nothing is written, as is a remote write that would have to
+/// report a value the writer's own handle made longer than that. Values of a MiB go in
+/// through the writer's handle.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn remote_string_writes_have_a_typed_limit() {
+    let (_dir, here, there) = two_pools("limits");
+    let writer = here.map::<String, Vec<u8>>("s").unwrap();
+    let remote = there.map::<String, Vec<u8>>("s").unwrap();
+    let limit = bi::collections::delegate::DEFAULT_PARCEL_BYTES - 8;
+    let too_large = |r: Result<Option<Vec<u8>>, PoolError>| match r {
+        Err(PoolError::Collection(CollectionError::Delegation(
+            DelegationError::ItemTooLarge { len, limit: l },
+        ))) => {
+            assert_eq!(l, limit);
+            len
+        }
+        other => panic!("not ItemTooLarge: {other:?}"),
+    };
+    assert_eq!(remote.insert("edge".into(), vec![1; limit]).unwrap(), None);
+    assert_eq!(
+        too_large(remote.insert("over".into(), vec![2; limit + 1])),
+        limit + 1
+    );
+    let mib = vec![3u8; 1 << 20];
+    assert_eq!(writer.insert("mib".into(), mib.clone()).unwrap(), None);
+    assert_eq!(too_large(remote.insert("mib".into(), vec![4])), 1 << 20);
+    assert_eq!(too_large(remote.remove("mib")), 1 << 20);
+    assert_eq!(writer.get("mib").unwrap(), Some(mib.clone()));
+    assert_eq!(writer.get("over").unwrap(), None);
+    assert_eq!(remote.remove("edge").unwrap(), Some(vec![1; limit]));
+    assert_eq!(writer.remove("mib").unwrap(), Some(mib));
+}
+
+/// A writer process serves a string map; this process writes strings to it as a
+/// remote and reads them back on its own node.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn string_requests_cross_to_a_writer_process() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strings.bi");
+    let client_pool = Pool::open(&path, config(0)).unwrap();
+    let _child = spawn_writer(&path, true);
+    let m = client_pool.map::<String, Vec<u8>>("s").unwrap();
+    assert!(!m.is_writer());
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let mut model = BTreeMap::new();
+    for step in 0..300u64 {
+        let key = text_key(rng.random_range(0..60));
+        let value = blob(step, &mut rng);
+        assert_eq!(
+            m.insert(key.clone(), value.clone()).unwrap(),
+            model.insert(key, value),
+            "step {step}"
+        );
+    }
+    for (k, v) in &model {
+        assert_eq!(m.get(k.as_str()).unwrap().as_ref(), Some(v), "{k:?}");
+    }
+    let first = model.keys().next().unwrap().clone();
+    assert_eq!(m.remove(first.as_str()).unwrap(), model.remove(&first));
+    assert_eq!(m.get(first.as_str()).unwrap(), None);
 }

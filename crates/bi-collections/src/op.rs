@@ -21,6 +21,22 @@ pub enum Op<K, V> {
     Remove(K),
 }
 
+impl<K, V> Op<K, V> {
+    /// The same operation with its key and value mapped, both with `cx` (the first
+    /// error if any).
+    pub(crate) fn try_map<C, L, W, E>(
+        &self,
+        cx: &mut C,
+        key: impl FnOnce(&mut C, &K) -> Result<L, E>,
+        value: impl FnOnce(&mut C, &V) -> Result<W, E>,
+    ) -> Result<Op<L, W>, E> {
+        Ok(match self {
+            Op::Insert(k, v) => Op::Insert(key(cx, k)?, value(cx, v)?),
+            Op::Remove(k) => Op::Remove(key(cx, k)?),
+        })
+    }
+}
+
 /// What an operation expects to find at its key before it may apply: the condition of
 /// an insert-if-absent or a compare-and-set that other processes can ask of a writer
 /// without shipping code ([`ApplyBatch::apply_guarded`]).
@@ -49,6 +65,16 @@ pub enum Guard<V> {
 }
 
 impl<V> Guard<V> {
+    /// The same guard with its expected value mapped by `f` (its error if it fails).
+    pub(crate) fn try_map<W, E>(&self, f: impl FnOnce(&V) -> Result<W, E>) -> Result<Guard<W>, E> {
+        Ok(match self {
+            Guard::Always => Guard::Always,
+            Guard::Absent => Guard::Absent,
+            Guard::Present => Guard::Present,
+            Guard::Equals(v) => Guard::Equals(f(v)?),
+        })
+    }
+
     /// Whether an operation with this guard applies when it finds `found` at its key
     /// (`same` compares values; the delegation server compares their bytes).
     ///

@@ -60,7 +60,7 @@ use std::cmp::Ordering;
 /// plain::<[u8; 40]>(); // any length
 /// plain::<[[u32; 2]; 3]>();
 /// ```
-pub trait Plain: Pod {}
+pub trait Plain: Pod + Send + Sync {}
 
 macro_rules! plain {
     ($($t:ty),*) => { $(impl Plain for $t {})* };
@@ -154,7 +154,7 @@ impl<M: MemView, H: Heap> ByteSource for Writer<M, H> {
 /// ```
 pub trait Stored: Clone + 'static + sealed::Sealed {
     /// What a node or bucket entry holds for one item.
-    type Word: Pod;
+    type Word: Pod + Send + Sync;
     /// Names the type in a map's header (a map opened with other types is refused).
     const CODE: u32;
     /// Whether words may link to byte strings of their own.
@@ -185,6 +185,18 @@ pub trait Stored: Clone + 'static + sealed::Sealed {
     ) -> Result<Ordering, CollectionError>
     where
         Self: Ord;
+    /// Whether `a` and `b` have the same bytes: how a writer compares the value a
+    /// [`Guard::Equals`](crate::Guard) expects with the one it finds (so a float `NaN`
+    /// equals itself and `0.0` differs from `-0.0`, as with a hardware
+    /// compare-and-swap).
+    ///
+    /// ```
+    /// use bi_collections::Stored;
+    ///
+    /// assert!(f64::same(&f64::NAN, &f64::NAN) && !f64::same(&0.0, &-0.0));
+    /// assert!(String::same(&"ab".to_string(), &"ab".to_string()));
+    /// ```
+    fn same(a: &Self, b: &Self) -> bool;
 }
 
 /// The borrowed form a lookup takes for keys of type `K`: `K` itself for a [`Plain`] key,
@@ -260,6 +272,11 @@ impl<T: Plain> Stored for T {
         T: Ord,
     {
         Ok(self.cmp(word))
+    }
+
+    #[inline(always)]
+    fn same(a: &T, b: &T) -> bool {
+        bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
     }
 }
 
@@ -469,6 +486,10 @@ macro_rules! stored_bytes {
                 src: &impl ByteSource,
             ) -> Result<Ordering, CollectionError> {
                 word.order(self.raw(), src)
+            }
+
+            fn same(a: &Self, b: &Self) -> bool {
+                a.raw() == b.raw()
             }
         }
 

@@ -108,7 +108,7 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
 
 /// Runs `work` on this thread while `server` serves on another (stopped also when `work`
 /// panics, so that a failure ends the test instead of hanging it).
-fn with_server<V: bytemuck::Pod + Send, S: ApplyBatch<u64, V> + Send, R>(
+fn with_server<V: bi_collections::Stored + Send, S: ApplyBatch<u64, V> + Send, R>(
     server: &mut DelegationServer<EmulatedNode, u64, V, S>,
     work: impl FnOnce() -> R,
 ) -> R {

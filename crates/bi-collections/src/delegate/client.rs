@@ -3,12 +3,14 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
-use super::record::{OpRecord, Outcome, ResultRecord};
-use crate::{CollectionError, Decided, Guard, Op, compared_value, found_value};
+use super::parcel::{self, Parcels};
+use super::record::{OpRecord, Outcome, WireRecord, WireResult};
+use crate::{CollectionError, Decided, Guard, Op, Stored, compared_value, found_value};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
-use bytemuck::Pod;
+use bi_core::runtime::{Faults, Link};
 use std::fmt;
+use std::ops::Range;
 use std::time::Duration;
 
 /// How long a client waits before giving up on its server.
@@ -104,8 +106,8 @@ impl ClientConfig {
 /// client.wait_applied(b).unwrap();
 /// assert_eq!(server.structure().0, [Op::Insert(1, 10), Op::Remove(1)]);
 /// ```
-pub struct DelegationClient<Vw, K, V> {
-    sender: Sender<Vw, OpRecord<K, V>>,
+pub struct DelegationClient<Vw, K: Stored, V: Stored> {
+    sender: Sender<Vw, WireRecord<K, V>>,
     index: usize,
     layout: DelegationLayout<K, V>,
     ack_offset: usize,
@@ -117,10 +119,16 @@ pub struct DelegationClient<Vw, K, V> {
     unreported: Option<(u64, u64)>,
     config: ClientConfig,
     /// Records being sent by `send_batch` (kept to reuse its allocation).
-    records: Vec<OpRecord<K, V>>,
+    records: Vec<WireRecord<K, V>>,
+    /// This client's parcel area, and the bytes of it the records sent since the last
+    /// time every record was acknowledged name.
+    parcels: Range<usize>,
+    parcels_used: usize,
+    /// Mechanisms switched off, for tests ([`with_faults`](Self::with_faults)).
+    faults: Faults,
 }
 
-impl<Vw, K, V> fmt::Debug for DelegationClient<Vw, K, V> {
+impl<Vw, K: Stored, V: Stored> fmt::Debug for DelegationClient<Vw, K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelegationClient")
             .field("index", &self.index)
@@ -131,7 +139,14 @@ impl<Vw, K, V> fmt::Debug for DelegationClient<Vw, K, V> {
     }
 }
 
-impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
+/// The parcel of a plain item, which never needs one.
+fn no_parcel(_: &[u8]) -> Result<Link<bi_core::runtime::Bytes>, CollectionError> {
+    Err(CollectionError::Corrupt {
+        reason: "a plain item asked for a parcel",
+    })
+}
+
+impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// Attaches client `index` of `layout` through `view`, with the default
     /// [`ClientConfig`].
     ///
@@ -198,11 +213,23 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
             unreported: None,
             config,
             records: Vec::new(),
+            parcels: layout.parcel_area(index)?,
+            parcels_used: 0,
+            faults: Faults::default(),
         };
         client.poll_applied()?;
         // Failures of an earlier attachment are not this one's to report.
         client.unreported = None;
         Ok(client)
+    }
+
+    /// Sends with protocol mechanisms switched off, for tests that show they are needed
+    /// ([`Fault::ParcelWriteback`](bi_core::runtime::Fault::ParcelWriteback): parcels
+    /// not written back; [`Fault::ParcelInvalidate`](bi_core::runtime::Fault::ParcelInvalidate):
+    /// replies read from the cache). Shipped builds have no switch to turn on.
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// Sends an insertion of `key` with `value`; returns its sequence number.
@@ -306,7 +333,17 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
         unfenced: bool,
     ) -> Result<u64, CollectionError> {
         let seq = self.sender.sent() + 1;
-        let record = OpRecord::guarded(seq, op, guard);
+        self.reuse_parcels();
+        let record = match self.record(seq, &op, &guard)? {
+            Some(record) => record,
+            None => {
+                // Its parcels need the area the unacknowledged records' use.
+                self.flush()?;
+                self.parcels_used = 0;
+                self.record(seq, &op, &guard)?
+                    .ok_or_else(|| self.too_large(&op, &guard))?
+            }
+        };
         let mut backoff = Backoff::with_timeout(self.config.timeout);
         let record = std::slice::from_ref(&record);
         loop {
@@ -357,17 +394,46 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// assert_eq!(server.structure().0, 3);
     /// ```
     pub fn send_batch(&mut self, ops: &[Op<K, V>]) -> Result<u64, CollectionError> {
+        let mut records = std::mem::take(&mut self.records);
+        let sent = self.send_records(ops, &mut records);
+        self.records = records;
+        sent
+    }
+
+    /// [`send_batch`](Self::send_batch), making the records in `records`.
+    fn send_records(
+        &mut self,
+        ops: &[Op<K, V>],
+        records: &mut Vec<WireRecord<K, V>>,
+    ) -> Result<u64, CollectionError> {
+        records.clear();
+        self.reuse_parcels();
+        for op in ops {
+            let seq = self.sender.sent() + records.len() as u64 + 1;
+            match self.record(seq, op, &Guard::Always)? {
+                Some(record) => records.push(record),
+                None => {
+                    // The parcel area is full: send what is made, wait until it is
+                    // applied, and start the area again.
+                    self.send_made(records)?;
+                    records.clear();
+                    self.flush()?;
+                    self.parcels_used = 0;
+                    let record = self.record(seq, op, &Guard::Always)?;
+                    records.push(record.ok_or_else(|| self.too_large(op, &Guard::Always))?);
+                }
+            }
+        }
+        self.send_made(records)
+    }
+
+    /// Sends `records`, as few channel publications as the room allows.
+    fn send_made(&mut self, records: &[WireRecord<K, V>]) -> Result<u64, CollectionError> {
         let first = self.sender.sent() + 1;
-        self.records.clear();
-        self.records.extend(
-            ops.iter()
-                .enumerate()
-                .map(|(i, op)| OpRecord::new(first + i as u64, *op)),
-        );
         let mut done = 0;
         let mut backoff = Backoff::with_timeout(self.config.timeout);
-        while done < self.records.len() {
-            let n = self.sender.send_batch(&self.records[done..])?;
+        while done < records.len() {
+            let n = self.sender.send_batch(&records[done..])?;
             done += n;
             if n > 0 {
                 // The server is alive: the timeout counts from the last progress.
@@ -377,6 +443,70 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
             }
         }
         Ok(self.sender.sent())
+    }
+
+    /// Starts the parcel area again if every record sent is acknowledged (as last read):
+    /// then no parcel is in use. Called before making records, never between two.
+    fn reuse_parcels(&mut self) {
+        if self.applied == self.sender.sent() {
+            self.parcels_used = 0;
+        }
+    }
+
+    /// The record of `op` under `guard`, numbered `seq`, its items too long for their
+    /// words put in this client's parcel area ([`parcel`](super::parcel)); `None` if they
+    /// do not fit what is left of the area while records that use it wait to be
+    /// acknowledged.
+    fn record(
+        &mut self,
+        seq: u64,
+        op: &Op<K, V>,
+        guard: &Guard<V>,
+    ) -> Result<Option<WireRecord<K, V>>, CollectionError> {
+        if !K::OUT_OF_LINE && !V::OUT_OF_LINE {
+            let words = op.try_map(
+                &mut (),
+                |_, k| k.to_word(no_parcel),
+                |_, v| v.to_word(no_parcel),
+            )?;
+            let expected = guard.try_map(|v| v.to_word(no_parcel))?;
+            return Ok(Some(OpRecord::guarded(seq, words, expected)));
+        }
+        let in_use = self.parcels_used > 0;
+        let (view, area) = (self.sender.view(), &self.parcels);
+        let used = &mut self.parcels_used;
+        let faults = self.faults;
+        let mut put = |bytes: &[u8]| parcel::put(view, area, used, bytes, faults);
+        let made = op
+            .try_map(&mut put, |p, k| k.to_word(p), |p, v| v.to_word(p))
+            .and_then(|words| Ok((words, guard.try_map(|v| v.to_word(&mut put))?)));
+        match made {
+            Ok((words, expected)) => Ok(Some(OpRecord::guarded(seq, words, expected))),
+            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) if in_use => {
+                Ok(None)
+            }
+            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) => {
+                Err(self.too_large(op, guard))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The error of an operation whose items, together, do not fit an empty parcel area.
+    fn too_large(&self, op: &Op<K, V>, guard: &Guard<V>) -> CollectionError {
+        let mut len = 0;
+        let mut count = |bytes: &[u8]| {
+            len += bytes.len();
+            Ok(Link::from_raw(0))
+        };
+        // Counting only: the words are not kept.
+        let _ = op.try_map(&mut count, |c, k| k.to_word(c), |c, v| v.to_word(c));
+        let _ = guard.try_map(|v| v.to_word(&mut count));
+        DelegationError::ItemTooLarge {
+            len,
+            limit: parcel::capacity(&self.parcels),
+        }
+        .into()
     }
 
     /// Sends `op` and waits until it is applied and published; returns its sequence
@@ -641,14 +771,20 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     ) -> Result<Decided<V>, CollectionError> {
         let seq = self.sender.sent() + 1;
         let outcome = self.send_guarded_returning(op, guard)?;
-        outcome.found().ok_or_else(|| match outcome {
+        let error = match outcome {
+            Outcome::Replaced(found) => return Ok(Ok(found)),
+            Outcome::Refused(found) => return Ok(Err(found)),
             Outcome::Failed => DelegationError::WriterDied {
                 first: seq,
                 last: seq,
-            }
-            .into(),
-            _ => DelegationError::NoOldValues { seq }.into(),
-        })
+            },
+            Outcome::TooLarge { len } => DelegationError::ItemTooLarge {
+                len,
+                limit: parcel::capacity(&self.parcels),
+            },
+            Outcome::Applied | Outcome::Undecided => DelegationError::NoOldValues { seq },
+        };
+        Err(error.into())
     }
 
     /// Inserts through the server and returns the value the key had (as papaya's and
@@ -702,6 +838,21 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
     /// had not landed when the acknowledgement's did) is dropped and read again until
     /// the timeout.
     fn result(&mut self, seq: u64) -> Result<Outcome<V>, CollectionError> {
+        let outcome = self.result_word(seq)?;
+        let replies = Parcels {
+            view: self.sender.view(),
+            area: self.layout.reply_area(self.index)?,
+            bad: DelegationError::BadResult {
+                client: self.index,
+                seq,
+            },
+            faults: self.faults,
+        };
+        outcome.try_map(|word| V::from_word(&word, &replies))
+    }
+
+    /// [`result`](Self::result) as the server wrote it: the value as its word.
+    fn result_word(&mut self, seq: u64) -> Result<Outcome<V::Word>, CollectionError> {
         let view = self.sender.view();
         // Where the outcome fits the acknowledgement's line, the server repeats the
         // latest one there, and the poll that saw `seq` applied has just read the line
@@ -710,7 +861,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
             Some(at) => (at, true),
             None => (self.layout.result_offset(self.index, seq)?, false),
         };
-        let size = size_of::<ResultRecord<V>>();
+        let size = size_of::<WireResult<V>>();
         let bad = DelegationError::BadResult {
             client: self.index,
             seq,
@@ -722,7 +873,7 @@ impl<Vw: MemView, K: Pod, V: Pod> DelegationClient<Vw, K, V> {
                 view.fence();
             }
             fresh = false;
-            let record = view.load::<ResultRecord<V>>(at).map_err(mem)?;
+            let record = view.load::<WireResult<V>>(at).map_err(mem)?;
             if record.seq() == seq {
                 return record.outcome().ok_or(bad.into());
             }

@@ -39,9 +39,8 @@
 use super::backoff::Backoff;
 use super::client::DelegationClient;
 use super::error::DelegationError;
-use crate::{CollectionError, Op};
+use crate::{CollectionError, Op, Stored};
 use bi_core::mem::MemView;
-use bytemuck::Pod;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
@@ -93,7 +92,7 @@ struct Queued<K, V> {
     ticket: Arc<Ticket>,
 }
 
-struct Shared<Vw, K, V> {
+struct Shared<Vw, K: Stored, V: Stored> {
     queue: Mutex<Vec<Queued<K, V>>>,
     channel: Mutex<DelegationClient<Vw, K, V>>,
     max_batch: usize,
@@ -158,11 +157,11 @@ struct Shared<Vw, K, V> {
 /// });
 /// assert_eq!(server.structure().0.len(), 60);
 /// ```
-pub struct NodeCombiner<Vw, K, V> {
+pub struct NodeCombiner<Vw, K: Stored, V: Stored> {
     shared: Arc<Shared<Vw, K, V>>,
 }
 
-impl<Vw, K, V> Clone for NodeCombiner<Vw, K, V> {
+impl<Vw, K: Stored, V: Stored> Clone for NodeCombiner<Vw, K, V> {
     fn clone(&self) -> Self {
         NodeCombiner {
             shared: Arc::clone(&self.shared),
@@ -170,7 +169,7 @@ impl<Vw, K, V> Clone for NodeCombiner<Vw, K, V> {
     }
 }
 
-impl<Vw, K, V> fmt::Debug for NodeCombiner<Vw, K, V> {
+impl<Vw, K: Stored, V: Stored> fmt::Debug for NodeCombiner<Vw, K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NodeCombiner")
             .field("max_batch", &self.shared.max_batch)
@@ -181,18 +180,18 @@ impl<Vw, K, V> fmt::Debug for NodeCombiner<Vw, K, V> {
 /// An operation queued with [`NodeCombiner::send`]: wait for it with
 /// [`wait`](Pending::wait).
 #[must_use = "an operation is only known applied once waited for"]
-pub struct Pending<Vw, K, V> {
+pub struct Pending<Vw, K: Stored, V: Stored> {
     combiner: NodeCombiner<Vw, K, V>,
     ticket: Arc<Ticket>,
 }
 
-impl<Vw, K, V> fmt::Debug for Pending<Vw, K, V> {
+impl<Vw, K: Stored, V: Stored> fmt::Debug for Pending<Vw, K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pending").finish_non_exhaustive()
     }
 }
 
-impl<Vw: MemView, K: Pod, V: Pod> Pending<Vw, K, V> {
+impl<Vw: MemView, K: Stored, V: Stored> Pending<Vw, K, V> {
     /// Waits until the operation is applied and published (combining batches meanwhile
     /// if no other thread is), or until it is known to have failed.
     pub fn wait(self) -> Result<(), CollectionError> {
@@ -200,7 +199,7 @@ impl<Vw: MemView, K: Pod, V: Pod> Pending<Vw, K, V> {
     }
 }
 
-impl<Vw: MemView, K: Pod, V: Pod> NodeCombiner<Vw, K, V> {
+impl<Vw: MemView, K: Stored, V: Stored> NodeCombiner<Vw, K, V> {
     /// The combiner of one node, sending through client `index` of `layout` (see
     /// [`DelegationClient::new`] for the errors).
     pub fn new(
@@ -301,7 +300,7 @@ impl<Vw: MemView, K: Pod, V: Pod> NodeCombiner<Vw, K, V> {
             // If this thread unwinds from here on, the batch's waiters learn it.
             let carried = Carried(&batch);
             ops.clear();
-            ops.extend(batch.iter().map(|q| q.op));
+            ops.extend(batch.iter().map(|q| q.op.clone()));
             let outcome = client
                 .send_batch(&ops)
                 .and_then(|last| client.wait_applied(last));

@@ -166,6 +166,25 @@ pub enum DelegationError {
         /// The operation's sequence number.
         seq: u64,
     },
+    /// A key or value of the operation is longer than what crosses between a client
+    /// and the writer (the parcel and reply areas of the delegation area,
+    /// [`DelegationLayout::parcel_bytes`](super::DelegationLayout::parcel_bytes)):
+    /// nothing was sent or written. Write it from the writer's own handle, whose
+    /// structure holds strings of any length its heap has room for. Also what a remote
+    /// write gets when the value at its key is longer than a reply carries (the writer's
+    /// own handle put it there): the writer refused the operation, and the value stays.
+    ItemTooLarge {
+        /// The item's length in bytes.
+        len: usize,
+        /// The longest item that crosses.
+        limit: usize,
+    },
+    /// The server read a record whose word names bytes outside its client's parcel
+    /// area.
+    BadParcel {
+        /// The client's index.
+        client: usize,
+    },
 }
 
 impl fmt::Display for DelegationError {
@@ -250,6 +269,15 @@ impl fmt::Display for DelegationError {
             DelegationError::NoOldValues { seq } => write!(
                 f,
                 "operation {seq} was applied, but the structure does not report old values"
+            ),
+            DelegationError::ItemTooLarge { len, limit } => write!(
+                f,
+                "an item of {len} bytes is longer than the {limit} bytes a delegated write \
+                 carries; nothing was written (write it from the writer's own handle)"
+            ),
+            DelegationError::BadParcel { client } => write!(
+                f,
+                "client {client} sent a record naming bytes outside its parcel area"
             ),
             DelegationError::BadResult { client, seq } => {
                 write!(

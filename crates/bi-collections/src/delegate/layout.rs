@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! offset
-//! | header | client 0: channel (head, tail, slots) | results 0 | ack 0 | client 1: ...
+//! | header | client 0: channel (head, tail, slots) | results 0 | ack 0 | parcels 0 | replies 0 | client 1: ...
 //! ```
 //!
 //! Every line has a single writer: the header, the result slots and the acknowledgement
@@ -12,32 +12,37 @@
 //! the latest one sits there and a client has no result slots. Otherwise result slot `i`
 //! of a client holds the outcome of its operation `i` modulo the capacity: a client reads
 //! it once the operation is acknowledged, before it can send the operation that reuses
-//! the slot. Both sides compute every offset from the same [`DelegationLayout`], built
+//! the slot. Where keys or values may be strings too long for their word, each client
+//! also has a parcel area it writes and, for such values, a reply area the server
+//! writes ([`parcel`](super::parcel)). Both sides compute every offset from the same [`DelegationLayout`], built
 //! from the same range, client count, capacity and line size.
 
 use super::error::{DelegationError, mem};
-use super::record::{OpRecord, ResultRecord};
-use crate::CollectionError;
+use super::record::{WireRecord, WireResult};
+use crate::{CollectionError, Stored};
 use bi_core::channel::ChannelLayout;
 use bi_core::line::LineSize;
 use bi_core::mem::MemView;
-use bytemuck::Pod;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-/// The header's first word: "BIDELEG3" read as a little-endian `u64` (2: records carry a
+/// The header's first word: "BIDELEG4" read as a little-endian `u64` (2: records carry a
 /// guard and its expected value; 3: no result slots where outcomes fit the
-/// acknowledgement's line).
-const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG3");
+/// acknowledgement's line; 4: parcel and reply areas).
+const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG4");
+
+/// Bytes of each parcel and reply area of a layout made by [`DelegationLayout::new`]:
+/// the longest string a delegated write carries is 8 bytes shorter.
+pub const DEFAULT_PARCEL_BYTES: usize = 256 << 10;
 
 /// Words before the inline outcome on an acknowledgement line: the acknowledgement and
 /// the failed range.
 const ACK_WORDS: usize = 3;
 
 /// Whether an outcome of values `V` fits an acknowledgement line of `line` bytes.
-fn outcome_fits_ack<V>(line: LineSize) -> bool {
-    ACK_WORDS * size_of::<u64>() + size_of::<ResultRecord<V>>() <= line.get()
+fn outcome_fits_ack<V: Stored>(line: LineSize) -> bool {
+    ACK_WORDS * size_of::<u64>() + size_of::<WireResult<V>>() <= line.get()
 }
 
 /// The placement of a delegation area with `clients` clients, each with a channel of
@@ -65,7 +70,11 @@ pub struct DelegationLayout<K, V> {
     clients: usize,
     capacity: usize,
     line: LineSize,
-    /// Bytes of one client's block: its channel then its acknowledgement line.
+    /// Bytes of each parcel area and each reply area (zero where there are none).
+    parcels: usize,
+    replies: usize,
+    /// Bytes of one client's block: its channel, its acknowledgement line, its parcel
+    /// and reply areas.
     stride: usize,
     /// Bytes of the whole area (header and every block).
     len: usize,
@@ -82,8 +91,19 @@ impl<K, V> Copy for DelegationLayout<K, V> {}
 
 impl<K, V> PartialEq for DelegationLayout<K, V> {
     fn eq(&self, other: &Self) -> bool {
-        (self.offset, self.clients, self.capacity, self.line)
-            == (other.offset, other.clients, other.capacity, other.line)
+        (
+            self.offset,
+            self.clients,
+            self.capacity,
+            self.parcels,
+            self.line,
+        ) == (
+            other.offset,
+            other.clients,
+            other.capacity,
+            other.parcels,
+            other.line,
+        )
     }
 }
 
@@ -95,13 +115,15 @@ impl<K, V> fmt::Debug for DelegationLayout<K, V> {
             .field("offset", &self.offset)
             .field("clients", &self.clients)
             .field("capacity", &self.capacity)
+            .field("parcels", &self.parcels)
+            .field("replies", &self.replies)
             .field("line", &self.line.get())
             .field("len", &self.len)
             .finish()
     }
 }
 
-impl<K: Pod, V: Pod> DelegationLayout<K, V> {
+impl<K: Stored, V: Stored> DelegationLayout<K, V> {
     /// Bytes an area for `clients` clients with channels of `capacity` records (a
     /// non-zero power of two) needs, laid out for `line`-byte lines.
     ///
@@ -120,40 +142,76 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         capacity: usize,
         line: LineSize,
     ) -> Result<usize, CollectionError> {
-        Ok(Self::sizes(clients, capacity, line)?.1)
+        Self::required_bytes_with_parcels(clients, capacity, DEFAULT_PARCEL_BYTES, line)
     }
 
-    /// `(stride, len)`: one client's block and the whole area.
+    /// [`required_bytes`](Self::required_bytes) with parcel and reply areas of
+    /// `parcel_bytes` each (rounded up to whole lines), where the types need them.
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::X86;
+    /// let need = |plain, strings| match (plain, strings) {
+    ///     (true, _) => DelegationLayout::<u64, u64>::required_bytes_with_parcels(1, 4, 4096, line),
+    ///     (false, false) => DelegationLayout::<String, u64>::required_bytes_with_parcels(1, 4, 4096, line),
+    ///     (false, true) => DelegationLayout::<String, String>::required_bytes_with_parcels(1, 4, 4096, line),
+    /// };
+    /// let (plain, keys, both) = (need(true, false).unwrap(), need(false, false).unwrap(), need(false, true).unwrap());
+    /// // String keys: a parcel area (and longer records); string values: a reply area too.
+    /// assert!(keys >= plain + 4096 && both >= keys + 4096);
+    /// ```
+    pub fn required_bytes_with_parcels(
+        clients: usize,
+        capacity: usize,
+        parcel_bytes: usize,
+        line: LineSize,
+    ) -> Result<usize, CollectionError> {
+        Ok(Self::sizes(clients, capacity, parcel_bytes, line)?.3)
+    }
+
+    /// `(parcels, replies, stride, len)`: one client's parcel and reply areas, its block
+    /// and the whole area.
     fn sizes(
         clients: usize,
         capacity: usize,
+        parcel_bytes: usize,
         line: LineSize,
-    ) -> Result<(usize, usize), CollectionError> {
+    ) -> Result<(usize, usize, usize, usize), CollectionError> {
         if clients == 0 {
             return Err(DelegationError::NoClients.into());
         }
         // A channel placed at 0 has the length of one placed anywhere (line-aligned).
-        let channel = ChannelLayout::<OpRecord<K, V>>::new(0, capacity, line)?;
+        let channel = ChannelLayout::<WireRecord<K, V>>::new(0, capacity, line)?;
         let too_large = DelegationError::TooLarge { clients, capacity };
+        let area = parcel_bytes
+            .checked_next_multiple_of(line.get())
+            .ok_or(too_large)?;
+        let parcels = if K::OUT_OF_LINE || V::OUT_OF_LINE {
+            area
+        } else {
+            0
+        };
+        let replies = if V::OUT_OF_LINE { area } else { 0 };
         let slots = if outcome_fits_ack::<V>(line) {
             0
         } else {
             capacity
         };
         let results = slots
-            .checked_mul(size_of::<ResultRecord<V>>())
+            .checked_mul(size_of::<WireResult<V>>())
             .map(|bytes| bytes.next_multiple_of(line.get()))
             .ok_or(too_large)?;
-        let stride = channel
-            .len()
-            .checked_add(results)
-            .and_then(|b| b.checked_add(line.get()))
+        let stride = [results, line.get(), parcels, replies]
+            .into_iter()
+            .try_fold(channel.len(), usize::checked_add)
             .ok_or(too_large)?;
         let len = stride
             .checked_mul(clients)
             .and_then(|blocks| blocks.checked_add(line.get()))
             .ok_or(too_large)?;
-        Ok((stride, len))
+        Ok((parcels, replies, stride, len))
     }
 
     /// Places an area for `clients` clients with channels of `capacity` records at the
@@ -182,6 +240,29 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         capacity: usize,
         line: LineSize,
     ) -> Result<Self, CollectionError> {
+        Self::with_parcels(range, clients, capacity, DEFAULT_PARCEL_BYTES, line)
+    }
+
+    /// [`new`](Self::new) with parcel and reply areas of `parcel_bytes` each (rounded up
+    /// to whole lines), where the types need them: a delegated write carries strings of
+    /// up to `parcel_bytes - 8` bytes ([`parcel_bytes`](Self::parcel_bytes)).
+    ///
+    /// ```
+    /// use bi_collections::delegate::DelegationLayout;
+    /// use bi_core::line::LineSize;
+    ///
+    /// let line = LineSize::X86;
+    /// let need = DelegationLayout::<String, String>::required_bytes_with_parcels(2, 8, 4096, line);
+    /// let layout = DelegationLayout::<String, String>::with_parcels(0..need.unwrap(), 2, 8, 4096, line);
+    /// assert_eq!(layout.unwrap().parcel_bytes(), 4096);
+    /// ```
+    pub fn with_parcels(
+        range: Range<usize>,
+        clients: usize,
+        capacity: usize,
+        parcel_bytes: usize,
+        line: LineSize,
+    ) -> Result<Self, CollectionError> {
         let offset = range.start;
         if offset != line.align_down(offset) {
             return Err(DelegationError::Misaligned {
@@ -190,7 +271,7 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
             }
             .into());
         }
-        let (stride, len) = Self::sizes(clients, capacity, line)?;
+        let (parcels, replies, stride, len) = Self::sizes(clients, capacity, parcel_bytes, line)?;
         let available = range.end.saturating_sub(range.start);
         if available < len {
             return Err(DelegationError::RangeTooSmall {
@@ -206,6 +287,8 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
             clients,
             capacity,
             line,
+            parcels,
+            replies,
             stride,
             len,
             _records: PhantomData,
@@ -224,7 +307,10 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     /// assert!(a.offset() < b.offset()); // one channel per client, apart
     /// assert!(layout.channel(2).is_err());
     /// ```
-    pub fn channel(&self, index: usize) -> Result<ChannelLayout<OpRecord<K, V>>, CollectionError> {
+    pub fn channel(
+        &self,
+        index: usize,
+    ) -> Result<ChannelLayout<WireRecord<K, V>>, CollectionError> {
         let block = self.block(index)?;
         Ok(ChannelLayout::new(block, self.capacity, self.line)?)
     }
@@ -243,7 +329,19 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     /// assert!(layout.ack_offset(2).is_err());
     /// ```
     pub fn ack_offset(&self, index: usize) -> Result<usize, CollectionError> {
-        Ok(self.block(index)? + self.stride - self.line.get())
+        Ok(self.block(index)? + self.stride - self.parcels - self.replies - self.line.get())
+    }
+
+    /// The parcel area of client `index` (empty where keys and values are plain).
+    pub(crate) fn parcel_area(&self, index: usize) -> Result<Range<usize>, CollectionError> {
+        let start = self.ack_offset(index)? + self.line.get();
+        Ok(start..start + self.parcels)
+    }
+
+    /// The reply area of client `index` (empty where values are plain).
+    pub(crate) fn reply_area(&self, index: usize) -> Result<Range<usize>, CollectionError> {
+        let start = self.parcel_area(index)?.end;
+        Ok(start..start + self.replies)
     }
 
     /// The two words beside client `index`'s acknowledgement, `(from, to)`: the last
@@ -275,7 +373,7 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
         }
         let results = self.block(index)? + self.channel(index)?.len();
         let slot = (seq.wrapping_sub(1) % self.capacity as u64) as usize;
-        Ok(results + slot * size_of::<ResultRecord<V>>())
+        Ok(results + slot * size_of::<WireResult<V>>())
     }
 
     /// Checks that the area fits in `view` and that the view's lines are no larger than
@@ -362,14 +460,15 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
     }
 
     /// The header's words, in order, with their names.
-    fn header(&self) -> [(&'static str, u64); 6] {
+    fn header(&self) -> [(&'static str, u64); 7] {
         [
             ("magic", MAGIC),
             ("clients", self.clients as u64),
             ("capacity", self.capacity as u64),
-            ("record_size", size_of::<OpRecord<K, V>>() as u64),
-            ("result_size", size_of::<ResultRecord<V>>() as u64),
+            ("record_size", size_of::<WireRecord<K, V>>() as u64),
+            ("result_size", size_of::<WireResult<V>>() as u64),
             ("line", self.line.get() as u64),
+            ("parcel_bytes", self.parcels as u64),
         ]
     }
 
@@ -388,6 +487,23 @@ impl<K: Pod, V: Pod> DelegationLayout<K, V> {
 }
 
 impl<K, V> DelegationLayout<K, V> {
+    /// Bytes of each client's parcel area (and reply area, where values may be
+    /// strings): a delegated write carries keys and values of up to this many bytes less
+    /// 8. Zero where keys and values are plain types, which always fit their record.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationLayout, DEFAULT_PARCEL_BYTES};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let strings = DelegationLayout::<String, u64>::new(0..1 << 20, 2, 8, LineSize::X86).unwrap();
+    /// assert_eq!(strings.parcel_bytes(), DEFAULT_PARCEL_BYTES);
+    /// let plain = DelegationLayout::<u64, u64>::new(0..1 << 20, 2, 8, LineSize::X86).unwrap();
+    /// assert_eq!(plain.parcel_bytes(), 0);
+    /// ```
+    pub fn parcel_bytes(&self) -> usize {
+        self.parcels
+    }
+
     /// The first byte of the area (its header line).
     ///
     /// ```

@@ -75,6 +75,43 @@
 //!    better when a node has several writing threads, the node attaches once as a
 //!    [`NodeCombiner`] and its threads share it.
 //!
+//! # Strings
+//!
+//! A record is fixed-size: keys and values travel as their [words](crate::Stored), which
+//! hold a plain type whole and a string of up to 16 bytes. A longer string's bytes go
+//! into a **parcel area** the client alone writes, beside its channel, and the old value
+//! the writer reports comes back through a **reply area** the server alone writes
+//! (module `parcel`): each side writes back what it put before the other is told of
+//! it, and each reads the other's area fresh. A write whose strings together do not fit
+//! the area ([`DelegationLayout::parcel_bytes`], 256 KiB by default) is refused before
+//! anything is sent ([`DelegationError::ItemTooLarge`]); so is one whose key holds a
+//! value too long to report back, which only the writer's own handle can put there.
+//! Plain keys and values have no areas and pay nothing for them.
+//!
+//! ```
+//! use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
+//! use bi_collections::map::BiHashMap;
+//! use bi_core::runtime::testing::Setup;
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//!
+//! let s = Setup::new(3, 1);
+//! let map = BiHashMap::<String, Vec<u8>>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+//! let line = s.emu.line_size();
+//! let layout = DelegationLayout::with_parcels(s.arena(2), 1, 8, 4096, line).unwrap();
+//! let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+//! let stop = AtomicBool::new(false);
+//! std::thread::scope(|scope| {
+//!     let serving = scope.spawn(|| server.run_until(&stop));
+//!     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
+//!     let key = "a key longer than its sixteen-byte word".to_string();
+//!     assert_eq!(client.insert_returning(key.clone(), vec![7; 1000]).unwrap(), None);
+//!     assert_eq!(client.insert_returning(key, vec![8]).unwrap(), Some(vec![7; 1000]));
+//!     assert!(client.insert_returning("k".into(), vec![0; 5000]).is_err()); // too long
+//!     stop.store(true, Ordering::Release);
+//!     serving.join().unwrap().unwrap();
+//! });
+//! ```
+//!
 //! # Combining on a node first
 //!
 //! Threads of one node are coherent with each other, so they need not cross to the
@@ -139,13 +176,14 @@ mod combine;
 mod error;
 mod layout;
 mod named;
+mod parcel;
 mod record;
 mod server;
 
 pub use client::{ClientConfig, DelegationClient};
 pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
-pub use layout::DelegationLayout;
+pub use layout::{DEFAULT_PARCEL_BYTES, DelegationLayout};
 pub use named::NAMED_CAPACITY;
 pub use record::{OpRecord, Outcome, same_bytes};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};

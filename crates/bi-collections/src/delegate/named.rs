@@ -8,13 +8,12 @@
 //! every client, finds it by the same name.
 
 use super::layout::DelegationLayout;
-use crate::CollectionError;
 use crate::named::{fingerprint, open_slot};
+use crate::{CollectionError, Stored};
 use bi_alloc::{Extents, Grow};
 use bi_core::mem::MemView;
 use bi_core::region::Region;
 use bi_core::runtime::{BiError, NodeRuntime};
-use bytemuck::Pod;
 
 /// Records per client channel of a named structure's area.
 pub const NAMED_CAPACITY: usize = 64;
@@ -24,7 +23,7 @@ fn area_name(name: &str) -> String {
     format!("{name}.rq")
 }
 
-impl<K: Pod, V: Pod> DelegationLayout<K, V> {
+impl<K: Stored, V: Stored> DelegationLayout<K, V> {
     /// The delegation area of the structure named `name`, with `clients` clients of
     /// [`NAMED_CAPACITY`] records each: granted now if `grant` (the structure's writer
     /// does) and there is none yet; `None` if there is none and `grant` is false (no

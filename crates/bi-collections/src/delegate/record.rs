@@ -7,7 +7,7 @@
 //! the server refuse a record it should never see: a slot still holding the previous
 //! lap's record (a stale line) carries a number one capacity too small.
 
-use crate::{Guard, Op};
+use crate::{Guard, Op, Stored};
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 
@@ -238,6 +238,13 @@ pub enum Outcome<V> {
     /// it died first. It may have applied the operation before dying (the outcome of a
     /// request to a dead process is unknown), but no later writer applies it again.
     Failed,
+    /// Not applied: the value at the key is `len` bytes long, more than a reply to a
+    /// client carries (a delegated operation reports the value it finds, and that one
+    /// the writer's own handle put there): the writer refused the operation.
+    TooLarge {
+        /// The length of the value found, in bytes.
+        len: usize,
+    },
 }
 
 impl<V> Outcome<V> {
@@ -286,10 +293,30 @@ impl<V> Outcome<V> {
         match self {
             Outcome::Replaced(v) => Some(Ok(v)),
             Outcome::Refused(v) => Some(Err(v)),
-            Outcome::Applied | Outcome::Undecided | Outcome::Failed => None,
+            Outcome::Applied | Outcome::Undecided | Outcome::Failed | Outcome::TooLarge { .. } => {
+                None
+            }
         }
     }
+
+    /// The same outcome with its value mapped by `f` (the first error of `f` if any).
+    pub(crate) fn try_map<W, E>(self, f: impl FnOnce(V) -> Result<W, E>) -> Result<Outcome<W>, E> {
+        Ok(match self {
+            Outcome::Replaced(v) => Outcome::Replaced(v.map(f).transpose()?),
+            Outcome::Refused(v) => Outcome::Refused(v.map(f).transpose()?),
+            Outcome::Applied => Outcome::Applied,
+            Outcome::Undecided => Outcome::Undecided,
+            Outcome::Failed => Outcome::Failed,
+            Outcome::TooLarge { len } => Outcome::TooLarge { len },
+        })
+    }
 }
+
+/// The record of an operation on keys `K` and values `V` as it travels: their words.
+pub(crate) type WireRecord<K, V> = OpRecord<<K as Stored>::Word, <V as Stored>::Word>;
+
+/// The outcome of an operation on values `V` as it travels: the word of the value.
+pub(crate) type WireResult<V> = ResultRecord<<V as Stored>::Word>;
 
 /// Whether two `Pod` values have the same bytes: how the delegation server compares the
 /// value a guard expects with the value it finds (so a float `NaN` equals itself and
@@ -312,6 +339,9 @@ const RESULT_FAILED: u64 = 4;
 const RESULT_REFUSED_ABSENT: u64 = 5;
 const RESULT_REFUSED_PRESENT: u64 = 6;
 const RESULT_UNDECIDED: u64 = 7;
+/// With the value's length in the bits above [`RESULT_KIND`].
+const RESULT_TOO_LARGE: u64 = 8;
+const RESULT_KIND: u64 = 0xFF;
 
 /// One operation's outcome in shared memory: the operation's sequence number, a state
 /// word and the old value (zero unless the state says present). Written by the server
@@ -350,6 +380,7 @@ impl<V: Pod> ResultRecord<V> {
             Outcome::Refused(None) => (RESULT_REFUSED_ABSENT, V::zeroed()),
             Outcome::Refused(Some(v)) => (RESULT_REFUSED_PRESENT, v),
             Outcome::Undecided => (RESULT_UNDECIDED, V::zeroed()),
+            Outcome::TooLarge { len } => (RESULT_TOO_LARGE | (len as u64) << 8, V::zeroed()),
         };
         ResultRecord { seq, state, value }
     }
@@ -361,7 +392,15 @@ impl<V: Pod> ResultRecord<V> {
     /// The outcome, or `None` for a state word no server writes.
     pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
         let value = self.value;
-        match self.state {
+        // Only the too-large state carries bits above the kind.
+        let kind = match self.state & RESULT_KIND {
+            RESULT_TOO_LARGE => RESULT_TOO_LARGE,
+            _ => self.state,
+        };
+        match kind {
+            RESULT_TOO_LARGE => Some(Outcome::TooLarge {
+                len: usize::try_from(self.state >> 8).ok()?,
+            }),
             RESULT_ABSENT => Some(Outcome::Replaced(None)),
             RESULT_PRESENT => Some(Outcome::Replaced(Some(value))),
             RESULT_APPLIED => Some(Outcome::Applied),

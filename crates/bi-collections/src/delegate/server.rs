@@ -4,12 +4,12 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, mem};
 use super::layout::DelegationLayout;
-use super::record::{OpRecord, Outcome, ResultRecord, same_bytes};
-use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op};
+use super::parcel::{self, Parcels};
+use super::record::{Outcome, ResultRecord, WireRecord};
+use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Stored};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
 use bi_core::mem::MemView;
-use bi_core::runtime::{Fault, Faults};
-use bytemuck::Pod;
+use bi_core::runtime::{Bytes, Fault, Faults, Link};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,10 +104,10 @@ impl ServeTotals {
     }
 }
 
-/// The server's view of one client's channel.
+/// The server's view of one client's channel (of records `R`).
 #[derive(Clone, Copy, Debug)]
-struct ClientState<K, V> {
-    channel: ChannelLayout<OpRecord<K, V>>,
+struct ClientState<R> {
+    channel: ChannelLayout<R>,
     ack_offset: usize,
     /// Records consumed, applied and acknowledged (the head counter and the
     /// acknowledgement word in memory).
@@ -178,11 +178,11 @@ struct ClientState<K, V> {
 /// assert_eq!(a.flush().unwrap(), 2);
 /// assert_eq!(server.into_structure().0, BTreeMap::from([(2, 200)]));
 /// ```
-pub struct DelegationServer<Vw, K, V, S> {
+pub struct DelegationServer<Vw, K: Stored, V: Stored, S> {
     view: Vw,
     layout: DelegationLayout<K, V>,
     structure: S,
-    clients: Vec<ClientState<K, V>>,
+    clients: Vec<ClientState<WireRecord<K, V>>>,
     /// The client served first in the next batch (round robin, for fairness when
     /// `max_batch` cuts a batch short).
     first: usize,
@@ -200,7 +200,7 @@ pub struct DelegationServer<Vw, K, V, S> {
     broken: Vec<(usize, CollectionError)>,
 }
 
-impl<Vw, K, V, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
+impl<Vw, K: Stored, V: Stored, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelegationServer")
             .field("layout", &self.layout)
@@ -209,7 +209,7 @@ impl<Vw, K, V, S> fmt::Debug for DelegationServer<Vw, K, V, S> {
     }
 }
 
-impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V, S> {
+impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V, S> {
     /// Initialises the area described by `layout` (empty channels, zero
     /// acknowledgements, then the header clients check) through `view`, and serves
     /// `structure` from it.
@@ -354,7 +354,9 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
 
     /// Serves with protocol mechanisms switched off, for tests that show they are
     /// needed ([`Fault::GuardsAtBatchStart`]: guarded requests decided on what the
-    /// structure held before the batch). Shipped builds have no switch to turn on.
+    /// structure held before the batch; [`Fault::ParcelWriteback`] and
+    /// [`Fault::ParcelInvalidate`]: replies not written back, parcels read from the
+    /// cache). Shipped builds have no switch to turn on.
     pub fn with_faults(mut self, faults: Faults) -> Self {
         self.faults = faults;
         self
@@ -399,6 +401,9 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             return Ok(ServeReport::default());
         }
         self.read_records()?;
+        if V::OUT_OF_LINE {
+            self.refuse_unreportable()?;
+        }
         let ops = self.ops.len();
         let clients = self.clients.iter().filter(|c| c.take > 0).count();
         if ops == 0 {
@@ -408,9 +413,8 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             self.apply_guards_at_batch_start()?
         } else {
             let (ops, guards) = (&self.ops, &self.guards);
-            let same = same_bytes::<V>;
             self.structure
-                .apply_guarded(ops, guards, same, &mut self.olds)?
+                .apply_guarded(ops, guards, V::same, &mut self.olds)?
         };
         // Results and acknowledgements are written back before one fence; a client
         // that reads its result before the line lands sees the previous lap's sequence
@@ -539,13 +543,12 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     fn refresh_counters(&mut self, poll: Poll, heads: bool) -> Result<(), CollectionError> {
         let v = &self.view;
         let speculate = self.speculates();
-        let polled =
-            |c: &ClientState<K, V>| poll == Poll::All || (!c.broken && c.quiet < QUIET_AFTER);
+        let polled = |c: &ClientState<_>| poll == Poll::All || (!c.broken && c.quiet < QUIET_AFTER);
         for c in self.clients.iter().filter(|c| polled(c)) {
             v.invalidate(c.channel.tail_offset(), size_of::<u64>())
                 .map_err(mem)?;
             if speculate && !heads {
-                v.invalidate(c.channel.slot_offset(c.head), size_of::<OpRecord<K, V>>())
+                v.invalidate(c.channel.slot_offset(c.head), size_of::<WireRecord<K, V>>())
                     .map_err(mem)?;
             }
             if heads {
@@ -619,9 +622,9 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// `self.ops`, in client order then sequence order.
     fn read_records(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
-        let size = size_of::<OpRecord<K, V>>();
+        let size = size_of::<WireRecord<K, V>>();
         let speculates = self.speculates();
-        let speculated = |c: &ClientState<K, V>| speculates && c.take == 1;
+        let speculated = |c: &ClientState<_>| speculates && c.take == 1;
         let mut fence = false;
         for c in self.clients.iter().filter(|c| c.take > 0 && !speculated(c)) {
             // The slots may hold the previous lap's records, or lines prefetched before
@@ -642,12 +645,20 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         for (index, c) in self.clients.iter_mut().enumerate() {
             let start = self.ops.len();
             let (ops, guards) = (&mut self.ops, &mut self.guards);
-            match Self::read_client(v, index, c, speculated(c), ops, guards) {
+            let parcels = Parcels {
+                view: v,
+                area: self.layout.parcel_area(index)?,
+                bad: DelegationError::BadParcel { client: index },
+                faults: self.faults,
+            };
+            match Self::read_client(&parcels, index, c, speculated(c), ops, guards) {
                 Ok(()) if c.broken && c.take > 0 => heal(&mut self.broken, index, c),
                 Ok(()) => {}
                 Err(
                     e @ CollectionError::Delegation(
-                        DelegationError::SequenceGap { .. } | DelegationError::BadRecord { .. },
+                        DelegationError::SequenceGap { .. }
+                        | DelegationError::BadRecord { .. }
+                        | DelegationError::BadParcel { .. },
                     ),
                 ) => {
                     // What it sent before the bad record is not served either: its
@@ -664,25 +675,27 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         Ok(())
     }
 
-    /// Reads and checks the `take` records of client `index` into `ops` and `guards`.
+    /// Reads and checks the `take` records of client `index` into `ops` and `guards`,
+    /// their items read from the client's `parcels` where their words name one.
     fn read_client(
-        v: &Vw,
+        parcels: &Parcels<'_, Vw>,
         index: usize,
-        c: &ClientState<K, V>,
+        c: &ClientState<WireRecord<K, V>>,
         speculated: bool,
         ops: &mut Vec<Op<K, V>>,
         guards: &mut Vec<Guard<V>>,
     ) -> Result<(), CollectionError> {
-        let size = size_of::<OpRecord<K, V>>();
+        let v = parcels.view;
+        let size = size_of::<WireRecord<K, V>>();
         for i in c.head..c.head + c.take as u64 {
             let at = c.channel.slot_offset(i);
-            let mut record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+            let mut record = v.load::<WireRecord<K, V>>(at).map_err(mem)?;
             if !record.carries(i + 1) && speculated {
                 // The line was refetched between the poll's invalidation and the
                 // record's arrival: drop it again, now that the tail covers it.
                 v.invalidate(at, size).map_err(mem)?;
                 v.fence();
-                record = v.load::<OpRecord<K, V>>(at).map_err(mem)?;
+                record = v.load::<WireRecord<K, V>>(at).map_err(mem)?;
             }
             if !record.carries(i + 1) {
                 return Err(DelegationError::SequenceGap {
@@ -696,8 +709,41 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                 client: index,
                 kind: record.kind(),
             })?;
-            ops.push(op);
-            guards.push(guard);
+            let bad = |e| match e {
+                CollectionError::Delegation(_) | CollectionError::Channel(_) => e,
+                // A word that decodes to no item (text that is not UTF-8).
+                _ => DelegationError::BadParcel { client: index }.into(),
+            };
+            let key = |_: &mut (), w: &K::Word| K::from_word(w, parcels).map_err(bad);
+            let value = |_: &mut (), w: &V::Word| V::from_word(w, parcels).map_err(bad);
+            ops.push(op.try_map(&mut (), key, value)?);
+            guards.push(guard.try_map(|w| V::from_word(w, parcels).map_err(bad))?);
+        }
+        Ok(())
+    }
+
+    /// Before a batch of a structure whose values may be strings: every operation whose
+    /// key held, before the batch, a value longer than a reply carries (the writer's own
+    /// handle put it there) is refused, by a guard that admits only an absent key. Every
+    /// operation of the batch on such a key then finds that value (none before it
+    /// changed it), so none applies and each reports [`Outcome::TooLarge`]; every other
+    /// one finds a value that came through a parcel, or none.
+    fn refuse_unreportable(&mut self) -> Result<(), CollectionError> {
+        let limit = parcel::capacity(&self.layout.reply_area(0)?);
+        for (op, guard) in self.ops.iter().zip(self.guards.iter_mut()) {
+            // Alone, so that it sees the structure as it was before the batch.
+            let alone = std::slice::from_ref(op);
+            if !self.structure.old_values(alone, &mut self.olds)? {
+                return Ok(());
+            }
+            if self
+                .olds
+                .first()
+                .and_then(Option::as_ref)
+                .is_some_and(|v| reply_len(v) > limit)
+            {
+                *guard = Guard::Absent;
+            }
         }
         Ok(())
     }
@@ -716,13 +762,13 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
                 return self.structure.apply_guarded(
                     &self.ops,
                     &self.guards,
-                    same_bytes,
+                    V::same,
                     &mut self.olds,
                 );
             }
             let now = found.pop().flatten();
-            if guard.admits(now.as_ref(), same_bytes) {
-                kept.push(*op);
+            if guard.admits(now.as_ref(), V::same) {
+                kept.push(op.clone());
             }
             self.olds.push(now);
         }
@@ -737,7 +783,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
         self.layout
             .line_size()
             .get()
-            .is_multiple_of(size_of::<OpRecord<K, V>>())
+            .is_multiple_of(size_of::<WireRecord<K, V>>())
     }
 
     /// Step 3 (after the structure applied the batch): write and write back the outcome
@@ -745,13 +791,19 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// guard and the value it found, in `self.olds` when `known`).
     fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
         let (mut olds, mut guards) = (self.olds.iter(), self.guards.iter());
+        let mut replied = false;
         for (index, c) in self.clients.iter().enumerate() {
             let seqs = c.head + 1..=c.head + c.take as u64;
             let outcome = |_| {
-                let found = olds.next().copied().filter(|_| known);
-                Outcome::decide(guards.next().unwrap_or(&Guard::Always), found, same_bytes)
+                let found = olds.next().cloned().filter(|_| known);
+                Outcome::decide(guards.next().unwrap_or(&Guard::Always), found, V::same)
             };
-            self.write_outcomes(index, seqs, outcome)?;
+            replied |= self.write_outcomes(index, seqs, outcome)?;
+        }
+        if replied && !self.faults.has(Fault::ParcelWriteback) {
+            // A client reads its reply once it sees the acknowledgement, whose line
+            // can land before the reply's lines unless a fence comes between.
+            self.view.fence();
         }
         Ok(())
     }
@@ -759,17 +811,23 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     /// Stores the outcome of the last of `seqs` beside client `index`'s acknowledgement
     /// when it fits there (written back with it), else `outcome(seq)` in the result slot
     /// of each of `seqs`, written back (in at most two ranges, the second when they
-    /// wrap).
+    /// wrap). Says whether it put a reply in the client's reply area.
     fn write_outcomes(
         &self,
         index: usize,
         seqs: RangeInclusive<u64>,
         mut outcome: impl FnMut(u64) -> Outcome<V>,
-    ) -> Result<(), CollectionError> {
+    ) -> Result<bool, CollectionError> {
         let (start, n) = (*seqs.start(), seqs.clone().count());
         if n == 0 {
-            return Ok(());
+            return Ok(false);
         }
+        let mut replied = false;
+        let mut reply = |o| {
+            let (o, put) = self.reply(index, o)?;
+            replied |= put;
+            Ok::<_, CollectionError>(o)
+        };
         let v = &self.view;
         if let Some(at) = self.layout.inline_result_offset(index)? {
             // Only the latest outcome is ever read when it fits the acknowledgement's
@@ -778,22 +836,42 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
             // Every outcome is still computed: `outcome` may walk a list.
             let last = seqs.map(|seq| (seq, outcome(seq))).last();
             if let Some((seq, o)) = last {
-                v.store(at, &ResultRecord::new(seq, o)).map_err(mem)?;
+                let record = ResultRecord::new(seq, reply(o)?);
+                v.store(at, &record).map_err(mem)?;
             }
-            return Ok(());
+            return Ok(replied);
         }
         for seq in seqs {
-            let record = ResultRecord::new(seq, outcome(seq));
+            let record = ResultRecord::new(seq, reply(outcome(seq))?);
             v.store(self.layout.result_offset(index, seq)?, &record)
                 .map_err(mem)?;
         }
-        let size = size_of::<ResultRecord<V>>();
+        let size = size_of::<ResultRecord<V::Word>>();
         let (first, rest) = split_at_wrap(start - 1, n, self.layout.capacity());
         v.writeback(self.layout.result_offset(index, start)?, first * size)
             .map_err(mem)?;
         v.writeback(self.layout.result_offset(index, 1)?, rest * size)
             .map_err(mem)?;
-        Ok(())
+        Ok(replied)
+    }
+
+    /// `outcome` as client `index` reads it: the value as its word, put at the start of
+    /// the client's reply area if it does not fit the word ([`parcel`](super::parcel));
+    /// [`Outcome::TooLarge`] if it does not fit the area either.
+    fn reply(
+        &self,
+        index: usize,
+        outcome: Outcome<V>,
+    ) -> Result<(Outcome<V::Word>, bool), CollectionError> {
+        let area = self.layout.reply_area(index)?;
+        let mut used = 0;
+        let mut put = |bytes: &[u8]| parcel::put(&self.view, &area, &mut used, bytes, self.faults);
+        match outcome.try_map(|value| value.to_word(&mut put)) {
+            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { len, .. })) => {
+                Ok((Outcome::TooLarge { len }, false))
+            }
+            word => Ok((word?, used > 0)),
+        }
     }
 
     /// The takeover of [`resume`](Self::resume): reads every client's counters from
@@ -842,7 +920,7 @@ impl<Vw: MemView, K: Pod, V: Pod, S: ApplyBatch<K, V>> DelegationServer<Vw, K, V
     }
 }
 
-impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
+impl<Vw, K: Stored, V: Stored, S> DelegationServer<Vw, K, V, S> {
     /// The structure, for reading on the server's thread.
     ///
     /// ```
@@ -963,10 +1041,10 @@ impl<Vw, K, V, S> DelegationServer<Vw, K, V, S> {
 /// `take` consecutive slots of a ring of `capacity` from position `from`, as the counts
 /// before and after the wrap to slot 0.
 /// Records that client `index` is broken (keeping the first error while it stays so).
-fn mark_broken<K, V>(
+fn mark_broken<R>(
     broken: &mut Vec<(usize, CollectionError)>,
     index: usize,
-    c: &mut ClientState<K, V>,
+    c: &mut ClientState<R>,
     e: CollectionError,
 ) {
     if !c.broken {
@@ -976,9 +1054,19 @@ fn mark_broken<K, V>(
 }
 
 /// Client `index` holds sane counters and records again.
-fn heal<K, V>(broken: &mut Vec<(usize, CollectionError)>, index: usize, c: &mut ClientState<K, V>) {
+fn heal<R>(broken: &mut Vec<(usize, CollectionError)>, index: usize, c: &mut ClientState<R>) {
     c.broken = false;
     broken.retain(|(i, _)| *i != index);
+}
+
+/// Bytes of the parcel a reply of `value` needs (zero if it fits its word).
+fn reply_len<V: Stored>(value: &V) -> usize {
+    let mut len = 0;
+    let _ = value.to_word(|bytes: &[u8]| -> Result<Link<Bytes>, CollectionError> {
+        len = bytes.len();
+        Ok(Link::from_raw(0))
+    });
+    len
 }
 
 fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {

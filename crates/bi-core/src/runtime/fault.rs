@@ -71,6 +71,15 @@ pub enum Fault {
     /// so lines read at different moments pass for one version
     /// (`bi_collections::map::MapRef::iter`).
     SnapshotRecollect,
+    /// A delegation client does not write back the parcel holding a long key or value
+    /// before it publishes the record that names it, nor the server a long old value's
+    /// reply (nor does it fence between the reply and the acknowledgement), so the
+    /// other side can read memory without them (`bi_collections::delegate`).
+    ParcelWriteback,
+    /// A delegation server reads a parcel, and a client a reply, from its own cache
+    /// without dropping the lines first, so a copy of what an earlier request left at
+    /// the same place passes for the new one (`bi_collections::delegate`).
+    ParcelInvalidate,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

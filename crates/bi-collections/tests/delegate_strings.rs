@@ -1,0 +1,344 @@
+//! String keys and values through delegation: parcels to the writer, old values back in
+//! replies, on emulated nodes whose caches keep stale lines and whose write-backs land
+//! late; every limit a typed error that writes nothing; and the two mechanisms that
+//! carry the bytes (write-back before publication, invalidation before reading) each
+//! shown needed.
+
+use bi_collections::delegate::{
+    ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer,
+};
+use bi_collections::map::{BiHashMap, MapWriteHandle};
+use bi_collections::{CollectionError, Guard, Op};
+use bi_core::heap::BumpHeap;
+use bi_core::mem::EmulatedNode;
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{Fault, Faults, RuntimeConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+type Map = MapWriteHandle<String, String, EmulatedNode, BumpHeap>;
+type Client = DelegationClient<EmulatedNode, String, String>;
+
+/// Bytes of each parcel and reply area: the longest item that crosses is 8 bytes less.
+const PARCEL: usize = 4096;
+const LIMIT: usize = PARCEL - 8;
+
+fn machine(seed: u64, rate: f64) -> Setup {
+    Setup::with(
+        RegionConfig::new(16 << 20).with_nodes(4),
+        |c| {
+            c.seed(seed)
+                .eviction_rate(rate / 10.0)
+                .adjacent_prefetch_rate(rate)
+                .random_prefetch_rate(rate)
+                .late_writebacks(rate)
+        },
+        RuntimeConfig::default(),
+    )
+}
+
+/// The delegation area: the last node's share of the heap (no writer runs there).
+fn area(s: &Setup, clients: usize) -> DelegationLayout<String, String> {
+    let last = s.emu.nodes() - 1;
+    let line = s.emu.line_size();
+    DelegationLayout::with_parcels(s.arena(last), clients, 8, PARCEL, line).unwrap()
+}
+
+fn map(s: &Setup) -> Map {
+    BiHashMap::<String, String>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap()
+}
+
+fn client(s: &Setup, layout: DelegationLayout<String, String>, index: usize) -> Client {
+    let config = ClientConfig::default().timeout(Duration::from_secs(5));
+    DelegationClient::with_config(s.emu.node(1 + index), layout, index, config).unwrap()
+}
+
+/// Runs `work` on this thread while `server` serves on another (stopped also when
+/// `work` panics, so that a failure ends the test instead of hanging it, and reported
+/// with the server's own error if it had one).
+fn with_server<R>(
+    server: &mut DelegationServer<EmulatedNode, String, String, Map>,
+    work: impl FnOnce() -> R,
+) -> R {
+    let stop = AtomicBool::new(false);
+    let (r, served) = std::thread::scope(|scope| {
+        let serving = scope.spawn(|| server.run_until(&stop));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        stop.store(true, Ordering::Release);
+        (r, serving.join().unwrap())
+    });
+    match r {
+        Ok(r) => {
+            served.unwrap();
+            r
+        }
+        Err(panic) => {
+            if let Err(e) = served {
+                eprintln!("the server stopped with: {e}");
+            }
+            for (client, e) in server.broken_clients() {
+                eprintln!("client {client} is broken: {e}");
+            }
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// A string of `len` bytes that `tag` tells apart from others of its length.
+fn text(tag: u64, len: usize) -> String {
+    let stamp = format!("{tag:x}.");
+    stamp.chars().cycle().take(len).collect()
+}
+
+/// A length: empty, inline (up to 16), a line or two, or up to the limit.
+fn length(rng: &mut SmallRng) -> usize {
+    match rng.random_range(0..8) {
+        0 => 0,
+        1 | 2 => rng.random_range(1..=16),
+        3 => 17,
+        4 | 5 => rng.random_range(17..200),
+        6 => rng.random_range(200..LIMIT / 2),
+        _ => rng.random_range(LIMIT / 2..=LIMIT),
+    }
+}
+
+/// Bytes of the parcel area an item takes (none if it fits its word).
+fn parcel_cost(item: &str) -> usize {
+    if item.len() <= 16 {
+        0
+    } else {
+        8 + item.len().next_multiple_of(8)
+    }
+}
+
+fn same_kind(a: DelegationError, b: DelegationError) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
+}
+
+/// Client `index` writes its own keys at random (plain and guarded, long and short),
+/// synchronously or as batches, and checks every value found against its model.
+fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut model = BTreeMap::new();
+    let keys: Vec<String> = (0..12)
+        .map(|k| {
+            let len = [0, 3, 16, 17, 40, 300][k % 6];
+            format!("{}{}", client.index(), text(k as u64, len))
+        })
+        .collect();
+    for step in 0..steps as u64 {
+        let key = keys[rng.random_range(0..keys.len())].clone();
+        if rng.random_bool(0.1) {
+            // A batch of plain inserts, sent without waiting: parcels fill the area and
+            // the client waits for acknowledgements before it starts it again.
+            let ops: Vec<_> = (0..rng.random_range(1..6))
+                .map(|i| {
+                    let k = keys[rng.random_range(0..keys.len())].clone();
+                    Op::Insert(k, text(step * 8 + i, length(&mut rng)))
+                })
+                .collect();
+            client.send_batch(&ops).unwrap();
+            for op in ops {
+                if let Op::Insert(k, v) = op {
+                    model.insert(k, v);
+                }
+            }
+            continue;
+        }
+        let now = model.get(&key).cloned();
+        let expected = match &now {
+            Some(v) if rng.random_bool(0.5) => v.clone(),
+            _ => text(step + 1_000_000, length(&mut rng)),
+        };
+        let guard = match rng.random_range(0..6) {
+            0 => Guard::Absent,
+            1 => Guard::Present,
+            2 | 3 => Guard::Equals(expected),
+            _ => Guard::Always,
+        };
+        let op = if rng.random_bool(0.7) {
+            Op::Insert(key.clone(), text(step, length(&mut rng)))
+        } else {
+            Op::Remove(key.clone())
+        };
+        let cost = parcel_cost(&key)
+            + match (&op, &guard) {
+                (Op::Insert(_, v), _) => parcel_cost(v),
+                _ => 0,
+            }
+            + match &guard {
+                Guard::Equals(v) => parcel_cost(v),
+                _ => 0,
+            };
+        if cost > PARCEL {
+            // Together too long for the parcel area: refused before anything is sent.
+            let sent = client.sent();
+            let err = client.request(op, guard).unwrap_err();
+            let refused = DelegationError::ItemTooLarge {
+                len: 0,
+                limit: LIMIT,
+            };
+            assert!(matches!(err, CollectionError::Delegation(e) if same_kind(e, refused)));
+            assert_eq!(client.sent(), sent);
+            continue;
+        }
+        let admitted = guard.admits(now.as_ref(), |a, b| a == b);
+        let found = client.request(op.clone(), guard.clone()).unwrap();
+        assert_eq!(
+            found,
+            if admitted { Ok(now) } else { Err(now) },
+            "step {step}: {key:?} under a {} guard",
+            match guard {
+                Guard::Equals(_) => "compare",
+                Guard::Absent => "absent",
+                Guard::Present => "present",
+                Guard::Always => "plain",
+            }
+        );
+        if admitted {
+            match op {
+                Op::Insert(k, v) => model.insert(k, v),
+                Op::Remove(k) => model.remove(&k),
+            };
+        }
+    }
+    client.flush().unwrap();
+    model
+}
+
+/// Two clients on two nodes write string keys and values of every length class through
+/// one server; every old value each gets back is the one its model holds, and the map
+/// ends as the two models together.
+#[test]
+#[cfg_attr(miri, ignore)] // threads spinning on emulated memory: minutes under Miri
+fn strings_cross_to_the_writer_and_old_values_come_back() {
+    for seed in 0..3 {
+        let s = machine(seed, 0.2);
+        let layout = area(&s, 2);
+        let mut server = DelegationServer::new(s.emu.node(0), layout, map(&s)).unwrap();
+        let models = with_server(&mut server, || {
+            std::thread::scope(|scope| {
+                let players: Vec<_> = (0..2)
+                    .map(|i| {
+                        let mut c = client(&s, layout, i);
+                        scope.spawn(move || play(&mut c, seed * 10 + i as u64, 150))
+                    })
+                    .collect();
+                let played: Vec<_> = players.into_iter().map(|p| p.join()).collect();
+                played.into_iter().map(|p| p.unwrap()).collect::<Vec<_>>()
+            })
+        });
+        let mut all: BTreeMap<String, String> = BTreeMap::new();
+        models.into_iter().for_each(|m| all.extend(m));
+        let w = server.into_structure();
+        let mut found = w.entries().unwrap();
+        found.sort();
+        assert_eq!(found, all.into_iter().collect::<Vec<_>>(), "seed {seed}");
+    }
+}
+
+/// What does not cross is refused before anything is written: an item longer than the
+/// area, a key and value that together are, and a remote write to a key whose value
+/// (put there by the writer's own handle) is longer than a reply carries.
+#[test]
+fn items_longer_than_a_parcel_are_typed_errors_that_write_nothing() {
+    let s = machine(7, 0.2);
+    let layout = area(&s, 1);
+    let mut server = DelegationServer::new(s.emu.node(0), layout, map(&s)).unwrap();
+    let big = text(9, LIMIT + 100);
+    server
+        .structure_mut()
+        .insert("big".into(), big.clone())
+        .unwrap();
+    let mut c = client(&s, layout, 0);
+    with_server(&mut server, || {
+        let too_large = |e: CollectionError| match e {
+            CollectionError::Delegation(DelegationError::ItemTooLarge { len, limit }) => {
+                assert_eq!(limit, LIMIT);
+                len
+            }
+            e => panic!("not ItemTooLarge: {e}"),
+        };
+        // Exactly the limit crosses; one byte more does not, and nothing is sent.
+        let edge = text(1, LIMIT);
+        assert_eq!(
+            c.insert_returning("edge".into(), edge.clone()).unwrap(),
+            None
+        );
+        let sent = c.sent();
+        let err = c
+            .insert_returning("over".into(), text(2, LIMIT + 1))
+            .unwrap_err();
+        assert_eq!(too_large(err), LIMIT + 1);
+        // A key and a value that fit alone but not together.
+        let (k, v) = (text(3, LIMIT / 2 + 8), text(4, LIMIT / 2 + 8));
+        assert!(too_large(c.insert_returning(k.clone(), v).unwrap_err()) > LIMIT);
+        assert_eq!(c.sent(), sent, "nothing was sent");
+        assert_eq!(c.remove_returning(k).unwrap(), None, "nothing was written");
+        // The writer's own 4,188-byte value cannot be reported back: refused, kept.
+        let err = c
+            .insert_returning("big".into(), "small".into())
+            .unwrap_err();
+        assert_eq!(too_large(err), big.len());
+        let err = c.remove_returning("big".into()).unwrap_err();
+        assert_eq!(too_large(err), big.len());
+        assert_eq!(c.remove_returning("edge".into()).unwrap(), Some(edge));
+    });
+    assert_eq!(server.structure().get("big"), Some(big));
+    assert_eq!(server.structure().get("over"), None);
+}
+
+/// One client replaces one long key's long value `rounds` times, synchronously (every
+/// parcel at the start of its area, every reply at the start of its own); returns the
+/// old values reported wrong, plus one if the map ends with a value never sent last.
+fn wrong_replies(faults: Faults, seed: u64, rounds: u64) -> u64 {
+    let s = machine(seed, 0.05);
+    let layout = area(&s, 1);
+    let server = DelegationServer::new(s.emu.node(0), layout, map(&s)).unwrap();
+    let mut server = server.with_faults(faults);
+    let config = ClientConfig::default().timeout(Duration::from_millis(500));
+    let c = DelegationClient::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    let mut c = c.with_faults(faults);
+    let key = text(0xAB, 40);
+    let mut wrong = with_server(&mut server, || {
+        let mut previous = None;
+        let mut wrong = 0;
+        for round in 0..rounds {
+            let value = text(round, 100);
+            match c.insert_returning(key.clone(), value.clone()) {
+                Ok(found) if found == previous => {}
+                Ok(_) => wrong += 1,
+                // A parcel read as garbage breaks the channel: the rest never lands.
+                Err(_) => return wrong + rounds - round,
+            }
+            previous = Some(value);
+        }
+        wrong
+    });
+    if server.structure().get(&key) != Some(text(rounds - 1, 100)) {
+        wrong += 1;
+    }
+    wrong
+}
+
+/// Parcels and replies carry their bytes only because each side writes back what it
+/// put before the other can read it, and the reader drops its stale copy first. Switched
+/// off, values arrive as what memory or the cache held before.
+#[test]
+#[cfg_attr(miri, ignore)] // threads spinning on emulated memory: minutes under Miri
+fn parcels_need_their_write_back_and_invalidation() {
+    for seed in 0..2 {
+        assert_eq!(wrong_replies(Faults::default(), seed, 40), 0, "seed {seed}");
+    }
+    for fault in [Fault::ParcelWriteback, Fault::ParcelInvalidate] {
+        let broken = RuntimeConfig::default().fault(fault).faults();
+        let wrong: u64 = (0..2).map(|seed| wrong_replies(broken, seed, 40)).sum();
+        assert!(wrong > 0, "{fault:?} switched off was never noticed");
+    }
+}
