@@ -7,7 +7,8 @@
 //! cycle over 4,096, so every insert after the first lap replaces a value. Reported:
 //! the plain write handle's `insert` (`MapWriteHandle`, on a third node), the writer's
 //! shared handle (the same insert behind the lock its serving thread shares) and the
-//! remote handle. `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run. After
+//! remote handle; then the same for `String -> String` with 35-byte keys and 100-byte
+//! values, which cross in the remote node's parcel area. `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run. After
 //! criterion's groups it prints a table of median ns per insert and the ratios, measured
 //! in the same run.
 
@@ -93,4 +94,45 @@ fn main() {
         r / p
     );
     println!("  ratio remote / writer's shared       {:.2}", r / l);
+    strings(&path, runs, n / 4);
+}
+
+/// The same comparison for string keys and values longer than their 16-byte words.
+fn strings(path: &std::path::Path, runs: usize, n: u64) {
+    let node = |n| PoolConfig {
+        node: Some(n),
+        ..PoolConfig::default()
+    };
+    let (writer_pool, remote_pool, plain_pool) = (
+        Pool::open(path, node(3)).expect("string writer pool"),
+        Pool::open(path, node(4)).expect("string remote pool"),
+        Pool::open(path, node(5)).expect("string plain pool"),
+    );
+    let shared = writer_pool.map::<String, String>("strings");
+    let _local = shared.expect("string writer handle");
+    let remote = remote_pool
+        .map::<String, String>("strings")
+        .expect("string remote handle");
+    let mut plain = plain_pool
+        .map_writer::<String, String>("plain strings")
+        .expect("plain string writer");
+    let keys: Vec<String> = (0..KEYS).map(|k| format!("customer-{k:026}")).collect();
+    let value = "v".repeat(100);
+    let key = |i: u64| keys[(i % KEYS) as usize].clone();
+    let p = kit::median_ns(runs, n, |n| {
+        for i in 0..n {
+            black_box(plain.insert(key(i), value.clone()).expect("insert"));
+        }
+    });
+    let r = kit::median_ns(runs, n, |n| {
+        for i in 0..n {
+            black_box(remote.insert(key(i), value.clone()).expect("insert"));
+        }
+    });
+    println!(
+        "synchronous insert of 35-byte keys and 100-byte values, ns (median of {runs} runs of {n})"
+    );
+    println!("  plain write handle (writer's node)   {p:8.0}");
+    println!("  remote shared handle (another node)  {r:8.0}");
+    println!("  ratio remote / plain local insert    {:.2}", r / p);
 }

@@ -87,8 +87,15 @@ impl<T: Plain, const N: usize> Plain for [T; N] {}
 /// Where stored byte strings are read: a reader's guard (validated reads), or the
 /// writer's own cache.
 pub trait ByteSource {
-    /// Copies the byte string `link` names into `out`.
-    fn read_bytes_into(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<(), CollectionError>;
+    /// Copies the byte string `link` names into `out`. `len` is the length the word
+    /// that links to it records: a source may use it to read in one step, never trust
+    /// it (the caller checks the length read against it).
+    fn read_bytes_into(
+        &self,
+        link: Link<Bytes>,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CollectionError>;
     /// `probe.cmp(stored)`, reading only as far as the first difference.
     fn compare_bytes_with(
         &self,
@@ -106,7 +113,12 @@ fn stale(link: Link<Bytes>) -> CollectionError {
 /// A reader's byte strings: a string that does not validate after one invalidation is a
 /// stale link (the search that reached it starts again from fresh entry points).
 impl<M: MemView> ByteSource for BiGuard<'_, M> {
-    fn read_bytes_into(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<(), CollectionError> {
+    fn read_bytes_into(
+        &self,
+        link: Link<Bytes>,
+        _: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CollectionError> {
         match self.read_bytes(link, out)? {
             Fetch::Value(()) => Ok(()),
             Fetch::Null | Fetch::Stale => Err(stale(link)),
@@ -127,7 +139,12 @@ impl<M: MemView> ByteSource for BiGuard<'_, M> {
 }
 
 impl<M: MemView, H: Heap> ByteSource for Writer<M, H> {
-    fn read_bytes_into(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<(), CollectionError> {
+    fn read_bytes_into(
+        &self,
+        link: Link<Bytes>,
+        _: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CollectionError> {
         *out = self.read_own_bytes(link)?;
         Ok(())
     }
@@ -381,7 +398,7 @@ impl BytesWord {
             return Ok(all[..self.len as usize].to_vec());
         }
         let mut out = Vec::new();
-        src.read_bytes_into(self.link(), &mut out)?;
+        src.read_bytes_into(self.link(), self.len as usize, &mut out)?;
         if out.len() != self.len as usize {
             return Err(CollectionError::Corrupt {
                 reason: "a stored byte string's length differs from its key's",

@@ -86,8 +86,14 @@ pub(crate) struct Parcels<'a, Vw> {
 }
 
 impl<Vw: MemView> Parcels<'_, Vw> {
-    /// The words of the parcel `link` names, read fresh, and its length in bytes.
-    fn words(&self, link: Link<Bytes>) -> Result<(Vec<u64>, usize), CollectionError> {
+    /// The words of the parcel `link` names, read fresh, and its length in bytes. With
+    /// the length its word records (`hint`), its lines are dropped and fetched in one
+    /// step, and a parcel of another length is bad; without, the length word first.
+    fn words(
+        &self,
+        link: Link<Bytes>,
+        hint: Option<usize>,
+    ) -> Result<(Vec<u64>, usize), CollectionError> {
         let at = usize::try_from(link.raw()).map_err(|_| self.bad)?;
         let inside = |start: usize, len: usize| {
             start >= self.area.start && start.checked_add(len).is_some_and(|e| e <= self.area.end)
@@ -97,18 +103,24 @@ impl<Vw: MemView> Parcels<'_, Vw> {
         }
         let v = self.view;
         let fresh = !self.faults.has(Fault::ParcelInvalidate);
-        if fresh {
-            v.invalidate(at, WORD).map_err(mem)?;
-            v.fence();
-        }
+        let drop = |start: usize, len: usize| {
+            if fresh {
+                v.invalidate(start, len).map_err(mem)?;
+                v.fence();
+            }
+            Ok::<_, CollectionError>(())
+        };
+        let hinted = hint
+            .and_then(parcel_bytes)
+            .filter(|&bytes| inside(at, bytes));
+        drop(at, hinted.unwrap_or(WORD))?;
         let len = usize::try_from(v.load_u64(at).map_err(mem)?).map_err(|_| self.bad)?;
         let padded = len.checked_next_multiple_of(WORD).ok_or(self.bad)?;
-        if !inside(at + WORD, padded) {
+        if !inside(at + WORD, padded) || hint.is_some_and(|h| h != len) {
             return Err(self.bad.into());
         }
-        if fresh {
-            v.invalidate(at + WORD, padded).map_err(mem)?;
-            v.fence();
+        if hinted.is_none() {
+            drop(at + WORD, padded)?;
         }
         let mut words = vec![0u64; padded / WORD];
         v.load_u64s(at + WORD, &mut words).map_err(mem)?;
@@ -117,8 +129,13 @@ impl<Vw: MemView> Parcels<'_, Vw> {
 }
 
 impl<Vw: MemView> ByteSource for Parcels<'_, Vw> {
-    fn read_bytes_into(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<(), CollectionError> {
-        let (words, len) = self.words(link)?;
+    fn read_bytes_into(
+        &self,
+        link: Link<Bytes>,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CollectionError> {
+        let (words, len) = self.words(link, Some(len))?;
         out.clear();
         out.extend_from_slice(&bytemuck::cast_slice::<u64, u8>(&words)[..len]);
         Ok(())
@@ -129,7 +146,7 @@ impl<Vw: MemView> ByteSource for Parcels<'_, Vw> {
         link: Link<Bytes>,
         probe: &[u8],
     ) -> Result<Ordering, CollectionError> {
-        let (words, len) = self.words(link)?;
+        let (words, len) = self.words(link, None)?;
         Ok(probe.cmp(&bytemuck::cast_slice::<u64, u8>(&words)[..len]))
     }
 }
