@@ -161,6 +161,10 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         lock(&self.0)?.apply_batch(ops)
     }
 
+    fn longest_value(&self) -> Option<usize> {
+        lock(&self.0).ok()?.longest_value()
+    }
+
     fn old_values(
         &self,
         ops: &[Op<K, V>],

@@ -218,6 +218,28 @@ pub trait ApplyBatch<K, V> {
     /// ```
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError>;
 
+    /// A bound on the length of every value the structure holds, counting only the
+    /// bytes that do not fit a value's word ([`out_of_line_len`](crate::stored::out_of_line_len)):
+    /// `Some(0)` for plain values. `None` (the default) when the structure cannot tell. A
+    /// delegation server reports old values back through a bounded reply area, and
+    /// looks up what each request will find before applying it only when this bound
+    /// exceeds the area.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::ApplyBatch;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, String>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// assert_eq!(w.longest_value(), Some(0));
+    /// w.insert(1, "a value longer than sixteen bytes".into()).unwrap();
+    /// assert_eq!(w.longest_value(), Some(33));
+    /// ```
+    fn longest_value(&self) -> Option<usize> {
+        None
+    }
+
     /// The value each of `ops` would replace or remove if the batch were applied now, in
     /// order (an operation sees the earlier ones' effect), put in `olds`; `false` if the
     /// structure cannot tell (the default), `olds` then left empty. A delegation server

@@ -315,6 +315,26 @@ impl<K: Stored> Query<K> for K {
     }
 }
 
+/// Bytes of `item` that do not fit its word (kept in a byte string of their own when
+/// stored): zero for plain items and strings of up to 16 bytes.
+///
+/// ```
+/// use bi_collections::stored::out_of_line_len;
+///
+/// assert_eq!(out_of_line_len(&7u64), 0);
+/// assert_eq!(out_of_line_len(&"sixteen bytes ok".to_string()), 0);
+/// assert_eq!(out_of_line_len(&vec![0u8; 17]), 17);
+/// ```
+pub fn out_of_line_len<T: Stored>(item: &T) -> usize {
+    let mut len = 0;
+    // Counting only: the word is not kept.
+    let _ = item.to_word(|bytes| {
+        len = bytes.len();
+        Ok(Link::from_raw(0))
+    });
+    len
+}
+
 /// Bytes kept in a [`BytesWord`] itself.
 const INLINE_BYTES: usize = 16;
 

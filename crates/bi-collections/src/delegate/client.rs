@@ -5,6 +5,7 @@ use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
 use super::parcel::{self, Parcels};
 use super::record::{OpRecord, Outcome, WireRecord, WireResult};
+use crate::stored::out_of_line_len;
 use crate::{CollectionError, Decided, Guard, Op, Stored, compared_value, found_value};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
@@ -494,14 +495,13 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
 
     /// The error of an operation whose items, together, do not fit an empty parcel area.
     fn too_large(&self, op: &Op<K, V>, guard: &Guard<V>) -> CollectionError {
-        let mut len = 0;
-        let mut count = |bytes: &[u8]| {
-            len += bytes.len();
-            Ok(Link::from_raw(0))
+        let len = match op {
+            Op::Insert(k, v) => out_of_line_len(k) + out_of_line_len(v),
+            Op::Remove(k) => out_of_line_len(k),
+        } + match guard {
+            Guard::Equals(v) => out_of_line_len(v),
+            _ => 0,
         };
-        // Counting only: the words are not kept.
-        let _ = op.try_map(&mut count, |c, k| k.to_word(c), |c, v| v.to_word(c));
-        let _ = guard.try_map(|v| v.to_word(&mut count));
         DelegationError::ItemTooLarge {
             len,
             limit: parcel::capacity(&self.parcels),

@@ -6,10 +6,11 @@ use super::error::{DelegationError, mem};
 use super::layout::DelegationLayout;
 use super::parcel::{self, Parcels};
 use super::record::{Outcome, ResultRecord, WireRecord};
+use crate::stored::out_of_line_len;
 use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Stored};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
 use bi_core::mem::MemView;
-use bi_core::runtime::{Bytes, Fault, Faults, Link};
+use bi_core::runtime::{Fault, Faults};
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -401,7 +402,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             return Ok(ServeReport::default());
         }
         self.read_records()?;
-        if V::OUT_OF_LINE {
+        if V::OUT_OF_LINE && self.may_hold_unreportable()? {
             self.refuse_unreportable()?;
         }
         let ops = self.ops.len();
@@ -722,6 +723,18 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         Ok(())
     }
 
+    /// The longest value a reply carries.
+    fn reply_limit(&self) -> Result<usize, CollectionError> {
+        Ok(parcel::capacity(&self.layout.reply_area(0)?))
+    }
+
+    /// Whether the structure may hold a value longer than a reply carries (it cannot
+    /// tell, or its bound is longer): only then are requests checked before a batch.
+    fn may_hold_unreportable(&self) -> Result<bool, CollectionError> {
+        let limit = self.reply_limit()?;
+        Ok(self.structure.longest_value().is_none_or(|l| l > limit))
+    }
+
     /// Before a batch of a structure whose values may be strings: every operation whose
     /// key held, before the batch, a value longer than a reply carries (the writer's own
     /// handle put it there) is refused, by a guard that admits only an absent key. Every
@@ -729,7 +742,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// changed it), so none applies and each reports [`Outcome::TooLarge`]; every other
     /// one finds a value that came through a parcel, or none.
     fn refuse_unreportable(&mut self) -> Result<(), CollectionError> {
-        let limit = parcel::capacity(&self.layout.reply_area(0)?);
+        let limit = self.reply_limit()?;
         for (op, guard) in self.ops.iter().zip(self.guards.iter_mut()) {
             // Alone, so that it sees the structure as it was before the batch.
             let alone = std::slice::from_ref(op);
@@ -740,7 +753,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                 .olds
                 .first()
                 .and_then(Option::as_ref)
-                .is_some_and(|v| reply_len(v) > limit)
+                .is_some_and(|v| out_of_line_len(v) > limit)
             {
                 *guard = Guard::Absent;
             }
@@ -1057,16 +1070,6 @@ fn mark_broken<R>(
 fn heal<R>(broken: &mut Vec<(usize, CollectionError)>, index: usize, c: &mut ClientState<R>) {
     c.broken = false;
     broken.retain(|(i, _)| *i != index);
-}
-
-/// Bytes of the parcel a reply of `value` needs (zero if it fits its word).
-fn reply_len<V: Stored>(value: &V) -> usize {
-    let mut len = 0;
-    let _ = value.to_word(|bytes: &[u8]| -> Result<Link<Bytes>, CollectionError> {
-        len = bytes.len();
-        Ok(Link::from_raw(0))
-    });
-    len
 }
 
 fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {

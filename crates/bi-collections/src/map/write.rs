@@ -186,6 +186,9 @@ pub struct MapWriteHandle<K: Stored, V: Stored, M: MemView, H: Heap> {
     max_buckets: usize,
     /// The writer role of a named map, given up when the handle is dropped.
     role: Option<Role<M>>,
+    /// A bound on every value's out-of-line bytes (`None` for an adopted map), for
+    /// [`ApplyBatch::longest_value`].
+    longest_value: Option<usize>,
 }
 
 /// The entries, as the writer last published them (in no particular order).
@@ -227,6 +230,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             min_buckets: config.start_buckets(max_buckets),
             max_buckets,
             role: None,
+            longest_value: Some(0),
         };
         let buckets = handle.min_buckets;
         for p in parts {
@@ -356,6 +360,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             min_buckets: config.start_buckets(max_buckets),
             max_buckets,
             role: None,
+            // What an earlier writer stored is not measured.
+            longest_value: None,
         })
     }
 
@@ -957,6 +963,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         (i, j, staged.strings.word(w, key)?)
                     }
                 };
+                if V::OUT_OF_LINE {
+                    let len = crate::stored::out_of_line_len(value);
+                    self.longest_value = self.longest_value.map(|l| l.max(len));
+                }
                 let v = match staged.strings.word(w, value) {
                     Ok(v) => v,
                     Err(e) => {
@@ -1465,6 +1475,12 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
         olds: &mut Vec<Option<V>>,
     ) -> Result<bool, CollectionError> {
         crate::entry::old_values::<_, _, _, std::collections::HashMap<_, _>>(self, ops, olds)
+    }
+
+    /// The longest value this handle stored (values written back by a batch that
+    /// failed count too); unknown for an adopted map.
+    fn longest_value(&self) -> Option<usize> {
+        self.longest_value
     }
 
     /// Stages every operation, allocates the chains' new overflow lines, rewrites every

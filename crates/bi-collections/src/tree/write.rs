@@ -106,6 +106,9 @@ pub struct TreeWriteHandle<K: Stored + Ord, V: Stored, M: MemView, H: Heap> {
     strings: Strings,
     /// The writer role of a named tree, given up when the handle is dropped.
     role: Option<Role<M>>,
+    /// A bound on every value's out-of-line bytes (`None` for an adopted tree), for
+    /// [`ApplyBatch::longest_value`].
+    longest_value: Option<usize>,
 }
 
 /// The entries in key order, as the writer last published them.
@@ -147,6 +150,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             edit: Edit::new(0),
             strings: Strings::default(),
             role: None,
+            longest_value: Some(0),
         })
     }
 
@@ -200,6 +204,8 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             edit: Edit::new(root),
             strings: Strings::default(),
             role: Some(role),
+            // What an earlier writer stored is not measured.
+            longest_value: None,
         };
         handle
             .check_invariants()
@@ -643,6 +649,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         let mut edit = self.begin();
         let mut words = Vec::with_capacity(entries.len());
         let mut r = entries.iter().try_for_each(|(k, v)| {
+            self.note_value(v);
             words.push(self.strings.words(&mut self.store.writer, k, v)?);
             Ok(())
         });
@@ -735,6 +742,14 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         r
     }
 
+    /// Counts `value` into the bound [`ApplyBatch::longest_value`] gives.
+    fn note_value(&mut self, value: &V) {
+        if V::OUT_OF_LINE {
+            let len = crate::stored::out_of_line_len(value);
+            self.longest_value = self.longest_value.map(|l| l.max(len));
+        }
+    }
+
     /// Inserts one entry into the batch `edit` builds; returns the old value.
     fn stage_insert(
         &mut self,
@@ -742,6 +757,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         key: &K,
         value: &V,
     ) -> Result<Option<V>, CollectionError> {
+        self.note_value(value);
         let (k, v) = self.strings.words(&mut self.store.writer, key, value)?;
         let probe =
             |st: &WriterStore<K, V, M, H>, stored: &K::Word| key.order_word(stored, &st.writer);
@@ -830,6 +846,11 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
         olds: &mut Vec<Option<V>>,
     ) -> Result<bool, CollectionError> {
         crate::entry::old_values::<_, _, _, std::collections::BTreeMap<_, _>>(self, ops, olds)
+    }
+
+    /// The longest value this handle stored; unknown for an adopted tree.
+    fn longest_value(&self) -> Option<usize> {
+        self.longest_value
     }
 
     /// Applies the operations by path copying and publishes the resulting root once.
