@@ -1,9 +1,17 @@
 //! One switch between real and model-checked synchronisation primitives.
 //!
-//! Everything in `bi-core` that synchronises threads imports its atomics and locks from
-//! here. A normal build uses `std`; a build with `RUSTFLAGS="--cfg loom"` uses the
-//! [loom](https://docs.rs/loom) model checker's versions, so the same code can be explored
-//! under every interleaving loom considers.
+//! Everything in `bi-core` that synchronises threads imports its atomics, fences and
+//! locks from here. A normal build uses `std`; a build with `RUSTFLAGS="--cfg loom"` uses
+//! the [loom](https://docs.rs/loom) model checker's versions, so the same code can be
+//! explored under every interleaving loom considers. A test
+//! (`tests/primitive_switch.rs`) reads the sources and fails on a primitive taken from
+//! `std` anywhere else, except in the files it lists with the reason.
+//!
+//! `compiler_fence` is `std`'s in both builds: it only stops the compiler from moving
+//! memory accesses across it, which loom (whose every access is already a step) has no
+//! notion of. Where a compiler fence is all a reader issues, the ordering comes from the
+//! pass's process-wide barrier, which loom cannot model either: under loom the runtime
+//! registers no barrier and its readers fence (`runtime::membarrier`).
 
 #[cfg(not(loom))]
 pub(crate) mod thread {
@@ -20,7 +28,9 @@ pub(crate) mod thread {
 pub(crate) mod sync {
     pub(crate) use std::sync::{Mutex, MutexGuard};
     pub(crate) mod atomic {
-        pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+        pub(crate) use std::sync::atomic::{
+            AtomicBool, AtomicU64, AtomicUsize, Ordering, compiler_fence, fence,
+        };
     }
 }
 
@@ -29,6 +39,7 @@ pub(crate) mod sync {
 pub(crate) mod sync {
     pub(crate) use loom::sync::{Mutex, MutexGuard};
     pub(crate) mod atomic {
-        pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+        pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+        pub(crate) use std::sync::atomic::compiler_fence;
     }
 }

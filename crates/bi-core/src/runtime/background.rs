@@ -1,4 +1,7 @@
 //! The periodic pass thread.
+//!
+//! An operating-system thread with its own flags and counters, so `std`'s atomics, not
+//! the loom switch's: a loom model runs its passes on its own threads, never this one.
 
 use super::{BiError, NodeInner};
 use crate::mem::MemView;

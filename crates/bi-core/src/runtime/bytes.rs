@@ -450,7 +450,7 @@ impl<V: MemView> BiGuard<'_, V> {
         inner
             .stats
             .mismatches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(1, crate::primitive::sync::atomic::Ordering::Relaxed);
         let at = link.offset();
         check_in(heap, at, line, "heap")?;
         inner.view.invalidate(at, line)?;

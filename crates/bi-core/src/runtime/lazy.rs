@@ -136,7 +136,7 @@ impl<V: MemView> BiGuard<'_, V> {
                     if start.elapsed() > STALE_PATIENCE {
                         break;
                     }
-                    std::thread::yield_now();
+                    crate::primitive::thread::yield_now();
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! `membarrier(2)`: the pass-side barrier that lets readers skip their fence.
 
-#[cfg(all(target_os = "linux", not(miri)))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 mod imp {
     use std::sync::OnceLock;
 
@@ -37,20 +37,21 @@ mod imp {
         };
         if rc != 0 {
             // Cannot happen after registration; be safe anyway.
-            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            crate::primitive::sync::atomic::fence(crate::primitive::sync::atomic::Ordering::SeqCst);
         }
     }
 }
 
-#[cfg(not(all(target_os = "linux", not(miri))))]
+#[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
 mod imp {
-    // Miri cannot run system calls and other systems lack membarrier: readers fence.
+    // Miri cannot run system calls, loom cannot model them, and other systems lack
+    // membarrier: readers fence.
     pub(crate) fn register() -> bool {
         false
     }
 
     pub(crate) fn barrier() {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        crate::primitive::sync::atomic::fence(crate::primitive::sync::atomic::Ordering::SeqCst);
     }
 }
 

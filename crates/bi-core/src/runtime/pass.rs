@@ -227,7 +227,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         super::membarrier::barrier();
     } else {
         // Pairs with the reader's fence (Fence ordering) or the emulator's lock.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        crate::primitive::sync::atomic::fence(Ordering::SeqCst);
     }
     let s = inner.clock.refresh();
     let j = st.passes + 1;
@@ -305,7 +305,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         view.fence();
         // Structures a joined process of this node reads are not in `scopes`: with one
         // joined, nothing is skipped. Read after this ring's tail (see `share`).
-        std::sync::atomic::fence(Ordering::SeqCst);
+        crate::primitive::sync::atomic::fence(Ordering::SeqCst);
         let scoped = scoped
             && (inner.config.faults.has(Fault::JoinedScopes) || !super::share::joined(inner)?);
         for (g, tail, k) in todo {

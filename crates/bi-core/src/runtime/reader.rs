@@ -19,13 +19,13 @@ use super::object::{Fetch, Link, WordAligned, fetch_with, object_lines};
 use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
+use crate::primitive::sync::atomic::{Ordering, compiler_fence, fence};
 use bytemuck::Pod;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{Ordering, compiler_fence, fence};
 
 /// The first word of a reader record: whether the reader is inside a read section and,
 /// if so, the clock tick at which it entered.

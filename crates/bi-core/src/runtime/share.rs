@@ -176,7 +176,7 @@ pub(crate) fn join<V: MemView>(
     view.store_to_memory(share_at, &shared)?;
     // Before the caller's invalidation: a pass that read the flag unset had read its
     // ring tails before this (see the module docs).
-    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    crate::primitive::sync::atomic::fence(crate::primitive::sync::atomic::Ordering::SeqCst);
     Ok(record)
 }
 
