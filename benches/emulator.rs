@@ -7,7 +7,7 @@
 //!
 //! `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run.
 
-mod kit;
+use bi_kit::bench as kit;
 
 use bi::core::mem::{Emulator, EmulatorConfig, MemView};
 use criterion::{Criterion, Throughput};

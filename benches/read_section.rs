@@ -11,7 +11,7 @@
 //! shortens the run. After criterion's groups it prints a plain table of median ns per
 //! section and the ratios, measured in the same run.
 
-mod kit;
+use bi_kit::bench as kit;
 
 use bi::core::region::{Region, RegionConfig};
 use bi::core::runtime::{NodeRuntime, RuntimeConfig, TickClock};

@@ -12,7 +12,7 @@
 //! criterion's groups it prints a table of median ns per insert and the ratios, measured
 //! in the same run.
 
-mod kit;
+use bi_kit::bench as kit;
 
 use bi::{Pool, PoolConfig};
 use std::hint::black_box;

@@ -42,11 +42,6 @@ const CAPACITY: usize = 64;
 /// Keys the updates cycle over (a power of two).
 const KEYS: u64 = 1 << 16;
 
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
-
 /// A private `BTreeMap` behind `ApplyBatch`: the cost of delegation itself, with a
 /// structure whose updates need no cache operation.
 #[derive(Default)]
@@ -260,14 +255,8 @@ fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
 }
 
 fn main() {
-    let quick = quick();
-    let mut c = Criterion::default().configure_from_args();
-    if quick {
-        c = c
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-            .sample_size(20);
-    }
+    let quick = bi_kit::bench::quick();
+    let mut c = bi_kit::bench::criterion(quick);
     // One call per structure: a shared tree or hash map plugs in here.
     let local = bench_structure(&mut c, quick, "local_btreemap", LocalBTree::default);
     // Built after the stand-in's run, so its background passes do not disturb it.

@@ -31,16 +31,11 @@ use bi_collections::map::{BiHashMap, MapConfig};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
 
 fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -122,7 +117,7 @@ impl left_right::Absorb<(u64, u64)> for LrMap {
 }
 
 fn main() {
-    let quick = quick();
+    let quick = bi_kit::bench::quick();
     // BI_MAP_KEYS overrides the key count (a profiling aid: in-cache vs. in-memory).
     let n: u64 = std::env::var("BI_MAP_KEYS")
         .ok()
@@ -256,13 +251,7 @@ fn main() {
     );
 
     // --- criterion: one thread, one lookup per iteration ------------------------------
-    let mut c = Criterion::default().configure_from_args();
-    if quick {
-        c = c
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1))
-            .sample_size(20);
-    }
+    let mut c = bi_kit::bench::criterion(quick);
     {
         let mut g = c.benchmark_group("map_get_one_thread");
         g.throughput(Throughput::Elements(1));

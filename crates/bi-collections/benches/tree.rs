@@ -36,11 +36,6 @@ fn present(r: u64, keys: u64) -> u64 {
     (r % (keys / 2)) * 2
 }
 
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
-
 struct XorShift(u64);
 
 impl XorShift {
@@ -161,7 +156,7 @@ struct Row {
 const NAMES: [&str; 4] = ["BiTree", "EpochBonsai", "RwLock<BTreeMap>", "SkipMap"];
 
 fn main() {
-    let quick = quick();
+    let quick = bi_kit::bench::quick();
     let plan = if quick {
         Plan {
             rounds: 5,

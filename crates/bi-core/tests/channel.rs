@@ -19,7 +19,7 @@ use std::thread;
 
 /// Early-landing rate of late write-backs (none under Miri, which checks the unsafe code
 /// and not the protocol, and would take minutes longer).
-const LATE: f64 = if cfg!(miri) { 0.0 } else { 0.05 };
+const LATE: f64 = bi_kit::LATE_WRITEBACKS;
 
 /// A message type whose value is a function of its sequence number, so the consumer can
 /// check every message it gets against the one it should get.
@@ -705,15 +705,7 @@ mod scribbles {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 2 } else { 256 },
-            failure_persistence: if cfg!(miri) {
-                None
-            } else {
-                ProptestConfig::default().failure_persistence
-            },
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(bi_kit::prop::config(256, 2))]
 
         /// Whatever lands in the control words, the endpoints never panic, only ever report
         /// corruption, and never deliver a message that was not sent.

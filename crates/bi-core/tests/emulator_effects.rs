@@ -536,16 +536,7 @@ mod single_writer {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 2 } else { 64 },
-            // Miri's isolation forbids the file system, where failures are persisted.
-            failure_persistence: if cfg!(miri) {
-                None
-            } else {
-                ProptestConfig::default().failure_persistence
-            },
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(bi_kit::prop::config(64, 2))]
 
         /// Whatever the hardware does (evictions, prefetches, any cache shape), a node that
         /// is the only writer reads back its own latest stores, and after it writes

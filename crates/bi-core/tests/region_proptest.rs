@@ -64,13 +64,8 @@ const FIELDS: &[(usize, usize)] = &[
 ];
 
 proptest! {
-    // Under Miri every case is interpreted, so a handful stands in for the full run; and
-    // Miri cannot open the files proptest uses to persist failures.
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 512 },
-        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
-        ..ProptestConfig::default()
-    })]
+    // Under Miri a handful of cases stands in for the full run.
+    #![proptest_config(bi_kit::prop::config(512, 4))]
 
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {

@@ -21,7 +21,7 @@ use common::Val;
 
 /// Early-landing rate of late write-backs (none under Miri, which checks the unsafe code
 /// and not the protocol, and would take minutes longer).
-const LATE: f64 = if cfg!(miri) { 0.0 } else { 0.05 };
+const LATE: f64 = bi_kit::LATE_WRITEBACKS;
 
 const LINES: usize = 4;
 

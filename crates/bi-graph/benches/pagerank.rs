@@ -25,11 +25,6 @@ use std::time::{Duration, Instant};
 const MODES: [Mode; 3] = [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic];
 const NODES: [usize; 3] = [1, 2, 4];
 
-fn quick() -> bool {
-    std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
-        || std::env::args().any(|a| a == "--quick")
-}
-
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Stock => "stock",
@@ -75,7 +70,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let quick = quick();
+    let quick = bi_kit::bench::quick();
     let scale = if quick { 16 } else { 18 };
     let graph = Kronecker::graph500(scale, 1)
         .generate()

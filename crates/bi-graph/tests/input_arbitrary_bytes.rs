@@ -3,10 +3,6 @@
 use bi_graph::input::{Format, GraphReader};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    if cfg!(miri) { 8 } else { 256 }
-}
-
 /// Bytes that look a little like graph files, so the parsers get past their first line.
 fn graph_like_bytes() -> impl Strategy<Value = Vec<u8>> {
     let pieces = prop_oneof![
@@ -27,7 +23,7 @@ fn graph_like_bytes() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(bi_kit::prop::config(256, 8))]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {

@@ -1,12 +1,15 @@
-//! What the facade's benches share: the quick-mode switch, the quick criterion
-//! configuration, and the median timing their plain tables print.
-
-#![allow(dead_code)] // each bench uses its own part
+//! The quick-mode switch every bench honours, criterion shortened for it, and the median
+//! timing the benches' plain tables print.
 
 use criterion::Criterion;
 use std::time::{Duration, Instant};
 
 /// Whether to run shortened: `BI_BENCH_QUICK=1` (not `0`), or `-- --quick`.
+///
+/// ```
+/// // Set by the environment or the command line of `cargo bench`.
+/// let _ = bi_kit::bench::quick();
+/// ```
 pub fn quick() -> bool {
     std::env::var_os("BI_BENCH_QUICK").is_some_and(|v| v != "0")
         || std::env::args().any(|a| a == "--quick")
@@ -14,6 +17,11 @@ pub fn quick() -> bool {
 
 /// Criterion from the command line, shortened in quick mode (0.3 s warm-up, 1 s of
 /// measurement, 20 samples).
+///
+/// ```
+/// let c = bi_kit::bench::criterion(true);
+/// # drop(c);
+/// ```
 pub fn criterion(quick: bool) -> Criterion {
     let c = Criterion::default().configure_from_args();
     if quick {
@@ -27,12 +35,21 @@ pub fn criterion(quick: bool) -> Criterion {
 
 /// Median nanoseconds per unit over `runs` timed calls of `run(n)`, each doing `n`
 /// units of work.
+///
+/// ```
+/// let ns = bi_kit::bench::median_ns(3, 1_000, |n| {
+///     for i in 0..n {
+///         std::hint::black_box(i);
+///     }
+/// });
+/// assert!(ns >= 0.0);
+/// ```
 pub fn median_ns(runs: usize, n: u64, mut run: impl FnMut(u64)) -> f64 {
-    let mut v: Vec<f64> = (0..runs)
+    let mut v: Vec<f64> = (0..runs.max(1))
         .map(|_| {
             let start = Instant::now();
             run(n);
-            start.elapsed().as_nanos() as f64 / n as f64
+            start.elapsed().as_nanos() as f64 / n.max(1) as f64
         })
         .collect();
     v.sort_by(f64::total_cmp);
