@@ -7,10 +7,8 @@ mod delegate_mock;
 
 use bi_collections::delegate::{DelegationError, DelegationLayout, DelegationServer, NodeCombiner};
 use bi_collections::{CollectionError, Op};
-use bi_core::line::LineSize;
-use bi_core::mem::{EmulatedNode, MemError, MemView};
+use bi_core::mem::{Access, EmulatedNode, Observed};
 use bi_core::runtime::testing::Setup;
-use bytemuck::Pod;
 use delegate_mock::{RecordingMap, machine, op_of, ops_of};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -77,52 +75,17 @@ fn combined_operations_are_applied_once_in_each_threads_order() {
     }
 }
 
-/// A node's view that panics at the `n`-th write-back or invalidation once armed: the
-/// thread doing it dies in the middle of whatever it was doing.
-#[derive(Clone)]
-struct Dying {
-    inner: EmulatedNode,
-    countdown: Arc<AtomicI64>,
-}
-
-impl Dying {
-    fn tick(&self) {
-        if self.countdown.fetch_sub(1, Ordering::SeqCst) == 1 {
+/// A node's view that panics at the `n`-th write-back or invalidation once `countdown`
+/// is armed with `n`: the thread doing it dies in the middle of whatever it was doing.
+fn dying(node: EmulatedNode, countdown: Arc<AtomicI64>) -> Observed<EmulatedNode> {
+    Observed::new(node, move |access| {
+        if matches!(access, Access::WriteBack(..) | Access::Invalidate(..))
+            && countdown.fetch_sub(1, Ordering::SeqCst) == 1
+        {
             panic!("the combining thread dies here");
         }
-    }
-}
-
-impl MemView for Dying {
-    fn size(&self) -> usize {
-        self.inner.size()
-    }
-    fn line_size(&self) -> LineSize {
-        self.inner.line_size()
-    }
-    fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
-        self.inner.load(offset)
-    }
-    fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
-        self.inner.store(offset, value)
-    }
-    fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.tick();
-        self.inner.writeback(offset, len)
-    }
-    fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.tick();
-        self.inner.invalidate(offset, len)
-    }
-    fn flush(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.inner.flush(offset, len)
-    }
-    fn fence(&self) {
-        self.inner.fence()
-    }
-    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
-        self.inner.compare_exchange_u64(offset, current, new)
-    }
+        Ok(())
+    })
 }
 
 #[test]
@@ -138,10 +101,7 @@ fn a_combiner_that_dies_mid_batch_fails_its_waiters_and_applies_nothing_twice() 
         let mut server =
             DelegationServer::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
         let countdown = Arc::new(AtomicI64::new(i64::MAX));
-        let view = Dying {
-            inner: s.emu.node(1),
-            countdown: countdown.clone(),
-        };
+        let view = dying(s.emu.node(1), countdown.clone());
         let combiner = NodeCombiner::new(view, layout, 0).unwrap();
         let mut pending: Vec<_> = (1..=OPS).map(|n| combiner.send(op_of(0, n))).collect();
         countdown.store(at, Ordering::SeqCst);

@@ -48,14 +48,12 @@ use bi_collections::CollectionError;
 use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, Node, TreeReadHandle, TreeWriteHandle};
 use bi_core::heap::Heap;
-use bi_core::line::LineSize;
-use bi_core::mem::{EmulatedNode, MemError, MemView};
+use bi_core::mem::{Access, EmulatedNode, MemError, Observed};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{
     EmulatedClock, Fault, NodeRuntime, ReaderOrdering, ReclaimReport, RuntimeConfig, Writer,
 };
-use bytemuck::Pod;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
@@ -137,72 +135,36 @@ const DEAD: MemError = MemError::BadSize {
 /// A node's view that can die: with a fuse, it counts every operation, and at the fuse's
 /// `at`-th the host dies ([`Fuse::kill`]) instead of doing it; that operation and all
 /// later ones fail with [`DEAD`] (a fence, which cannot fail, does nothing). Without a
-/// fuse it is the node's view as it is.
-#[derive(Clone)]
-struct Mortal {
-    node: EmulatedNode,
-    fuse: Option<Arc<Fuse>>,
-}
+/// fuse it is the node's view as it is. (The word-sized and validated reads, and the
+/// accesses that bypass the cache, are made of the operations it counts, as
+/// `EmulatedNode`'s are.)
+type Mortal = Observed<EmulatedNode>;
 
-impl Mortal {
-    fn op(&self, kind: OpKind) -> Result<(), MemError> {
-        let Some(fuse) = &self.fuse else {
+fn mortal(node: EmulatedNode, fuse: Option<Arc<Fuse>>) -> Mortal {
+    let host = node.clone();
+    Observed::new(node, move |access| {
+        let Some(fuse) = &fuse else {
             return Ok(());
         };
         if fuse.is_dead() {
             return Err(DEAD);
         }
         if fuse.ops.fetch_add(1, Ordering::SeqCst) + 1 == fuse.at {
-            fuse.kill(&self.node);
+            fuse.kill(&host);
             return Err(DEAD);
         }
+        let kind = match access {
+            Access::Load(_) => OpKind::Load,
+            Access::Store(_) | Access::CompareExchange(_) => OpKind::Store,
+            Access::WriteBack(..) => OpKind::WriteBack,
+            Access::Invalidate(..) => OpKind::Invalidate,
+            Access::Flush(..) => OpKind::Flush,
+            Access::Fence => OpKind::Fence,
+            Access::NoteReuse(..) => OpKind::NoteReuse,
+        };
         fuse.done[kind as usize].fetch_add(1, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-impl MemView for Mortal {
-    fn size(&self) -> usize {
-        self.node.size()
-    }
-    fn line_size(&self) -> LineSize {
-        self.node.line_size()
-    }
-    fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
-        self.op(OpKind::Load)?;
-        self.node.load(offset)
-    }
-    fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
-        self.op(OpKind::Store)?;
-        self.node.store(offset, value)
-    }
-    fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.op(OpKind::WriteBack)?;
-        self.node.writeback(offset, len)
-    }
-    fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.op(OpKind::Invalidate)?;
-        self.node.invalidate(offset, len)
-    }
-    fn flush(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.op(OpKind::Flush)?;
-        self.node.flush(offset, len)
-    }
-    fn fence(&self) {
-        if self.op(OpKind::Fence).is_ok() {
-            self.node.fence();
-        }
-    }
-    fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.op(OpKind::NoteReuse)?;
-        self.node.note_reuse(offset, len)
-    }
-    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
-        self.op(OpKind::Store)?;
-        self.node.compare_exchange_u64(offset, current, new)
-    }
-    // The word-sized and validated reads, `load_from_memory` and `store_to_memory` keep
-    // the trait's defaults, made of the operations above (as `EmulatedNode`'s are).
+    })
 }
 
 type Rt = NodeRuntime<Mortal>;
@@ -221,7 +183,7 @@ fn runtime(
     let clock = Arc::new(EmulatedClock::new(node.clone()));
     let layout = *s.region.layout();
     Ok(NodeRuntime::new(
-        Mortal { node, fuse },
+        mortal(node, fuse),
         layout,
         n,
         config,

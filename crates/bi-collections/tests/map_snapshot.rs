@@ -13,12 +13,10 @@
 
 use bi_collections::map::{BiHashMap, MapConfig, key_hash};
 use bi_collections::{ApplyBatch, CollectionError, Op};
-use bi_core::line::LineSize;
-use bi_core::mem::{EmulatedNode, MemError, MemView};
+use bi_core::mem::{Access, MemView, Observed};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{EmulatedClock, Fault, Lines, Link, NodeRuntime, RuntimeConfig};
-use bytemuck::Pod;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -141,47 +139,6 @@ fn without_the_stamp_sum_part_of_a_batch_passes_for_a_version() {
     assert!(caught_without(Fault::SnapshotSum, 100));
 }
 
-/// Node 1's view, which runs `hook` before each load (with the load's offset).
-#[derive(Clone)]
-struct Hooked {
-    node: EmulatedNode,
-    hook: Arc<dyn Fn(usize) + Send + Sync>,
-}
-
-impl MemView for Hooked {
-    fn size(&self) -> usize {
-        self.node.size()
-    }
-    fn line_size(&self) -> LineSize {
-        self.node.line_size()
-    }
-    fn load<T: Pod>(&self, offset: usize) -> Result<T, MemError> {
-        (self.hook)(offset);
-        self.node.load(offset)
-    }
-    fn store<T: Pod>(&self, offset: usize, value: &T) -> Result<(), MemError> {
-        self.node.store(offset, value)
-    }
-    fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.node.writeback(offset, len)
-    }
-    fn invalidate(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.node.invalidate(offset, len)
-    }
-    fn flush(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.node.flush(offset, len)
-    }
-    fn fence(&self) {
-        self.node.fence();
-    }
-    fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
-        self.node.note_reuse(offset, len)
-    }
-    fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
-        self.node.compare_exchange_u64(offset, current, new)
-    }
-}
-
 const BUCKETS: usize = 8;
 
 /// The first key from 0 in bucket `b` of a `BUCKETS`-bucket array.
@@ -224,21 +181,23 @@ fn counters_before_a_line(reader: RuntimeConfig) -> (Version, Vec<Version>) {
     put(before);
     let armed = Arc::new(AtomicBool::new(false));
     let (fire, writer) = (armed.clone(), w.clone());
-    let hook = move |offset: usize| {
+    let hook = move |access| {
         // The first load past `a`'s line (the counters line is read before the buckets).
-        if offset >= line_a + 64 && offset < counters && fire.swap(false, Ordering::SeqCst) {
+        if let Access::Load(offset) = access
+            && offset >= line_a + 64
+            && offset < counters
+            && fire.swap(false, Ordering::SeqCst)
+        {
             put(after);
             writer.lock().unwrap().insert(b, 2).unwrap();
         }
+        Ok(())
     };
     // Node 1 runs over the hooked view (its plain runtime gives the node up first).
     drop(s.nodes.remove(1));
     let node1 = s.emu.node(1);
     let clock = Arc::new(EmulatedClock::new(node1.clone()));
-    let view = Hooked {
-        node: node1,
-        hook: Arc::new(hook),
-    };
+    let view = Observed::new(node1, hook);
     let rt = NodeRuntime::new(view, *s.region.layout(), 1, reader, clock).unwrap();
     let r = map.read_handle(&rt).unwrap();
     armed.store(true, Ordering::SeqCst);

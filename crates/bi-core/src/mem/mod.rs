@@ -35,10 +35,12 @@
 mod backing;
 mod emulated;
 mod hardware;
+mod observed;
 
 pub use backing::Backing;
 pub use emulated::*;
 pub use hardware::Hardware;
+pub use observed::{Access, Observed, Observer};
 
 use crate::line::LineSize;
 use crate::primitive::sync::atomic::{AtomicU64, Ordering};
