@@ -80,6 +80,12 @@ pub enum Fault {
     /// without dropping the lines first, so a copy of what an earlier request left at
     /// the same place passes for the new one (`bi_collections::delegate`).
     ParcelInvalidate,
+    /// An object's line is written stamp first, then payload, instead of
+    /// [`Stamp::INVALID`](super::Stamp::INVALID), payload, stamp: a copy of the line taken
+    /// between the two stores (another node's prefetch of a line evicted half written)
+    /// carries the new stamp over the old payload and passes for the new object
+    /// ([`object`](super::object)).
+    StampOrder,
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature

@@ -161,6 +161,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                     &one,
                     stamp,
                     bytemuck::bytes_of(r),
+                    self.inner.config.faults,
                 )
             })
             .and_then(|()| self.stamp_rest(block, records.len(), stamp))
@@ -257,7 +258,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.settle()?;
         let view = &self.inner.view;
         for &(at, k, stamp) in &last {
-            write_object(view, at, &one, stamp, bytemuck::bytes_of(&updates[k].2))?;
+            let bytes = bytemuck::bytes_of(&updates[k].2);
+            write_object(view, at, &one, stamp, bytes, self.inner.config.faults)?;
             view.writeback(at, line)?;
         }
         self.fence_and_log_lines(&lines)

@@ -41,6 +41,7 @@
 //! (invalidate, fence, read again) is the guard's business and written once there.
 
 use super::BiError;
+use super::fault::{Fault, Faults};
 use crate::mem::MemView;
 use crate::region::Section;
 use bytemuck::{Pod, Zeroable};
@@ -586,18 +587,24 @@ fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiEr
 
 /// Writes a whole object (stamps and payload) into `view`'s cache, in the order that
 /// makes partial write-backs harmless (see the module docs). `bytes.len() == shape.size`.
+/// ([`Fault::StampOrder`] writes each line's stamp before its payload instead.)
 pub(crate) fn write_object<V: MemView>(
     view: &V,
     offset: usize,
     shape: &Shape,
     stamp: Stamp,
     bytes: &[u8],
+    faults: Faults,
 ) -> Result<(), BiError> {
+    let stamp_first = faults.has(Fault::StampOrder);
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
         let line_at = offset + i * shape.line;
-        view.store_u64(line_at, Stamp::INVALID.raw())?;
+        let first = if stamp_first { stamp } else { Stamp::INVALID };
+        view.store_u64(line_at, first.raw())?;
         store_words(view, offset + payload_at, &bytes[range])?;
-        view.store_u64(line_at, stamp.raw())?;
+        if !stamp_first {
+            view.store_u64(line_at, stamp.raw())?;
+        }
     }
     Ok(())
 }

@@ -592,7 +592,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         stamp: Stamp,
         bytes: &[u8],
     ) -> Result<(), BiError> {
-        write_object(&self.inner.view, block.offset, shape, stamp, bytes)?;
+        let faults = self.inner.config.faults;
+        write_object(&self.inner.view, block.offset, shape, stamp, bytes, faults)?;
         self.stamp_rest(block, shape.lines, stamp)
     }
 
