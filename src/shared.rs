@@ -119,8 +119,8 @@ enum Writes<K: Stored, V: Stored, W> {
     /// It holds the writer role: writes apply here, and a thread serves the others.
     Local {
         writer: Arc<Mutex<W>>,
-        /// Held for its drop: the thread stops with the last handle.
-        _serving: Server,
+        /// The thread serving the other processes (it stops with the last handle).
+        serving: Server,
     },
     /// Another process holds it: writes go through this node's client.
     Remote(Box<Mutex<DelegationClient<Hardware, K, V>>>),
@@ -133,6 +133,8 @@ enum Writes<K: Stored, V: Stored, W> {
 struct Server {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<ServeTotals, CollectionError>>>,
+    /// The nodes whose channels the thread found corrupt, with what it found.
+    broken: Arc<Mutex<Vec<(usize, String)>>>,
 }
 
 impl Drop for Server {
@@ -382,6 +384,31 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
         }
     }
 
+    /// The nodes whose channels this process's serving thread found holding what no
+    /// client writes (a corrupt record or counter), with what it found: their requests
+    /// wait, and time out, until their channel is sane again; every other node is
+    /// served. Empty in a process that is not the writer.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let m = pool.map::<u64, u64>("m").unwrap();
+    /// m.insert(1, 1).unwrap();
+    /// assert!(m.broken_clients().is_empty());
+    /// ```
+    pub fn broken_clients(&self) -> Vec<(usize, String)> {
+        match &*self.writes {
+            Writes::Local { serving, .. } => serving
+                .broken
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether this process is the structure's writer (writes apply here).
     pub fn is_writer(&self) -> bool {
         matches!(&*self.writes, Writes::Local { .. })
@@ -578,17 +605,25 @@ impl Pool {
                 };
                 let stop = Arc::new(AtomicBool::new(false));
                 let stopping = stop.clone();
+                let broken = Arc::new(Mutex::new(Vec::new()));
+                let telling = broken.clone();
+                let tell = move |now: &[(usize, CollectionError)]| {
+                    let now = now.iter().map(|(node, e)| (*node, e.to_string())).collect();
+                    // A poisoned list is replaced whole: nothing of it is read.
+                    *telling.lock().unwrap_or_else(|e| e.into_inner()) = now;
+                };
                 let thread = std::thread::Builder::new()
                     .name(format!("bi-serve-{name}"))
-                    .spawn(move || server.run_until(&stopping))
+                    .spawn(move || server.run_until_observed(&stopping, tell))
                     .map_err(|_| CollectionError::Corrupt {
                         reason: "no thread could be started to serve other processes",
                     })?;
                 Ok(Writes::Local {
                     writer,
-                    _serving: Server {
+                    serving: Server {
                         stop,
                         thread: Some(thread),
+                        broken,
                     },
                 })
             }

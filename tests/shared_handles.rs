@@ -459,3 +459,41 @@ fn string_requests_cross_to_a_writer_process() {
     assert_eq!(m.remove(first.as_str()).unwrap(), model.remove(&first));
     assert_eq!(m.get(first.as_str()).unwrap(), None);
 }
+
+/// A node whose channel holds what no client writes is reported by the writer's handle
+/// (the serving thread stops serving it and goes on with the others).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_writer_reports_a_node_whose_channel_is_corrupt() {
+    use bi::collections::delegate::DelegationLayout;
+    use bi::core::mem::MemView;
+    let (_dir, here, there) = two_pools("broken");
+    let writer = here.map::<u64, u64>("m").unwrap();
+    let remote = there.map::<u64, u64>("m").unwrap();
+    assert_eq!(remote.insert(1, 10).unwrap(), None);
+    assert!(writer.broken_clients().is_empty());
+    // Node 1's tail, moved far past anything its channel can hold.
+    let nodes = here.region().layout().config().nodes() as usize;
+    let layout =
+        DelegationLayout::<u64, u64>::named(here.region(), here.runtime(), "m", nodes, false)
+            .unwrap()
+            .expect("the writer's area");
+    let tail = layout.channel(there.node()).unwrap().tail_offset();
+    let view = there.runtime().view();
+    view.store(tail, &1_000_000u64).unwrap();
+    view.writeback(tail, 8).unwrap();
+    view.fence();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while writer.broken_clients().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let broken = writer.broken_clients();
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert_eq!(broken[0].0, there.node());
+    assert!(remote.broken_clients().is_empty(), "only the writer knows");
+    assert_eq!(
+        writer.insert(1, 11).unwrap(),
+        Some(10),
+        "the writer goes on"
+    );
+}

@@ -461,9 +461,41 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// assert_eq!(server.structure().get(&19), Some(38));
     /// ```
     pub fn run_until(&mut self, stop: &AtomicBool) -> Result<ServeTotals, CollectionError> {
+        self.run_until_observed(stop, |_| {})
+    }
+
+    /// [`run_until`](Self::run_until), calling `on_broken` with
+    /// [`broken_clients`](Self::broken_clients) each time that list changes: how a
+    /// serving thread tells the rest of its process which clients it stopped serving.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{DelegationLayout, DelegationServer};
+    /// use bi_collections::EpochBonsai;
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    /// use std::sync::atomic::AtomicBool;
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    /// // A tail far past anything the channel holds.
+    /// let tail = layout.channel(0).unwrap().tail_offset();
+    /// emu.node(1).store(tail, &1000u64).unwrap();
+    /// emu.node(1).writeback(tail, 8).unwrap();
+    /// emu.node(1).fence();
+    /// let mut seen = Vec::new();
+    /// let stop = AtomicBool::new(true); // drain what is there, then return
+    /// server.run_until_observed(&stop, |broken| seen = broken.iter().map(|b| b.0).collect()).unwrap();
+    /// assert_eq!(seen, [0]);
+    /// ```
+    pub fn run_until_observed(
+        &mut self,
+        stop: &AtomicBool,
+        mut on_broken: impl FnMut(&[(usize, CollectionError)]),
+    ) -> Result<ServeTotals, CollectionError> {
         let mut totals = ServeTotals::default();
         let mut backoff = Backoff::idle();
         let mut polls = 0u32;
+        let mut told: Vec<usize> = Vec::new();
         loop {
             // Read before polling: everything sent before `stop` was set is drained.
             let stopping = stop.load(Ordering::Acquire);
@@ -472,6 +504,10 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             let poll = if busy { Poll::Busy } else { Poll::All };
             let report = self.serve(self.max_batch, poll)?;
             totals.add(&report);
+            if !self.broken.iter().map(|b| b.0).eq(told.iter().copied()) {
+                told = self.broken.iter().map(|b| b.0).collect();
+                on_broken(&self.broken);
+            }
             if report.ops > 0 {
                 backoff.reset();
             } else if stopping {
