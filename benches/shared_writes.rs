@@ -23,15 +23,7 @@ fn main() {
     let quick = kit::quick();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("shared_writes.bi");
-    let node = |n| PoolConfig {
-        node: Some(n),
-        ..PoolConfig::default()
-    };
-    let (writer_pool, remote_pool, plain_pool) = (
-        Pool::open(&path, node(0)).expect("writer pool"),
-        Pool::open(&path, node(1)).expect("remote pool"),
-        Pool::open(&path, node(2)).expect("plain pool"),
-    );
+    let [writer_pool, remote_pool, plain_pool] = pools(&path, 0);
     let local = writer_pool
         .map::<u64, u64>("shared")
         .expect("writer handle");
@@ -97,17 +89,21 @@ fn main() {
     strings(&path, runs, n / 4);
 }
 
+/// Three pools of the region file at `path`, running nodes `first`, `first + 1` and
+/// `first + 2`: the writer's, a remote's and a plain writer's (a node has one writer).
+fn pools(path: &std::path::Path, first: usize) -> [Pool; 3] {
+    [0, 1, 2].map(|i| {
+        let config = PoolConfig {
+            node: Some(first + i),
+            ..PoolConfig::default()
+        };
+        Pool::open(path, config).expect("a pool of the bench's region")
+    })
+}
+
 /// The same comparison for string keys and values longer than their 16-byte words.
 fn strings(path: &std::path::Path, runs: usize, n: u64) {
-    let node = |n| PoolConfig {
-        node: Some(n),
-        ..PoolConfig::default()
-    };
-    let (writer_pool, remote_pool, plain_pool) = (
-        Pool::open(path, node(3)).expect("string writer pool"),
-        Pool::open(path, node(4)).expect("string remote pool"),
-        Pool::open(path, node(5)).expect("string plain pool"),
-    );
+    let [writer_pool, remote_pool, plain_pool] = pools(path, 3);
     let shared = writer_pool.map::<String, String>("strings");
     let _local = shared.expect("string writer handle");
     let remote = remote_pool

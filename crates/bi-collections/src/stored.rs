@@ -293,7 +293,7 @@ impl<T: Plain> Stored for T {
 
     #[inline(always)]
     fn same(a: &T, b: &T) -> bool {
-        bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
+        crate::delegate::same_bytes(a, b)
     }
 }
 

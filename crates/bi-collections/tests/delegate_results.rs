@@ -13,7 +13,7 @@ use bi_collections::{ApplyBatch, CollectionError, Guard, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{Fault, Faults, RuntimeConfig};
-use delegate_mock::machine;
+use delegate_mock::{machine, with_server};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -104,30 +104,6 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
         }
     });
     server.into_structure()
-}
-
-/// Runs `work` on this thread while `server` serves on another (stopped also when `work`
-/// panics, so that a failure ends the test instead of hanging it).
-fn with_server<V: bi_collections::Stored + Send, S: ApplyBatch<u64, V> + Send, R>(
-    server: &mut DelegationServer<EmulatedNode, u64, V, S>,
-    work: impl FnOnce() -> R,
-) -> R {
-    struct StopOnDrop<'a>(&'a AtomicBool);
-    impl Drop for StopOnDrop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Release);
-        }
-    }
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let serving = scope.spawn(|| server.run_until(&stop));
-        let r = {
-            let _stop = StopOnDrop(&stop);
-            work()
-        };
-        serving.join().unwrap().unwrap();
-        r
-    })
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! carry the bytes (write-back before publication, invalidation before reading) each
 //! shown needed.
 
+mod delegate_mock;
+
 use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer,
 };
@@ -14,10 +16,10 @@ use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{Fault, Faults, RuntimeConfig};
+use delegate_mock::with_server;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 type Map = MapWriteHandle<String, String, EmulatedNode, BumpHeap>;
@@ -57,37 +59,6 @@ fn map(s: &Setup) -> Map {
 fn client(s: &Setup, layout: DelegationLayout<String, String>, index: usize) -> Client {
     let config = ClientConfig::default().timeout(Duration::from_secs(5));
     DelegationClient::with_config(s.emu.node(1 + index), layout, index, config).unwrap()
-}
-
-/// Runs `work` on this thread while `server` serves on another (stopped also when
-/// `work` panics, so that a failure ends the test instead of hanging it, and reported
-/// with the server's own error if it had one).
-fn with_server<R>(
-    server: &mut DelegationServer<EmulatedNode, String, String, Map>,
-    work: impl FnOnce() -> R,
-) -> R {
-    let stop = AtomicBool::new(false);
-    let (r, served) = std::thread::scope(|scope| {
-        let serving = scope.spawn(|| server.run_until(&stop));
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-        stop.store(true, Ordering::Release);
-        (r, serving.join().unwrap())
-    });
-    match r {
-        Ok(r) => {
-            served.unwrap();
-            r
-        }
-        Err(panic) => {
-            if let Err(e) = served {
-                eprintln!("the server stopped with: {e}");
-            }
-            for (client, e) in server.broken_clients() {
-                eprintln!("client {client} is broken: {e}");
-            }
-            std::panic::resume_unwind(panic)
-        }
-    }
 }
 
 /// A string of `len` bytes that `tag` tells apart from others of its length.

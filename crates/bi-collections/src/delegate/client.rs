@@ -9,7 +9,7 @@ use crate::stored::out_of_line_len;
 use crate::{CollectionError, Decided, Guard, Op, Stored, compared_value, found_value};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
-use bi_core::runtime::{Faults, Link};
+use bi_core::runtime::Faults;
 use std::fmt;
 use std::ops::Range;
 use std::time::Duration;
@@ -138,13 +138,6 @@ impl<Vw, K: Stored, V: Stored> fmt::Debug for DelegationClient<Vw, K, V> {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// The parcel of a plain item, which never needs one.
-fn no_parcel(_: &[u8]) -> Result<Link<bi_core::runtime::Bytes>, CollectionError> {
-    Err(CollectionError::Corrupt {
-        reason: "a plain item asked for a parcel",
-    })
 }
 
 impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
@@ -464,15 +457,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         op: &Op<K, V>,
         guard: &Guard<V>,
     ) -> Result<Option<WireRecord<K, V>>, CollectionError> {
-        if !K::OUT_OF_LINE && !V::OUT_OF_LINE {
-            let words = op.try_map(
-                &mut (),
-                |_, k| k.to_word(no_parcel),
-                |_, v| v.to_word(no_parcel),
-            )?;
-            let expected = guard.try_map(|v| v.to_word(no_parcel))?;
-            return Ok(Some(OpRecord::guarded(seq, words, expected)));
-        }
+        // Plain items never call `put`: their records are made the same way.
         let in_use = self.parcels_used > 0;
         let (view, area) = (self.sender.view(), &self.parcels);
         let used = &mut self.parcels_used;

@@ -3,11 +3,14 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
+use bi_collections::delegate::DelegationServer;
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op, Stored};
+use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An emulated machine of `nodes` nodes with the given eviction and prefetch rates.
 pub fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
@@ -105,4 +108,40 @@ pub fn model(sent: &[u64]) -> BTreeMap<u64, u64> {
         }
     }
     map
+}
+
+/// Runs `work` on this thread while `server` serves on another (stopped also when
+/// `work` panics, so that a failure ends the test instead of hanging it, and reported
+/// with the server's own error if it had one).
+pub fn with_server<K, V, S, R>(
+    server: &mut DelegationServer<EmulatedNode, K, V, S>,
+    work: impl FnOnce() -> R,
+) -> R
+where
+    K: Stored + Send,
+    V: Stored + Send,
+    S: ApplyBatch<K, V> + Send,
+{
+    let stop = AtomicBool::new(false);
+    let (r, served) = std::thread::scope(|scope| {
+        let serving = scope.spawn(|| server.run_until(&stop));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        stop.store(true, Ordering::Release);
+        (r, serving.join().unwrap())
+    });
+    match r {
+        Ok(r) => {
+            served.unwrap();
+            r
+        }
+        Err(panic) => {
+            if let Err(e) = served {
+                eprintln!("the server stopped with: {e}");
+            }
+            for (client, e) in server.broken_clients() {
+                eprintln!("client {client} is broken: {e}");
+            }
+            std::panic::resume_unwind(panic)
+        }
+    }
 }
