@@ -12,8 +12,9 @@
 //! - [`collections`] (`bi-collections`): shared tree and hash map;
 //! - [`graph`] (`bi-graph`): the graph engine;
 //!
-//! and holds the [`hazards`] catalog: each hazard of non-coherent sharing, shown by a
-//! deliberately broken protocol and absent under the real one.
+//! and, with the `hazards` feature, holds the `hazards` catalog: each hazard of
+//! non-coherent sharing, shown by the shipped protocol with one mechanism switched off and
+//! absent with every mechanism on.
 //!
 //! ```
 //! use bi::core::mem::{Emulator, EmulatorConfig, MemView};
@@ -31,6 +32,7 @@
 //! assert_eq!(a.load::<u64>(0).unwrap(), 7);
 //! ```
 
+#[cfg(feature = "hazards")]
 pub mod hazards;
 mod pool;
 pub mod shared;

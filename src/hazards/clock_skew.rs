@@ -2,20 +2,22 @@
 //! bound `D`; a clock that is further off than `D` makes a node's old pass look recent, and
 //! a block is reused while that node still caches it.
 //!
-//! Node 1's clock runs 5 000 ticks ahead of node 0's. Broken: the runtime is configured
-//! with `D = 0`. BI: `D` covers the real skew. Counted: the oracle's reuse hazards on
-//! node 1 when it reads the slot after the writer reused every block it could.
+//! Node 1's clock runs 5 000 ticks ahead of node 0's, and the runtime's `D` covers that.
+//! Broken ([`Fault::SkewBound`]): the grace point compares the clocks as if they agreed.
+//! BI: it allows for `D`. Counted: the oracle's reuse hazards on node 1 when it reads the
+//! slot after the writer reused every block it could.
 
-use super::{Hazard, Variant, patient};
+use super::Hazard;
 use bi_core::heap::BumpHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{Clock, NodeRuntime, ReaderOrdering, RuntimeConfig};
+use bi_core::runtime::{Clock, Fault, NodeRuntime, ReaderOrdering, RuntimeConfig};
 use std::sync::Arc;
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "clock_skew_beyond_bound",
+    fault: Fault::SkewBound,
     counts: "loads of a reused block's old lines on the skewed node (oracle reuse hazards)",
     run,
 };
@@ -33,11 +35,7 @@ impl Clock for Ahead {
 
 type Val = [u64; 28];
 
-fn run(variant: Variant, seed: u64) -> u64 {
-    let d = match variant {
-        Variant::Broken => 0,
-        Variant::Bi => AHEAD,
-    };
+fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let mut s = Setup::with(
         RegionConfig::new(1 << 18).with_nodes(2),
         |c| c.seed(seed),
@@ -45,7 +43,7 @@ fn run(variant: Variant, seed: u64) -> u64 {
     );
     // Node runtimes of our own (node 1's with its skewed clock) replace the setup's.
     s.nodes.clear();
-    let cfg = patient().skew(d).reader_ordering(ReaderOrdering::Emulated);
+    let cfg = config.skew(AHEAD).reader_ordering(ReaderOrdering::Emulated);
     let layout = *s.region.layout();
     let clock = Arc::new(Ahead(s.emu.node(1)));
     let n1 = NodeRuntime::new(s.emu.node(1), layout, 1, cfg.clone(), clock).expect("runtime");

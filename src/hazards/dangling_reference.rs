@@ -3,18 +3,21 @@
 //!
 //! The schedule is the hard case of reclamation without coherence: a reader on node 1 is
 //! inside a section holding the old object's link when node 1's pass invalidates it, and
-//! walks the object again afterwards, pulling its lines back into node 1's cache. Broken:
-//! the block is reused once the reader has left and one pass has run (the RCU rule plus
-//! one cache flush). BI: the writer reuses the block only when the grace point says so
-//! (after a second invalidation on node 1). Counted: the oracle's reuse hazards on node 1.
+//! walks the object again afterwards, pulling its lines back into node 1's cache. The
+//! writer reuses the block as soon as the grace point allows. Broken
+//! ([`Fault::SecondInvalidation`]): node 1's pass drops the retired object's lines once,
+//! when it reads the retirement, and not again once the reader has left (the RCU rule
+//! plus one cache flush). BI: it drops them again then. Counted: the oracle's reuse
+//! hazards on node 1.
 
-use super::{Hazard, Variant, two_runtimes};
+use super::{Hazard, two_runtimes};
 use bi_core::heap::BumpHeap;
 use bi_core::mem::{EmulatedNode, MemView};
-use bi_core::runtime::Writer;
+use bi_core::runtime::{Fault, RuntimeConfig, Writer};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "dangling_reference",
+    fault: Fault::SecondInvalidation,
     counts: "loads on the reader's node of a reused block's old lines (oracle reuse hazards)",
     run,
 };
@@ -27,8 +30,8 @@ fn publish(w: &mut Writer<EmulatedNode, BumpHeap>, slot: usize, id: u64) -> u64 
     w.publish(slot, b).expect("publish").offset() as u64
 }
 
-fn run(variant: Variant, seed: u64) -> u64 {
-    let s = two_runtimes(seed, |c| c);
+fn run(config: RuntimeConfig, seed: u64) -> u64 {
+    let s = two_runtimes(config, seed, |c| c);
     let slot = s.slot(0);
     let mut w = s.writer(0);
     publish(&mut w, slot, 1);
@@ -49,24 +52,11 @@ fn run(variant: Variant, seed: u64) -> u64 {
         n1.prefetch(x.offset() + 64 * line).expect("in bounds");
     }
     drop(guard);
-    match variant {
-        Variant::Broken => {
-            // Reuse now: the reader has left and node 1 has passed once. The writer's node
-            // hands the block out again, as its heap would.
-            let a = s.emu.node(0);
-            a.note_reuse(x.offset(), 4 * 64).expect("in bounds");
-            a.store(x.offset(), &[3u64; 32]).expect("in bounds");
-            a.writeback(x.offset(), 4 * 64).expect("in bounds");
-            a.fence();
-        }
-        Variant::Bi => {
-            // Reuse when the grace point allows it.
-            while w.reclaim().expect("reclaim").freed_blocks == 0 {
-                s.quiesce_all().expect("pass");
-            }
-            publish(&mut w, slot, 3);
-        }
+    // Reuse when the grace point allows it.
+    while w.reclaim().expect("reclaim").freed_blocks == 0 {
+        s.quiesce_all().expect("pass");
     }
+    publish(&mut w, slot, 3);
     // Node 1 reads X's block again, as a reader that followed a stale link would.
     for line in 0..4 {
         let _: u64 = n1.load(x.offset() + 64 * line).expect("in bounds");

@@ -1,20 +1,24 @@
-//! The hazard catalog: every way non-coherent caches break a shared structure, each with a
-//! negative control.
+//! The hazard catalog: every way non-coherent caches break a shared structure, each shown
+//! by the shipped code with one mechanism switched off.
 //!
 //! A protocol that passes its tests proves little if the tests could not have failed. So
-//! for each hazard this module runs two programs under the non-coherence emulator with the
-//! same seeds and the same adversarial event rates:
+//! each row of this catalog names one mechanism of the protocol (a [`Fault`] switch of
+//! the runtime, the collections, the channel or the graph engine) and runs one program
+//! over the shipped code under the non-coherence emulator twice, with the same seeds and
+//! the same adversarial event rates:
 //!
-//! - **broken**: a deliberately wrong variant (it skips a write-back, an invalidation, a
-//!   grace period, a check) that exhibits the hazard, and
-//! - **bi**: the real protocol,
+//! - **broken**: with that mechanism switched off, and
+//! - **bi**: with every mechanism on,
 //!
 //! and counts occurrences of the hazard in each, with the emulator's oracle where the
 //! hazard is invisible in the values (stale reads, reuse hazards, lost writes) and by
 //! checking the values where it is not (a torn object, a key that is never found). A
-//! correct catalog has `broken > 0` and `bi == 0` for every row; the test suite asserts
-//! exactly that, and the `hazards` example prints the table (`--json` for one object per
-//! line).
+//! correct catalog has `broken > 0` and `bi == 0` for every row, and every switch has a
+//! row; the test suite asserts both, and the `hazards` example prints the table (`--json`
+//! for one object per line).
+//!
+//! The catalog needs the `hazards` feature (it switches mechanisms off, so it is never
+//! part of a default build).
 //!
 //! ```
 //! let rows = bi::hazards::run_all(2);
@@ -26,18 +30,14 @@
 
 mod clock_skew;
 mod dangling_reference;
-mod log_overflow;
-mod lost_update;
 mod prefetch_after_invalidate;
-mod resolution_failure;
-mod spinning_reader;
 mod stale_beyond_bound;
 mod torn_object;
 mod type_confusion;
 
 use bi_core::mem::EmulatorConfig;
 use bi_core::region::RegionConfig;
-use bi_core::runtime::RuntimeConfig;
+use bi_core::runtime::{Fault, RuntimeConfig};
 use bi_core::runtime::testing::Setup;
 
 /// One row of the catalog: a hazard counted over `seeds` runs of each variant.
@@ -54,11 +54,13 @@ use bi_core::runtime::testing::Setup;
 pub struct HazardRow {
     /// Short name of the hazard (`snake_case`).
     pub hazard: &'static str,
+    /// The mechanism the broken variant switched off.
+    pub fault: Fault,
     /// What is counted.
     pub counts: &'static str,
-    /// Occurrences under the deliberately broken variant.
+    /// Occurrences with the mechanism switched off.
     pub broken: u64,
-    /// Occurrences under the real protocol.
+    /// Occurrences with every mechanism on.
     pub bi: u64,
     /// How many seeds each variant ran with.
     pub seeds: u64,
@@ -66,24 +68,29 @@ pub struct HazardRow {
 
 impl HazardRow {
     /// The row as one line of JSON:
-    /// `{"hazard": "...", "broken": n, "bi": n, "seeds": n}`.
+    /// `{"hazard": "...", "fault": "...", "broken": n, "bi": n, "seeds": n}`.
     ///
     /// ```
+    /// use bi::core::runtime::Fault;
     /// use bi::hazards::HazardRow;
     ///
     /// let row = HazardRow {
-    ///     hazard: "lost_update",
-    ///     counts: "lost writes",
+    ///     hazard: "publish_before_writeback",
+    ///     fault: Fault::PublishOrder,
+    ///     counts: "torn objects",
     ///     broken: 3,
     ///     bi: 0,
     ///     seeds: 2,
     /// };
-    /// assert_eq!(row.to_json(), r#"{"hazard": "lost_update", "broken": 3, "bi": 0, "seeds": 2}"#);
+    /// assert_eq!(
+    ///     row.to_json(),
+    ///     r#"{"hazard": "publish_before_writeback", "fault": "PublishOrder", "broken": 3, "bi": 0, "seeds": 2}"#
+    /// );
     /// ```
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"hazard\": \"{}\", \"broken\": {}, \"bi\": {}, \"seeds\": {}}}",
-            self.hazard, self.broken, self.bi, self.seeds
+            "{{\"hazard\": \"{}\", \"fault\": \"{:?}\", \"broken\": {}, \"bi\": {}, \"seeds\": {}}}",
+            self.hazard, self.fault, self.broken, self.bi, self.seeds
         )
     }
 }
@@ -91,30 +98,48 @@ impl HazardRow {
 /// Which variant of a hazard's program to run.
 ///
 /// ```
-/// use bi::hazards::{catalog, Variant};
+/// use bi::core::runtime::Fault;
+/// use bi::hazards::Variant;
 ///
-/// let torn = catalog().into_iter().find(|h| h.name == "publish_before_writeback").unwrap();
-/// assert!((torn.run)(Variant::Broken, 0) > 0);
-/// assert_eq!((torn.run)(Variant::Bi, 0), 0);
+/// assert!(Variant::Broken.config(Fault::PublishOrder).faults().has(Fault::PublishOrder));
+/// assert_eq!(Variant::Bi.config(Fault::PublishOrder).faults(), Default::default());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// The deliberately broken protocol.
+    /// The shipped code with the row's mechanism switched off.
     Broken,
-    /// The real protocol.
+    /// The shipped code with every mechanism on.
     Bi,
+}
+
+impl Variant {
+    /// The runtime configuration this variant runs a row with: leases long enough that
+    /// no party is ever excluded by accident (rows about leases shorten them), and
+    /// `fault` switched on for [`Broken`](Variant::Broken).
+    pub fn config(self, fault: Fault) -> RuntimeConfig {
+        let patient = RuntimeConfig::default()
+            .node_lease(u64::MAX / 4)
+            .reader_lease(u64::MAX / 4);
+        match self {
+            Variant::Broken => patient.fault(fault),
+            Variant::Bi => patient,
+        }
+    }
 }
 
 /// A hazard of the catalog.
 ///
 /// ```
-/// use bi::hazards::{run, Hazard, Variant};
+/// use bi::core::runtime::Fault;
+/// use bi::hazards::{run, Hazard};
 ///
-/// // A catalog row is any program counting a hazard per variant and seed.
+/// // A row is any program over the shipped code that counts a hazard for a configuration
+/// // and a seed.
 /// let toy = Hazard {
 ///     name: "toy",
+///     fault: Fault::PublishOrder,
 ///     counts: "ones",
-///     run: |v, _seed| u64::from(v == Variant::Broken),
+///     run: |config, _seed| u64::from(config.faults().has(Fault::PublishOrder)),
 /// };
 /// let row = run(&toy, 3);
 /// assert_eq!((row.broken, row.bi, row.seeds), (3, 0, 3));
@@ -122,32 +147,35 @@ pub enum Variant {
 pub struct Hazard {
     /// Short name (`snake_case`).
     pub name: &'static str,
+    /// The mechanism whose absence the row shows.
+    pub fault: Fault,
     /// What the count is.
     pub counts: &'static str,
-    /// Runs one variant with one seed and returns how often the hazard occurred.
-    pub run: fn(Variant, u64) -> u64,
+    /// Runs the program once with a configuration ([`Variant::config`]) and a seed and
+    /// returns how often the hazard occurred.
+    pub run: fn(RuntimeConfig, u64) -> u64,
 }
 
-/// Every hazard of the catalog, in the order of the design's list.
+/// Every hazard of the catalog: first the design's list, then one row for each further
+/// mechanism.
 ///
 /// ```
+/// use bi::core::runtime::Fault;
+///
 /// let hazards = bi::hazards::catalog();
-/// assert_eq!(hazards.len(), 10);
 /// assert_eq!(hazards[0].name, "stale_beyond_bound");
-/// assert!(hazards.iter().all(|h| !h.counts.is_empty()));
+/// // Every switch has a row.
+/// assert!(Fault::ALL.iter().all(|f| hazards.iter().any(|h| h.fault == *f)));
 /// ```
 pub fn catalog() -> Vec<Hazard> {
     vec![
         stale_beyond_bound::HAZARD,
-        resolution_failure::HAZARD,
         dangling_reference::HAZARD,
         type_confusion::HAZARD,
         prefetch_after_invalidate::HAZARD,
         torn_object::HAZARD,
-        lost_update::HAZARD,
-        spinning_reader::HAZARD,
-        log_overflow::HAZARD,
         clock_skew::HAZARD,
+        type_confusion::RETIRED,
     ]
 }
 
@@ -174,9 +202,14 @@ pub fn run_all(seeds: u64) -> Vec<HazardRow> {
 /// assert_eq!(row.bi, 0, "the real protocol loses none");
 /// ```
 pub fn run(hazard: &Hazard, seeds: u64) -> HazardRow {
-    let count = |v| (0..seeds).map(|s| (hazard.run)(v, s)).sum();
+    let count = |v: Variant| {
+        (0..seeds)
+            .map(|s| (hazard.run)(v.config(hazard.fault), s))
+            .sum()
+    };
     HazardRow {
         hazard: hazard.name,
+        fault: hazard.fault,
         counts: hazard.counts,
         broken: count(Variant::Broken),
         bi: count(Variant::Bi),
@@ -185,11 +218,15 @@ pub fn run(hazard: &Hazard, seeds: u64) -> HazardRow {
 }
 
 /// The emulator configuration every hazard starts from: two nodes and adversarial
-/// hardware (random evictions, adjacent-line and random prefetches, late write-backs),
-/// seeded.
+/// hardware ([`hostile`]), seeded.
 pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfig {
-    EmulatorConfig::new(size, nodes)
-        .seed(seed)
+    hostile(EmulatorConfig::new(size, nodes).seed(seed))
+}
+
+/// `config` on adversarial hardware: small caches, random evictions, adjacent-line and
+/// random prefetches, late write-backs.
+pub(crate) fn hostile(config: EmulatorConfig) -> EmulatorConfig {
+    config
         .cache_lines(64)
         .eviction_rate(0.01)
         .adjacent_prefetch_rate(0.2)
@@ -197,23 +234,16 @@ pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfi
         .late_writebacks(0.05)
 }
 
-/// Leases so long that no node or reader is ever excluded: the runtime hazards are about
-/// grace periods, not about crashed parties.
-pub(crate) fn patient() -> RuntimeConfig {
-    RuntimeConfig::default()
-        .node_lease(u64::MAX / 4)
-        .reader_lease(u64::MAX / 4)
-}
-
 /// Two emulated nodes with one runtime each over a 256 KiB region, the emulator adjusted
 /// by `emulator` (which starts from the seed).
 pub(crate) fn two_runtimes(
+    config: RuntimeConfig,
     seed: u64,
     emulator: impl FnOnce(EmulatorConfig) -> EmulatorConfig,
 ) -> Setup {
     Setup::with(
         RegionConfig::new(1 << 18).with_nodes(2),
         |c| emulator(c.seed(seed)),
-        patient(),
+        config,
     )
 }

@@ -1,23 +1,52 @@
-//! Type confusion after reuse: a reader keeps a reference to an object after it was
-//! retired, its block is reused for an object of another type, and the reader interprets
-//! the new object's bytes as the old type.
+//! A link kept past its section: a reader keeps a link to an object as plain data, the
+//! writer replaces and retires the object, the grace period passes and the block is given
+//! back to the heap. Two rows follow the kept link with the runtime's reader.
 //!
-//! A writer publishes an `Account`, a reader takes its link, the writer replaces and
-//! retires it, and once the grace period allows it the block is reused for a `Label`. The
-//! reader then follows the link it kept. Broken: the reader reads the payload at the
-//! link's offset as an `Account` (it does not check generations). BI: `follow` checks the
-//! link's generation against the stamps in the block and refuses the read. Counted:
-//! `Account`s accepted whose bytes were not an `Account`.
+//! **Type confusion after reuse**: the block is reused for an object of another type (a
+//! `Label`) and the reader reads the new object's bytes as the old type (an `Account`).
+//! Broken ([`Fault::GenerationBump`]): the reused block's object keeps the generation of
+//! the block's last one, so the kept link matches it. BI: the generation moves on and
+//! the read is refused. Counted: `Account`s accepted whose bytes were not an `Account`.
+//!
+//! **A retired object read as live**: the block is not reused yet and still holds the
+//! retired `Account`. Broken ([`Fault::FreedMark`]): the read ignores the FREED mark the
+//! retirement wrote into its first line. BI: the read is refused. Counted: retired
+//! `Account`s returned through the kept link.
 
-use super::{Hazard, Variant, two_runtimes};
-use bi_core::mem::MemView;
-use bi_core::runtime::object::STAMP_BYTES;
+use super::{Hazard, two_runtimes};
+use bi_core::heap::BumpHeap;
+use bi_core::mem::EmulatedNode;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{Fault, Link, Reader, RuntimeConfig, Writer};
 use bytemuck::{Pod, Zeroable};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "type_confusion_after_reuse",
+    fault: Fault::GenerationBump,
     counts: "reads through a kept link that accepted another type's bytes",
-    run,
+    run: |config, seed| {
+        let (s, mut w, reader, kept) = kept_link_of_a_freed_object(config, seed);
+        let label = w
+            .alloc(Label {
+                text: *b"not an account!!",
+            })
+            .expect("heap");
+        debug_assert_eq!(label.offset(), kept.offset(), "the block is reused");
+        w.publish(s.slot(1), label).expect("publish");
+        s.quiesce_all().expect("pass");
+        let accepted = matches!(reader.enter().follow(kept), Ok(Some(a)) if a.tag != ACCOUNT);
+        u64::from(accepted)
+    },
+};
+
+pub(super) const RETIRED: Hazard = Hazard {
+    name: "retired_object_read_as_live",
+    fault: Fault::FreedMark,
+    counts: "retired objects returned through a kept link",
+    run: |config, seed| {
+        let (_s, _w, reader, kept) = kept_link_of_a_freed_object(config, seed);
+        u64::from(matches!(reader.enter().follow(kept), Ok(Some(_))))
+    },
 };
 
 const ACCOUNT: u64 = 0xACC0_0000_0000_0ACC;
@@ -35,9 +64,20 @@ struct Label {
     text: [u8; 16],
 }
 
-fn run(variant: Variant, seed: u64) -> u64 {
-    let s = two_runtimes(seed, |c| c);
-    let (accounts, labels) = (s.slot(0), s.slot(1));
+/// The schedule both rows share: node 1's reader keeps the link to an `Account` the
+/// writer then replaces and retires; returns once the grace period gave the block back
+/// (not yet reused).
+fn kept_link_of_a_freed_object(
+    config: RuntimeConfig,
+    seed: u64,
+) -> (
+    Setup,
+    Writer<EmulatedNode, BumpHeap>,
+    Reader<EmulatedNode>,
+    Link<Account>,
+) {
+    let s = two_runtimes(config, seed, |c| c);
+    let accounts = s.slot(0);
     let mut w = s.writer(0);
     let b = w
         .alloc(Account {
@@ -65,26 +105,5 @@ fn run(variant: Variant, seed: u64) -> u64 {
     while w.reclaim().expect("reclaim").freed_blocks == 0 {
         s.quiesce_all().expect("pass");
     }
-    let label = w
-        .alloc(Label {
-            text: *b"not an account!!",
-        })
-        .expect("heap");
-    debug_assert_eq!(label.offset(), kept.offset(), "the block is reused");
-    w.publish(labels, label).expect("publish");
-    s.quiesce_all().expect("pass");
-
-    let n1 = s.emu.node(1);
-    let accepted = match variant {
-        Variant::Broken => {
-            let at = kept.offset() + STAMP_BYTES;
-            let account: Account = n1.load(at).expect("in bounds");
-            account.tag != ACCOUNT
-        }
-        Variant::Bi => match reader.enter().follow(kept) {
-            Ok(Some(account)) => account.tag != ACCOUNT,
-            _ => false, // refused: the link is stale
-        },
-    };
-    u64::from(accepted)
+    (s, w, reader, kept)
 }

@@ -50,13 +50,12 @@
 
 use super::BiError;
 use super::object::{
-    Fetch, Link, ONE_LINE_PAYLOAD, STAMP_BYTES, Shape, Stamp, check_in, visit_lines,
+    Fetch, Link, ONE_LINE_PAYLOAD, Objects, STAMP_BYTES, Shape, check_in, visit_lines,
 };
 use super::reader::BiGuard;
 use super::writer::Writer;
 use crate::heap::Heap;
 use crate::mem::MemView;
-use crate::region::Section;
 use std::cmp::Ordering;
 
 /// Bytes of the length word at the start of a byte string's payload.
@@ -96,21 +95,18 @@ const ONE_LINE_BYTES: usize = ONE_LINE_PAYLOAD - LEN_BYTES;
 #[inline(always)]
 fn one_line<V: MemView>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<Bytes>,
 ) -> Result<Option<Fetch<[u64; ONE_LINE_PAYLOAD / 8]>>, BiError> {
-    if link.is_null() || line < STAMP_BYTES + ONE_LINE_PAYLOAD {
+    if link.is_null() || objects.line < STAMP_BYTES + ONE_LINE_PAYLOAD {
         return Ok(None);
     }
     let at = link.offset();
-    check_in(heap, at, line, "heap")?;
+    check_in(objects.heap, at, objects.line, "heap")?;
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
-    let read = view.load_stamped(at, &mut words, |s| {
-        Stamp::from_raw(s).matches(link.generation())
-    })?;
+    let read = view.load_stamped(at, &mut words, |s| objects.admits(s, link.generation()))?;
     Ok(match read {
-        Some((before, after)) if before == after => {
+        Some((before, after)) if objects.agrees(after, before) => {
             (words[0] <= ONE_LINE_BYTES as u64).then_some(Fetch::Value(words))
         }
         _ => Some(Fetch::Stale),
@@ -128,18 +124,18 @@ fn bytes_of(words: &[u64; ONE_LINE_PAYLOAD / 8]) -> &[u8] {
 /// or [`Fetch::Stale`] (and then `f` may have seen bytes that must be discarded).
 fn visit_bytes<V: MemView>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<Bytes>,
     mut f: impl FnMut(usize, &[u8]) -> bool,
 ) -> Result<Fetch<usize>, BiError> {
     if link.is_null() {
         return Ok(Fetch::Null);
     }
+    let (heap, line) = (objects.heap, objects.line);
     let at = link.offset();
     check_in(heap, at, line, "heap")?;
     let stamp = view.load_u64(at)?;
-    if !Stamp::from_raw(stamp).matches(link.generation()) {
+    if !objects.admits(stamp, link.generation()) {
         return Ok(Fetch::Stale);
     }
     let len = view.load_u64(at + STAMP_BYTES)?;
@@ -152,7 +148,7 @@ fn visit_bytes<V: MemView>(
         return Ok(Fetch::Stale);
     };
     check_in(heap, at, shape.bytes(), "heap")?;
-    let whole = visit_lines(view, at, &shape, stamp, |start, piece| {
+    let whole = visit_lines(view, objects, at, &shape, stamp, |start, piece| {
         // The payload's first word is the length: hand on only the bytes after it.
         let skip = LEN_BYTES.saturating_sub(start).min(piece.len());
         piece.len() == skip || f(start + skip - LEN_BYTES, &piece[skip..])
@@ -216,16 +212,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     pub fn read_own_bytes(&self, link: Link<Bytes>) -> Result<Vec<u8>, BiError> {
         let inner = &self.inner;
         let mut out = Vec::new();
-        match visit_bytes(
-            &inner.view,
-            inner.layout.heap(),
-            inner.line,
-            link,
-            |_, b| {
-                out.extend_from_slice(b);
-                true
-            },
-        )? {
+        match visit_bytes(&inner.view, inner.objects(), link, |_, b| {
+            out.extend_from_slice(b);
+            true
+        })? {
             Fetch::Value(_) => Ok(out),
             Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
@@ -248,8 +238,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// ```
     pub fn string_bytes(&self, link: Link<Bytes>) -> Result<usize, BiError> {
         let inner = &self.inner;
-        let heap = inner.layout.heap();
-        match visit_bytes(&inner.view, heap, inner.line, link, |_, _| false)? {
+        match visit_bytes(&inner.view, inner.objects(), link, |_, _| false)? {
             Fetch::Value(len) => Ok(shape_of(len, inner.line)?.bytes()),
             Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
@@ -273,7 +262,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// ```
     pub fn compare_own_bytes(&self, link: Link<Bytes>, probe: &[u8]) -> Result<Ordering, BiError> {
         let inner = &self.inner;
-        match compare(&inner.view, inner.layout.heap(), inner.line, link, probe)? {
+        match compare(&inner.view, inner.objects(), link, probe)? {
             Fetch::Value(o) => Ok(o),
             Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
@@ -340,16 +329,15 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 #[inline]
 fn compare<V: MemView>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<Bytes>,
     probe: &[u8],
 ) -> Result<Fetch<Ordering>, BiError> {
-    if let Some(read) = one_line(view, heap, line, link)? {
+    if let Some(read) = one_line(view, objects, link)? {
         return Ok(read.map(|w| probe.cmp(bytes_of(&w))));
     }
     let mut order = Ordering::Equal;
-    let read = visit_bytes(view, heap, line, link, |start, stored| {
+    let read = visit_bytes(view, objects, link, |start, stored| {
         let mine = probe.get(start..).unwrap_or_default();
         let n = mine.len().min(stored.len());
         order = mine[..n].cmp(&stored[..n]);
@@ -380,12 +368,12 @@ impl<V: MemView> BiGuard<'_, V> {
     /// assert_eq!(g.read_bytes(Link::null(), &mut out).unwrap(), Fetch::Null);
     /// ```
     pub fn read_bytes(&self, link: Link<Bytes>, out: &mut Vec<u8>) -> Result<Fetch<()>, BiError> {
-        self.twice(link, |view, heap, line| {
+        self.twice(link, |view, objects| {
             out.clear();
-            if let Some(read) = one_line(view, heap, line, link)? {
+            if let Some(read) = one_line(view, objects, link)? {
                 return Ok(read.map(|w| out.extend_from_slice(bytes_of(&w))));
             }
-            Ok(visit_bytes(view, heap, line, link, |_, b| {
+            Ok(visit_bytes(view, objects, link, |_, b| {
                 out.extend_from_slice(b);
                 true
             })?
@@ -416,9 +404,7 @@ impl<V: MemView> BiGuard<'_, V> {
         link: Link<Bytes>,
         probe: &[u8],
     ) -> Result<Fetch<Ordering>, BiError> {
-        self.twice(link, |view, heap, line| {
-            compare(view, heap, line, link, probe)
-        })
+        self.twice(link, |view, objects| compare(view, objects, link, probe))
     }
 
     /// Runs `attempt` through the cache; if it finds a stale copy, counts a mismatch,
@@ -427,16 +413,16 @@ impl<V: MemView> BiGuard<'_, V> {
     fn twice<R>(
         &self,
         link: Link<Bytes>,
-        mut attempt: impl FnMut(&V, Section, usize) -> Result<Fetch<R>, BiError>,
+        mut attempt: impl FnMut(&V, Objects) -> Result<Fetch<R>, BiError>,
     ) -> Result<Fetch<R>, BiError> {
         let inner = self.inner();
-        let (heap, line) = (inner.layout.heap(), inner.line);
-        match attempt(&inner.view, heap, line)? {
+        let objects = inner.objects();
+        match attempt(&inner.view, objects)? {
             Fetch::Stale => {}
             done => return Ok(done),
         }
         self.drop_string(link)?;
-        attempt(&inner.view, heap, line)
+        attempt(&inner.view, objects)
     }
 
     /// The slow path of [`twice`](Self::twice): counts a mismatch and drops this node's

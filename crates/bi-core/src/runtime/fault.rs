@@ -6,86 +6,138 @@
 //! [`Faults::has`] is a constant `false` that the compiler folds away, so shipped builds
 //! carry no trace of them.
 
-/// One mechanism a test can switch off.
-///
-/// ```
-/// use bi_core::runtime::{Fault, Faults};
-///
-/// // Nothing is switched off unless a test asks for it (`faults` feature).
-/// assert!(!Faults::default().has(Fault::LockWriteback));
-/// assert_ne!(Fault::LockWriteback, Fault::NodeClaim);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Fault {
-    /// A node whose reader declares a structure for the first time does not drop the
-    /// lines its passes skipped for that structure ([`scope`](super::scope)).
-    ScopeRefresh,
-    /// The pool lock's record is stored but not written back, so other nodes keep
-    /// reading what memory held before ([`lock`](super::lock)).
-    LockWriteback,
-    /// A runtime neither refuses a node that another live process runs nor checks, before
-    /// each pass writes the node's record, that memory still names it
-    /// ([`claim`](super::claim)).
-    NodeClaim,
-    /// A writer that adopts a structure gives the rest of its arena back to the heap at
-    /// once instead of keeping it until a grace period has passed
-    /// ([`Writer::adopt`](super::Writer::adopt)).
-    AdoptQuarantine,
-    /// A writer that adopts a structure does not announce its root slots in the modified
-    /// ring, so nodes keep a root the dead writer wrote back without logging it
-    /// ([`Writer::adopt`](super::Writer::adopt)).
-    AdoptAnnounce,
-    /// A node's pass ignores the flag a joined process raises, and skips what writers
-    /// logged for structures only that process reads ([`share`](super::share)).
-    JoinedScopes,
-    /// A delegation server that takes over from a dead one serves the requests it finds
-    /// unacknowledged instead of reporting them failed, so a request the dead server
-    /// applied without acknowledging is applied again
-    /// (`bi_collections::delegate::DelegationServer::resume`).
-    DelegationTakeover,
-    /// A delegation server decides every guarded request of a batch (insert-if-absent,
-    /// compare-and-set) on what the structure held before the batch, not on what the
-    /// batch's earlier operations left at the key, so two requests that each expect
-    /// the old value both apply
-    /// (`bi_collections::ApplyBatch::apply_guarded`).
-    GuardsAtBatchStart,
-    /// A publication stores and writes back the slot *before* the write-back and fence
-    /// that put the object in memory, so the slot can reach memory first and another
-    /// node follow it to lines that are not there yet
-    /// ([`Writer::publish`](super::Writer::publish)). Observable only where write-backs
-    /// land late, as the hardware's do
-    /// ([`EmulatorConfig::late_writebacks`](crate::mem::EmulatorConfig::late_writebacks)).
-    PublishOrder,
-    /// A writer does not check, before it writes, that its node's heartbeat is younger
-    /// than half the node lease, so after a stall longer than the lease it keeps
-    /// writing a structure whose role another process has taken
-    /// ([`lease`](super::lease)).
-    WriterLease,
-    /// A map's snapshot read accepts two collects that agree without checking that the
-    /// lines' stamps sum to what the header says, so memory holding part of a commit
-    /// (its write-backs land in any order until the fence) passes for a published
-    /// version (`bi_collections::map::MapRef::iter`).
-    SnapshotSum,
-    /// A map's snapshot read accepts its first collect without reading everything again,
-    /// so lines read at different moments pass for one version
-    /// (`bi_collections::map::MapRef::iter`).
-    SnapshotRecollect,
-    /// A delegation client does not write back the parcel holding a long key or value
-    /// before it publishes the record that names it, nor the server a long old value's
-    /// reply (nor does it fence between the reply and the acknowledgement), so the
-    /// other side can read memory without them (`bi_collections::delegate`).
-    ParcelWriteback,
-    /// A delegation server reads a parcel, and a client a reply, from its own cache
-    /// without dropping the lines first, so a copy of what an earlier request left at
-    /// the same place passes for the new one (`bi_collections::delegate`).
-    ParcelInvalidate,
-    /// An object's line is written stamp first, then payload, instead of
-    /// [`Stamp::INVALID`](super::Stamp::INVALID), payload, stamp: a copy of the line taken
-    /// between the two stores (another node's prefetch of a line evicted half written)
-    /// carries the new stamp over the old payload and passes for the new object
-    /// ([`object`](super::object)).
-    StampOrder,
+/// Declares [`Fault`] and [`Fault::ALL`] from one list, so that no switch can be
+/// missing from `ALL` (the meta test of the hazard catalog walks it).
+macro_rules! switches {
+    ($(#[$enum_doc:meta])* enum Fault { $($(#[$doc:meta])* $name:ident,)* }) => {
+        $(#[$enum_doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub enum Fault {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Fault {
+            /// Every switch, in declaration order.
+            ///
+            /// ```
+            /// use bi_core::runtime::Fault;
+            ///
+            /// assert_eq!(Fault::ALL[0], Fault::ScopeRefresh);
+            /// assert!(Fault::ALL.iter().enumerate().all(|(i, &f)| f as usize == i));
+            /// ```
+            pub const ALL: &'static [Fault] = &[$(Fault::$name,)*];
+        }
+    };
+}
+
+switches! {
+    /// One mechanism a test can switch off.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fault, Faults};
+    ///
+    /// // Nothing is switched off unless a test asks for it (`faults` feature).
+    /// assert!(!Faults::default().has(Fault::LockWriteback));
+    /// assert_ne!(Fault::LockWriteback, Fault::NodeClaim);
+    /// ```
+    enum Fault {
+        /// A node whose reader declares a structure for the first time does not drop the
+        /// lines its passes skipped for that structure ([`scope`](super::scope)).
+        ScopeRefresh,
+        /// The pool lock's record is stored but not written back, so other nodes keep
+        /// reading what memory held before ([`lock`](super::lock)).
+        LockWriteback,
+        /// A runtime neither refuses a node that another live process runs nor checks, before
+        /// each pass writes the node's record, that memory still names it
+        /// ([`claim`](super::claim)).
+        NodeClaim,
+        /// A writer that adopts a structure gives the rest of its arena back to the heap at
+        /// once instead of keeping it until a grace period has passed
+        /// ([`Writer::adopt`](super::Writer::adopt)).
+        AdoptQuarantine,
+        /// A writer that adopts a structure does not announce its root slots in the modified
+        /// ring, so nodes keep a root the dead writer wrote back without logging it
+        /// ([`Writer::adopt`](super::Writer::adopt)).
+        AdoptAnnounce,
+        /// A node's pass ignores the flag a joined process raises, and skips what writers
+        /// logged for structures only that process reads ([`share`](super::share)).
+        JoinedScopes,
+        /// A delegation server that takes over from a dead one serves the requests it finds
+        /// unacknowledged instead of reporting them failed, so a request the dead server
+        /// applied without acknowledging is applied again
+        /// (`bi_collections::delegate::DelegationServer::resume`).
+        DelegationTakeover,
+        /// A delegation server decides every guarded request of a batch (insert-if-absent,
+        /// compare-and-set) on what the structure held before the batch, not on what the
+        /// batch's earlier operations left at the key, so two requests that each expect
+        /// the old value both apply
+        /// (`bi_collections::ApplyBatch::apply_guarded`).
+        GuardsAtBatchStart,
+        /// A publication stores and writes back the slot *before* the write-back and fence
+        /// that put the object in memory, so the slot can reach memory first and another
+        /// node follow it to lines that are not there yet
+        /// ([`Writer::publish`](super::Writer::publish)). Observable only where write-backs
+        /// land late, as the hardware's do
+        /// ([`EmulatorConfig::late_writebacks`](crate::mem::EmulatorConfig::late_writebacks)).
+        PublishOrder,
+        /// A writer does not check, before it writes, that its node's heartbeat is younger
+        /// than half the node lease, so after a stall longer than the lease it keeps
+        /// writing a structure whose role another process has taken
+        /// ([`lease`](super::lease)).
+        WriterLease,
+        /// A map's snapshot read accepts two collects that agree without checking that the
+        /// lines' stamps sum to what the header says, so memory holding part of a commit
+        /// (its write-backs land in any order until the fence) passes for a published
+        /// version (`bi_collections::map::MapRef::iter`).
+        SnapshotSum,
+        /// A map's snapshot read accepts its first collect without reading everything again,
+        /// so lines read at different moments pass for one version
+        /// (`bi_collections::map::MapRef::iter`).
+        SnapshotRecollect,
+        /// A delegation client does not write back the parcel holding a long key or value
+        /// before it publishes the record that names it, nor the server a long old value's
+        /// reply (nor does it fence between the reply and the acknowledgement), so the
+        /// other side can read memory without them (`bi_collections::delegate`).
+        ParcelWriteback,
+        /// A delegation server reads a parcel, and a client a reply, from its own cache
+        /// without dropping the lines first, so a copy of what an earlier request left at
+        /// the same place passes for the new one (`bi_collections::delegate`).
+        ParcelInvalidate,
+        /// An object's line is written stamp first, then payload, instead of
+        /// [`Stamp::INVALID`](super::Stamp::INVALID), payload, stamp: a copy of the line taken
+        /// between the two stores (another node's prefetch of a line evicted half written)
+        /// carries the new stamp over the old payload and passes for the new object
+        /// ([`object`](super::object)).
+        StampOrder,
+        /// A validated read neither compares a line's stamp with the link's generation nor
+        /// the stamps of an object's lines with each other (nor a stamp read after the
+        /// payload with the one read before), so a copy of an older incarnation of the block
+        /// (refilled by a prefetch after the node's pass dropped it) passes for the object
+        /// the link names ([`object`](super::object)).
+        LineStamp,
+        /// A validated read ignores the FREED mark of line 0, so a reader that fetched a
+        /// retired object from memory (its retirement written back) reads it as live instead
+        /// of turning to the slot that replaced it ([`object`](super::object)).
+        FreedMark,
+        /// A node's pass reads the writers' modified rings but does not invalidate the
+        /// slots they logged, so the node keeps reading a slot's old link for as long as
+        /// the line stays in its cache ([`pass`](super::pass)).
+        LoggedSlots,
+        /// A node's pass drops a group of retired objects' lines once, when it reads their
+        /// retirement, and not again once the readers that were inside have left, so a
+        /// reader that walked a retired object after the first invalidation leaves its
+        /// lines cached when the block is reused ([`pass`](super::pass)).
+        SecondInvalidation,
+        /// The grace point compares clocks of different nodes without allowing for the
+        /// configured skew bound `D`, so a node whose clock runs ahead seems to have
+        /// passed after a retirement it has not seen ([`grace`](super::grace)).
+        SkewBound,
+        /// A reused block's new object takes the generation of the block's last one
+        /// instead of the next, so a link kept from before the reuse (and any stale copy
+        /// of its lines) matches the new object ([`Writer`](super::Writer)).
+        GenerationBump,
+    }
 }
 
 /// The mechanisms switched off: none, unless a test built with the `faults` feature
@@ -98,7 +150,15 @@ pub enum Fault {
 /// assert!(!RuntimeConfig::default().faults().has(Fault::ScopeRefresh));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Faults(u64);
+pub struct Faults {
+    #[cfg(feature = "faults")]
+    bits: u64,
+}
+
+// Without the feature the switches take no space and every check is a constant `false`:
+// a build without it (`cargo check -p bi-core`) fails here if that ever stops being so.
+#[cfg(not(feature = "faults"))]
+const _: () = assert!(size_of::<Faults>() == 0);
 
 impl Faults {
     /// Whether `fault` is switched on (always `false` without the `faults` feature).
@@ -111,14 +171,23 @@ impl Faults {
     /// ```
     #[inline(always)]
     pub fn has(self, fault: Fault) -> bool {
-        cfg!(feature = "faults") && self.0 & Self::bit(fault) != 0
+        #[cfg(feature = "faults")]
+        return self.bits & Self::bit(fault) != 0;
+        #[cfg(not(feature = "faults"))]
+        {
+            let _ = fault;
+            false
+        }
     }
 
     #[cfg(feature = "faults")]
     pub(crate) fn with(self, fault: Fault) -> Faults {
-        Faults(self.0 | Self::bit(fault))
+        Faults {
+            bits: self.bits | Self::bit(fault),
+        }
     }
 
+    #[cfg(feature = "faults")]
     const fn bit(fault: Fault) -> u64 {
         1 << fault as u64
     }

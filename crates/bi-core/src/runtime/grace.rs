@@ -2,7 +2,7 @@
 //! every live node.
 
 use super::pass::NodeRecord;
-use super::{BiError, NodeInner};
+use super::{BiError, Fault, NodeInner};
 use crate::mem::MemView;
 
 /// The result of [`Writer::synchronize`](super::Writer::synchronize): retired objects
@@ -35,7 +35,11 @@ pub struct GracePoint {
 /// Reads every node's record (invalidate all, one fence, read) and combines them.
 pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiError> {
     let view = &inner.view;
-    let d = inner.config.skew;
+    let d = if inner.config.faults.has(Fault::SkewBound) {
+        0
+    } else {
+        inner.config.skew
+    };
     for n in 0..inner.nodes {
         view.invalidate(inner.node_record_of(n)?, size_of::<NodeRecord>())?;
     }

@@ -457,9 +457,8 @@ impl<V: MemView> BiGuard<'_, V> {
     ) -> Result<super::Fetch<(R, Stamp)>, BiError> {
         self.enter_via(entry, link)?;
         let inner = self.inner();
-        let heap = inner.layout.heap();
-        let read =
-            || super::object::fetch_stamped(&inner.view, heap, inner.line, link, |v, s| (f(v), s));
+        let objects = inner.objects();
+        let read = || super::object::fetch_stamped(&inner.view, objects, link, |v, s| (f(v), s));
         self.validated(read()?, read, || {
             super::object::object_lines(link, inner.line)
         })

@@ -291,6 +291,16 @@ impl<V: MemView> Drop for NodeInner<V> {
 }
 
 impl<V: MemView> NodeInner<V> {
+    /// What a validated read needs besides the view ([`object::Objects`]).
+    #[inline(always)]
+    pub(crate) fn objects(&self) -> object::Objects {
+        object::Objects {
+            heap: self.layout.heap(),
+            line: self.line,
+            faults: self.config.faults,
+        }
+    }
+
     pub(crate) fn lock_pass(&self) -> impl DerefMut<Target = PassState<V>> + '_ {
         self.pass.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -609,6 +609,37 @@ pub(crate) fn write_object<V: MemView>(
     Ok(())
 }
 
+/// Where objects live and how a read checks them: the heap's bounds, the line size, and
+/// the mechanisms a test switched off. Three words passed by value, so a search loop keeps
+/// them in registers (without the `faults` feature the switches take no space at all).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Objects {
+    pub(crate) heap: Section,
+    pub(crate) line: usize,
+    pub(crate) faults: Faults,
+}
+
+impl Objects {
+    /// Whether a line stamped `stamp` may be read as line 0 of the object a link of
+    /// generation `link_generation` names: the generations agree and the object is not
+    /// FREED. ([`Fault::LineStamp`] admits any stamp; [`Fault::FreedMark`] ignores the
+    /// FREED mark.)
+    #[inline(always)]
+    pub(crate) fn admits(self, stamp: u64, link_generation: u64) -> bool {
+        Stamp(stamp).matches(link_generation)
+            || self.faults.has(Fault::LineStamp)
+            || (self.faults.has(Fault::FreedMark)
+                && Stamp(stamp & !Stamp::FREED).matches(link_generation))
+    }
+
+    /// Whether a stamp read again (after a line's payload, or in a later line) agrees
+    /// with the one the read validated first. ([`Fault::LineStamp`]: always.)
+    #[inline(always)]
+    pub(crate) fn agrees(self, again: u64, first: u64) -> bool {
+        again == first || self.faults.has(Fault::LineStamp)
+    }
+}
+
 /// What a validated read found.
 ///
 /// ```
@@ -671,20 +702,18 @@ pub(crate) struct WordAligned<T>(pub(crate) T);
 #[inline(always)]
 pub(crate) fn fetch_with<V: MemView, T: Pod, R>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<T>,
     f: impl FnOnce(&T) -> R,
 ) -> Result<Fetch<R>, BiError> {
-    fetch_stamped(view, heap, line, link, |v, _| f(v))
+    fetch_stamped(view, objects, link, |v, _| f(v))
 }
 
 /// [`fetch_with`], handing `f` the stamp the copy validated under as well.
 #[inline(always)]
 pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<T>,
     f: impl FnOnce(&T, Stamp) -> R,
 ) -> Result<Fetch<R>, BiError> {
@@ -692,17 +721,17 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
         return Ok(Fetch::Null);
     }
     let size = size_of::<T>();
-    if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > line {
-        return Ok(fetch_lines(view, heap, line, link)?.map(|(v, stamp)| f(&v.0, stamp)));
+    if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > objects.line {
+        return Ok(fetch_lines(view, objects, link)?.map(|(v, stamp)| f(&v.0, stamp)));
     }
     let at = link.offset();
-    check_in(heap, at, line, "heap")?;
+    check_in(objects.heap, at, objects.line, "heap")?;
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
     let n = size.div_ceil(8);
     // A stale line is rejected on its stamp, before anything else is read from it.
-    let read = view.load_stamped(at, &mut words[..n], |s| Stamp(s).matches(link.generation()))?;
+    let read = view.load_stamped(at, &mut words[..n], |s| objects.admits(s, link.generation()))?;
     let stamp = match read {
-        Some((before, after)) if before == after => Stamp(before),
+        Some((before, after)) if objects.agrees(after, before) => Stamp(before),
         _ => return Ok(Fetch::Stale),
     };
     // Whole words into the value's (word-aligned, word-padded) storage, so that reading
@@ -721,20 +750,19 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
 #[inline(never)]
 fn fetch_lines<V: MemView, T: Pod>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     link: Link<T>,
 ) -> Result<Fetch<(WordAligned<T>, Stamp)>, BiError> {
-    let shape = Shape::new(size_of::<T>(), line)?;
+    let shape = Shape::new(size_of::<T>(), objects.line)?;
     let at = link.offset();
-    check_in(heap, at, shape.bytes(), "heap")?;
+    check_in(objects.heap, at, shape.bytes(), "heap")?;
     let stamp = view.load_u64(at)?;
-    if !Stamp(stamp).matches(link.generation()) {
+    if !objects.admits(stamp, link.generation()) {
         return Ok(Fetch::Stale);
     }
     let mut value = WordAligned(T::zeroed());
     let out = bytemuck::bytes_of_mut(&mut value.0);
-    let whole = visit_lines(view, at, &shape, stamp, |start, chunk| {
+    let whole = visit_lines(view, objects, at, &shape, stamp, |start, chunk| {
         out[start..start + chunk.len()].copy_from_slice(chunk);
         true
     })?;
@@ -756,6 +784,7 @@ fn fetch_lines<V: MemView, T: Pod>(
 /// `f` saw then belongs to the incarnation `stamp` names.
 pub(crate) fn visit_lines<V: MemView>(
     view: &V,
+    objects: Objects,
     at: usize,
     shape: &Shape,
     stamp: u64,
@@ -764,7 +793,7 @@ pub(crate) fn visit_lines<V: MemView>(
     let mut words = [0u64; 16];
     for (i, (payload_at, range)) in shape.chunks().enumerate() {
         let line_at = at + i * shape.line;
-        if i > 0 && view.load_u64(line_at)? != stamp {
+        if i > 0 && !objects.agrees(view.load_u64(line_at)?, stamp) {
             return Ok(None);
         }
         let (mut from, mut done, mut go_on) = (at + payload_at, range.start, true);
@@ -776,7 +805,7 @@ pub(crate) fn visit_lines<V: MemView>(
             done += take;
             from += take.next_multiple_of(8);
         }
-        if view.load_u64(line_at)? != stamp {
+        if !objects.agrees(view.load_u64(line_at)?, stamp) {
             return Ok(None);
         }
         if !go_on {

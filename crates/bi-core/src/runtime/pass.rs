@@ -344,6 +344,9 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     }
 
     // 4.
+    if cfg.faults.has(Fault::LoggedSlots) {
+        slot_ranges.clear();
+    }
     for &(at, len) in slot_ranges.iter().chain(freed_ranges.iter()) {
         view.invalidate(at, len)?;
     }
@@ -354,7 +357,9 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // 5.
     while let Some(g) = st.pending.front() {
         if oldest > g.end {
-            invalidate_items(inner, &g.items)?;
+            if !cfg.faults.has(Fault::SecondInvalidation) {
+                invalidate_items(inner, &g.items)?;
+            }
             st.pending.pop_front();
             report.drained += 1;
         } else {

@@ -548,8 +548,8 @@ impl<'r, V: MemView> BiGuard<'r, V> {
         f: impl Fn(&T) -> R,
     ) -> Result<Fetch<R>, BiError> {
         let inner = self.inner();
-        let heap = inner.layout.heap();
-        let read = || fetch_with(&inner.view, heap, inner.line, link, &f);
+        let objects = inner.objects();
+        let read = || fetch_with(&inner.view, objects, link, &f);
         self.validated(read()?, read, || object_lines(link, inner.line))
     }
 

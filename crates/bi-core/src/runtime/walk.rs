@@ -10,10 +10,9 @@
 
 use super::BiError;
 use super::lazy::Search;
-use super::object::{Fetch, Link, fetch_with, object_lines};
+use super::object::{Fetch, Link, Objects, fetch_with, object_lines};
 use super::reader::BiGuard;
 use crate::mem::MemView;
-use crate::region::Section;
 use bytemuck::Pod;
 
 /// What a walk does after looking at one object.
@@ -55,13 +54,12 @@ enum Exit<T, R> {
 #[inline(always)]
 fn walk_from<V: MemView, T: Pod, R>(
     view: &V,
-    heap: Section,
-    line: usize,
+    objects: Objects,
     mut link: Link<T>,
     f: &impl Fn(&T) -> Step<T, R>,
 ) -> Result<Exit<T, R>, BiError> {
     loop {
-        link = match fetch_with(view, heap, line, link, f)? {
+        link = match fetch_with(view, objects, link, f)? {
             Fetch::Value(Step::Found(r)) => return Ok(Exit::Done(Search::Found(r))),
             Fetch::Value(Step::Next(next)) => next,
             Fetch::Null => return Ok(Exit::Done(Search::Missing)),
@@ -106,16 +104,16 @@ impl<V: MemView> BiGuard<'_, V> {
         f: impl Fn(&T) -> Step<T, R>,
     ) -> Result<Search<R>, BiError> {
         let inner = self.inner();
-        let (heap, line) = (inner.layout.heap(), inner.line);
+        let objects = inner.objects();
         let mut link = start;
         loop {
-            link = match walk_from(&inner.view, heap, line, link, &f)? {
+            link = match walk_from(&inner.view, objects, link, &f)? {
                 Exit::Done(found) => return Ok(found),
                 // The tight loop's read was the first one: straight to the second, after
                 // invalidating the object's lines.
                 Exit::Stale(stale) => match self.read_again(
-                    || fetch_with(&inner.view, heap, line, stale, &f),
-                    || object_lines(stale, line),
+                    || fetch_with(&inner.view, objects, stale, &f),
+                    || object_lines(stale, objects.line),
                 )? {
                     Fetch::Value(Step::Found(r)) => return Ok(Search::Found(r)),
                     Fetch::Value(Step::Next(next)) => next,

@@ -515,7 +515,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     #[inline]
     pub fn read_own<T: Pod>(&self, link: Link<T>) -> Result<T, BiError> {
         let inner = &self.inner;
-        match fetch_with(&inner.view, inner.layout.heap(), inner.line, link, |v| *v)? {
+        match fetch_with(&inner.view, inner.objects(), link, |v| *v)? {
             Fetch::Value(v) => Ok(v),
             Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
@@ -574,6 +574,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         };
         if block.reused {
             view.note_reuse(block.offset, block.len)?;
+        }
+        if inner.config.faults.has(Fault::GenerationBump) {
+            return Ok((block, old));
         }
         Ok((block, old.next()))
     }
