@@ -21,17 +21,26 @@
 //! become a second writer and must be refused. This process then checks, as a node of
 //! its own, that every key a killed writer acknowledged is in the map.
 //!
+//! With `BI_EMULATE=<seed>` every process runs its node over the non-coherence emulator
+//! ([`bi::Emulation`]): its cache is its own, memory is the region file, and the
+//! emulator's oracle, shared through a file beside the region, counts stale reads, reuse
+//! hazards and lost writes across the processes; each process that is not killed
+//! reports its counts, and the run fails if a write-back overwrote newer bytes.
+//!
 //! With `--json` the run prints one JSON object:
 //! `{"readers": n, "writes": n, "reads": n, "lost_writes": 0, "max_staleness_us": x,
 //! "bound_us": y, "killed_reader_recovered": true, "writer_restarts": 5,
-//! "lost_acknowledged": 0, "second_writer_refused": true}`. The process exits with
+//! "lost_acknowledged": 0, "second_writer_refused": true, "emulated": false}` (with
+//! `BI_EMULATE`, `"emulated": true` and an `"oracle"` object of the summed counts:
+//! `stale_reads`, `max_staleness_ns`, `reuse_hazards`, `lost_writes`). The process exits with
 //! status 1 if a write was lost, staleness exceeded the bound, reclamation did not
 //! resume, an acknowledged write was lost or a second writer was not refused.
 
+use bi::Emulation;
 use bi::alloc::NodeHeap;
 use bi::collections::CollectionError;
 use bi::collections::{ApplyBatch, BiHashMap, Op};
-use bi::core::mem::Hardware;
+use bi::core::mem::{EmulatedNode, Hardware, MemView};
 use bi::core::region::{Region, RegionConfig};
 use bi::core::runtime::{BiError, Clock, NodeRuntime, RuntimeConfig, TickClock};
 use clap::{Parser, ValueEnum};
@@ -103,17 +112,95 @@ enum Role {
 
 fn main() {
     let args = Args::parse();
-    let result = match args.role {
-        Some(Role::Writer) => writer(&args),
-        Some(Role::Reader) => reader(&args),
-        Some(Role::Restart) => restarted_writer(&args),
-        Some(Role::Second) => second_writer(&args),
-        None => parent(&args),
+    let result = match Emulation::from_env() {
+        Ok(Some(_)) => run::<EmulatedNode>(&args),
+        Ok(None) => run::<Hardware>(&args),
+        Err(e) => Err(e.into()),
     };
     if let Err(e) = result {
         eprintln!("shared_map: {e}");
         std::process::exit(1);
     }
+}
+
+fn run<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
+    match args.role {
+        Some(Role::Writer) => writer::<M>(args),
+        Some(Role::Reader) => reader::<M>(args),
+        Some(Role::Restart) => restarted_writer::<M>(args),
+        Some(Role::Second) => second_writer::<M>(args),
+        None => parent::<M>(args),
+    }
+}
+
+/// How a process's node sees the region: the hardware, or the emulator when
+/// `BI_EMULATE` asks for it.
+trait NodeView: MemView + 'static {
+    fn of(region: &Region, node: usize) -> Result<Self, Box<dyn Error>>;
+    /// The emulator oracle's counts for this node, as report pairs (none on hardware).
+    fn oracle(&self) -> Vec<(&'static str, u64)>;
+}
+
+impl NodeView for Hardware {
+    fn of(region: &Region, _node: usize) -> Result<Self, Box<dyn Error>> {
+        Ok(region.hardware())
+    }
+
+    fn oracle(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+impl NodeView for EmulatedNode {
+    fn of(region: &Region, node: usize) -> Result<Self, Box<dyn Error>> {
+        let e = Emulation::from_env()?.ok_or("BI_EMULATE was unset")?;
+        Ok(region.emulated(node, e.machine())?)
+    }
+
+    fn oracle(&self) -> Vec<(&'static str, u64)> {
+        let s = self.stats();
+        vec![
+            ("oracle_stale_reads", s.stale_reads),
+            ("oracle_max_staleness_ns", s.max_staleness),
+            ("oracle_reuse_hazards", s.reuse_hazards),
+            ("oracle_lost_writes", s.lost_writes),
+        ]
+    }
+}
+
+/// The oracle counts of the processes that reported, summed (the staleness: the largest).
+#[derive(Default)]
+struct Oracle {
+    reported: bool,
+    stale_reads: u64,
+    max_staleness_ns: u64,
+    reuse_hazards: u64,
+    lost_writes: u64,
+}
+
+impl Oracle {
+    fn add(&mut self, r: &impl Fn(&str) -> Option<u64>) {
+        if let Some(n) = r("oracle_stale_reads") {
+            self.reported = true;
+            self.stale_reads += n;
+            self.max_staleness_ns = self
+                .max_staleness_ns
+                .max(r("oracle_max_staleness_ns").unwrap_or(0));
+            self.reuse_hazards += r("oracle_reuse_hazards").unwrap_or(0);
+            self.lost_writes += r("oracle_lost_writes").unwrap_or(0);
+        }
+    }
+
+    fn add_pairs(&mut self, pairs: &[(&'static str, u64)]) {
+        self.add(&|k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| *v));
+    }
+}
+
+/// `pairs`, then this node's oracle counts, as one report line.
+fn report_with_oracle<M: NodeView>(rt: &NodeRuntime<M>, pairs: &[(&str, u64)]) {
+    let mut all = pairs.to_vec();
+    all.extend(rt.view().oracle());
+    report(&all);
 }
 
 fn runtime_config(period: Duration) -> RuntimeConfig {
@@ -128,14 +215,14 @@ fn runtime_config(period: Duration) -> RuntimeConfig {
         .log_full_timeout(Duration::from_secs(2))
 }
 
-fn node_runtime(
+fn node_runtime<M: NodeView>(
     region: &Region,
     node: usize,
     period: Duration,
-) -> Result<NodeRuntime<Hardware>, Box<dyn Error>> {
+) -> Result<NodeRuntime<M>, Box<dyn Error>> {
     let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
     Ok(NodeRuntime::new(
-        region.hardware(),
+        M::of(region, node)?,
         *region.layout(),
         node,
         runtime_config(period),
@@ -235,7 +322,7 @@ fn write_pairs(path: &Path, pairs: impl Iterator<Item = (u64, u64)>) -> Result<(
     Ok(())
 }
 
-fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
+fn parent<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     let path = args
         .region
@@ -279,6 +366,8 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
     let writer = kids.0.remove(0);
     let w = last_line(writer)?;
     let w = parse_report(&w);
+    let mut oracle = Oracle::default();
+    oracle.add(&w);
     let writes = w("writes").ok_or("writer report lacks writes")?;
     let bound = w("bound_ns").ok_or("writer report lacks bound")?;
     // (time, blocks freed) of every reclaim that ran with node 1 excluded.
@@ -298,15 +387,28 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
         reads += r("reads").ok_or("reader report lacks reads")?;
         lost += r("lost").ok_or("reader report lacks lost")?;
         regressions += r("regressions").ok_or("reader report lacks regressions")?;
+        oracle.add(&r);
         let seen = read_pairs(&record_path(&path, node))?;
         max_stale = max_stale.max(staleness(&published, &seen));
     }
     // Recovered: after the kill, the writer excluded the dead node and freed memory again.
     let recovered = !after.is_empty() && freed_after > 0;
-    let (restarts, lost_acked, refused) = restart_phase(args, &path, WRITER_RESTARTS)?;
+    let (restarts, lost_acked, refused) =
+        restart_phase::<M>(args, &path, WRITER_RESTARTS, &mut oracle)?;
     if args.json {
+        let emulated = if oracle.reported {
+            format!(
+                "true, \"oracle\": {{\"stale_reads\": {}, \"max_staleness_ns\": {}, \"reuse_hazards\": {}, \"lost_writes\": {}}}",
+                oracle.stale_reads,
+                oracle.max_staleness_ns,
+                oracle.reuse_hazards,
+                oracle.lost_writes
+            )
+        } else {
+            "false".to_owned()
+        };
         println!(
-            "{{\"readers\": {}, \"writes\": {writes}, \"reads\": {reads}, \"lost_writes\": {lost}, \"max_staleness_us\": {:.3}, \"bound_us\": {:.1}, \"killed_reader_recovered\": {recovered}, \"writer_restarts\": {restarts}, \"lost_acknowledged\": {lost_acked}, \"second_writer_refused\": {refused}}}",
+            "{{\"readers\": {}, \"writes\": {writes}, \"reads\": {reads}, \"lost_writes\": {lost}, \"max_staleness_us\": {:.3}, \"bound_us\": {:.1}, \"killed_reader_recovered\": {recovered}, \"writer_restarts\": {restarts}, \"lost_acknowledged\": {lost_acked}, \"second_writer_refused\": {refused}, \"emulated\": {emulated}}}",
             args.readers,
             max_stale as f64 / 1e3,
             bound as f64 / 1e3
@@ -337,8 +439,23 @@ fn parent(args: &Args) -> Result<(), Box<dyn Error>> {
         println!(
             "  then the writer was killed with SIGKILL {restarts} times while inserting; each successor adopted the map: {lost_acked} acknowledged keys lost, a second writer refused = {refused}"
         );
+        if oracle.reported {
+            println!(
+                "  emulated (BI_EMULATE): the oracle counted {} stale reads (oldest {:.1} us), {} reuse hazards, {} lost write-backs",
+                oracle.stale_reads,
+                oracle.max_staleness_ns as f64 / 1e3,
+                oracle.reuse_hazards,
+                oracle.lost_writes
+            );
+        }
     }
-    if lost > 0 || regressions > 0 || max_stale > bound || !recovered || lost_acked > 0 || !refused
+    if lost > 0
+        || regressions > 0
+        || max_stale > bound
+        || !recovered
+        || lost_acked > 0
+        || !refused
+        || oracle.lost_writes > 0
     {
         std::process::exit(1);
     }
@@ -350,11 +467,11 @@ fn record_path(region: &Path, node: usize) -> PathBuf {
     region.with_extension(format!("node{node}"))
 }
 
-fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
+fn writer<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
     let path = args.region.as_ref().ok_or("--region is required")?;
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
-    let rt = node_runtime(&region, 0, period)?;
+    let rt = node_runtime::<M>(&region, 0, period)?;
     let heap = NodeHeap::for_node(region.layout(), 0)?;
     let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
     let mut handle = map.take_writer(&rt, rt.writer(heap)?)?;
@@ -408,15 +525,15 @@ fn writer(args: &Args) -> Result<(), Box<dyn Error>> {
     std::thread::sleep(Duration::from_millis(300) + period * 20);
     background.stop();
     let bound = 2 * period.as_nanos() as u64 + rt.config().skew_bound();
-    report(&[("writes", writes), ("bound_ns", bound)]);
+    report_with_oracle(&rt, &[("writes", writes), ("bound_ns", bound)]);
     Ok(())
 }
 
-fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
+fn reader<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
     let path = args.region.as_ref().ok_or("--region is required")?;
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
-    let rt = node_runtime(&region, args.node, period)?;
+    let rt = node_runtime::<M>(&region, args.node, period)?;
     let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
     let handle = map.read_handle(&rt)?;
     rt.quiesce()?;
@@ -472,11 +589,14 @@ fn reader(args: &Args) -> Result<(), Box<dyn Error>> {
     drop(view);
     background.stop();
     write_pairs(&record_path(path, args.node), seen.into_iter())?;
-    report(&[
-        ("reads", reads),
-        ("lost", lost),
-        ("regressions", regressions),
-    ]);
+    report_with_oracle(
+        &rt,
+        &[
+            ("reads", reads),
+            ("lost", lost),
+            ("regressions", regressions),
+        ],
+    );
     Ok(())
 }
 
@@ -486,11 +606,11 @@ const WRITER_RESTARTS: u64 = 5;
 const RESTART_KEYS: u64 = 1 << 32;
 
 /// A node's runtime, waiting for a killed predecessor's claim of the node to lapse.
-fn rejoin(
+fn rejoin<M: NodeView>(
     region: &Region,
     node: usize,
     period: Duration,
-) -> Result<NodeRuntime<Hardware>, Box<dyn Error>> {
+) -> Result<NodeRuntime<M>, Box<dyn Error>> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match node_runtime(region, node, period) {
@@ -508,11 +628,11 @@ fn rejoin(
 /// A writer started after another died: adopts the map (every acknowledged write of its
 /// predecessors must be in it) and inserts keys from `--node`'s start on, printing `ack k`
 /// after each insert returned, until it is killed.
-fn restarted_writer(args: &Args) -> Result<(), Box<dyn Error>> {
+fn restarted_writer<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
     let path = args.region.as_ref().ok_or("--region is required")?;
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
-    let rt = rejoin(&region, 0, period)?;
+    let rt = rejoin::<M>(&region, 0, period)?;
     let _background = rt.start_background(period);
     let heap = NodeHeap::for_node(region.layout(), 0)?;
     let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
@@ -528,11 +648,11 @@ fn restarted_writer(args: &Args) -> Result<(), Box<dyn Error>> {
 
 /// Tries to take the map's writer role while another process holds it: prints
 /// `refused=1` if it was refused as it must be.
-fn second_writer(args: &Args) -> Result<(), Box<dyn Error>> {
+fn second_writer<M: NodeView>(args: &Args) -> Result<(), Box<dyn Error>> {
     let path = args.region.as_ref().ok_or("--region is required")?;
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
-    let rt = rejoin(&region, args.node, period)?;
+    let rt = rejoin::<M>(&region, args.node, period)?;
     let heap = NodeHeap::for_node(region.layout(), args.node)?;
     let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
     let refused = matches!(
@@ -548,10 +668,11 @@ fn second_writer(args: &Args) -> Result<(), Box<dyn Error>> {
 /// become a second writer. Finally this process, as a node of its own, checks that every
 /// acknowledged key is in the map. Returns (restarts, acknowledged keys lost, second
 /// writer refused).
-fn restart_phase(
+fn restart_phase<M: NodeView>(
     args: &Args,
     path: &Path,
     restarts: u64,
+    oracle: &mut Oracle,
 ) -> Result<(u64, u64, bool), Box<dyn Error>> {
     let mut acked = Vec::new();
     let mut refused = false;
@@ -595,7 +716,7 @@ fn restart_phase(
     // Check as node 2, once that node's claim (held by the second writer) is free.
     let region = Region::open(path)?;
     let period = Duration::from_micros(args.period_us);
-    let rt = rejoin(&region, 2, period)?;
+    let rt = rejoin::<M>(&region, 2, period)?;
     let map = BiHashMap::<u64, Value>::named(&region, &rt, ROOT)?;
     let r = map.read_handle(&rt)?;
     rt.quiesce()?;
@@ -603,5 +724,6 @@ fn restart_phase(
         .iter()
         .filter(|&&k| !matches!(r.get(&k), Ok(Some([v, 7, ..])) if v == k))
         .count() as u64;
+    oracle.add_pairs(&rt.view().oracle());
     Ok((restarts, lost, refused))
 }

@@ -32,11 +32,13 @@
 //! assert_eq!(a.load::<u64>(0).unwrap(), 7);
 //! ```
 
+mod emulation;
 #[cfg(feature = "hazards")]
 pub mod hazards;
 mod pool;
 pub mod shared;
 
+pub use emulation::Emulation;
 pub use pool::{Pool, PoolConfig, PoolError};
 pub use shared::{Shared, SharedMap, SharedTree};
 

@@ -34,7 +34,7 @@ use bi_alloc::{AllocError, Extents, NodeHeap};
 use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{CollectionError, Stored};
-use bi_core::mem::Hardware;
+use bi_core::mem::{EmulatedNode, EmulatorConfig, Hardware, MemView, NodeStats};
 use bi_core::region::{Region, RegionConfig, RegionError};
 use bi_core::runtime::{
     Background, BiError, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
@@ -134,6 +134,16 @@ pub enum PoolError {
     /// handle ([`Pool::map`]) yet, so there is nowhere to send writes: open the
     /// writer's handle with `map` or `tree`, then this one.
     NoWriterYet,
+    /// An environment variable the program reads has a value it cannot use
+    /// ([`Emulation::from_env`](crate::Emulation::from_env)).
+    BadEnvironment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should hold.
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for PoolError {
@@ -159,6 +169,11 @@ impl fmt::Display for PoolError {
                 "the structure's writer serves no other process yet (it opened no shared \
                  handle)",
             ),
+            PoolError::BadEnvironment {
+                var,
+                value,
+                expected,
+            } => write!(f, "{var}={value:?}: expected {expected}"),
         }
     }
 }
@@ -170,7 +185,10 @@ impl std::error::Error for PoolError {
             PoolError::Runtime(e) => Some(e),
             PoolError::Alloc(e) => Some(e),
             PoolError::Collection(e) => Some(e),
-            PoolError::NoFreeNode { .. } | PoolError::WriterTaken | PoolError::NoWriterYet => None,
+            PoolError::NoFreeNode { .. }
+            | PoolError::WriterTaken
+            | PoolError::NoWriterYet
+            | PoolError::BadEnvironment { .. } => None,
         }
     }
 }
@@ -217,18 +235,18 @@ impl From<CollectionError> for PoolError {
 /// let again = Pool::open(&path, config).unwrap();
 /// assert_eq!(again.tree_reader::<u32, u64>("prices").unwrap().get(&3).unwrap(), Some(300));
 /// ```
-pub struct Pool {
+pub struct Pool<M: MemView = Hardware> {
     // Dropped in this order: the pass stops before the runtime gives the node up.
     // (None for a process that joined its node: the runner passes.)
     /// The writes of the shared handles open in this process (weak: the handles own
     /// them, and stop a serving thread before the pool can go).
     open: OpenWrites,
     background: Option<Background>,
-    rt: NodeRuntime<Hardware>,
+    rt: NodeRuntime<M>,
     region: Region,
 }
 
-impl fmt::Debug for Pool {
+impl<M: MemView + 'static> fmt::Debug for Pool<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
             .field("path", &self.region.path())
@@ -244,7 +262,7 @@ impl fmt::Debug for Pool {
 /// two sees the other's.
 const CLAIM_SETTLE: Duration = Duration::from_millis(5);
 
-impl Pool {
+impl Pool<Hardware> {
     /// Opens the region at `path` (creating it from `config.region` if there is no file)
     /// and runs one of its nodes in this process.
     ///
@@ -274,11 +292,62 @@ impl Pool {
     /// assert!(joined.map_writer::<u64, u64>("orders").is_err()); // reads only
     /// ```
     pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, PoolError> {
+        Pool::open_with(path.as_ref(), config, |region, _| Ok(region.hardware()))
+    }
+}
+
+impl Pool<EmulatedNode> {
+    /// Opens the region at `path` as [`Pool::open`] does, but runs the node over a
+    /// non-coherence emulator instead of the hardware: the node's cache is private to
+    /// this process, memory is the region file's, and the emulator's oracle keeps each
+    /// line's history in a file beside the region ([`Region::emulated`]), so several
+    /// processes that open the same region this way see each other's writes only through
+    /// write-backs and invalidations, as nodes without coherence would, and the stale
+    /// reads, reuse hazards and lost writes among them are counted
+    /// ([`emulator_stats`](Self::emulator_stats)). `configure` sets the machine's seed
+    /// and event rates ([`Emulation`] reads them from the environment).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("orders.bi");
+    /// let hostile = |c: bi::core::mem::EmulatorConfig| c.seed(3).eviction_rate(0.01);
+    /// let writer = Pool::open_emulated(&path, PoolConfig::default(), hostile).unwrap();
+    /// writer.map_writer::<u64, u64>("orders").unwrap().insert(1, 10).unwrap();
+    /// let reader = Pool::open_emulated(&path, PoolConfig::default(), hostile).unwrap();
+    /// assert_eq!(reader.map_reader::<u64, u64>("orders").unwrap().get(&1).unwrap(), Some(10));
+    /// assert_eq!(reader.emulator_stats().lost_writes, 0);
+    /// ```
+    pub fn open_emulated(
+        path: impl AsRef<Path>,
+        config: PoolConfig,
+        configure: impl Fn(EmulatorConfig) -> EmulatorConfig,
+    ) -> Result<Pool<EmulatedNode>, PoolError> {
+        Pool::open_with(path.as_ref(), config, |region, node| {
+            Ok(region.emulated(node, &configure)?)
+        })
+    }
+
+    /// What the emulator's oracle counted for this process's node so far: loads, stale
+    /// reads and their age, reuse hazards, lost writes, write-backs, invalidations.
+    pub fn emulator_stats(&self) -> NodeStats {
+        self.rt.view().stats()
+    }
+}
+
+impl<M: MemView + 'static> Pool<M> {
+    /// Maps the region and runs a node of it over the view `view` gives for it.
+    fn open_with(
+        path: &Path,
+        config: PoolConfig,
+        view: impl Fn(&Region, usize) -> Result<M, PoolError>,
+    ) -> Result<Pool<M>, PoolError> {
         let region = Region::open_or_create(path, config.region)?;
         let layout = *region.layout();
         if let Some(n) = config.join {
             let clock = Arc::new(TickClock::new());
-            let rt = NodeRuntime::join(region.hardware(), layout, n, config.runtime, clock)?;
+            let rt = NodeRuntime::join(view(&region, n)?, layout, n, config.runtime, clock)?;
             return Ok(Pool {
                 open: OpenWrites::default(),
                 background: None,
@@ -294,7 +363,7 @@ impl Pool {
         for n in candidates {
             let clock = Arc::new(TickClock::new());
             let rt =
-                match NodeRuntime::new(region.hardware(), layout, n, config.runtime.clone(), clock)
+                match NodeRuntime::new(view(&region, n)?, layout, n, config.runtime.clone(), clock)
                 {
                     Ok(rt) => rt,
                     Err(BiError::NodeTaken { .. }) if config.node.is_none() => continue,
@@ -364,7 +433,7 @@ impl Pool {
     /// assert_eq!(pool.runtime().node(), pool.node());
     /// assert!(!pool.runtime().is_joined());
     /// ```
-    pub fn runtime(&self) -> &NodeRuntime<Hardware> {
+    pub fn runtime(&self) -> &NodeRuntime<M> {
         &self.rt
     }
 
@@ -393,10 +462,7 @@ impl Pool {
     }
 
     /// The node's writer, over a heap of the extents of the structure at `slot`.
-    fn writer_for(
-        &self,
-        slot: usize,
-    ) -> Result<bi_core::runtime::Writer<Hardware, NodeHeap>, PoolError> {
+    fn writer_for(&self, slot: usize) -> Result<bi_core::runtime::Writer<M, NodeHeap>, PoolError> {
         if self.rt.is_joined() {
             let node = self.rt.node();
             return Err(BiError::NotRunner { node }.into());
@@ -427,7 +493,7 @@ impl Pool {
     pub fn map_writer<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<MapWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
+    ) -> Result<MapWriteHandle<K, V, M, NodeHeap>, PoolError> {
         let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
         Ok(map.take_writer(&self.rt, self.writer_for(map.slot())?)?)
     }
@@ -449,7 +515,7 @@ impl Pool {
     pub fn map_reader<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<MapReadHandle<K, V, Hardware>, PoolError> {
+    ) -> Result<MapReadHandle<K, V, M>, PoolError> {
         let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
         Ok(map.read_handle(&self.rt)?)
     }
@@ -471,7 +537,7 @@ impl Pool {
     pub fn tree_writer<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<TreeWriteHandle<K, V, Hardware, NodeHeap>, PoolError> {
+    ) -> Result<TreeWriteHandle<K, V, M, NodeHeap>, PoolError> {
         let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
         Ok(tree.take_writer(&self.rt, self.writer_for(tree.slot())?)?)
     }
@@ -493,7 +559,7 @@ impl Pool {
     pub fn tree_reader<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<TreeReadHandle<K, V, Hardware>, PoolError> {
+    ) -> Result<TreeReadHandle<K, V, M>, PoolError> {
         let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
         Ok(tree.read_handle(&self.rt)?)
     }

@@ -89,7 +89,7 @@ use bi_collections::{
     ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Stored, compared_value,
     found_value,
 };
-use bi_core::mem::Hardware;
+use bi_core::mem::{Hardware, MemView};
 use bi_core::runtime::BiError;
 use std::any::Any;
 use std::borrow::Borrow;
@@ -100,22 +100,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 /// A map every process of the pool reads and writes ([`Pool::map`]).
-pub type SharedMap<K, V> =
-    Shared<K, V, MapWriteHandle<K, V, Hardware, NodeHeap>, MapReadHandle<K, V, Hardware>>;
+pub type SharedMap<K, V, M = Hardware> =
+    Shared<K, V, MapWriteHandle<K, V, M, NodeHeap>, MapReadHandle<K, V, M>, M>;
 
 /// An ordered map every process of the pool reads and writes ([`Pool::tree`]).
-pub type SharedTree<K, V> =
-    Shared<K, V, TreeWriteHandle<K, V, Hardware, NodeHeap>, TreeReadHandle<K, V, Hardware>>;
+pub type SharedTree<K, V, M = Hardware> =
+    Shared<K, V, TreeWriteHandle<K, V, M, NodeHeap>, TreeReadHandle<K, V, M>, M>;
 
 /// A structure's handle in one process of the pool: reads on this node, writes applied
 /// here if this process is the writer, else sent to it. See the [module](self) docs.
-pub struct Shared<K: Stored, V: Stored, W, R> {
+pub struct Shared<K: Stored, V: Stored, W, R, M: MemView = Hardware> {
     reads: R,
-    writes: Arc<Writes<K, V, W>>,
+    writes: Arc<Writes<K, V, W, M>>,
 }
 
 /// How this process writes a structure.
-enum Writes<K: Stored, V: Stored, W> {
+enum Writes<K: Stored, V: Stored, W, M: MemView> {
     /// It holds the writer role: writes apply here, and a thread serves the others.
     Local {
         writer: Arc<Mutex<W>>,
@@ -123,7 +123,7 @@ enum Writes<K: Stored, V: Stored, W> {
         serving: Server,
     },
     /// Another process holds it: writes go through this node's client.
-    Remote(Box<Mutex<DelegationClient<Hardware, K, V>>>),
+    Remote(Box<Mutex<DelegationClient<M, K, V>>>),
     /// This process joined another's node: it reads only.
     ReadOnly { node: usize },
 }
@@ -205,7 +205,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// t.insert(1, 10).unwrap();
 /// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
 /// ```
-impl<K: Stored, V: Stored, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
+impl<K: Stored, V: Stored, W, R: fmt::Debug, M: MemView> fmt::Debug for Shared<K, V, W, R, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match &*self.writes {
             Writes::Local { .. } => "writer",
@@ -219,7 +219,7 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug> fmt::Debug for Shared<K, V, W, R> {
     }
 }
 
-impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
+impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R, M: MemView> Shared<K, V, W, R, M> {
     /// Inserts or replaces; returns the value the key had.
     ///
     /// ```
@@ -443,7 +443,7 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R> Shared<K, V, W, R> {
     }
 }
 
-impl<K: Stored + Eq + Hash, V: Stored> SharedMap<K, V> {
+impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
     /// The value of `key` as this node reads it.
     ///
     /// ```
@@ -464,7 +464,7 @@ impl<K: Stored + Eq + Hash, V: Stored> SharedMap<K, V> {
     }
 }
 
-impl<K: Stored + Ord, V: Stored> SharedTree<K, V> {
+impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
     /// The value of `key` as this node reads it.
     ///
     /// ```
@@ -490,7 +490,7 @@ impl<K: Stored + Ord, V: Stored> SharedTree<K, V> {
 /// would corrupt it).
 pub(crate) type OpenWrites = Mutex<Vec<(String, std::sync::Weak<dyn Any + Send + Sync>)>>;
 
-impl Pool {
+impl<M: MemView + 'static> Pool<M> {
     /// A handle of the map named `name` that reads on this node and writes from here
     /// whoever the writer is: this process becomes the writer if no live process is
     /// (see [`shared`](crate::shared)). Every call makes a read handle of its own (one
@@ -509,7 +509,7 @@ impl Pool {
     pub fn map<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
-    ) -> Result<SharedMap<K, V>, PoolError> {
+    ) -> Result<SharedMap<K, V, M>, PoolError> {
         Ok(Shared {
             reads: self.map_reader(name)?,
             writes: self.writes(name, || self.map_writer(name))?,
@@ -530,7 +530,7 @@ impl Pool {
     pub fn tree<K: Stored + Ord + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
-    ) -> Result<SharedTree<K, V>, PoolError> {
+    ) -> Result<SharedTree<K, V, M>, PoolError> {
         Ok(Shared {
             reads: self.tree_reader(name)?,
             writes: self.writes(name, || self.tree_writer(name))?,
@@ -542,7 +542,7 @@ impl Pool {
         &self,
         name: &str,
         take: impl FnOnce() -> Result<W, PoolError>,
-    ) -> Result<Arc<Writes<K, V, W>>, PoolError>
+    ) -> Result<Arc<Writes<K, V, W, M>>, PoolError>
     where
         K: Stored + Send + Sync,
         V: Stored + Send + Sync,
@@ -560,7 +560,7 @@ impl Pool {
             // these types.
             if let Some(w) = w
                 .upgrade()
-                .and_then(|w| w.downcast::<Writes<K, V, W>>().ok())
+                .and_then(|w| w.downcast::<Writes<K, V, W, M>>().ok())
             {
                 return Ok(w);
             }
@@ -575,7 +575,7 @@ impl Pool {
         &self,
         name: &str,
         take: impl FnOnce() -> Result<W, PoolError>,
-    ) -> Result<Writes<K, V, W>, PoolError>
+    ) -> Result<Writes<K, V, W, M>, PoolError>
     where
         K: Stored + Send + Sync,
         V: Stored + Send + Sync,

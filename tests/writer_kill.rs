@@ -10,9 +10,15 @@
 //!
 //! The child is this test binary again, selected by an environment variable and an exact
 //! test-name filter. Miri can neither map files nor spawn processes.
+//!
+//! With `BI_EMULATE=<seed>` every process runs its node over the non-coherence emulator
+//! ([`bi::Emulation`]): a killed writer then loses whatever its emulated cache had not
+//! written back, as a dead host would, and this process reports its oracle's counts and
+//! checks that no write-back overwrote newer bytes.
 
+use bi::core::mem::MemView;
 use bi::core::runtime::{BiError, RuntimeConfig};
-use bi::{Pool, PoolConfig, PoolError};
+use bi::{Emulation, Pool, PoolConfig, PoolError};
 use rand::{Rng, SeedableRng};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -40,11 +46,31 @@ fn config(node: usize) -> PoolConfig {
     c
 }
 
+/// Opens a pool on the hardware, or over the emulator when `BI_EMULATE` asks, and runs
+/// `then` with it.
+macro_rules! with_pool {
+    (|$open:ident| $then:expr) => {
+        match Emulation::from_env().expect("BI_EMULATE") {
+            Some(e) => {
+                let $open = |p: &Path, c| Pool::open_emulated(p, c, e.machine());
+                $then
+            }
+            None => {
+                let $open = |p: &Path, c| Pool::open(p, c);
+                $then
+            }
+        }
+    };
+}
+
 /// Opens the pool as the writer's node, waiting for a killed predecessor's claim to lapse.
-fn open_writer_pool(path: &Path) -> Pool {
+fn open_writer_pool<M: MemView + 'static>(
+    path: &Path,
+    open: impl Fn(&Path, PoolConfig) -> Result<Pool<M>, PoolError>,
+) -> Pool<M> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match Pool::open(path, config(WRITER_NODE)) {
+        match open(path, config(WRITER_NODE)) {
             Ok(p) => return p,
             Err(PoolError::Runtime(BiError::NodeTaken { .. })) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));
@@ -62,7 +88,10 @@ fn writer_child_process() {
     let Ok(path) = std::env::var(CHILD_ENV) else {
         return; // not the child
     };
-    let pool = open_writer_pool(Path::new(&path));
+    with_pool!(|open| writer(open_writer_pool(Path::new(&path), open)));
+}
+
+fn writer<M: MemView + 'static>(pool: Pool<M>) {
     let mut w = pool.map_writer::<u64, u64>("kills").expect("adopt the map");
     println!("adopted {}", w.len());
     if std::env::var(FINAL_ENV).is_ok() {
@@ -108,7 +137,33 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = dir.path().join("kills.bi");
-    let reader_pool = Pool::open(&path, config(0)).unwrap();
+    match Emulation::from_env().expect("BI_EMULATE") {
+        None => drop(kill_and_check(&path, Pool::open(&path, config(0)).unwrap())),
+        Some(e) => {
+            let pool = Pool::open_emulated(&path, config(0), e.machine()).unwrap();
+            let stats = kill_and_check(&path, pool).emulator_stats();
+            eprintln!(
+                "oracle (reader node): loads={} stale_reads={} max_staleness_ns={} \
+                 reuse_hazards={} lost_writes={}",
+                stats.loads,
+                stats.stale_reads,
+                stats.max_staleness,
+                stats.reuse_hazards,
+                stats.lost_writes
+            );
+            assert!(stats.loads > 0, "the reader read through the emulator");
+            assert!(
+                stats.stale_reads > 0,
+                "the reader saw the writers only through write-backs"
+            );
+            assert_eq!(stats.lost_writes, 0, "a write-back overwrote newer bytes");
+        }
+    }
+}
+
+/// Runs the kills with `reader_pool` as the reading node; returns its pool (the emulated
+/// one's counts are read after the last writer).
+fn kill_and_check<M: MemView + 'static>(path: &Path, reader_pool: Pool<M>) -> Pool<M> {
     let reader = reader_pool.map_reader::<u64, u64>("kills").unwrap();
     // Keys below this were acknowledged; the reader thread checks them continuously.
     let acked = AtomicU64::new(0);
@@ -140,7 +195,7 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
             }
         });
         for kill in 0..KILLS {
-            let mut child = spawn(&path, next, false);
+            let mut child = spawn(path, next, false);
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
             let adopted = lines.by_ref().find_map(|l| {
                 let l = l.ok()?;
@@ -196,7 +251,7 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
     );
 
     // A last writer adopts and reports its heap after the grace period.
-    let child = spawn(&path, next, true);
+    let child = spawn(path, next, true);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
@@ -216,4 +271,5 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
         live <= keys * 64 + (256 << 10),
         "live {live} bytes for {keys} keys after {KILLS} kills"
     );
+    reader_pool
 }

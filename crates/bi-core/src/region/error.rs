@@ -7,7 +7,7 @@
 //! what was found and what was expected.
 
 use super::layout::{Section, SectionKind};
-use crate::mem::MemError;
+use crate::mem::{EmulatorError, MemError};
 use crate::ptr::PtrError;
 use std::fmt;
 use std::path::PathBuf;
@@ -41,6 +41,9 @@ pub enum RegionError {
     },
     /// The shared memory could not be allocated or accessed.
     Mem(MemError),
+    /// An emulated view of the region could not be made
+    /// ([`Region::emulated`](super::Region::emulated)).
+    Emulator(EmulatorError),
     /// A layout parameter (from a [`RegionConfig`](super::RegionConfig) or a stored
     /// header) is out of its allowed range.
     InvalidParameter {
@@ -179,6 +182,7 @@ impl fmt::Display for RegionError {
                 path.display()
             ),
             Mem(e) => write!(f, "region memory: {e}"),
+            Emulator(e) => write!(f, "emulated view of the region: {e}"),
             InvalidParameter {
                 name,
                 value,
@@ -294,9 +298,16 @@ impl std::error::Error for RegionError {
         match self {
             RegionError::Io { source, .. } => Some(source),
             RegionError::Mem(e) => Some(e),
+            RegionError::Emulator(e) => Some(e),
             RegionError::Ptr(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<EmulatorError> for RegionError {
+    fn from(e: EmulatorError) -> Self {
+        RegionError::Emulator(e)
     }
 }
 

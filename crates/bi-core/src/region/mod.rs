@@ -64,7 +64,7 @@ pub use layout::{
 };
 pub use roots::{MAX_ROOT_NAME, RootInfo};
 
-use crate::mem::{Backing, Hardware, MemView};
+use crate::mem::{Backing, ClockSource, EmulatedNode, Emulator, EmulatorConfig, Hardware, MemView};
 use crate::ptr::ShPtr;
 use bytemuck::Pod;
 use std::fs::{File, OpenOptions};
@@ -477,6 +477,65 @@ impl Region {
         Hardware::new(self.backing.clone())
     }
 
+    /// Node `node`'s view of this region through a non-coherence emulator: this process
+    /// keeps the node's cache, memory is the region's, and for a region mapped from a
+    /// file the oracle's history of every line lives in a companion file (the region's
+    /// path with `.history` appended, made zeroed when missing), so the views of several
+    /// processes over one region count each other's write-backs and reuses
+    /// ([`Emulator::over_shared`]). Such views use the host's clock as true time
+    /// ([`ClockSource::Host`]), the only one processes share; run their runtimes with a
+    /// clock of the host too ([`TickClock`](crate::runtime::TickClock)).
+    ///
+    /// `configure` adjusts the machine (seed, event rates, cache shape) from one of the
+    /// region's size, line size and node count. Each process's oracle counts
+    /// ([`EmulatedNode::stats`]) are its own.
+    ///
+    /// Errors: [`RegionError::Io`] when the companion file cannot be made or mapped,
+    /// [`RegionError::Emulator`] for a configuration the emulator refuses or a node the
+    /// region does not have.
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::region::{Region, RegionConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let region = Region::create(&path, RegionConfig::new(1 << 20).with_nodes(2)).unwrap();
+    /// // Two processes in real use; here two mappings of one process.
+    /// let other = Region::open(&path).unwrap();
+    /// let a = region.emulated(0, |c| c.seed(1)).unwrap();
+    /// let b = other.emulated(1, |c| c.seed(2)).unwrap();
+    /// let at = region.layout().heap().offset;
+    /// let _: u64 = b.load(at).unwrap(); // node 1 caches the line
+    /// a.store(at, &9u64).unwrap();
+    /// a.writeback(at, 8).unwrap();
+    /// a.fence();
+    /// assert_eq!(b.load::<u64>(at).unwrap(), 0); // stale: no coherence between them
+    /// assert_eq!(b.stats().stale_reads, 1); // and counted, across the two mappings
+    /// b.invalidate(at, 8).unwrap();
+    /// b.fence();
+    /// assert_eq!(b.load::<u64>(at).unwrap(), 9);
+    /// assert!(dir.path().join("pool.bi.history").exists());
+    /// ```
+    pub fn emulated(
+        &self,
+        node: usize,
+        configure: impl FnOnce(EmulatorConfig) -> EmulatorConfig,
+    ) -> Result<EmulatedNode, RegionError> {
+        let layout = &self.layout;
+        let nodes = layout.config().nodes() as usize;
+        let base = EmulatorConfig::new(layout.size(), nodes).line_size(layout.line_size());
+        let emulator = match &self.path {
+            None => Emulator::over(self.backing.clone(), configure(base)),
+            Some(path) => {
+                let cfg = configure(base).clock(ClockSource::Host);
+                let history = history_file(path, Emulator::history_bytes(&cfg))?;
+                Emulator::over_shared(self.backing.clone(), Arc::new(history), cfg)
+            }
+        };
+        Ok(emulator?.try_node(node)?)
+    }
+
     /// Reads the `T` that `ptr` designates, which must lie inside the heap.
     ///
     /// ```
@@ -523,3 +582,27 @@ impl Region {
 
 #[cfg(test)]
 mod tests;
+
+/// The emulator's history file for the region at `path`, at least `len` bytes (made
+/// zeroed, or lengthened, when shorter), mapped shared.
+fn history_file(path: &Path, len: usize) -> Result<Backing, RegionError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".history");
+    let history = PathBuf::from(name);
+    let io = |op: &'static str| {
+        let path = history.clone();
+        move |source| RegionError::Io { path, op, source }
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&history)
+        .map_err(io("open"))?;
+    let have = file.metadata().map_err(io("read the length of"))?.len();
+    if have < len as u64 {
+        file.set_len(len as u64).map_err(io("set the length of"))?;
+    }
+    Backing::map_file(&file, len).map_err(io("map"))
+}

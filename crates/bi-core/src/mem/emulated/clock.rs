@@ -59,6 +59,7 @@ impl Clock {
                 .iter()
                 .fold(base, |t, n| t.wrapping_add(read(&n.0))),
             ClockSource::Real => base.saturating_add(self.elapsed_ns()),
+            ClockSource::Host => base.saturating_add(host_ns()),
         }
     }
 
@@ -80,6 +81,13 @@ impl Clock {
     fn elapsed_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
+}
+
+/// Nanoseconds since the Unix epoch on this host's clock.
+fn host_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// One counter of the true clock.

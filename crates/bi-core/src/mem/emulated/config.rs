@@ -31,6 +31,10 @@ pub enum ClockSource {
     /// Nanoseconds since the emulator was created (plus any explicit advance). Times, and
     /// so staleness figures, vary from run to run.
     Real,
+    /// Nanoseconds of the host's wall clock (plus any explicit advance): the one true
+    /// clock several processes emulating nodes of one region agree on
+    /// ([`Emulator::over_shared`](super::Emulator::over_shared)).
+    Host,
 }
 
 /// The description of an emulated machine, built with chained setters.
@@ -171,6 +175,25 @@ impl EmulatorConfig {
         self.ways = if lines == 0 { 0 } else { ways };
         self.sets = lines / ways;
         self
+    }
+
+    /// Hostile hardware that a program still runs on at a usable pace: at each access a
+    /// one-in-a-hundred eviction, a one-in-five fill of the next line on a miss, a
+    /// one-in-twenty refill of a line just invalidated, and write-backs that land late
+    /// (at the next fence, or one in twenty earlier). The hazard catalog and programs run
+    /// with `BI_EMULATE` use it.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 16, 2).seed(4).adversarial());
+    /// assert_eq!(emu.config().seed_value(), 4);
+    /// ```
+    pub fn adversarial(self) -> EmulatorConfig {
+        self.eviction_rate(0.01)
+            .adjacent_prefetch_rate(0.2)
+            .random_prefetch_rate(0.05)
+            .late_writebacks(0.05)
     }
 
     /// Probability, at each load and store, that the node evicts one random slot of its

@@ -199,6 +199,69 @@ impl Emulator {
     /// assert!(Emulator::over(mem, EmulatorConfig::new(8192, 1)).is_err());
     /// ```
     pub fn over(backing: Arc<Backing>, cfg: EmulatorConfig) -> Result<Emulator, EmulatorError> {
+        Emulator::check_backing(&backing, &cfg)?;
+        let oracle = Oracle::new(backing, cfg.line).map_err(EmulatorError::Memory)?;
+        Ok(Emulator::build(oracle, cfg))
+    }
+
+    /// Builds the machine over existing memory, as [`over`](Self::over), keeping the
+    /// oracle's per-line history in `history` (at least
+    /// [`history_bytes`](Self::history_bytes) long, zeroed before its first use) instead
+    /// of in this process. Several processes that each emulate some nodes of one region,
+    /// with `backing` and `history` mapped from the same two files, then date each
+    /// other's write-backs: a copy one process holds is counted stale once another
+    /// process's write-back reaches memory. Each process's caches stay its own (the
+    /// nodes it does not run are simply never used), and its counts are its own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bi_core::mem::{Backing, Emulator, EmulatorConfig, MemView};
+    ///
+    /// let cfg = EmulatorConfig::new(4096, 2);
+    /// let (mem, history) = (Arc::new(Backing::anonymous(4096).unwrap()),
+    ///     Arc::new(Backing::anonymous(Emulator::history_bytes(&cfg)).unwrap()));
+    /// // Two "processes", each with its own caches, over the same memory and history.
+    /// let p = Emulator::over_shared(mem.clone(), history.clone(), cfg.clone()).unwrap();
+    /// let q = Emulator::over_shared(mem, history, cfg).unwrap();
+    /// let _: u64 = q.node(1).load(0).unwrap(); // q's node 1 caches the line
+    /// p.node(0).store(0, &5u64).unwrap();
+    /// p.node(0).writeback(0, 8).unwrap();
+    /// p.node(0).fence();
+    /// assert_eq!(q.node(1).load::<u64>(0).unwrap(), 0); // stale, and counted so
+    /// assert_eq!(q.stats(1).stale_reads, 1);
+    /// ```
+    pub fn over_shared(
+        backing: Arc<Backing>,
+        history: Arc<Backing>,
+        cfg: EmulatorConfig,
+    ) -> Result<Emulator, EmulatorError> {
+        Emulator::check_backing(&backing, &cfg)?;
+        let needed = Emulator::history_bytes(&cfg);
+        if history.size() < needed {
+            return Err(EmulatorError::BackingSize {
+                backing: history.size(),
+                config: needed,
+            });
+        }
+        Ok(Emulator::build(
+            Oracle::with_meta(backing, cfg.line, history),
+            cfg,
+        ))
+    }
+
+    /// Bytes of per-line history the oracle of a machine of `cfg` keeps (see
+    /// [`over_shared`](Self::over_shared)): 24 per memory line, plus its lock words.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    ///
+    /// assert!(Emulator::history_bytes(&EmulatorConfig::new(1 << 20, 2)) >= 24 * (1 << 14));
+    /// ```
+    pub fn history_bytes(cfg: &EmulatorConfig) -> usize {
+        Oracle::meta_bytes(cfg.size, cfg.line)
+    }
+
+    fn check_backing(backing: &Backing, cfg: &EmulatorConfig) -> Result<(), EmulatorError> {
         cfg.validate()?;
         if backing.size() != cfg.size {
             return Err(EmulatorError::BackingSize {
@@ -206,6 +269,10 @@ impl Emulator {
                 config: cfg.size,
             });
         }
+        Ok(())
+    }
+
+    fn build(oracle: Oracle, cfg: EmulatorConfig) -> Emulator {
         let skews = clock::skews(cfg.seed, cfg.nodes, cfg.clock_skew);
         let nodes = skews
             .into_iter()
@@ -218,14 +285,14 @@ impl Emulator {
         let machine = Machine {
             line: cfg.line,
             size: cfg.size,
-            oracle: Oracle::new(backing, cfg.line),
+            oracle,
             clock: Clock::new(cfg.clock, cfg.nodes),
             nodes,
             cfg,
         };
-        Ok(Emulator {
+        Emulator {
             inner: Arc::new(machine),
-        })
+        }
     }
 
     /// The view of node `node`.

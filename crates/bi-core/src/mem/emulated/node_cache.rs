@@ -503,7 +503,7 @@ mod tests {
         fn new(cfg: &EmulatorConfig) -> Rig {
             let backing = Arc::new(Backing::anonymous(cfg.size).unwrap());
             Rig {
-                oracle: Oracle::new(backing, cfg.line),
+                oracle: Oracle::new(backing, cfg.line).unwrap(),
                 clock: Clock::new(ClockSource::Virtual, 1),
             }
         }

@@ -19,33 +19,25 @@
 //! against a version that is one write-back newer or older, which is the same uncertainty
 //! a real concurrent load has.
 //!
-//! The metadata costs 24 bytes per memory line.
+//! The metadata (24 bytes per memory line, then one lock word per stripe) lives in words
+//! of its own [`Backing`]: process memory for an emulator inside one process, or a file
+//! that every process emulating a node of the same region maps, so that a write-back in
+//! one process dates the copies another process holds. The stripe locks are words there
+//! too, holding the locker's process id; a waiter that finds the holder's process gone
+//! (killed in the middle of a write-back, as a test of a crashing writer does) takes the
+//! lock over.
 
 use crate::line::LineSize;
 use crate::mem::{Backing, MemError, check_range};
-use crate::primitive::sync::Mutex;
 use crate::primitive::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError};
+use crate::primitive::thread::yield_now;
+use std::sync::Arc;
 
 /// How many locks serialise fills and write-backs (line `n` uses lock `n % STRIPES`).
 const STRIPES: usize = 64;
 
-#[derive(Debug)]
-struct LineMeta {
-    version: AtomicU64,
-    written_at: AtomicU64,
-    incarnation: AtomicU64,
-}
-
-impl LineMeta {
-    fn new() -> LineMeta {
-        LineMeta {
-            version: AtomicU64::new(0),
-            written_at: AtomicU64::new(0),
-            incarnation: AtomicU64::new(0),
-        }
-    }
-}
+/// Metadata words per memory line: version, written-at time, incarnation.
+const WORDS_PER_LINE: usize = 3;
 
 /// What a fill saw in memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,26 +58,57 @@ pub(super) struct Written {
     pub(super) lost_update: bool,
 }
 
+/// One line's metadata words.
+struct LineMeta<'a> {
+    version: &'a AtomicU64,
+    written_at: &'a AtomicU64,
+    incarnation: &'a AtomicU64,
+}
+
+/// Holds one stripe's lock word; unlocks when dropped.
+struct Stripe<'a>(&'a AtomicU64);
+
+impl Drop for Stripe<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 /// Backing memory plus per-line versions, write-back times and incarnations.
 #[derive(Debug)]
 pub(super) struct Oracle {
     backing: Arc<Backing>,
     line: LineSize,
-    meta: Box<[LineMeta]>,
-    stripes: Box<[Mutex<()>]>,
+    lines: usize,
+    stripes: usize,
+    /// `WORDS_PER_LINE` words per line, then `stripes` lock words.
+    meta: Arc<Backing>,
 }
 
 impl Oracle {
-    /// `backing.size()` must be a multiple of the line size (checked by the caller).
-    pub(super) fn new(backing: Arc<Backing>, line: LineSize) -> Oracle {
+    /// Bytes of metadata an oracle over `size` bytes of `line`-byte lines keeps.
+    pub(super) fn meta_bytes(size: usize, line: LineSize) -> usize {
+        let lines = size / line.get();
+        8 * (WORDS_PER_LINE * lines + STRIPES.min(lines.max(1)))
+    }
+
+    /// An oracle with its metadata in this process's memory. `backing.size()` must be a
+    /// multiple of the line size (checked by the caller).
+    pub(super) fn new(backing: Arc<Backing>, line: LineSize) -> Result<Oracle, MemError> {
+        let meta = Backing::anonymous(Self::meta_bytes(backing.size(), line))?;
+        Ok(Oracle::with_meta(backing, line, Arc::new(meta)))
+    }
+
+    /// An oracle keeping its metadata in `meta` (at least
+    /// [`meta_bytes`](Self::meta_bytes) long; zeroed when no other oracle used it yet).
+    pub(super) fn with_meta(backing: Arc<Backing>, line: LineSize, meta: Arc<Backing>) -> Oracle {
         let lines = backing.size() / line.get();
         Oracle {
             backing,
             line,
-            meta: (0..lines).map(|_| LineMeta::new()).collect(),
-            stripes: (0..STRIPES.min(lines.max(1)))
-                .map(|_| Mutex::new(()))
-                .collect(),
+            lines,
+            stripes: STRIPES.min(lines.max(1)),
+            meta,
         }
     }
 
@@ -95,13 +118,40 @@ impl Oracle {
 
     /// Number of lines in memory.
     pub(super) fn lines(&self) -> usize {
-        self.meta.len()
+        self.lines
     }
 
-    fn lock(&self, line: usize) -> impl Sized + '_ {
-        self.stripes[line % self.stripes.len()]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    #[inline]
+    fn meta(&self, line: usize) -> LineMeta<'_> {
+        let w = &self.meta.words()[WORDS_PER_LINE * line..WORDS_PER_LINE * (line + 1)];
+        LineMeta {
+            version: &w[0],
+            written_at: &w[1],
+            incarnation: &w[2],
+        }
+    }
+
+    fn lock(&self, line: usize) -> Stripe<'_> {
+        let word = &self.meta.words()[WORDS_PER_LINE * self.lines + line % self.stripes];
+        let me = locker_id();
+        let mut spins = 0u32;
+        loop {
+            match word.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Stripe(word),
+                Err(holder) if holder != 0 && spins >= 1 << 16 && gone(holder) => {
+                    // The holder died inside its fill or write-back: take its lock over.
+                    if word
+                        .compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return Stripe(word);
+                    }
+                }
+                Err(_) => {}
+            }
+            spins = spins.saturating_add(1);
+            yield_now();
+        }
     }
 
     /// Copies memory line `line` into `dst` (one line long) and returns its version and
@@ -111,7 +161,7 @@ impl Oracle {
         self.backing
             .load_bytes(line * self.line.get(), dst)
             .expect("cached lines lie inside memory");
-        let m = &self.meta[line];
+        let m = self.meta(line);
         Snapshot {
             version: m.version.load(Ordering::Relaxed),
             incarnation: m.incarnation.load(Ordering::Relaxed),
@@ -131,7 +181,7 @@ impl Oracle {
         self.backing
             .store_bytes(line * self.line.get(), src)
             .expect("cached lines lie inside memory");
-        let m = &self.meta[line];
+        let m = self.meta(line);
         let old = m.version.load(Ordering::Relaxed);
         let version = old + 1;
         m.version.store(version, Ordering::Relaxed);
@@ -146,19 +196,19 @@ impl Oracle {
     /// The current version of `line`.
     #[inline]
     pub(super) fn version(&self, line: usize) -> u64 {
-        self.meta[line].version.load(Ordering::Relaxed)
+        self.meta(line).version.load(Ordering::Relaxed)
     }
 
     /// The current incarnation of `line`.
     #[inline]
     pub(super) fn incarnation(&self, line: usize) -> u64 {
-        self.meta[line].incarnation.load(Ordering::Relaxed)
+        self.meta(line).incarnation.load(Ordering::Relaxed)
     }
 
     /// When `line` was last written back.
     #[inline]
     pub(super) fn written_at(&self, line: usize) -> u64 {
-        self.meta[line].written_at.load(Ordering::Relaxed)
+        self.meta(line).written_at.load(Ordering::Relaxed)
     }
 
     /// Starts a new incarnation of every line touched by `offset .. offset + len`.
@@ -166,9 +216,35 @@ impl Oracle {
         check_range(offset, len, self.backing.size())?;
         for line in self.line.lines(offset, len) {
             let _g = self.lock(line);
-            self.meta[line].incarnation.fetch_add(1, Ordering::Relaxed);
+            let m = self.meta(line);
+            m.incarnation
+                .store(m.incarnation.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
         Ok(())
+    }
+}
+
+/// What a stripe lock word holds while this process has it: its process id (never 0).
+fn locker_id() -> u64 {
+    u64::from(std::process::id()).max(1)
+}
+
+/// Whether the process `id` that holds a stripe lock no longer exists.
+fn gone(id: u64) -> bool {
+    #[cfg(any(miri, loom))]
+    {
+        let _ = id;
+        false
+    }
+    #[cfg(not(any(miri, loom)))]
+    {
+        let Ok(pid) = libc::pid_t::try_from(id) else {
+            return false;
+        };
+        // SAFETY: `kill` with signal 0 sends nothing; it only checks that `pid` names a
+        // process. It takes plain integers and touches no memory of ours.
+        let r = unsafe { libc::kill(pid, 0) };
+        r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
     }
 }
 
@@ -179,7 +255,7 @@ mod tests {
     #[test]
     fn write_back_bumps_version_and_detects_lost_updates() {
         let line = LineSize::new(32).unwrap();
-        let o = Oracle::new(Arc::new(Backing::anonymous(128).unwrap()), line);
+        let o = Oracle::new(Arc::new(Backing::anonymous(128).unwrap()), line).unwrap();
         assert_eq!(o.lines(), 4);
         let mut buf = [0u8; 32];
         let snap = o.fill(1, &mut buf);
