@@ -30,6 +30,7 @@
 use crate::line::LineSize;
 use crate::mem::{Backing, MemError, check_range};
 use crate::primitive::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
 use crate::primitive::thread::yield_now;
 use std::sync::Arc;
 
@@ -66,8 +67,10 @@ struct LineMeta<'a> {
 }
 
 /// Holds one stripe's lock word; unlocks when dropped.
+#[cfg(not(loom))]
 struct Stripe<'a>(&'a AtomicU64);
 
+#[cfg(not(loom))]
 impl Drop for Stripe<'_> {
     fn drop(&mut self) {
         self.0.store(0, Ordering::Release);
@@ -83,6 +86,8 @@ pub(super) struct Oracle {
     stripes: usize,
     /// `WORDS_PER_LINE` words per line, then `stripes` lock words.
     meta: Arc<Backing>,
+    #[cfg(loom)]
+    loom_stripes: Box<[crate::primitive::sync::Mutex<()>]>,
 }
 
 impl Oracle {
@@ -103,12 +108,17 @@ impl Oracle {
     /// [`meta_bytes`](Self::meta_bytes) long; zeroed when no other oracle used it yet).
     pub(super) fn with_meta(backing: Arc<Backing>, line: LineSize, meta: Arc<Backing>) -> Oracle {
         let lines = backing.size() / line.get();
+        let stripes = STRIPES.min(lines.max(1));
         Oracle {
             backing,
             line,
             lines,
-            stripes: STRIPES.min(lines.max(1)),
+            stripes,
             meta,
+            #[cfg(loom)]
+            loom_stripes: (0..stripes)
+                .map(|_| crate::primitive::sync::Mutex::new(()))
+                .collect(),
         }
     }
 
@@ -131,6 +141,17 @@ impl Oracle {
         }
     }
 
+    /// Takes the stripe lock of `line`. Under loom the stripes are loom's mutexes
+    /// instead: a lock word spun on would multiply the interleavings loom explores, and a
+    /// model has one process only.
+    #[cfg(loom)]
+    fn lock(&self, line: usize) -> impl Sized + '_ {
+        self.loom_stripes[line % self.stripes]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[cfg(not(loom))]
     fn lock(&self, line: usize) -> Stripe<'_> {
         let word = &self.meta.words()[WORDS_PER_LINE * self.lines + line % self.stripes];
         let me = locker_id();
@@ -225,18 +246,20 @@ impl Oracle {
 }
 
 /// What a stripe lock word holds while this process has it: its process id (never 0).
+#[cfg(not(loom))]
 fn locker_id() -> u64 {
     u64::from(std::process::id()).max(1)
 }
 
 /// Whether the process `id` that holds a stripe lock no longer exists.
+#[cfg(not(loom))]
 fn gone(id: u64) -> bool {
-    #[cfg(any(miri, loom))]
+    #[cfg(miri)]
     {
         let _ = id;
         false
     }
-    #[cfg(not(any(miri, loom)))]
+    #[cfg(not(miri))]
     {
         let Ok(pid) = libc::pid_t::try_from(id) else {
             return false;
@@ -280,5 +303,25 @@ mod tests {
             (0, 1, 1)
         );
         assert!(o.bump_incarnation(120, 16).is_err());
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "spawns a process")]
+    fn a_lock_held_by_a_dead_process_is_taken_over() {
+        let line = LineSize::new(64).unwrap();
+        let o = Oracle::new(Arc::new(Backing::anonymous(256).unwrap()), line).unwrap();
+        // A process that has exited: its id names no process any more (ids are not
+        // reused this fast).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = u64::from(child.id());
+        child.wait().unwrap();
+        let lock = &o.meta.words()[WORDS_PER_LINE * o.lines + 1 % o.stripes];
+        lock.store(dead, Ordering::Relaxed);
+        let mut buf = [0u8; 64];
+        o.fill(1, &mut buf); // would wait forever for a live holder
+        assert_eq!(lock.load(Ordering::Relaxed), 0, "released after the fill");
+        lock.store(locker_id(), Ordering::Relaxed);
+        assert!(!gone(locker_id()), "this process is alive");
+        lock.store(0, Ordering::Relaxed);
     }
 }
