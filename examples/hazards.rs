@@ -32,15 +32,29 @@ fn main() {
         }
         return;
     }
-    println!("{:<26} {:>8} {:>6}  counted", "hazard", "broken", "bi");
+    let name = rows.iter().map(|r| r.hazard.len()).max().unwrap_or(6);
+    let fault = rows
+        .iter()
+        .map(|r| format!("{:?}", r.fault).len())
+        .max()
+        .unwrap_or(5);
+    println!(
+        "{:<name$} {:<fault$} {:>7} {:>4}  counted",
+        "hazard", "switched off", "broken", "bi"
+    );
     for row in &rows {
         println!(
-            "{:<26} {:>8} {:>6}  {}",
-            row.hazard, row.broken, row.bi, row.counts
+            "{:<name$} {:<fault$} {:>7} {:>4}  {}",
+            row.hazard,
+            format!("{:?}", row.fault),
+            row.broken,
+            row.bi,
+            row.counts
         );
     }
     println!(
-        "({} seeds per variant; a sound protocol has bi = 0 on every row)",
+        "({} seeds per variant; broken: the shipped code with the row's mechanism switched \
+         off; a sound protocol has bi = 0 on every row)",
         args.seeds
     );
     if rows.iter().any(|r| r.bi > 0 || r.broken == 0) {

@@ -25,11 +25,7 @@ fn every_hazard_has_a_working_negative_control() {
             row.hazard,
             row.fault
         );
-        assert_eq!(
-            row.bi, 0,
-            "{}: the shipped protocol showed it",
-            row.hazard
-        );
+        assert_eq!(row.bi, 0, "{}: the shipped protocol showed it", row.hazard);
         assert_eq!(row.seeds, seeds);
     }
 }
@@ -42,7 +38,10 @@ fn every_switch_has_a_row() {
         .copied()
         .filter(|f| rows.iter().all(|h| h.fault != *f))
         .collect();
-    assert!(missing.is_empty(), "switches no row shows needed: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "switches no row shows needed: {missing:?}"
+    );
     let mut names: Vec<_> = rows.iter().map(|h| h.name).collect();
     names.sort_unstable();
     names.dedup();

@@ -1,31 +1,38 @@
 //! Two nodes writing one line: whichever writes its copy back second overwrites the other's
 //! bytes with the stale values its copy still holds.
 //!
-//! Broken: two nodes keep their counters in the same line. BI: every record a node writes
-//! is padded to a line of its own. Counted: the oracle's lost writes.
+//! The pool lock is a bakery: each node writes only its own lock record and reads the
+//! others' from memory. The schedule, twenty turns: one node takes the lock and holds it
+//! while the other asks for it (and gives up after a millisecond), then both let go; the
+//! nodes swap roles every turn. Broken ([`Fault::RecordLines`]): the two records lie side
+//! by side in one line, so every write of a node's record writes back its copy of the
+//! other's as it last read it, over what the other wrote since: the ticket the other
+//! withdrew comes back, and the next node to take the lock waits for a holder that is
+//! gone until its timeout. BI: every record a node writes lies on lines of its own.
+//! Counted: the oracle's lost writes.
 
-use super::{Hazard, Variant, adversarial};
-use bi_core::mem::{Emulator, MemView};
+use super::{Hazard, two_runtimes};
+use bi_core::runtime::{Fault, RuntimeConfig};
+use std::time::Duration;
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "two_nodes_one_line",
+    fault: Fault::RecordLines,
     counts: "write-backs that overwrote another node's newer bytes (oracle lost_writes)",
     run,
 };
 
-fn run(variant: Variant, seed: u64) -> u64 {
-    let emu = Emulator::new(adversarial(4096, 2, seed));
-    let (a, b) = (emu.node(0), emu.node(1));
-    let (at_a, at_b) = match variant {
-        Variant::Broken => (0, 8),
-        Variant::Bi => (0, 64),
-    };
-    for i in 1..=200u64 {
-        for (node, at) in [(&a, at_a), (&b, at_b)] {
-            node.store(at, &i).expect("in bounds");
-            node.writeback(at, 8).expect("in bounds");
-            node.fence();
-        }
+const TURNS: usize = 20;
+
+fn run(config: RuntimeConfig, seed: u64) -> u64 {
+    let s = two_runtimes(config, seed, super::hostile);
+    for turn in 0..TURNS {
+        let (holder, asker) = (&s.nodes[turn % 2], &s.nodes[1 - turn % 2]);
+        // Either may time out in the broken variant, on a ticket that came back.
+        let held = holder.lock(Duration::from_millis(1));
+        let asked = asker.lock(Duration::from_millis(1));
+        drop(asked);
+        drop(held);
     }
-    emu.total_stats().lost_writes
+    s.emu.total_stats().lost_writes
 }

@@ -28,17 +28,34 @@
 //! }
 //! ```
 
+mod adoption;
+mod barrier_without_invalidation;
 mod clock_skew;
 mod dangling_reference;
+mod delegation;
+mod first_declaration;
+mod half_written_line;
+mod joined_process;
+mod liveness;
+mod log_overflow;
+mod lost_update;
+mod node_claim;
+mod pool_lock;
 mod prefetch_after_invalidate;
+mod resolution_failure;
+mod reuse_under_reader;
+mod spinning_reader;
 mod stale_beyond_bound;
+mod stale_parcel;
 mod torn_object;
+mod torn_snapshot;
 mod type_confusion;
+mod writer_lease;
 
 use bi_core::mem::EmulatorConfig;
 use bi_core::region::RegionConfig;
-use bi_core::runtime::{Fault, RuntimeConfig};
 use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{Fault, RuntimeConfig};
 
 /// One row of the catalog: a hazard counted over `seeds` runs of each variant.
 ///
@@ -174,8 +191,32 @@ pub fn catalog() -> Vec<Hazard> {
         type_confusion::HAZARD,
         prefetch_after_invalidate::HAZARD,
         torn_object::HAZARD,
+        resolution_failure::MAP,
+        resolution_failure::TREE,
+        lost_update::HAZARD,
+        spinning_reader::HAZARD,
+        log_overflow::HAZARD,
+        delegation::TAKEOVER,
+        delegation::GUARDS,
+        torn_snapshot::SUM,
+        torn_snapshot::RECOLLECT,
+        stale_parcel::WRITEBACK,
+        stale_parcel::INVALIDATE,
+        barrier_without_invalidation::HAZARD,
         clock_skew::HAZARD,
+        half_written_line::HAZARD,
+        first_declaration::HAZARD,
+        pool_lock::HAZARD,
+        node_claim::HAZARD,
+        adoption::QUARANTINE,
+        adoption::ANNOUNCE,
+        joined_process::HAZARD,
+        writer_lease::HAZARD,
         type_confusion::RETIRED,
+        reuse_under_reader::HAZARD,
+        reuse_under_reader::UNRECORDED,
+        liveness::HAZARD,
+        liveness::STUCK_READER,
     ]
 }
 
@@ -223,15 +264,9 @@ pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfi
     hostile(EmulatorConfig::new(size, nodes).seed(seed))
 }
 
-/// `config` on adversarial hardware: small caches, random evictions, adjacent-line and
-/// random prefetches, late write-backs.
+/// `config` on adversarial hardware ([`EmulatorConfig::adversarial`]) with small caches.
 pub(crate) fn hostile(config: EmulatorConfig) -> EmulatorConfig {
-    config
-        .cache_lines(64)
-        .eviction_rate(0.01)
-        .adjacent_prefetch_rate(0.2)
-        .random_prefetch_rate(0.05)
-        .late_writebacks(0.05)
+    config.cache_lines(64).adversarial()
 }
 
 /// Two emulated nodes with one runtime each over a 256 KiB region, the emulator adjusted

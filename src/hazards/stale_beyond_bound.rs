@@ -24,7 +24,9 @@ const PERIOD: u64 = 400;
 const PASS: u64 = 400;
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
-    let s = two_runtimes(config, seed, |c| c.cache_lines(256).adjacent_prefetch_rate(0.1));
+    let s = two_runtimes(config, seed, |c| {
+        c.cache_lines(256).adjacent_prefetch_rate(0.1)
+    });
     let mut w = s.writer(0);
     let reader = s.nodes[1].reader().expect("reader slot");
     let slot = s.slot(0);

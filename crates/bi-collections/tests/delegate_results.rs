@@ -12,7 +12,6 @@ use bi_collections::tree::BiTree;
 use bi_collections::{ApplyBatch, CollectionError, Guard, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{Fault, Faults, RuntimeConfig};
 use delegate_mock::{machine, with_server};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -303,76 +302,4 @@ fn large_old_values_come_back_through_the_result_slots() {
             );
         }
     });
-}
-
-/// The server dies after applying a batch and before acknowledging it (its structure
-/// fails part-way through the next batch). The successor reports the batch failed and
-/// applies none of it; with the takeover switched off it serves the batch again, and
-/// what the dead server applied is applied twice.
-fn applied_twice_after_takeover(faults: Faults) -> usize {
-    let s = machine(3, 4, 0.2);
-    let layout = area(&s, 1);
-    let recording = delegate_mock::RecordingMap {
-        fail_after: Some(2),
-        ..Default::default()
-    };
-    let mut first = DelegationServer::new(s.emu.node(0), layout, recording).unwrap();
-    let mut c = client(&s, layout, 0);
-    for k in 0..4 {
-        c.insert(k, k).unwrap();
-    }
-    assert!(first.serve_once(8).is_err(), "the injected failure");
-    let recording = first.into_structure();
-    assert_eq!(recording.log.len(), 2, "applied, not acknowledged");
-    let mut second =
-        DelegationServer::resume_with(s.emu.node(0), layout, recording, faults).unwrap();
-    second.serve_once(8).unwrap();
-    let log = &second.structure().log;
-    let distinct: std::collections::BTreeSet<_> = log.iter().map(|op| format!("{op:?}")).collect();
-    log.len() - distinct.len()
-}
-
-#[test]
-fn a_takeover_that_served_unacknowledged_requests_would_apply_them_twice() {
-    assert_eq!(applied_twice_after_takeover(Faults::default()), 0);
-    let broken = RuntimeConfig::default()
-        .fault(Fault::DelegationTakeover)
-        .faults();
-    assert_eq!(applied_twice_after_takeover(broken), 2);
-}
-
-/// One batch from two clients: client 0 inserts 5 at key 1 and then asks for 7 if the
-/// key is absent; client 1 asks to remove the key if it is present. Returns the value
-/// the key ends with.
-fn guarded_after_plain(faults: Faults) -> Option<u64> {
-    let s = machine(4, 6, 0.2);
-    let map = BiHashMap::<u64, u64>::at(s.slot(0))
-        .write_handle(s.writer(0))
-        .unwrap();
-    let layout = area(&s, 2);
-    let mut server = DelegationServer::new(s.emu.node(0), layout, map)
-        .unwrap()
-        .with_faults(faults);
-    let (mut a, mut b) = (client(&s, layout, 0), client(&s, layout, 1));
-    a.send(Op::Insert(1, 5)).unwrap();
-    a.send_guarded(Op::Insert(1, 7), Guard::Absent).unwrap();
-    b.send_guarded(Op::Remove(1), Guard::Present).unwrap();
-    // One batch, client 0's requests before client 1's.
-    assert_eq!(server.serve_once(16).unwrap().ops, 3);
-    a.flush().unwrap();
-    b.flush().unwrap();
-    server.into_structure().get(&1)
-}
-
-/// The guard of a request is decided on what the batch's earlier operations left at
-/// its key. Switched off (decided on what the structure held before the batch), the
-/// insert-if-absent overwrites the 5 inserted before it in the batch, and the
-/// remove-if-present finds the key absent: the key ends with 7 instead of absent.
-#[test]
-fn guards_decided_at_batch_start_would_overwrite_what_the_batch_inserted() {
-    assert_eq!(guarded_after_plain(Faults::default()), None);
-    let broken = RuntimeConfig::default()
-        .fault(Fault::GuardsAtBatchStart)
-        .faults();
-    assert_eq!(guarded_after_plain(broken), Some(7));
 }

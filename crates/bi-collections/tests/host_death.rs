@@ -21,9 +21,8 @@
 //! - the reader on node 1 reads a published version right after the adoption and,
 //!   after its next pass, exactly the adopted contents, with no error: adoption logs
 //!   the structure's memory and announces its root slots, since the dead writer may
-//!   have written a line or a slot back and died before logging it (the negative
-//!   control at the end switches the slots' announcement off, `Fault::AdoptAnnounce`;
-//!   a map's bucket lines are covered by the memory adoption logs as a retirement);
+//!   have written a line or a slot back and died before logging it (a map's bucket
+//!   lines are covered by the memory adoption logs as a retirement);
 //! - after two passes and a reclaim, nothing the dead writer left (retired, in its bag,
 //!   allocated and never published) is held back, and the heap's live bytes are at most
 //!   what the adopted contents occupy (see [`Subject::live_bound`]);
@@ -52,7 +51,7 @@ use bi_core::mem::{Access, EmulatedNode, MemError, Observed};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{
-    EmulatedClock, Fault, NodeRuntime, ReaderOrdering, ReclaimReport, RuntimeConfig, Writer,
+    EmulatedClock, NodeRuntime, ReaderOrdering, ReclaimReport, RuntimeConfig, Writer,
 };
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -705,22 +704,10 @@ fn run_script<S: Subject>(m: &Machine<S>, fuse: &Arc<Fuse>, at: u64) -> Outcome<
     out
 }
 
-/// What the restarted process runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Restart {
-    /// The shipped runtime: node 1 reads exactly the adopted contents after its next
-    /// pass.
-    Shipped,
-    /// Adoption does not announce the root slots (`Fault::AdoptAnnounce`): node 1 may
-    /// keep what it cached of a slot the dead writer wrote back without logging. Whether it did is returned, not asserted.
-    NoAnnounce,
-}
-
 /// Runs the script with death at operation `at` (past the script's end: the host dies
 /// right after its last step), restarts node 0, adopts and checks. Returns the number of
-/// operations the script performed (the fatal one included), and whether node 1, after a
-/// pass that followed the adoption, read other contents than the adopted ones.
-fn die_at<S: Subject>(at: u64, restart: Restart) -> (u64, bool) {
+/// operations the script performed (the fatal one included).
+fn die_at<S: Subject>(at: u64) -> u64 {
     let m = Machine::<S>::new();
     let fuse = Fuse::dying_at(at);
     let out = run_script(&m, &fuse, at);
@@ -737,11 +724,7 @@ fn die_at<S: Subject>(at: u64, restart: Restart) -> (u64, bool) {
         m.setup.emu.advance(LEASE / 2);
         m.pass1();
     }
-    let config = match restart {
-        Restart::Shipped => config(),
-        Restart::NoAnnounce => config().fault(Fault::AdoptAnnounce),
-    };
-    let rt = runtime(&m.setup, 0, None, config)
+    let rt = runtime(&m.setup, 0, None, config())
         .unwrap_or_else(|e| panic!("death at {at}: a new process cannot start: {e}"));
     let mut w = take(&m, &rt).unwrap_or_else(|e| panic!("death at {at}: adoption fails: {e}"));
     let got = S::contents(&mut w);
@@ -765,19 +748,12 @@ fn die_at<S: Subject>(at: u64, restart: Restart) -> (u64, bool) {
     );
     m.pass1();
     let seen = m.read(at, "after the adoption and a pass");
-    let behind = seen != got;
-    if restart == Restart::NoAnnounce {
-        if behind {
-            return (fuse.count(), true);
-        }
-    } else {
-        assert_eq!(
-            seen, got,
-            "death at {at} in {:?}: after a pass node 1 reads other contents than the \
-             adopted ones",
-            out.in_flight
-        );
-    }
+    assert_eq!(
+        seen, got,
+        "death at {at} in {:?}: after a pass node 1 reads other contents than the \
+         adopted ones",
+        out.in_flight
+    );
 
     // Nothing the dead writer left is held back after two passes and a reclaim.
     for _ in 0..2 {
@@ -832,7 +808,7 @@ fn die_at<S: Subject>(at: u64, restart: Restart) -> (u64, bool) {
             "death at {at}: node {n} read reused memory"
         );
     }
-    (ops, behind)
+    ops
 }
 
 /// The script without a death: its number of operations, after checking that it does
@@ -878,7 +854,7 @@ fn sweep<S: Subject>(bag_before_reclaim: bool) {
     let ops = count::<S>(bag_before_reclaim);
     let started = Instant::now();
     for at in 1..=ops + 1 {
-        let (seen, _) = die_at::<S>(at, Restart::Shipped);
+        let seen = die_at::<S>(at);
         assert_eq!(seen, at.min(ops), "the script runs the same way every time");
     }
     eprintln!("{} deaths in {:?}", ops + 1, started.elapsed());
@@ -902,21 +878,4 @@ fn a_tree_of_strings_survives_its_writers_host_dying_at_every_operation() {
 #[test]
 fn a_map_of_strings_survives_its_writers_host_dying_at_every_operation() {
     sweep::<TextMap>(false);
-}
-
-/// The first death, in operation order, after which node 1 keeps other contents than
-/// the adopted ones when adoption announces nothing; `None` if there is none.
-fn first_behind_without_announcement<S: Subject>() -> Option<u64> {
-    let ops = count::<S>(false);
-    (1..=ops + 1).find(|&at| die_at::<S>(at, Restart::NoAnnounce).1)
-}
-
-/// Negative control: a death after the write-back of a publication's root slot
-/// (`Writer::store_link`) and before the modified ring's tail that logs it leaves the
-/// new root in memory with no entry that tells other nodes. Without the announcement at
-/// adoption, node 1 keeps reading the old root from its cache after its passes.
-#[test]
-fn without_the_announcement_node_1_keeps_the_old_tree() {
-    let at = first_behind_without_announcement::<Tree>();
-    assert!(at.is_some(), "no death left node 1 behind");
 }

@@ -7,6 +7,9 @@
 //! (`tests/primitive_switch.rs`) reads the sources and fails on a primitive taken from
 //! `std` anywhere else, except in the files it lists with the reason.
 //!
+//! [`plain`] is `std`'s in both builds: the emulator's internals, which loom explores
+//! one whole emulated operation at a time.
+//!
 //! `compiler_fence` is `std`'s in both builds: it only stops the compiler from moving
 //! memory accesses across it, which loom (whose every access is already a step) has no
 //! notion of. Where a compiler fence is all a reader issues, the ordering comes from the
@@ -41,5 +44,19 @@ pub(crate) mod sync {
     pub(crate) mod atomic {
         pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
         pub(crate) use std::sync::atomic::compiler_fence;
+    }
+}
+
+/// Primitives that stay `std`'s under loom too: for the emulator's internal state, which
+/// loom must not explore step by step. Under loom every emulated memory operation holds
+/// the machine's one modelled lock (`mem::emulated`), so loom interleaves whole
+/// operations (what the protocol is made of), never the words inside one; a fill's
+/// eight loads or an oracle update are then not separate points to switch threads at.
+/// Outside loom these are the same as [`sync`].
+#[allow(unused_imports)]
+pub(crate) mod plain {
+    pub(crate) use std::sync::Mutex;
+    pub(crate) mod atomic {
+        pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
     }
 }

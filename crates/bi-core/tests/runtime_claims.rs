@@ -5,35 +5,28 @@
 use bi_core::mem::{EmulatedNode, MemView};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, Fault, NodeRecord, NodeRuntime, RuntimeConfig};
+use bi_core::runtime::{BiError, NodeRecord, NodeRuntime, RuntimeConfig};
 
 const LEASE: u64 = 1_000_000;
 
-fn setup(nodes: u32) -> Setup {
-    setup_with(nodes, RuntimeConfig::default())
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(LEASE)
+        .reader_lease(LEASE)
 }
 
-fn setup_with(nodes: u32, config: RuntimeConfig) -> Setup {
+fn setup(nodes: u32) -> Setup {
     Setup::with(
         RegionConfig::new(1 << 18)
             .with_nodes(nodes)
             .with_log_ring_entries(16),
         |c| c.seed(4),
-        config.node_lease(LEASE).reader_lease(LEASE),
+        config(),
     )
 }
 
 fn rejoin(s: &Setup, node: usize) -> Result<NodeRuntime<EmulatedNode>, BiError> {
-    rejoin_with(s, node, RuntimeConfig::default())
-}
-
-fn rejoin_with(
-    s: &Setup,
-    node: usize,
-    config: RuntimeConfig,
-) -> Result<NodeRuntime<EmulatedNode>, BiError> {
-    let config = config.node_lease(LEASE).reader_lease(LEASE);
-    NodeRuntime::emulated(s.emu.node(node), *s.region.layout(), config)
+    NodeRuntime::emulated(s.emu.node(node), *s.region.layout(), config())
 }
 
 #[test]
@@ -47,25 +40,6 @@ fn a_live_node_cannot_be_joined_twice() {
     // Also not after it passed, nor by a third attempt.
     s.nodes[1].quiesce().unwrap();
     assert!(matches!(rejoin(&s, 1), Err(BiError::NodeTaken { node: 1 })));
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
-)]
-fn without_claims_two_runtimes_run_one_node() {
-    // Negative control: the shipped runtime with its claim checks switched off. A second
-    // runtime joins a live node, and both go on passing, writing one record (and they
-    // would share its rings and reader records) from two caches.
-    let faulty = || RuntimeConfig::default().fault(Fault::NodeClaim);
-    let s = setup_with(2, faulty());
-    s.nodes[1].quiesce().unwrap();
-    let second = rejoin_with(&s, 1, faulty()).expect("joined a live node");
-    for _ in 0..2 {
-        second.quiesce().unwrap();
-        s.nodes[1].quiesce().unwrap();
-    }
 }
 
 #[test]

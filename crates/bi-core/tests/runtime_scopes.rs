@@ -1,11 +1,11 @@
 //! Write notices scoped per structure (`runtime::scope`): a node skips what was logged for
-//! structures none of its readers declared, and a first declaration drops what it skipped.
+//! structures none of its readers declared, and acts on what was logged for the others.
 
 use bi_core::heap::BumpHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{Fault, Policy, RuntimeConfig, Scope, Writer};
+use bi_core::runtime::{Policy, RuntimeConfig, Scope, Writer};
 
 fn setup(runtime: RuntimeConfig) -> Setup {
     Setup::with(
@@ -95,41 +95,4 @@ fn the_modified_policy_ignores_scopes() {
     let pass = s.nodes[1].quiesce().unwrap();
     assert_eq!(pass.skipped, 0);
     assert!(pass.modified > 0 && pass.freed > 0);
-}
-
-/// A node that cached a structure, skipped its notices and then declares it: with the
-/// first declaration's invalidation, its reader sees the newest version; without it
-/// (the fault), the value it cached long ago, after passes that started after every
-/// update.
-fn first_declaration(runtime: RuntimeConfig) -> u64 {
-    let s = setup(runtime);
-    let mut w = s.writer(0);
-    let (slot, scope) = (s.slot(0), Scope::of_slot(s.slot(0)));
-    publish_versions(&s, &mut w, slot, scope, 1..2);
-    // A node's first pass drops its whole cache, and drops it again once the readers
-    // then inside have left: let both happen before caching version 1.
-    for _ in 0..2 {
-        s.nodes[1].quiesce().unwrap();
-    }
-    assert_eq!(s.nodes[1].pending_groups(), 0);
-    assert_eq!(read(&s, slot), 1);
-    publish_versions(&s, &mut w, slot, scope, 2..9);
-    for _ in 0..3 {
-        s.nodes[1].quiesce().unwrap();
-    }
-    let r = s.nodes[1].reader().unwrap();
-    r.use_scope(scope).unwrap();
-    let g = r.enter();
-    g.load::<u64>(slot).unwrap().map_or(0, |v| *v)
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
-)]
-fn a_first_declaration_drops_what_passes_skipped() {
-    assert_eq!(first_declaration(RuntimeConfig::default()), 8);
-    let stale = first_declaration(RuntimeConfig::default().fault(Fault::ScopeRefresh));
-    assert_eq!(stale, 1, "without the refresh the node keeps its old copy");
 }

@@ -1,6 +1,6 @@
 //! Several processes of one host as one node (`runtime::share`): a process joins the node
-//! another runs; its readers hold reclamation back through the runner's pass, the
-//! structures only it reads are not skipped, and what only the runner may do is refused.
+//! another runs; its readers hold reclamation back through the runner's pass, and what
+//! only the runner may do is refused.
 //! Under the emulator a second process of a host is a second runtime over the same
 //! emulated node (one cache).
 
@@ -9,7 +9,7 @@ use bi_core::mem::MemView;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::share::{HOLDER_AT, SHARE_SLOT, ShareRecord};
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, Fault, NodeRuntime, RuntimeConfig, Scope};
+use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
 use std::time::Duration;
 
 fn config() -> RuntimeConfig {
@@ -63,47 +63,6 @@ fn a_joined_processs_reader_holds_reclamation_back() {
         s.quiesce_all().unwrap();
     }
     assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
-}
-
-/// Node 0 publishes versions 1..=n of a structure only the joined process reads; the
-/// runner passes. Returns what the joined process reads afterwards.
-fn joined_read_after_updates(runner: RuntimeConfig) -> u64 {
-    let s = setup(runner);
-    let joined = join(&s, config()).unwrap();
-    let mut w = s.writer(0);
-    let slot = s.slot(0);
-    w.set_scope(Scope::of_slot(slot)).unwrap();
-    let first = w.alloc(1u64).unwrap();
-    w.publish(slot, first).unwrap();
-    s.quiesce_all().unwrap();
-    let reader = joined.reader().unwrap();
-    reader.use_scope(Scope::of_slot(slot)).unwrap();
-    // The joined process caches the slot's line (its host's cache: node 1's).
-    assert_eq!(*reader.enter().load::<u64>(slot).unwrap().unwrap(), 1);
-    for v in 2..=5u64 {
-        let b = w.alloc(v).unwrap();
-        let old = w.publish(slot, b).unwrap();
-        w.retire(old).unwrap();
-    }
-    for _ in 0..3 {
-        s.quiesce_all().unwrap();
-    }
-    let v = *reader.enter().load::<u64>(slot).unwrap().unwrap();
-    drop(reader);
-    v
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "no unsafe code of its own")]
-fn structures_only_a_joined_process_reads_are_not_skipped() {
-    // The runner's own readers declared nothing, yet its passes act on the structure.
-    assert_eq!(joined_read_after_updates(config()), 5);
-    // Negative control: a runner that ignores the joined flag skips the structure, and
-    // the joined process keeps reading version 1 after three passes.
-    assert_eq!(
-        joined_read_after_updates(config().fault(Fault::JoinedScopes)),
-        1
-    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, BiGuard, Entry, Fetch, Link, Reader, Search, Stamp, lines};
+use bi_core::runtime::{BiError, BiGuard, Entry, Fault, Fetch, Link, Reader, Search, Stamp, lines};
 use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::fmt;
@@ -361,7 +361,16 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         let slot = self
             .map
             .partition_slot(partition_of(h, self.map.partitions()));
-        self.guard.lazy(|entry| self.search(slot, h, key, entry))
+        // Set once a search missed: with `Fault::LazyMap` the miss is trusted as is.
+        let mut missed = false;
+        self.guard.lazy(|entry| {
+            if missed && self.guard.faults().has(Fault::LazyMap) {
+                return Ok(Search::Missing);
+            }
+            let found = self.search(slot, h, key, entry)?;
+            missed = matches!(found, Search::Missing);
+            Ok(found)
+        })
     }
 
     /// One search for `key` from the partition's root slot read through `entry`.

@@ -7,7 +7,7 @@ use crate::CollectionError;
 use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
-use bi_core::runtime::{BiError, BiGuard, Link, Reader, Search, Shared};
+use bi_core::runtime::{BiError, BiGuard, Fault, Link, Reader, Search, Shared};
 use bytemuck::Pod;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -493,6 +493,10 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         // need not be searched again.
         let mut missed = None;
         self.guard.lazy(|entry| {
+            // With `Fault::LazyTree` a miss in the cached version is trusted as is.
+            if missed.is_some() && self.guard.faults().has(Fault::LazyTree) {
+                return Ok(Search::Missing);
+            }
             let root = self.guard.slot_word(self.slot, entry)?;
             if missed == Some(root) {
                 return Ok(Search::Missing);

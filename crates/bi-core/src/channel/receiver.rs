@@ -3,6 +3,7 @@
 use super::error::{ChannelError, Corruption};
 use super::layout::ChannelLayout;
 use crate::mem::MemView;
+use crate::runtime::{Fault, Faults};
 use bytemuck::Pod;
 use std::fmt;
 
@@ -35,6 +36,8 @@ pub struct Receiver<V, T> {
     head: u64,
     /// The producer's tail as last read from memory (never ahead of the real one).
     tail: u64,
+    /// The mechanisms switched off (none outside tests; see [`Fault`]).
+    faults: Faults,
 }
 
 impl<V, T> fmt::Debug for Receiver<V, T> {
@@ -72,7 +75,31 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
             layout,
             head,
             tail,
+            faults: Faults::default(),
         })
+    }
+
+    /// The same consumer without the mechanisms `faults` switches off (for tests that
+    /// show a mechanism is needed; feature `faults`). The channel reads only
+    /// [`Fault::ChannelTail`].
+    ///
+    /// ```
+    /// use bi_core::channel::{ChannelLayout, Receiver, Sender};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use bi_core::runtime::{Fault, RuntimeConfig};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let layout = ChannelLayout::<u64>::new(0, 8, emu.line_size()).unwrap();
+    /// layout.init(&emu.node(0)).unwrap();
+    /// let faults = RuntimeConfig::default().fault(Fault::ChannelTail).faults();
+    /// let mut rx = Receiver::new(emu.node(1), layout).unwrap().with_faults(faults);
+    /// Sender::new(emu.node(0), layout).unwrap().try_send(&5).unwrap();
+    /// assert_eq!(rx.try_recv().unwrap(), None); // its cached tail never moves
+    /// ```
+    #[cfg(feature = "faults")]
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// Takes the next message, if one has been published.
@@ -238,8 +265,10 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
     /// forward and is at most a capacity ahead of the head.
     fn refresh_tail(&mut self) -> Result<(), ChannelError> {
         let at = self.layout.tail_offset();
-        self.view.invalidate(at, size_of::<u64>())?;
-        self.view.fence();
+        if !self.faults.has(Fault::ChannelTail) {
+            self.view.invalidate(at, size_of::<u64>())?;
+            self.view.fence();
+        }
         let tail = self.view.load::<u64>(at)?;
         if tail < self.tail {
             return Err(ChannelError::Corrupt {

@@ -137,6 +137,61 @@ switches! {
         /// instead of the next, so a link kept from before the reuse (and any stale copy
         /// of its lines) matches the new object ([`Writer`](super::Writer)).
         GenerationBump,
+        /// A hash map's lookup that misses in the lines its node's cache holds reports the
+        /// key absent instead of reading the partition's root slot and bucket lines again
+        /// from memory, so a key whose insertion was published before the lookup began is
+        /// missed until the node's next pass ([`lazy`](super::lazy),
+        /// `bi_collections::map::MapRef::get`).
+        LazyMap,
+        /// A tree's lookup that misses in the version its node's cache holds reports the
+        /// key absent instead of reading the root slot again from memory, so a key whose
+        /// insertion was published before the lookup began is missed until the node's next
+        /// pass ([`lazy`](super::lazy), `bi_collections::tree::TreeRef::get`).
+        LazyTree,
+        /// A channel's consumer polls the tail from its cache without dropping the line
+        /// first, so its copy keeps answering with the tail it read when it attached and
+        /// it never sees another message (a polling loop keeps the line hot, so not even
+        /// eviction rescues it) ([`Receiver`](crate::channel::Receiver)).
+        ChannelTail,
+        /// A writer whose modified or freed ring is full overwrites the oldest entries
+        /// instead of refusing ([`BiError::LogFull`](super::BiError::LogFull)) until every
+        /// live node's pass has consumed them, so a node that falls behind finds more
+        /// unread entries than the ring holds: it cannot know what it missed and drops
+        /// every line of the heap and the root directory it caches
+        /// ([`ring`](super::ring)).
+        LogBackPressure,
+        /// The pool lock's records of nodes `2 k` and `2 k + 1` lie side by side in one
+        /// line instead of on lines of their own, so each node writes back a copy of the
+        /// line that holds the other's record as it last read it, and overwrites what the
+        /// other wrote since: a ticket withdrawn comes back, a ticket taken disappears
+        /// ([`lock`](super::lock)).
+        RecordLines,
+        /// A writer's reclamation gives every retired block back to the heap at once
+        /// instead of only those whose retirement the grace point has passed, so a block
+        /// is reused while a reader on another node is still inside the section that
+        /// reached it, or still caches its lines
+        /// ([`Writer::reclaim`](super::Writer::reclaim)).
+        GraceWait,
+        /// A reader entering a section does not store its enter tick in its reader record,
+        /// so its node's passes see no reader inside: they drain the groups of retired
+        /// objects it may still hold, and the grace point passes their retirement while
+        /// it reads them ([`Reader::enter`](super::Reader::enter), [`pass`](super::pass)).
+        ReaderRecord,
+        /// The grace point waits for every node a process has claimed, however old its
+        /// heartbeat, instead of excluding a node whose heartbeat is older than the node
+        /// lease, so a node whose host died without clearing its claim holds every
+        /// writer's reclamation back forever ([`GracePoint`](super::GracePoint)).
+        NodeLease,
+        /// A node's pass waits for every reader inside a section, however long ago it
+        /// entered, instead of excluding a reader inside one section longer than the
+        /// reader lease, so a reader that stopped inside its section holds every
+        /// writer's reclamation back forever ([`pass`](super::pass)).
+        ReaderLease,
+        /// A graph engine's partition does not drop, after a superstep's barrier, its
+        /// copies of the other partitions' lines it reads next (values, partials and
+        /// aggregates), so it folds and gathers what its cache kept from an earlier
+        /// superstep (`bi_graph::Mode::BiOnDemand`, `bi_graph::RunOptions::faults`).
+        GraphBarrier,
     }
 }
 

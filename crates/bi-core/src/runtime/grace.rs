@@ -52,9 +52,15 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
         min_pass_start: u64::MAX,
         lease_expired: Vec::new(),
     };
+    let leased = !inner.config.faults.has(Fault::NodeLease);
     for n in 0..inner.nodes {
         let rec: NodeRecord = view.load(inner.node_record_of(n)?)?;
-        if !super::claim::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d) {
+        let live = if leased {
+            super::claim::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d)
+        } else {
+            rec.holder != 0
+        };
+        if !live {
             point.lease_expired.push(n);
             continue;
         }

@@ -169,7 +169,14 @@ impl<V: MemView> Drop for PoolLockGuard<'_, V> {
 }
 
 fn record_at<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result<usize, BiError> {
-    Ok(inner.node_record_of(node)? + LOCK_SLOT * inner.layout.slot_size())
+    let slot = LOCK_SLOT * inner.layout.slot_size();
+    if inner.config.faults.has(Fault::RecordLines) {
+        // Nodes `2 k` and `2 k + 1` keep their records side by side in `2 k`'s slot.
+        let first = node - node % 2;
+        let beside = (node % 2) * size_of::<LockRecord>();
+        return Ok(inner.node_record_of(first)? + slot + beside);
+    }
+    Ok(inner.node_record_of(node)? + slot)
 }
 
 /// Writes this node's record and makes it visible; returns the heartbeat written.

@@ -729,7 +729,9 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
     let n = size.div_ceil(8);
     // A stale line is rejected on its stamp, before anything else is read from it.
-    let read = view.load_stamped(at, &mut words[..n], |s| objects.admits(s, link.generation()))?;
+    let read = view.load_stamped(at, &mut words[..n], |s| {
+        objects.admits(s, link.generation())
+    })?;
     let stamp = match read {
         Some((before, after)) if objects.agrees(after, before) => Stamp(before),
         _ => return Ok(Fetch::Stale),

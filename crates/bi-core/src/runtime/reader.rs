@@ -16,7 +16,7 @@
 //! stale copy, invalidate the lines, fence and read once more.
 
 use super::object::{Fetch, Link, WordAligned, fetch_with, object_lines};
-use super::{BiError, NodeInner};
+use super::{BiError, Fault, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
 use crate::primitive::sync::atomic::{Ordering, compiler_fence, fence};
@@ -209,7 +209,9 @@ impl<V: MemView> Reader<V> {
                 Some(word) => word.load(Ordering::Acquire),
                 None => self.inner.clock.now(),
             };
-            self.store_state(ReaderState::inside(t));
+            if !self.inner.config.faults.has(Fault::ReaderRecord) {
+                self.store_state(ReaderState::inside(t));
+            }
             if self.fence_on_enter {
                 fence(Ordering::SeqCst);
             } else {

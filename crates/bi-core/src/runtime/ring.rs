@@ -198,6 +198,16 @@ impl RingWriter {
         }
     }
 
+    /// Makes room for `n` entries (at most the capacity) by forgetting the oldest entries
+    /// in flight, whether or not every node has consumed them: the next appends overwrite
+    /// them ([`Fault::LogBackPressure`](super::Fault::LogBackPressure) only).
+    pub(crate) fn overwrite_oldest(&mut self, n: usize) {
+        let keep = (self.geom.capacity as usize).saturating_sub(n);
+        while self.inflight.len() > keep {
+            self.inflight.pop_front();
+        }
+    }
+
     /// Appends `entries` (the caller checked [`free`](Self::free)): writes them and
     /// writes them back *without* a fence, then [`commit`](Self::commit)s. Whatever the
     /// caller wrote back just before (the slot a publication stored, the FREED marks of

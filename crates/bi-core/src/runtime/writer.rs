@@ -772,6 +772,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         ring.release(g.min_pass_start, inner.config.skew);
         if ring.free() >= n as u64 {
             Ok(())
+        } else if inner.config.faults.has(Fault::LogBackPressure) && n as u64 <= ring.geom.capacity
+        {
+            ring.overwrite_oldest(n);
+            Ok(())
         } else {
             Err(BiError::LogFull {
                 node: inner.node,
@@ -1366,8 +1370,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             .release(g.min_pass_start, self.inner.config.skew);
         self.flush_deferred()?;
         let mut report = ReclaimReport::default();
+        let wait = !self.inner.config.faults.has(Fault::GraceWait);
         while let Some(r) = self.retired.front() {
-            if r.visible >= g.tick || report.freed_blocks == max {
+            if (wait && r.visible >= g.tick) || report.freed_blocks == max {
                 break;
             }
             let (block, generation) = (r.block, r.generation);

@@ -81,6 +81,7 @@ use barrier::PhaseBarrier;
 use bi_core::line::LineSize;
 use bi_core::mem::{Emulator, EmulatorConfig, MemView, NodeStats};
 use bi_core::region::{Layout, Region, RegionConfig};
+use bi_core::runtime::Faults;
 use memory::{Counted, LineCounters, MAX_VALUE_BYTES};
 use plan::Needs;
 use shared::SharedLayout;
@@ -156,11 +157,14 @@ pub struct RunOptions {
     pub prefetch_rate: f64,
     /// Emulator: lines per node cache.
     pub cache_lines: usize,
-    /// A deliberately broken protocol, for negative controls: readers skip the
-    /// invalidations that quiescence performs in the barrier (writers still write back).
-    /// Under the emulator, the oracle then counts the stale reads that the on-demand mode
-    /// otherwise prevents. Never set it for real work.
-    pub omit_invalidation: bool,
+    /// Mechanisms switched off, to show they are needed (none unless bi-core's `faults`
+    /// feature is on and a test asks): with [`Fault::GraphBarrier`], readers skip the
+    /// invalidations that quiescence performs in the barrier (writers still write back),
+    /// and under the emulator the oracle counts the stale reads that the on-demand mode
+    /// otherwise prevents.
+    ///
+    /// [`Fault::GraphBarrier`]: bi_core::runtime::Fault::GraphBarrier
+    pub faults: Faults,
 }
 
 impl Default for RunOptions {
@@ -179,7 +183,7 @@ impl Default for RunOptions {
             eviction_rate: 0.01,
             prefetch_rate: 0.01,
             cache_lines: 512,
-            omit_invalidation: false,
+            faults: Faults::default(),
         }
     }
 }
@@ -354,7 +358,7 @@ pub fn run_detailed<P: VertexProgram>(
         max_iterations: config.max_iterations,
         barrier: &barrier,
         observer: config.observer.as_deref(),
-        omit_invalidation: options.omit_invalidation,
+        faults: options.faults,
     };
     if let Some(o) = &config.observer {
         o.start("supersteps", config.max_iterations as u64);
@@ -364,13 +368,15 @@ pub fn run_detailed<P: VertexProgram>(
             (Counted::new(emu.node(p), counters.clone()), None)
         }),
         None => {
-            let words = region.backing().words();
+            // (Under loom the backing's words are the model checker's atomics: the
+            // engine then reads through the view only.)
+            #[cfg(not(loom))]
+            let words = Some(region.backing().words());
+            #[cfg(loom)]
+            let words = None;
             run_all(&ctx, options, |p| {
                 let _ = p;
-                (
-                    Counted::new(region.hardware(), counters.clone()),
-                    Some(words),
-                )
+                (Counted::new(region.hardware(), counters.clone()), words)
             })
         }
     };

@@ -21,6 +21,7 @@ use crate::config::{Mode, Observer};
 use crate::error::GraphError;
 use bi_core::channel::{Receiver, Sender};
 use bi_core::mem::{MemError, MemView};
+use bi_core::runtime::{Fault, Faults};
 use std::sync::atomic::AtomicU64;
 
 /// What every partition shares (read-only) during a run.
@@ -35,8 +36,8 @@ pub(crate) struct Ctx<'a, P> {
     pub max_iterations: usize,
     pub barrier: &'a PhaseBarrier,
     pub observer: Option<&'a dyn Observer>,
-    /// Negative control: skip the readers' invalidations.
-    pub omit_invalidation: bool,
+    /// Mechanisms switched off ([`RunOptions::faults`](crate::RunOptions::faults)).
+    pub faults: Faults,
 }
 
 /// The lines a partition writes back and invalidates to publish and to see others.
@@ -350,7 +351,7 @@ impl<'a, P: VertexProgram, V: MemView> Worker<'a, P, V> {
     }
 
     fn invalidate(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
-        if self.ctx.omit_invalidation {
+        if self.ctx.faults.has(Fault::GraphBarrier) {
             return Ok(());
         }
         for &(o, l) in ranges {

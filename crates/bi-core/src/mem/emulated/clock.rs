@@ -13,7 +13,7 @@
 //! experiments where wall time matters.
 
 use super::config::ClockSource;
-use crate::primitive::sync::atomic::{AtomicU64, Ordering};
+use crate::primitive::plain::atomic::{AtomicU64, Ordering};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -91,19 +91,9 @@ fn host_ns() -> u64 {
 }
 
 /// One counter of the true clock.
-///
-/// A relaxed load, except under loom: there a load may return any of several older
-/// values of another node's counter, which would give each thread its own idea of true
-/// time (skew the runtime is told is zero) and multiply the interleavings to explore. A
-/// read-modify-write always reads the latest value, as these counters (coherent host
-/// memory) effectively do outside loom.
 #[inline]
 fn read(counter: &AtomicU64) -> u64 {
-    if cfg!(loom) {
-        counter.fetch_add(0, Ordering::Relaxed)
-    } else {
-        counter.load(Ordering::Relaxed)
-    }
+    counter.load(Ordering::Relaxed)
 }
 
 /// Draws each node's fixed clock offset from `-bound ..= bound`, reproducibly from `seed`.

@@ -59,7 +59,7 @@ pub use stats::NodeStats;
 
 use super::{Backing, MemError, MemView, check_range};
 use crate::line::LineSize;
-use crate::primitive::sync::Mutex;
+use crate::primitive::plain::Mutex;
 use crate::primitive::sync::atomic::{Ordering, fence};
 use bytemuck::Pod;
 use clock::Clock;
@@ -96,6 +96,10 @@ struct Machine {
     oracle: Oracle,
     clock: Clock,
     nodes: Box<[NodeState]>,
+    /// Under loom, held for every emulated operation: the one point loom switches
+    /// threads at (see `primitive::plain`).
+    #[cfg(loom)]
+    step: crate::primitive::sync::Mutex<()>,
 }
 
 struct NodeState {
@@ -129,6 +133,8 @@ impl Machine {
             clock: &self.clock,
             marks: Vec::new(),
         };
+        #[cfg(loom)]
+        let _step = self.step.lock().unwrap_or_else(PoisonError::into_inner);
         let r = {
             let mut cache = self.cache(node);
             self.clock.tick(node);
@@ -289,6 +295,8 @@ impl Emulator {
             clock: Clock::new(cfg.clock, cfg.nodes),
             nodes,
             cfg,
+            #[cfg(loom)]
+            step: crate::primitive::sync::Mutex::new(()),
         };
         Emulator {
             inner: Arc::new(machine),

@@ -23,14 +23,14 @@
 //! of its own [`Backing`]: process memory for an emulator inside one process, or a file
 //! that every process emulating a node of the same region maps, so that a write-back in
 //! one process dates the copies another process holds. The stripe locks are words there
-//! too, holding the locker's process id; a waiter that finds the holder's process gone
+//! too (plain atomics: under loom the emulator's machine lock already serialises every
+//! operation), holding the locker's process id; a waiter that finds the holder's process gone
 //! (killed in the middle of a write-back, as a test of a crashing writer does) takes the
 //! lock over.
 
 use crate::line::LineSize;
 use crate::mem::{Backing, MemError, check_range};
-use crate::primitive::sync::atomic::{AtomicU64, Ordering};
-#[cfg(not(loom))]
+use crate::primitive::plain::atomic::{AtomicU64, Ordering};
 use crate::primitive::thread::yield_now;
 use std::sync::Arc;
 
@@ -67,10 +67,8 @@ struct LineMeta<'a> {
 }
 
 /// Holds one stripe's lock word; unlocks when dropped.
-#[cfg(not(loom))]
 struct Stripe<'a>(&'a AtomicU64);
 
-#[cfg(not(loom))]
 impl Drop for Stripe<'_> {
     fn drop(&mut self) {
         self.0.store(0, Ordering::Release);
@@ -85,9 +83,38 @@ pub(super) struct Oracle {
     lines: usize,
     stripes: usize,
     /// `WORDS_PER_LINE` words per line, then `stripes` lock words.
-    meta: Arc<Backing>,
+    meta: Meta,
+}
+
+/// Where the metadata words live: a backing (process memory, or a file other processes
+/// map); under loom, plain words loom does not step through (the machine lock
+/// serialises every operation, see `primitive::plain`, and a model is one process).
+#[derive(Debug)]
+struct Meta {
+    #[cfg(not(loom))]
+    words: Arc<Backing>,
     #[cfg(loom)]
-    loom_stripes: Box<[crate::primitive::sync::Mutex<()>]>,
+    words: Box<[AtomicU64]>,
+}
+
+impl Meta {
+    #[cfg_attr(loom, allow(clippy::needless_pass_by_value))]
+    fn new(backing: Arc<Backing>) -> Meta {
+        #[cfg(not(loom))]
+        return Meta { words: backing };
+        #[cfg(loom)]
+        Meta {
+            words: (0..backing.size() / 8).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    #[inline]
+    fn words(&self) -> &[AtomicU64] {
+        #[cfg(not(loom))]
+        return self.words.words();
+        #[cfg(loom)]
+        &self.words
+    }
 }
 
 impl Oracle {
@@ -114,11 +141,7 @@ impl Oracle {
             line,
             lines,
             stripes,
-            meta,
-            #[cfg(loom)]
-            loom_stripes: (0..stripes)
-                .map(|_| crate::primitive::sync::Mutex::new(()))
-                .collect(),
+            meta: Meta::new(meta),
         }
     }
 
@@ -141,17 +164,7 @@ impl Oracle {
         }
     }
 
-    /// Takes the stripe lock of `line`. Under loom the stripes are loom's mutexes
-    /// instead: a lock word spun on would multiply the interleavings loom explores, and a
-    /// model has one process only.
-    #[cfg(loom)]
-    fn lock(&self, line: usize) -> impl Sized + '_ {
-        self.loom_stripes[line % self.stripes]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    #[cfg(not(loom))]
+    /// Takes the stripe lock of `line`.
     fn lock(&self, line: usize) -> Stripe<'_> {
         let word = &self.meta.words()[WORDS_PER_LINE * self.lines + line % self.stripes];
         let me = locker_id();
@@ -246,13 +259,11 @@ impl Oracle {
 }
 
 /// What a stripe lock word holds while this process has it: its process id (never 0).
-#[cfg(not(loom))]
 fn locker_id() -> u64 {
     u64::from(std::process::id()).max(1)
 }
 
 /// Whether the process `id` that holds a stripe lock no longer exists.
-#[cfg(not(loom))]
 fn gone(id: u64) -> bool {
     #[cfg(miri)]
     {
