@@ -27,8 +27,6 @@
 use bi_core::cache::{CacheOps, Instruction};
 use bi_core::mem::Backing;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -143,7 +141,7 @@ impl Buffer {
     /// Links the lines into one random cycle: line `i`'s first word holds the next index.
     fn make_chain(&self, seed: u64) {
         let mut order: Vec<usize> = (0..self.lines).collect();
-        order.shuffle(&mut SmallRng::seed_from_u64(seed));
+        order.shuffle(&mut bi_kit::rng(seed, "chain"));
         for k in 0..order.len() {
             let next = order[(k + 1) % order.len()];
             self.line_word(order[k])

@@ -9,7 +9,7 @@ use bi::collections::CollectionError;
 use bi::collections::delegate::DelegationError;
 use bi::core::runtime::{BiError, RuntimeConfig};
 use bi::{Pool, PoolConfig, PoolError};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -61,7 +61,7 @@ fn writes_from_any_process_return_the_old_value_and_honour_guards() {
     let rt = here.tree::<u32, u64>("t").unwrap();
     assert!(writer.is_writer() && !remote.is_writer() && wt.is_writer() && !rt.is_writer());
     let mut model = BTreeMap::new();
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut rng = bi_kit::rng(7, "operations");
     for step in 0..2000u64 {
         let key = rng.random_range(0..64u64);
         let via = if rng.random_bool(0.5) {
@@ -322,7 +322,7 @@ fn string_writes_from_any_process_return_the_old_value() {
     let writer = here.map::<String, Vec<u8>>("s").unwrap();
     let remote = there.map::<String, Vec<u8>>("s").unwrap();
     let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let mut rng = bi_kit::rng(11, "operations");
     for step in 0..600u64 {
         let key = text_key(rng.random_range(0..40));
         let via = if rng.random_bool(0.5) {
@@ -441,7 +441,7 @@ fn string_requests_cross_to_a_writer_process() {
     let _child = spawn_writer(&path, true);
     let m = client_pool.map::<String, Vec<u8>>("s").unwrap();
     assert!(!m.is_writer());
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let mut rng = bi_kit::rng(3, "operations");
     let mut model = BTreeMap::new();
     for step in 0..300u64 {
         let key = text_key(rng.random_range(0..60));

@@ -19,7 +19,7 @@
 use bi::core::mem::MemView;
 use bi::core::runtime::{BiError, RuntimeConfig};
 use bi::{Emulation, Pool, PoolConfig, PoolError};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -168,7 +168,7 @@ fn kill_and_check<M: MemView + 'static>(path: &Path, reader_pool: Pool<M>) -> Po
     // Keys below this were acknowledged; the reader thread checks them continuously.
     let acked = AtomicU64::new(0);
     let (errors, stop) = (AtomicU64::new(0), AtomicBool::new(false));
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5EED);
+    let mut rng = bi_kit::rng(0, "kill times");
     let mut next = 0u64;
     /// Stops the reader thread however the main thread leaves the scope (a failed check
     /// included), so the scope can end.

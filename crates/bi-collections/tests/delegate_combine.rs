@@ -28,7 +28,7 @@ fn is_combiner_died(r: &Result<(), CollectionError>) -> bool {
 fn combined_operations_are_applied_once_in_each_threads_order() {
     const THREADS: usize = 3;
     const OPS: u64 = 40;
-    for seed in 0..4 {
+    for seed in bi_kit::seeds(4, 4) {
         let s = machine(3, seed, 0.2);
         let layout = area(&s, 2);
         let mut server =

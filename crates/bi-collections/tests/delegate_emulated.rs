@@ -12,8 +12,7 @@ use bi_core::line::LineSize;
 use bi_core::mem::{EmulatedNode, MemView};
 use bi_core::runtime::testing::Setup;
 use delegate_mock::{RecordingMap, machine, model, op_of, ops_of};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::time::Duration;
 
 type Client = DelegationClient<EmulatedNode, u64, u64>;
@@ -42,14 +41,14 @@ fn send_next(client: &mut Client) -> u64 {
 
 #[test]
 fn every_op_is_applied_once_in_client_order_under_adversarial_caches() {
-    let (seeds, steps) = if cfg!(miri) { (1, 60) } else { (8, 3000) };
-    for seed in 0..seeds {
+    let steps = bi_kit::under_miri(3000, 60);
+    for seed in bi_kit::seeds(8, 1) {
         let s = machine(4, seed, 0.2);
         let capacity = 4;
         let layout = area(&s, 5, capacity);
         let mut server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
         let mut clients = clients(&s, layout, 5);
-        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut rng = bi_kit::rng(seed, "schedule");
         for _ in 0..steps {
             let pick = rng.random_range(0..clients.len() + 2);
             if pick < clients.len() {

@@ -13,8 +13,7 @@ use bi_collections::{ApplyBatch, CollectionError, Guard, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
 use delegate_mock::{machine, with_server};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -37,7 +36,7 @@ fn client(s: &Setup, layout: DelegationLayout<u64, u64>, index: usize) -> Client
 /// compare-and-set and compare-and-remove, expecting the right value or a wrong one),
 /// and checks every value found and every decision against its model of them.
 fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<u64, u64> {
-    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut rng = bi_kit::rng(seed, &format!("client {}", client.index()));
     let mut model = BTreeMap::new();
     let base = client.index() as u64 * 1000;
     for step in 0..steps as u64 {
@@ -90,7 +89,7 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
         let players: Vec<_> = (0..2)
             .map(|i| {
                 let mut c = client(s, layout, i);
-                scope.spawn(move || play(&mut c, seed * 10 + i as u64, steps))
+                scope.spawn(move || play(&mut c, seed, steps))
             })
             .collect();
         // Every player joined before any failure is raised: the server must be stopped
@@ -107,7 +106,7 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
 
 #[test]
 fn remote_inserts_and_removals_return_the_old_value_of_the_map() {
-    for seed in 0..if cfg!(miri) { 1 } else { 3 } {
+    for seed in bi_kit::seeds(3, 1) {
         let s = machine(4, seed, 0.1);
         let map = BiHashMap::<u64, u64>::at(s.slot(0))
             .write_handle(s.writer(0))

@@ -15,8 +15,8 @@ use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
 use delegate_mock::with_server;
+use rand::Rng;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -93,7 +93,7 @@ fn same_kind(a: DelegationError, b: DelegationError) -> bool {
 /// Client `index` writes its own keys at random (plain and guarded, long and short),
 /// synchronously or as batches, and checks every value found against its model.
 fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String> {
-    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut rng = bi_kit::rng(seed, &format!("client {}", client.index()));
     let mut model = BTreeMap::new();
     let keys: Vec<String> = (0..12)
         .map(|k| {
@@ -112,8 +112,26 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String
                     Op::Insert(k, text(step * 8 + i, length(&mut rng)))
                 })
                 .collect();
-            client.send_batch(&ops).unwrap();
-            for op in ops {
+            // An insert whose key and value together do not fit the parcel area is
+            // refused, and then nothing of the batch is sent.
+            let too_large = ops.iter().any(|op| match op {
+                Op::Insert(k, v) => parcel_cost(k) + parcel_cost(v) > PARCEL,
+                Op::Remove(_) => false,
+            });
+            let before = client.sent();
+            let result = client.send_batch(&ops);
+            let sent = (client.sent() - before) as usize;
+            match (result, too_large) {
+                (Ok(_), false) => assert_eq!(sent, ops.len(), "step {step}"),
+                (Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })), true) => {
+                    assert_eq!(
+                        sent, 0,
+                        "step {step}: a refused batch sent some of its operations"
+                    )
+                }
+                (got, _) => panic!("step {step}: too large {too_large}: {got:?}"),
+            }
+            for op in ops.into_iter().take(sent) {
                 if let Op::Insert(k, v) = op {
                     model.insert(k, v);
                 }
@@ -187,7 +205,7 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String
 #[test]
 #[cfg_attr(miri, ignore)] // threads spinning on emulated memory: minutes under Miri
 fn strings_cross_to_the_writer_and_old_values_come_back() {
-    for seed in 0..3 {
+    for seed in bi_kit::seeds(3, 3) {
         let s = machine(seed, 0.2);
         let layout = area(&s, 2);
         let mut server = DelegationServer::new(s.emu.node(0), layout, map(&s)).unwrap();
@@ -196,7 +214,7 @@ fn strings_cross_to_the_writer_and_old_values_come_back() {
                 let players: Vec<_> = (0..2)
                     .map(|i| {
                         let mut c = client(&s, layout, i);
-                        scope.spawn(move || play(&mut c, seed * 10 + i as u64, 150))
+                        scope.spawn(move || play(&mut c, seed, 150))
                     })
                     .collect();
                 let played: Vec<_> = players.into_iter().map(|p| p.join()).collect();

@@ -250,7 +250,7 @@ fn threads_read_while_the_writer_writes() {
 /// array (found by the map fuzz target: iteration used to fail with a stale link).
 #[test]
 fn iteration_after_a_resize_the_node_has_not_seen_yet() {
-    for seed in 0..if cfg!(miri) { 1 } else { 8 } {
+    for seed in bi_kit::seeds(8, 1) {
         iterate_after_resize(seed);
     }
 }

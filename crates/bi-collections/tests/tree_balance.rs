@@ -8,8 +8,7 @@ use bi_collections::{ApplyBatch, Op};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 
 fn setup(seed: u64) -> Setup {
@@ -29,14 +28,14 @@ fn heap(s: &Setup, n: usize) -> NodeHeap {
 #[test]
 fn balance_holds_after_every_single_operation() {
     let steps = if cfg!(miri) { 40 } else { 3000 };
-    for seed in 0..if cfg!(miri) { 1 } else { 3 } {
+    for seed in bi_kit::seeds(3, 1) {
         let s = setup(seed);
         let tree = BiTree::<u64, u64>::at(s.slot(0));
         let mut w = tree
             .write_handle(s.nodes[0].writer(heap(&s, 0)).unwrap())
             .unwrap();
         let mut model = BTreeMap::new();
-        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut rng = bi_kit::rng(seed, "operations");
         let keys = if seed == 0 { 64 } else { 400 };
         for i in 0..steps {
             let k = rng.random_range(0..keys);
@@ -79,7 +78,7 @@ fn balance_holds_after_every_batch_and_batches_publish_once() {
         .write_handle(s.nodes[0].writer(heap(&s, 0)).unwrap())
         .unwrap();
     let mut model = BTreeMap::new();
-    let mut rng = SmallRng::seed_from_u64(9);
+    let mut rng = bi_kit::rng(9, "batches");
     let r = tree.read_handle(&s.nodes[1]).unwrap();
     for b in 0..if cfg!(miri) { 3 } else { 150 } {
         let ops: Vec<Op<u32, u32>> = (0..rng.random_range(1..40))

@@ -3,8 +3,7 @@
 
 use bi_collections::tree::EpochBonsai;
 use bi_collections::{ApplyBatch, Op};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 fn same_answers_as_btreemap_with_invariants_after_every_operation() {
     let mut t = EpochBonsai::<u32, u64>::new();
     let mut model = BTreeMap::new();
-    let mut rng = SmallRng::seed_from_u64(1);
+    let mut rng = bi_kit::rng(1, "operations");
     for i in 0..if cfg!(miri) { 60 } else { 4000 } {
         let k = rng.random_range(0..200);
         match rng.random_range(0..10) {
@@ -86,7 +85,7 @@ fn concurrent_readers_see_consistent_values_and_the_end_state_matches() {
         })
         .collect();
     let mut model = BTreeMap::new();
-    let mut rng = SmallRng::seed_from_u64(2);
+    let mut rng = bi_kit::rng(2, "writes");
     for i in 1..if cfg!(miri) { 50 } else { 20_000 } {
         let k = rng.random_range(0..64u64);
         if rng.random_bool(0.8) {

@@ -11,8 +11,7 @@ use bi_core::channel::{ChannelError, ChannelLayout, Corruption, Receiver, Sender
 use bi_core::line::LineSize;
 use bi_core::mem::{Backing, Emulator, EmulatorConfig, Hardware, MemView, NodeStats};
 use bytemuck::{Pod, Zeroable};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::thread;
@@ -92,8 +91,9 @@ fn messages() -> u64 {
     if cfg!(miri) { 60 } else { 10_000 }
 }
 
+/// The seeds each randomized test here runs.
 fn seeds() -> std::ops::Range<u64> {
-    if cfg!(miri) { 0..2 } else { 0..24 }
+    bi_kit::seeds(24, 2)
 }
 
 /// Memory for a channel at `offset` with a few spare lines after it (room for adjacent
@@ -152,7 +152,7 @@ fn interleaved<T: Wire>(
     n: u64,
 ) -> (NodeStats, NodeStats) {
     let (emu, mut tx, mut rx) = rig::<T>(|size| adversarial(size, seed, line), capacity, line);
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0xD1CE);
+    let mut rng = bi_kit::rng(seed, "schedule");
     let (mut sent, mut received) = (0u64, 0u64);
     let mut got = Vec::new();
     let mut steps = 0u64;
@@ -219,7 +219,7 @@ fn interleaved_exact_order_under_adversarial_events() {
 #[test]
 fn interleaved_runs_repeat_exactly() {
     let n = messages() / 10;
-    for seed in seeds().take(4) {
+    for seed in bi_kit::seeds(4, 2) {
         let a = interleaved::<Msg>(seed, 8, LineSize::X86, n);
         let b = interleaved::<Msg>(seed, 8, LineSize::X86, n);
         assert_eq!(a, b, "seed {seed}");
@@ -233,7 +233,7 @@ fn threaded<T: Wire>(seed: u64, capacity: usize, line: LineSize, n: u64) -> (Nod
     let (emu, mut tx, mut rx) = rig::<T>(|size| adversarial(size, seed, line), capacity, line);
     thread::scope(|s| {
         s.spawn(move || {
-            let mut rng = SmallRng::seed_from_u64(seed ^ 0x5E4D);
+            let mut rng = bi_kit::rng(seed, "producer");
             let mut sent = 0u64;
             while sent < n {
                 let k = rng.random_range(1..=2 * capacity as u64).min(n - sent);
@@ -242,7 +242,7 @@ fn threaded<T: Wire>(seed: u64, capacity: usize, line: LineSize, n: u64) -> (Nod
                 sent += k;
             }
         });
-        let mut rng = SmallRng::seed_from_u64(seed ^ 0x2ECF);
+        let mut rng = bi_kit::rng(seed, "consumer");
         let (mut received, mut got) = (0u64, Vec::new());
         while received < n {
             got.clear();
@@ -435,7 +435,7 @@ fn wrong_messages(seed: u64, early: bool) -> (u64, u64) {
         head: 0,
         unwritten: None,
     };
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0xBAD);
+    let mut rng = bi_kit::rng(seed, "schedule");
     let (mut sent, mut received, mut wrong, mut torn) = (0u64, 0u64, 0u64, 0u64);
     let mut got = Vec::new();
     while received < n {
@@ -500,7 +500,7 @@ fn shared_line_run(seed: u64, steps: usize) -> (u64, u64) {
     let (p, c) = (emu.node(0), emu.node(1));
     let (tail_at, head_at) = (layout.tail_offset(), layout.tail_offset() + 8);
     let (mut tail, mut cached_head, mut head) = (0u64, 0u64, 0u64);
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0x11E);
+    let mut rng = bi_kit::rng(seed, "schedule");
     for _ in 0..steps {
         if rng.random_bool(0.5) {
             if tail.saturating_sub(cached_head) >= CAP {
@@ -575,7 +575,7 @@ fn hardware_round_trip<T: Wire>(capacity: usize, n: u64) {
     let mut rx = Receiver::new(b, layout).unwrap();
     thread::scope(|s| {
         s.spawn(move || {
-            let mut rng = SmallRng::seed_from_u64(n);
+            let mut rng = bi_kit::rng(n, "batches");
             let mut sent = 0u64;
             while sent < n {
                 let k = rng.random_range(1..=2 * capacity as u64).min(n - sent);

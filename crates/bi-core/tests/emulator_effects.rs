@@ -116,7 +116,7 @@ fn stores_seen_in_the_opposite_order() {
 fn late_writebacks_land_in_any_order_until_a_fence() {
     let (data, flag) = (0, 64); // different lines
     let mut orders = [0; 2]; // [flag first, data first]
-    for seed in 0..200 {
+    for seed in bi_kit::seeds(200, 200) {
         let emu = Emulator::new(EmulatorConfig::new(4096, 2).seed(seed).late_writebacks(0.3));
         let (a, b) = (emu.node(0), emu.node(1));
         a.store(data, &1u64).unwrap();

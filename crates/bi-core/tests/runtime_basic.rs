@@ -19,9 +19,8 @@ fn config() -> RuntimeConfig {
 
 #[test]
 fn publish_then_lookup_on_another_node_after_its_pass() {
-    let seeds = if cfg!(miri) { 1 } else { 4 };
     let rounds = if cfg!(miri) { 8 } else { 40 };
-    for seed in 0..seeds {
+    for seed in bi_kit::seeds(4, 1) {
         let s = Setup::with(
             RegionConfig::new(1 << 18).with_nodes(3),
             |c| {

@@ -263,9 +263,8 @@ impl Scheduler {
 /// while and following their old link again mid-way (re-fetching freed lines); every
 /// node passes every `period` ticks of its own clock.
 fn workload(s: &Setup, steps: u64, period: u64, publish_every: u64, seed: u64) -> Outcome {
-    use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
-    let mut rng = SmallRng::seed_from_u64(seed);
+    use rand::Rng;
+    let mut rng = bi_kit::rng(seed, "workload");
     let nodes = s.nodes.len();
     let mut w = s.writer(0);
     let readers: Vec<_> = s.nodes.iter().map(|n| n.reader().unwrap()).collect();
@@ -386,8 +385,8 @@ fn adversarial(seed: u64, skew: u64, evictions: f64, prefetch: bool) -> Setup {
 /// new link before its pass. With the prefetchers off, the oracle counts none.)
 #[test]
 fn skewed_clocks_and_adversarial_hardware_never_expose_a_reused_object() {
-    let (seeds, steps) = if cfg!(miri) { (1, 60) } else { (4, 3_000) };
-    for seed in 0..seeds {
+    let steps = bi_kit::under_miri(3_000, 60);
+    for seed in bi_kit::seeds(4, 1) {
         for (skew, evictions, prefetch) in [(0, 0.0, false), (40, 0.0, false), (40, 0.02, true)] {
             let s = adversarial(seed, skew, evictions, prefetch);
             let o = workload(&s, steps, 400, 3, seed);
@@ -414,12 +413,12 @@ fn skewed_clocks_and_adversarial_hardware_never_expose_a_reused_object() {
 /// emulated stand-in for a timer's granularity).
 #[test]
 fn measured_staleness_stays_within_period_plus_skew_plus_pass() {
-    let (seeds, steps) = if cfg!(miri) { (1, 60) } else { (3, 4_000) };
-    for seed in 0..seeds {
+    let steps = bi_kit::under_miri(4_000, 60);
+    for seed in bi_kit::seeds(3, 1) {
         for period in [200u64, 1_000] {
             let skew = 30;
             let s = adversarial(seed, skew, 0.01, true);
-            let o = workload(&s, steps, period, 5, seed + 100);
+            let o = workload(&s, steps, period, 5, seed);
             let bound = period + 2 * skew + o.max_pass + o.max_gap;
             println!(
                 "seed {seed} period {period}: observed staleness {} (oracle, node 1: {}) <= bound {bound} (pass {}, gap {})",

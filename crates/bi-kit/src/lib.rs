@@ -5,6 +5,9 @@
 //! - [`prop`]: proptest settings that shrink to a handful of cases under Miri (where
 //!   every case is interpreted) and persist no failures there (Miri's isolation forbids
 //!   the file system);
+//! - [`seeds`] and [`rng`]: the seeds a randomized test runs (fewer under Miri, one alone
+//!   with `BI_SEED` to rerun a failure), and a generator for each named stream of a seed,
+//!   so that tests keep their streams apart without constants of their own;
 //! - [`under_miri`] and [`LATE_WRITEBACKS`]: a workload's size, and the emulator's rate
 //!   of late write-backs, scaled down under Miri.
 //!
@@ -13,6 +16,9 @@
 
 pub mod bench;
 pub mod prop;
+mod seed;
+
+pub use seed::{rng, seeds};
 
 /// `full` normally, `miri` when interpreted by Miri: a workload's size.
 ///

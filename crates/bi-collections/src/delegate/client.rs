@@ -360,7 +360,9 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// write-back batch and two fences each, instead of per operation); returns the
     /// sequence number of the last one (of the last sent before, if `ops` is empty).
     ///
-    /// If the channel stays full past the timeout, this fails with
+    /// An operation whose items could not fit this client's parcel area even when it is
+    /// empty is refused ([`DelegationError::ItemTooLarge`]) before any operation of the
+    /// batch is sent. If the channel stays full past the timeout, this fails with
     /// [`DelegationError::Timeout`] whose `seq` is the first operation not sent; the
     /// ones before it were sent ([`sent`](Self::sent) tells how many).
     ///
@@ -401,6 +403,9 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         records: &mut Vec<WireRecord<K, V>>,
     ) -> Result<u64, CollectionError> {
         records.clear();
+        if let Some(op) = ops.iter().find(|op| !self.fits_alone(op, &Guard::Always)) {
+            return Err(self.too_large(op, &Guard::Always));
+        }
         self.reuse_parcels();
         for op in ops {
             let seq = self.sender.sent() + records.len() as u64 + 1;
@@ -476,6 +481,28 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether `op`'s items under `guard`, each in a parcel of its own, fit an empty parcel
+    /// area ([`too_large`](Self::too_large) otherwise).
+    fn fits_alone(&self, op: &Op<K, V>, guard: &Guard<V>) -> bool {
+        let parcel = |len: usize| match len {
+            0 => Some(0),
+            n => parcel::parcel_bytes(n),
+        };
+        let items = match op {
+            Op::Insert(k, v) => [out_of_line_len(k), out_of_line_len(v)],
+            Op::Remove(k) => [out_of_line_len(k), 0],
+        };
+        let guarded = match guard {
+            Guard::Equals(v) => out_of_line_len(v),
+            _ => 0,
+        };
+        let need = items
+            .into_iter()
+            .chain([guarded])
+            .try_fold(0usize, |sum, len| sum.checked_add(parcel(len)?));
+        need.is_some_and(|n| n <= self.parcels.end - self.parcels.start)
     }
 
     /// The error of an operation whose items, together, do not fit an empty parcel area.
