@@ -157,6 +157,10 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
                 "the reader saw the writers only through write-backs"
             );
             assert_eq!(stats.lost_writes, 0, "a write-back overwrote newer bytes");
+            assert_eq!(
+                stats.reuse_hazards, 0,
+                "a load returned bytes of reused memory"
+            );
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::mem::MemView;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A running background pass thread; dropping it (or calling [`stop`](Background::stop))
 /// stops and joins the thread.
@@ -30,6 +30,8 @@ pub struct Background {
     passes: Arc<AtomicU64>,
     errors: Arc<AtomicU64>,
     taken: Arc<AtomicBool>,
+    /// The longest time, in nanoseconds, from the start of one pass to the end of the next.
+    span: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -42,12 +44,22 @@ impl Background {
         let passes = Arc::new(AtomicU64::new(0));
         let errors = Arc::new(AtomicU64::new(0));
         let taken = Arc::new(AtomicBool::new(false));
+        let span = Arc::new(AtomicU64::new(0));
         let (s, p, e, t) = (stop.clone(), passes.clone(), errors.clone(), taken.clone());
+        let longest = span.clone();
         let thread = std::thread::Builder::new()
             .name(format!("bi-pass-{}", inner.node))
             .spawn(move || {
+                let mut previous_start: Option<Instant> = None;
                 while !s.load(Ordering::Acquire) {
-                    match super::pass::quiesce(&inner) {
+                    let start = Instant::now();
+                    let outcome = super::pass::quiesce(&inner);
+                    if let Some(before) = previous_start {
+                        let ns = u64::try_from(before.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        longest.fetch_max(ns, Ordering::Relaxed);
+                    }
+                    previous_start = Some(start);
+                    match outcome {
                         Ok(_) => p.fetch_add(1, Ordering::Release),
                         Err(BiError::NodeTaken { .. }) => {
                             // Another process runs this node now: stop passing for it.
@@ -66,8 +78,30 @@ impl Background {
             passes,
             errors,
             taken,
+            span,
             thread,
         }
+    }
+
+    /// The longest time so far from the start of one pass to the end of the next: how long
+    /// a line another node wrote back could stay stale here (add the clock skew bound to
+    /// compare times taken on two nodes). It is about two periods while the thread gets
+    /// the processor when it asks; on an oversubscribed machine, or where a pass itself
+    /// is slow, it is what the staleness bound really was. Zero before two passes.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() < 3 {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(bg.longest_span() > Duration::ZERO);
+    /// ```
+    pub fn longest_span(&self) -> Duration {
+        Duration::from_nanos(self.span.load(Ordering::Relaxed))
     }
 
     /// Passes completed so far.
