@@ -25,11 +25,9 @@
 //! `LockLeaseLost` after a clock advance; and under the fair schedule every node finishes
 //! all its rounds within the bound. Any violation panics.
 //!
-//! Two gaps in the lock are known (see `regressions/pool_lock/`); the target steps around
-//! them unless `BI_FUZZ_STRICT` is set in the environment: the clock jumps only while no
-//! node is inside `lock` (a node stalled there past its lease goes on as if nobody had
-//! passed over it), and the machine starts once every node's clock reads more than 0 (a
-//! heartbeat of 0 reads as no lock record at all).
+//! `regressions/pool_lock/` keeps the inputs of gaps this target found in the lock, since
+//! closed: a node stalled inside `lock` past its lease went on as if nobody had passed
+//! over it, and a heartbeat of 0 read as no lock record at all.
 
 #![no_main]
 
@@ -42,7 +40,7 @@ use bytemuck::Pod;
 use libfuzzer_sys::fuzz_target;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 const MAX_NODES: usize = 4;
@@ -115,8 +113,6 @@ struct Scheduler {
     emu: Emulator,
     /// Nodes between a passed lease check and the end of their commit.
     inside: AtomicUsize,
-    /// Nodes inside `lock` (choosing a ticket or waiting their turn).
-    acquiring: AtomicUsize,
     /// The clock was advanced (a lease may have run out).
     advanced: AtomicBool,
 }
@@ -155,12 +151,9 @@ impl Scheduler {
     }
 
     /// Whether the clock may jump now. Never while a node commits (no lease check can
-    /// cover a stall after it). Nor, unless `BI_FUZZ_STRICT` is set, while a node is
-    /// inside `lock`: a node stalled there for longer than a lease is a known gap (see
-    /// `regressions/pool_lock/`).
+    /// cover a stall after it); at any other moment, inside `lock` too.
     fn may_advance(&self) -> bool {
         self.inside.load(Ordering::SeqCst) == 0
-            && (strict() || self.acquiring.load(Ordering::SeqCst) == 0)
     }
 
     /// Called by a scheduled thread before each memory operation: runs it now if its
@@ -277,11 +270,9 @@ fn node_main(
 ) {
     let view = rt.view();
     for _ in 0..rounds {
-        scheduler.acquiring.fetch_add(1, Ordering::SeqCst);
         let guard = rt
             .lock(PATIENCE)
             .unwrap_or_else(|e| panic!("node {}: lock: {e}", rt.node()));
-        scheduler.acquiring.fetch_sub(1, Ordering::SeqCst);
         for _ in 0..hold {
             let _: u64 = view.load(scratch).expect("scratch line");
         }
@@ -311,11 +302,6 @@ fn node_main(
     }
 }
 
-fn strict() -> bool {
-    static STRICT: OnceLock<bool> = OnceLock::new();
-    *STRICT.get_or_init(|| std::env::var_os("BI_FUZZ_STRICT").is_some())
-}
-
 fn run(input: &Input) {
     let nodes = 2 + usize::from(input.nodes % 3);
     let skew = u64::from(input.skew % 32);
@@ -343,12 +329,6 @@ fn run(input: &Input) {
             .cache_lines(64),
     )
     .expect("emulator");
-    if !strict() {
-        // Known gap: a node whose clock still reads 0 (true time less than its negative
-        // skew) writes a lock record with heartbeat 0, which the others read as no
-        // record at all (see `regressions/pool_lock/`). Start once every clock is past 0.
-        emu.advance(skew + 1);
-    }
     let scheduler = Arc::new(Scheduler {
         turns: Mutex::new(Turns {
             turn: 0,
@@ -361,7 +341,6 @@ fn run(input: &Input) {
         changed: Condvar::new(),
         emu: emu.clone(),
         inside: AtomicUsize::new(0),
-        acquiring: AtomicUsize::new(0),
         advanced: AtomicBool::new(false),
     });
     scheduler.choose(&mut scheduler.lock());

@@ -44,18 +44,31 @@ pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
     now.saturating_sub(heartbeat) < lease / 2
 }
 
+/// A role found taken by another process: the writer's [`BiError::RoleLost`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lost {
+    /// The node of the process that took it, if its record names one.
+    pub(crate) taker: Option<usize>,
+}
+
 /// Checks that this node's lease covers a write now, renewing it first if needed
 /// (see the module docs).
 pub(crate) fn check<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
     if inner.config.faults.has(Fault::WriterLease) {
         return Ok(());
     }
+    // A role once found taken stays lost: the handle fails until it is dropped.
+    if let Some(lost) = inner.lost_role() {
+        return Err(BiError::RoleLost {
+            node: inner.node,
+            taker: lost.taker,
+        });
+    }
     let now = inner.clock.refresh();
-    if covers(
-        inner.heartbeat.load(Ordering::Acquire),
-        now,
-        inner.config.node_lease,
-    ) {
+    // The flag is set before the heartbeat that follows a lapse is stored: a heartbeat
+    // read fresh here comes with the flag of its pass.
+    let heartbeat = inner.heartbeat.load(Ordering::Acquire);
+    if covers(heartbeat, now, inner.config.node_lease) && !inner.lapsed.load(Ordering::Acquire) {
         return Ok(());
     }
     renew(inner)
@@ -66,12 +79,18 @@ fn renew<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
     let guard = lock::lock(inner, RENEW_WAIT)?;
     pass::quiesce(inner)?;
     guard.check()?;
+    // Roles read from here on are read after any lapse the flag recorded.
+    inner.lapsed.store(false, Ordering::Release);
     for at in inner.held_roles() {
         let r: WriterRecord = inner.view.load_from_memory(at)?;
         if r.holder != inner.token {
+            let lost = Lost {
+                taker: r.node.checked_sub(1).map(|n| n as usize),
+            };
+            inner.note_lost(at, lost);
             return Err(BiError::RoleLost {
                 node: inner.node,
-                taker: r.node.checked_sub(1).map(|n| n as usize),
+                taker: lost.taker,
             });
         }
     }

@@ -179,10 +179,11 @@ fn record_at<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result<usize, BiE
     Ok(inner.node_record_of(node)? + slot)
 }
 
-/// Writes this node's record and makes it visible; returns the heartbeat written.
+/// Writes this node's record and makes it visible; returns the heartbeat written (never
+/// 0, which reads as "no record").
 fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result<u64, BiError> {
     let at = record_at(inner, inner.node)?;
-    let heartbeat = inner.clock.refresh();
+    let heartbeat = inner.clock.refresh().max(1);
     let record = LockRecord {
         choosing,
         ticket,
@@ -194,6 +195,14 @@ fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result
     }
     inner.view.fence();
     Ok(heartbeat)
+}
+
+/// Whether this node's record written at `heartbeat` is still live in every other node's
+/// eyes now, with the margin [`PoolLockGuard::check`] keeps. A record that reached memory
+/// after a stall carries the heartbeat of before the stall, and others may have ignored
+/// it meanwhile: a step of the bakery taken on it proves nothing.
+fn still_live<V: MemView>(inner: &NodeInner<V>, heartbeat: u64) -> bool {
+    super::lease::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
 }
 
 /// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease
@@ -230,46 +239,84 @@ pub(crate) fn lock<V: MemView>(
             Err(TryLockError::WouldBlock) => crate::primitive::thread::yield_now(),
         }
     };
-    let mut heartbeat = write(inner, 1, 0)?;
-    let mut max = 0;
-    for j in (0..inner.nodes).filter(|&j| j != me) {
-        if let Some(r) = read(inner, j, heartbeat)? {
-            max = max.max(r.ticket);
-        }
-    }
-    let ticket = max + 1;
-    write(inner, 1, ticket)?;
-    heartbeat = write(inner, 0, ticket)?;
     // From here on, dropping the guard withdraws the ticket.
     let mut guard = PoolLockGuard {
         inner,
-        ticket,
-        heartbeat,
+        ticket: 0,
+        heartbeat: 0,
         _threads: threads,
     };
-    for j in (0..inner.nodes).filter(|&j| j != me) {
-        loop {
-            let now = inner.clock.refresh();
-            let goes_first = match read(inner, j, now)? {
-                None => false,
-                Some(r) if r.choosing != 0 => true,
-                Some(r) => r.ticket != 0 && (r.ticket, j) < (ticket, me),
-            };
-            if !goes_first {
-                break;
-            }
-            if started.elapsed() > timeout {
-                return Err(BiError::LockTimeout {
-                    node: me,
-                    holder: j,
-                });
-            }
-            // Keep our own lease alive while we wait.
-            if now.saturating_sub(guard.heartbeat) > inner.config.node_lease / 4 {
-                guard.renew()?;
-            }
-            crate::primitive::thread::yield_now();
+    // A node whose own record lapsed at any step (a stall longer than half the lease) may
+    // have been ignored by a node that then went ahead of it: it withdraws and takes a
+    // new ticket, which the others cannot ignore.
+    while !(guard.take_ticket()? && guard.wait_turn(started, timeout)?) {
+        guard.heartbeat = write(inner, 0, 0)?;
+        guard.ticket = 0;
+        if started.elapsed() > timeout {
+            return Err(BiError::LockTimeout {
+                node: me,
+                holder: me,
+            });
         }
     }
     Ok(guard)
+}
+
+impl<V: MemView> PoolLockGuard<'_, V> {
+    /// The doorway: `choosing`, a ticket above every live one, `choosing` cleared. False
+    /// if this node's record lapsed on the way.
+    fn take_ticket(&mut self) -> Result<bool, BiError> {
+        let inner = self.inner;
+        let chose = write(inner, 1, 0)?;
+        if !still_live(inner, chose) {
+            return Ok(false);
+        }
+        let now = inner.clock.refresh();
+        let mut max = 0;
+        for j in (0..inner.nodes).filter(|&j| j != inner.node) {
+            if let Some(r) = read(inner, j, now)? {
+                max = max.max(r.ticket);
+            }
+        }
+        self.ticket = max + 1;
+        write(inner, 1, self.ticket)?;
+        self.heartbeat = write(inner, 0, self.ticket)?;
+        Ok(still_live(inner, chose) && still_live(inner, self.heartbeat))
+    }
+
+    /// Waits until every other node has chosen and none holds a ticket that goes first.
+    /// False if this node's record lapsed while it waited.
+    fn wait_turn(&mut self, started: Instant, timeout: Duration) -> Result<bool, BiError> {
+        let (inner, me) = (self.inner, self.inner.node);
+        for j in (0..inner.nodes).filter(|&j| j != me) {
+            loop {
+                let now = inner.clock.refresh();
+                let goes_first = match read(inner, j, now)? {
+                    None => false,
+                    Some(r) if r.choosing != 0 => true,
+                    Some(r) => r.ticket != 0 && (r.ticket, j) < (self.ticket, me),
+                };
+                // What was read is only worth acting on while this node's record was live
+                // throughout: otherwise `j` may have taken its ticket ignoring ours.
+                if !still_live(inner, self.heartbeat) {
+                    return Ok(false);
+                }
+                if !goes_first {
+                    break;
+                }
+                if started.elapsed() > timeout {
+                    return Err(BiError::LockTimeout {
+                        node: me,
+                        holder: j,
+                    });
+                }
+                // Keep our own lease alive while we wait.
+                if now.saturating_sub(self.heartbeat) > inner.config.node_lease / 4 {
+                    self.renew()?;
+                }
+                crate::primitive::thread::yield_now();
+            }
+        }
+        Ok(true)
+    }
 }

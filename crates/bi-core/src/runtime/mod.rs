@@ -229,8 +229,9 @@ pub use writer::{BiBox, RECLAIM_STEP, RETIRE_BATCH, ReclaimReport, Unpublished, 
 use crate::heap::Heap;
 use crate::mem::{EmulatedNode, MemView};
 use crate::primitive::sync::Mutex;
-use crate::primitive::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::primitive::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::region::Layout;
+use lease::Lost;
 use pass::PassState;
 use std::fmt;
 use std::ops::DerefMut;
@@ -269,8 +270,14 @@ pub(crate) struct NodeInner<V: MemView> {
     /// The heartbeat this runtime last put in its node record (its clock then): what
     /// writers check their lease against ([`lease`]).
     pub(crate) heartbeat: AtomicU64,
-    /// Where the writer records of the roles this process holds lie ([`role`]).
-    roles: Mutex<Vec<usize>>,
+    /// Set by a pass whose previous heartbeat no longer covered writes when it wrote the
+    /// next: another process may have taken this process's roles in between, so writers
+    /// renew (re-reading the roles) before they write again ([`lease`]).
+    pub(crate) lapsed: AtomicBool,
+    /// Where the writer records of the roles this process holds lie ([`role`]), and
+    /// whether a renewal found the role taken by another process (then writes fail until
+    /// the role's handle is dropped).
+    roles: Mutex<Vec<(usize, Option<Lost>)>>,
     /// Taken before the pool lock: the node's one lock record is not for two threads
     /// ([`lock`]).
     pub(crate) lock_threads: Mutex<()>,
@@ -345,20 +352,32 @@ impl<V: MemView> NodeInner<V> {
 
     /// The writer records of the roles this process holds.
     pub(crate) fn held_roles(&self) -> Vec<usize> {
-        self.roles
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        let roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        roles.iter().map(|&(at, _)| at).collect()
     }
 
     /// Notes that this process holds (`true`) or gave up the role whose record is at
     /// `at`.
     pub(crate) fn note_role(&self, at: usize, held: bool) {
         let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
-        roles.retain(|&r| r != at);
+        roles.retain(|&(r, _)| r != at);
         if held {
-            roles.push(at);
+            roles.push((at, None));
         }
+    }
+
+    /// Notes that the role whose record is at `at` was found taken by another process.
+    pub(crate) fn note_lost(&self, at: usize, lost: Lost) {
+        let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        for role in roles.iter_mut().filter(|(r, _)| *r == at) {
+            role.1 = Some(lost);
+        }
+    }
+
+    /// A role of this process found taken, whose handle is not yet dropped.
+    pub(crate) fn lost_role(&self) -> Option<Lost> {
+        let roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
+        roles.iter().find_map(|&(_, lost)| lost)
     }
 
     pub(crate) fn release_writer(&self) {
@@ -615,6 +634,7 @@ impl<V: MemView> NodeRuntime<V> {
             registered: AtomicUsize::new(0),
             writer_taken: AtomicUsize::new(0),
             heartbeat: AtomicU64::new(claimed_at),
+            lapsed: AtomicBool::new(false),
             roles: Mutex::new(Vec::new()),
             lock_threads: Mutex::new(()),
             scopes: scope::ScopeSet::new(),

@@ -419,6 +419,12 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;
     view.fence();
+    // The previous heartbeat stopped covering writes before this one landed: another
+    // process may have taken this one's roles in between. Writers see the flag with the
+    // new heartbeat and renew, re-reading their roles, before they write again.
+    if !super::lease::covers(st.heartbeat, inner.clock.refresh(), cfg.node_lease) {
+        inner.lapsed.store(true, Ordering::Release);
+    }
     inner.heartbeat.store(e, Ordering::Release);
     let after = inner.clock.refresh();
     let lapsed = after > st.heartbeat.saturating_add(cfg.node_lease);
