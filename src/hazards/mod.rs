@@ -47,6 +47,7 @@ mod reuse_under_reader;
 mod spinning_reader;
 mod stale_beyond_bound;
 mod stale_parcel;
+mod stalled_lock;
 mod torn_object;
 mod torn_snapshot;
 mod type_confusion;
@@ -207,11 +208,14 @@ pub fn catalog() -> Vec<Hazard> {
         half_written_line::HAZARD,
         first_declaration::HAZARD,
         pool_lock::HAZARD,
+        stalled_lock::HAZARD,
         node_claim::HAZARD,
         adoption::QUARANTINE,
         adoption::ANNOUNCE,
         joined_process::HAZARD,
         writer_lease::HAZARD,
+        writer_lease::RENEWED_BY_A_PASS,
+        writer_lease::LOST_AGAIN,
         type_confusion::RETIRED,
         reuse_under_reader::HAZARD,
         reuse_under_reader::UNRECORDED,

@@ -192,6 +192,20 @@ switches! {
         /// aggregates), so it folds and gathers what its cache kept from an earlier
         /// superstep (`bi_graph::Mode::BiOnDemand`, `bi_graph::RunOptions::faults`).
         GraphBarrier,
+        /// A pass whose previous heartbeat had stopped covering writes (older than half
+        /// the node lease) does not flag the lapse, so a writer whose passes stalled and
+        /// then ran once finds a fresh heartbeat and publishes without re-reading its
+        /// roles, beside the process that took them ([`lease`](super::lease)).
+        LeaseLapse,
+        /// A role a renewal found taken is not remembered: the renewal's own pass made the
+        /// heartbeat fresh, so the next write through the same handle publishes
+        /// ([`BiError::RoleLost`](super::BiError::RoleLost)).
+        LostRoles,
+        /// A node whose own pool lock record lapsed during the bakery (a stall of more
+        /// than half the lease while choosing or waiting) goes on with its ticket instead
+        /// of withdrawing and taking a new one, although another node may have passed
+        /// over its record meanwhile ([`lock`](super::lock)).
+        LockLapse,
     }
 }
 

@@ -21,6 +21,12 @@
 //! lock, so either a taker came first (the renewal finds its record) or the renewal did
 //! (the taker finds a live heartbeat).
 //!
+//! A pass does not check roles, yet its heartbeat is what the check above reads: so a
+//! pass that finds its previous heartbeat had stopped covering writes before it wrote
+//! the next flags the lapse, and the writer's next check renews (reading the roles)
+//! however fresh the heartbeat. A role once found taken stays lost: the renewal made the
+//! heartbeat fresh too, and the handle must keep failing until it is dropped.
+//!
 //! What a lease cannot exclude is a stall of more than half a lease between the check
 //! and the store it guards: the window is one publication long, not the whole life of
 //! a handle.
@@ -58,7 +64,10 @@ pub(crate) fn check<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
         return Ok(());
     }
     // A role once found taken stays lost: the handle fails until it is dropped.
-    if let Some(lost) = inner.lost_role() {
+    if let Some(lost) = inner
+        .lost_role()
+        .filter(|_| !inner.config.faults.has(Fault::LostRoles))
+    {
         return Err(BiError::RoleLost {
             node: inner.node,
             taker: lost.taker,

@@ -24,6 +24,13 @@
 //! covers it; the operations the lock protects call it just before the one store that
 //! commits them.
 //!
+//! A node's own record is only worth acting on while it is live: one that reached memory
+//! after a stall carries the heartbeat of before it, and others may have passed over it.
+//! So a node whose record lapsed at any step (more than half the lease between the
+//! heartbeat it wrote and a write landing or a decision on what it read) withdraws and
+//! takes a new ticket, which no node can have passed over. Heartbeats are never 0, which
+//! reads as "no record".
+//!
 //! **Threads of one process.** A node has one lock record, so two threads of the process
 //! running it must not take the bakery at once (both would write that record): they take
 //! a process-local mutex first, held with the guard.
@@ -202,7 +209,8 @@ fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result
 /// after a stall carries the heartbeat of before the stall, and others may have ignored
 /// it meanwhile: a step of the bakery taken on it proves nothing.
 fn still_live<V: MemView>(inner: &NodeInner<V>, heartbeat: u64) -> bool {
-    super::lease::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
+    inner.config.faults.has(Fault::LockLapse)
+        || super::lease::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
 }
 
 /// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease
