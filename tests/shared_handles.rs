@@ -7,14 +7,16 @@
 
 use bi::collections::CollectionError;
 use bi::collections::delegate::DelegationError;
-use bi::core::runtime::{BiError, RuntimeConfig};
+use bi::core::runtime::BiError;
 use bi::{Pool, PoolConfig, PoolError};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+mod common;
 
 const CHILD_ENV: &str = "BI_SHARED_WRITER_CHILD";
 /// Set for a writer child that serves the string map instead of the plain one.
@@ -27,12 +29,7 @@ const WRITER_NODE: usize = 1;
 const LEASE: Duration = Duration::from_millis(300);
 
 fn config(node: usize) -> PoolConfig {
-    let ns = LEASE.as_nanos() as u64;
-    let mut c = PoolConfig::default();
-    c.region = c.region.with_size(16 << 20).with_nodes(3);
-    c.node = Some(node);
-    c.runtime = RuntimeConfig::default().node_lease(ns).reader_lease(ns);
-    c
+    common::pool_config(3, node, LEASE)
 }
 
 /// Two pools of one new region file (two processes' worth: nodes 0 and 1); the
@@ -190,10 +187,8 @@ impl Drop for KillOnDrop {
 /// Starts the writer process over the region file at `path` (serving the string map if
 /// `strings`) and waits until it serves.
 fn spawn_writer(path: &Path, strings: bool) -> KillOnDrop {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, path)
-        .stdout(Stdio::piped());
+    let mut cmd = common::child(CHILD_TEST);
+    cmd.env(CHILD_ENV, path).stdout(Stdio::piped());
     if strings {
         cmd.env(STRINGS_ENV, "1");
     }

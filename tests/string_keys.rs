@@ -7,11 +7,11 @@
 //! The child is this test binary again, selected by an environment variable and an exact
 //! test-name filter. Miri can neither map files nor spawn processes.
 
-use bi::core::runtime::{BiError, RuntimeConfig};
-use bi::{Pool, PoolConfig, PoolError};
+use bi::{Pool, PoolConfig};
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 const CHILD_ENV: &str = "BI_STRING_KEYS_CHILD";
 const ROUND_ENV: &str = "BI_STRING_KEYS_ROUND";
@@ -20,14 +20,7 @@ const CHILD_TEST: &str = "string_writer_process";
 const KEYS: usize = 400;
 
 fn config(node: usize) -> PoolConfig {
-    let mut c = PoolConfig::default();
-    c.region = c.region.with_size(16 << 20).with_nodes(2);
-    c.node = Some(node);
-    // Leases long enough that a busy test machine never stalls a live process past them.
-    c.runtime = RuntimeConfig::default()
-        .node_lease(300_000_000)
-        .reader_lease(300_000_000);
-    c
+    common::pool_config(2, node, Duration::from_millis(300))
 }
 
 /// Key `i`: 0 to 80 bytes, many sharing a long prefix.
@@ -50,16 +43,7 @@ fn value(i: usize, round: u8) -> Vec<u8> {
 
 /// Opens the pool as node 1, waiting for the previous writer process's claim to lapse.
 fn open_writer_pool(path: &Path) -> Pool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match Pool::open(path, config(1)) {
-            Ok(p) => return p,
-            Err(PoolError::Runtime(BiError::NodeTaken { .. })) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => panic!("writer pool: {e}"),
-        }
-    }
+    common::open_when_free(|| Pool::open(path, config(1)))
 }
 
 /// The writer process (of the map, or with the tree variable set of the tree; a node
@@ -105,10 +89,8 @@ fn run_writer(path: &Path, round: u8) {
 }
 
 fn run_one_writer(path: &Path, round: u8, tree: bool) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, path)
-        .env(ROUND_ENV, round.to_string());
+    let mut cmd = common::child(CHILD_TEST);
+    cmd.env(CHILD_ENV, path).env(ROUND_ENV, round.to_string());
     if tree {
         cmd.env(TREE_ENV, "1");
     }

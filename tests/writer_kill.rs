@@ -17,14 +17,15 @@
 //! checks that no write-back overwrote newer bytes.
 
 use bi::core::mem::MemView;
-use bi::core::runtime::{BiError, RuntimeConfig};
 use bi::{Emulation, Pool, PoolConfig, PoolError};
 use rand::Rng;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+mod common;
 
 const CHILD_ENV: &str = "BI_WRITER_KILL_CHILD";
 const START_ENV: &str = "BI_WRITER_KILL_START";
@@ -38,12 +39,7 @@ const KILLS: usize = 50;
 const LEASE: Duration = Duration::from_millis(150);
 
 fn config(node: usize) -> PoolConfig {
-    let ns = LEASE.as_nanos() as u64;
-    let mut c = PoolConfig::default();
-    c.region = c.region.with_size(16 << 20).with_nodes(2);
-    c.node = Some(node);
-    c.runtime = RuntimeConfig::default().node_lease(ns).reader_lease(ns);
-    c
+    common::pool_config(2, node, LEASE)
 }
 
 /// Opens a pool on the hardware, or over the emulator when `BI_EMULATE` asks, and runs
@@ -68,16 +64,7 @@ fn open_writer_pool<M: MemView + 'static>(
     path: &Path,
     open: impl Fn(&Path, PoolConfig) -> Result<Pool<M>, PoolError>,
 ) -> Pool<M> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match open(path, config(WRITER_NODE)) {
-            Ok(p) => return p,
-            Err(PoolError::Runtime(BiError::NodeTaken { .. })) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => panic!("writer pool: {e}"),
-        }
-    }
+    common::open_when_free(|| open(path, config(WRITER_NODE)))
 }
 
 /// The writer process: adopts the map, inserts `k -> k` from the start key on, printing
@@ -117,9 +104,8 @@ fn writer<M: MemView + 'static>(pool: Pool<M>) {
 /// Starts a writer process; its standard error goes to a file next to the region.
 fn spawn(path: &Path, start: u64, last: bool) -> std::process::Child {
     let err = std::fs::File::create(path.with_extension("stderr")).unwrap();
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, path)
+    let mut cmd = common::child(CHILD_TEST);
+    cmd.env(CHILD_ENV, path)
         .env(START_ENV, start.to_string())
         .stdout(Stdio::piped())
         .stderr(err);
