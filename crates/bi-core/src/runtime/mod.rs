@@ -278,6 +278,9 @@ pub(crate) struct NodeInner<V: MemView> {
     /// whether a renewal found the role taken by another process (then writes fail until
     /// the role's handle is dropped).
     roles: Mutex<Vec<(usize, Option<Lost>)>>,
+    /// Some role in `roles` is marked lost (so the check before every write reads one
+    /// word, not the list).
+    any_lost: AtomicBool,
     /// Taken before the pool lock: the node's one lock record is not for two threads
     /// ([`lock`]).
     pub(crate) lock_threads: Mutex<()>,
@@ -364,6 +367,8 @@ impl<V: MemView> NodeInner<V> {
         if held {
             roles.push((at, None));
         }
+        let lost = roles.iter().any(|(_, l)| l.is_some());
+        self.any_lost.store(lost, Ordering::Release);
     }
 
     /// Notes that the role whose record is at `at` was found taken by another process.
@@ -371,11 +376,15 @@ impl<V: MemView> NodeInner<V> {
         let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
         for role in roles.iter_mut().filter(|(r, _)| *r == at) {
             role.1 = Some(lost);
+            self.any_lost.store(true, Ordering::Release);
         }
     }
 
     /// A role of this process found taken, whose handle is not yet dropped.
     pub(crate) fn lost_role(&self) -> Option<Lost> {
+        if !self.any_lost.load(Ordering::Acquire) {
+            return None;
+        }
         let roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
         roles.iter().find_map(|&(_, lost)| lost)
     }
@@ -636,6 +645,7 @@ impl<V: MemView> NodeRuntime<V> {
             heartbeat: AtomicU64::new(claimed_at),
             lapsed: AtomicBool::new(false),
             roles: Mutex::new(Vec::new()),
+            any_lost: AtomicBool::new(false),
             lock_threads: Mutex::new(()),
             scopes: scope::ScopeSet::new(),
             pass: Mutex::new(PassState::new(nodes, Policy::Accessed, prev)),
