@@ -26,6 +26,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use bi_core::channel::{ChannelLayout, Receiver, Sender};
 use bi_core::line::LineSize;
 use bi_core::mem::{EmulatedNode, Emulator, EmulatorConfig, MemView};
+use bi_fuzz::hardware::Events;
 use bytemuck::Pod;
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
@@ -37,11 +38,7 @@ const CONSUMER: usize = 1;
 
 #[derive(Debug)]
 struct Input {
-    seed: u64,
-    eviction: u8,
-    adjacent_prefetch: u8,
-    random_prefetch: u8,
-    late_writebacks: u8,
+    events: Events,
     cache_lines: u8,
     line: u8,
     capacity: u8,
@@ -53,23 +50,15 @@ struct Input {
 /// The machine's and the channel's parameters, then steps until the data runs out.
 impl<'a> Arbitrary<'a> for Input {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let mut input = Input {
-            seed: u.arbitrary()?,
-            eviction: u.arbitrary()?,
-            adjacent_prefetch: u.arbitrary()?,
-            random_prefetch: u.arbitrary()?,
-            late_writebacks: u.arbitrary()?,
+        Ok(Input {
+            events: u.arbitrary()?,
             cache_lines: u.arbitrary()?,
             line: u.arbitrary()?,
             capacity: u.arbitrary()?,
             offset_lines: u.arbitrary()?,
             message: u.arbitrary()?,
-            steps: Vec::new(),
-        };
-        while !u.is_empty() && input.steps.len() < MAX_STEPS {
-            input.steps.push(u.arbitrary()?);
-        }
-        Ok(input)
+            steps: bi_fuzz::steps(u, MAX_STEPS)?,
+        })
     }
 }
 
@@ -149,14 +138,11 @@ fn run<T: Message>(input: &Input) {
     // One spare line after the channel, so adjacent prefetch can reach past its end.
     let size = layout.end() + line;
     let emu = Emulator::new(
-        EmulatorConfig::new(size, 2)
-            .line_size(LineSize::new(line).unwrap())
-            .seed(input.seed)
-            .cache_lines(1 + usize::from(input.cache_lines % 16))
-            .eviction_rate(f64::from(input.eviction) / 255.0 * 0.2)
-            .adjacent_prefetch_rate(f64::from(input.adjacent_prefetch % 4) * 0.1)
-            .random_prefetch_rate(f64::from(input.random_prefetch % 4) * 0.02)
-            .late_writebacks(f64::from(input.late_writebacks % 4) * 0.05),
+        input.events.apply(
+            EmulatorConfig::new(size, 2)
+                .line_size(LineSize::new(line).unwrap())
+                .cache_lines(1 + usize::from(input.cache_lines % 16)),
+        ),
     );
     layout.init(&emu.node(PRODUCER)).expect("init");
     let attach_sender = || Sender::<EmulatedNode, T>::new(emu.node(PRODUCER), layout);

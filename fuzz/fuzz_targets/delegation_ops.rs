@@ -37,15 +37,11 @@ struct Input {
 
 impl<'a> Arbitrary<'a> for Input {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let mut input = Input {
+        Ok(Input {
             seed: u.arbitrary()?,
             rate: u.arbitrary()?,
-            steps: Vec::new(),
-        };
-        while !u.is_empty() && input.steps.len() < MAX_STEPS {
-            input.steps.push(u.arbitrary()?);
-        }
-        Ok(input)
+            steps: bi_fuzz::steps(u, MAX_STEPS)?,
+        })
     }
 }
 
@@ -78,7 +74,11 @@ fn value(len: u16, tag: usize) -> Vec<u8> {
 
 /// Bytes of the parcel area an item takes (none if it fits its word).
 fn cost(bytes: usize) -> usize {
-    if bytes <= 16 { 0 } else { 8 + bytes.next_multiple_of(8) }
+    if bytes <= 16 {
+        0
+    } else {
+        8 + bytes.next_multiple_of(8)
+    }
 }
 
 fn guard(g: u8, model: Option<&Vec<u8>>, tag: usize) -> Guard<Vec<u8>> {
@@ -189,7 +189,10 @@ fuzz_target!(|input: Input| {
         };
         match result {
             Ok(_) => {
-                assert!(bytes <= PARCEL, "an operation too long for its parcel area was sent");
+                assert!(
+                    bytes <= PARCEL,
+                    "an operation too long for its parcel area was sent"
+                );
                 used[c] += bytes;
                 for op in ops {
                     let (k, v) = match op {
@@ -204,8 +207,13 @@ fuzz_target!(|input: Input| {
                     }
                 }
             }
-            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { limit: l, .. })) => {
-                assert!(bytes > PARCEL && l == limit, "refused an operation that fits");
+            Err(CollectionError::Delegation(DelegationError::ItemTooLarge {
+                limit: l, ..
+            })) => {
+                assert!(
+                    bytes > PARCEL && l == limit,
+                    "refused an operation that fits"
+                );
                 assert_eq!(client.sent(), sent, "a refused operation was sent");
             }
             Err(e) => panic!("send: {e}"),
@@ -214,7 +222,11 @@ fuzz_target!(|input: Input| {
     for client in &mut clients {
         drain(&mut server, client);
     }
-    assert!(server.broken_clients().is_empty(), "{:?}", server.broken_clients());
+    assert!(
+        server.broken_clients().is_empty(),
+        "{:?}",
+        server.broken_clients()
+    );
     let mut want: Vec<(String, Vec<u8>)> = models.into_iter().flatten().collect();
     want.sort();
     let mut found = server.structure().entries().expect("entries");

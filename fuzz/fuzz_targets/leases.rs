@@ -38,12 +38,13 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use bi_core::heap::BumpHeap;
-use bi_core::mem::{EmulatedNode, Emulator, EmulatorConfig};
+use bi_core::mem::{EmulatedNode, Emulator};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::role::WRITER_RECORD_OFFSET;
 use bi_core::runtime::{
     BiError, NodeRecord, NodeRuntime, Role, RuntimeConfig, Writer, WriterRecord,
 };
+use bi_fuzz::hardware::{self, Events, Skew};
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
 
@@ -60,12 +61,8 @@ const WAIT: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 struct Input {
-    seed: u64,
-    eviction: u8,
-    adjacent_prefetch: u8,
-    random_prefetch: u8,
-    late_writebacks: u8,
-    skew: u8,
+    events: Events,
+    skew: Skew,
     nodes: bool,
     steps: Vec<Step>,
 }
@@ -73,20 +70,12 @@ struct Input {
 /// The machine's parameters, then steps until the data runs out.
 impl<'a> Arbitrary<'a> for Input {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let mut input = Input {
-            seed: u.arbitrary()?,
-            eviction: u.arbitrary()?,
-            adjacent_prefetch: u.arbitrary()?,
-            random_prefetch: u.arbitrary()?,
-            late_writebacks: u.arbitrary()?,
+        Ok(Input {
+            events: u.arbitrary()?,
             skew: u.arbitrary()?,
             nodes: u.arbitrary()?,
-            steps: Vec::new(),
-        };
-        while !u.is_empty() && input.steps.len() < MAX_STEPS {
-            input.steps.push(u.arbitrary()?);
-        }
-        Ok(input)
+            steps: bi_fuzz::steps(u, MAX_STEPS)?,
+        })
     }
 }
 
@@ -250,37 +239,24 @@ fn pick(living: &[Process], p: u8) -> Option<usize> {
 
 fn run(input: &Input) {
     let nodes = 2 + usize::from(input.nodes);
-    let skew = u64::from(input.skew % 32);
-    let region = Region::anonymous(
+    let (region, emu) = hardware::machine(
         RegionConfig::new(1 << 18)
-            .with_nodes(nodes as u32)
             .with_log_ring_entries(16)
             .with_root_entries(STRUCTURES as u32),
-    )
-    .expect("region");
+        nodes,
+        &input.events,
+        |c| c.clock_skew(input.skew.ticks()).cache_lines(256),
+    );
     let layout = *region.layout();
-    let emu = Emulator::over(
-        region.backing().clone(),
-        EmulatorConfig::new(layout.size(), nodes)
-            .line_size(layout.line_size())
-            .seed(input.seed)
-            .eviction_rate(f64::from(input.eviction) / 255.0 * 0.2)
-            .adjacent_prefetch_rate(f64::from(input.adjacent_prefetch % 4) * 0.1)
-            .random_prefetch_rate(f64::from(input.random_prefetch % 4) * 0.02)
-            .late_writebacks(f64::from(input.late_writebacks % 4) * 0.05)
-            .clock_skew(skew)
-            .cache_lines(256),
-    )
-    .expect("emulator");
     let mut m = Machine {
         region,
         emu,
         config: RuntimeConfig::default()
             .node_lease(LEASE)
             .reader_lease(LEASE)
-            .skew(2 * skew)
+            .skew(input.skew.bound())
             .log_full_timeout(Duration::ZERO),
-        skew_bound: 2 * skew,
+        skew_bound: input.skew.bound(),
         claimant: vec![None; nodes],
         role_holder: [None; STRUCTURES],
         node_of: Vec::new(),

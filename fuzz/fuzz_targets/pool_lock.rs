@@ -33,9 +33,10 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use bi_core::line::LineSize;
-use bi_core::mem::{EmulatedNode, Emulator, EmulatorConfig, MemError, MemView};
-use bi_core::region::{Region, RegionConfig};
+use bi_core::mem::{EmulatedNode, Emulator, MemError, MemView};
+use bi_core::region::RegionConfig;
 use bi_core::runtime::{BiError, EmulatedClock, NodeRuntime, ReaderOrdering, RuntimeConfig};
+use bi_fuzz::hardware::{self, Events, Skew};
 use bytemuck::Pod;
 use libfuzzer_sys::fuzz_target;
 use std::cell::Cell;
@@ -59,12 +60,8 @@ const PATIENCE: Duration = Duration::from_secs(3600);
 
 #[derive(Debug)]
 struct Input {
-    seed: u64,
-    eviction: u8,
-    adjacent_prefetch: u8,
-    random_prefetch: u8,
-    late_writebacks: u8,
-    skew: u8,
+    events: Events,
+    skew: Skew,
     nodes: u8,
     /// Per node: rounds (scaled to 1 ..= 3) and operations held before committing.
     plans: [(u8, u8); MAX_NODES],
@@ -74,11 +71,7 @@ struct Input {
 impl<'a> Arbitrary<'a> for Input {
     fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
         let mut input = Input {
-            seed: u.arbitrary()?,
-            eviction: u.arbitrary()?,
-            adjacent_prefetch: u.arbitrary()?,
-            random_prefetch: u.arbitrary()?,
-            late_writebacks: u.arbitrary()?,
+            events: u.arbitrary()?,
             skew: u.arbitrary()?,
             nodes: u.arbitrary()?,
             plans: u.arbitrary()?,
@@ -304,31 +297,18 @@ fn node_main(
 
 fn run(input: &Input) {
     let nodes = 2 + usize::from(input.nodes % 3);
-    let skew = u64::from(input.skew % 32);
-    let region = Region::anonymous(
+    let (region, emu) = hardware::machine(
         RegionConfig::new(0)
-            .with_nodes(nodes as u32)
             .with_readers_per_node(1)
             .with_log_ring_entries(8)
             .with_root_entries(1)
             .with_size(1 << 16),
-    )
-    .expect("region");
+        nodes,
+        &input.events,
+        |c| c.clock_skew(input.skew.ticks()).cache_lines(64),
+    );
     let layout = *region.layout();
     let line = layout.line_size().get();
-    let emu = Emulator::over(
-        region.backing().clone(),
-        EmulatorConfig::new(layout.size(), nodes)
-            .line_size(layout.line_size())
-            .seed(input.seed)
-            .eviction_rate(f64::from(input.eviction) / 255.0 * 0.2)
-            .adjacent_prefetch_rate(f64::from(input.adjacent_prefetch % 4) * 0.1)
-            .random_prefetch_rate(f64::from(input.random_prefetch % 4) * 0.02)
-            .late_writebacks(f64::from(input.late_writebacks % 4) * 0.05)
-            .clock_skew(skew)
-            .cache_lines(64),
-    )
-    .expect("emulator");
     let scheduler = Arc::new(Scheduler {
         turns: Mutex::new(Turns {
             turn: 0,
@@ -347,7 +327,7 @@ fn run(input: &Input) {
     let config = RuntimeConfig::default()
         .node_lease(LEASE)
         .reader_lease(LEASE)
-        .skew(2 * skew)
+        .skew(input.skew.bound())
         .reader_ordering(ReaderOrdering::Emulated);
     // Built on this thread, which the schedule does not own: no operation here waits.
     let runtimes: Vec<NodeRuntime<Scheduled>> = (0..nodes)

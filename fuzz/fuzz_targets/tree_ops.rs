@@ -14,13 +14,14 @@
 
 #![no_main]
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use bi_alloc::NodeHeap;
-use bi_collections::testing::{Hardware, History, check_failed_write, check_reuse_hazards};
+use bi_collections::testing::{History, check_failed_write, check_reuse_hazards};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::EmulatedNode;
+use bi_fuzz::hardware::CollectionInput;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -32,38 +33,8 @@ const MAX_BATCH: usize = 24;
 /// A `u64 -> u64` node is one 64-byte line (40 bytes beside the line's stamp).
 const BLOCK: usize = 64;
 
-#[derive(Debug)]
-struct Input {
-    seed: u64,
-    eviction: u8,
-    adjacent_prefetch: u8,
-    random_prefetch: u8,
-    skew: u8,
-    heap_kib: u8,
-    late_writebacks: u8,
-    steps: Vec<Step>,
-}
-
-/// The machine's parameters, then steps until the data runs out (every byte feeds a
-/// step: a derived `Vec` would end the sequence at random, after two steps on average).
-impl<'a> Arbitrary<'a> for Input {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let mut input = Input {
-            seed: u.arbitrary()?,
-            eviction: u.arbitrary()?,
-            adjacent_prefetch: u.arbitrary()?,
-            random_prefetch: u.arbitrary()?,
-            skew: u.arbitrary()?,
-            heap_kib: u.arbitrary()?,
-            late_writebacks: u.arbitrary()?,
-            steps: Vec::new(),
-        };
-        while !u.is_empty() && input.steps.len() < MAX_STEPS {
-            input.steps.push(u.arbitrary()?);
-        }
-        Ok(input)
-    }
-}
+/// The machine's parameters, then steps until the data runs out.
+type Input = CollectionInput<Step, MAX_STEPS>;
 
 #[derive(Arbitrary, Debug)]
 enum Step {
@@ -111,15 +82,7 @@ fn failed(
 }
 
 fn run(input: Input) {
-    let hw = Hardware {
-        seed: input.seed,
-        eviction: input.eviction,
-        adjacent_prefetch: input.adjacent_prefetch,
-        random_prefetch: input.random_prefetch,
-        skew: input.skew,
-        heap_kib: input.heap_kib,
-        late_writebacks: input.late_writebacks,
-    };
+    let hw = input.hardware;
     let (s, heap) = hw.build(NODES);
     let tree = BiTree::<u64, u64>::at(s.slot(0));
     let mut w: Writer = tree.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
