@@ -100,13 +100,7 @@ pub(super) fn machine(config: RuntimeConfig, seed: u64, nodes: u32) -> Setup {
     let rate = 0.2;
     Setup::with(
         RegionConfig::new(1 << 18).with_nodes(nodes),
-        |c| {
-            c.seed(seed)
-                .eviction_rate(rate)
-                .adjacent_prefetch_rate(rate)
-                .random_prefetch_rate(rate)
-                .late_writebacks(rate)
-        },
+        |c| c.seed(seed).every_event(rate),
         config,
     )
 }

@@ -16,13 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn machine(nodes: usize, seed: u64, rate: f64) -> Setup {
     Setup::with(
         RegionConfig::new(1 << 18).with_nodes(nodes as u32),
-        |c| {
-            c.seed(seed)
-                .eviction_rate(rate)
-                .adjacent_prefetch_rate(rate)
-                .random_prefetch_rate(rate)
-                .late_writebacks(rate)
-        },
+        |c| c.seed(seed).every_event(rate),
         RuntimeConfig::default(),
     )
 }

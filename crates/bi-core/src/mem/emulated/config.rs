@@ -196,6 +196,26 @@ impl EmulatorConfig {
             .late_writebacks(0.05)
     }
 
+    /// Every random event at the one rate `p`: evictions, adjacent and random prefetches,
+    /// and write-backs that land early (for tests that turn one knob).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 16, 1).cache_lines(4).every_event(1.0));
+    /// let a = emu.node(0);
+    /// for i in 0..10 {
+    ///     a.load::<u64>(i * 64).unwrap();
+    /// }
+    /// assert!(a.stats().evictions > 0 && a.stats().prefetches > 0);
+    /// ```
+    pub fn every_event(self, p: f64) -> EmulatorConfig {
+        self.eviction_rate(p)
+            .adjacent_prefetch_rate(p)
+            .random_prefetch_rate(p)
+            .late_writebacks(p)
+    }
+
     /// Probability, at each load and store, that the node evicts one random slot of its
     /// cache (writing it back first if it is dirty).
     ///
