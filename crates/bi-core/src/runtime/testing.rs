@@ -16,7 +16,7 @@
 //! [`Setup::model`] is a machine small enough for that (two nodes; the collections run on
 //! it) and `model_builder` (under `cfg(loom)`) a loom builder with settings that suit it.
 //! A model of one map insert racing one lookup, with a pass on each node, explores some
-//! 5,600 interleavings in under ten seconds with two preemptions:
+//! 5,600 interleavings in 12 to 14 seconds on a two-core machine, with two preemptions:
 //!
 //! ```ignore
 //! // tests/loom_map.rs of a crate that depends on bi (and on loom under cfg(loom))
