@@ -310,3 +310,47 @@ fn output_dash_writes_values_to_stdout_and_the_summary_to_stderr() {
     assert!(text.lines().all(|l| l.split('\t').count() == 2), "{text}");
     assert!(stderr(&out).contains("time/step"));
 }
+
+#[test]
+fn json_prints_one_summary_line_with_every_mode() {
+    let out = run_ok(&[
+        "pagerank",
+        "--scale",
+        "6",
+        "--nodes",
+        "2",
+        "--mode",
+        "all",
+        "--iterations",
+        "3",
+        "--json",
+    ]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let line = lines[0];
+    assert!(
+        line.starts_with("{\"program\": \"pagerank\", \"vertices\": 64, "),
+        "{line}"
+    );
+    assert!(line.ends_with("}]}"), "{line}");
+    for mode in ["stock", "bi-on-demand", "bi-periodic"] {
+        assert!(
+            line.contains(&format!("{{\"mode\": \"{mode}\", \"supersteps\": 3, ")),
+            "{line}"
+        );
+    }
+    assert_eq!(line.matches("\"agrees\": true").count(), 3, "{line}");
+    assert!(line.contains("\"vs_first\": null"), "{line}");
+    // Balanced: every object and list opened is closed.
+    assert_eq!(line.matches('{').count(), line.matches('}').count());
+    assert_eq!(line.matches('[').count(), line.matches(']').count());
+}
+
+#[test]
+fn json_and_values_on_standard_output_are_refused() {
+    let out = bi_graph(&["wcc", "--scale", "6", "--json", "--output", "-"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--json prints the summary on standard output"));
+    assert!(stdout(&out).is_empty());
+}

@@ -118,6 +118,10 @@ pub struct CommonArgs {
     /// for small graphs and checks).
     #[arg(long, value_name = "B", value_enum, default_value_t = BackendArg::Hardware)]
     pub backend: BackendArg,
+    /// Print the summary as one JSON object on standard output (for scripts) instead of
+    /// the table: the program, the graph's size and one entry per mode.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--partition` values.

@@ -104,6 +104,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
             (a.common, Job::Sssp { source, iterations })
         }
     };
+    if common.json && common.output.as_deref() == Some(Path::new("-")) {
+        return Err(Failure::Message(
+            "--json prints the summary on standard output: write the values to a file \
+             (--output FILE)"
+                .to_owned(),
+        ));
+    }
+    let program = match job {
+        Job::Pagerank { .. } => "pagerank",
+        Job::Wcc { .. } => "wcc",
+        Job::Sssp { .. } => "sssp",
+    };
     let observer = progress::Bars::for_terminal();
     let started = Instant::now();
     let graph = load(&common, matches!(job, Job::Sssp { .. }), observer.clone())?;
@@ -173,11 +185,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
     if let (Some(path), Some(values)) = (&common.output, &first) {
         write_output(path, &graph, values)?;
     }
-    let table = report::summary(&rows);
-    if to_stdout {
-        eprint!("{table}");
+    if common.json {
+        println!("{}", report::json(program, &graph, common.nodes, &rows));
+    } else if to_stdout {
+        eprint!("{}", report::summary(&rows));
     } else {
-        print!("{table}");
+        print!("{}", report::summary(&rows));
     }
     let disagreeing: Vec<String> = rows
         .iter()

@@ -1,4 +1,5 @@
-//! What a run prints: the values file, the agreement between modes, the summary table.
+//! What a run prints: the values file, the agreement between modes, the summary table
+//! or its JSON line.
 
 use bi_graph::{EdgeList, Mode, RunStats};
 use std::fmt::Write as _;
@@ -175,4 +176,40 @@ pub fn summary(rows: &[Row]) -> String {
         text.push('\n');
     }
     text
+}
+
+/// The summary as one line of JSON: `{"program": "pagerank", "vertices": n, "edges": m,
+/// "nodes": k, "modes": [{"mode": "stock", "supersteps": n, "time_per_step_ns": t,
+/// "compute_ns": t, "replication": r, "written_back": n, "invalidated": n, "messages": n,
+/// "max_staleness": n, "vs_first": "same", "agrees": true}, ...]}` (`vs_first` is null
+/// for the first mode).
+pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String {
+    let modes: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let s = &row.stats;
+            let (vs_first, agrees) = match &row.difference {
+                Some(d) => (format!("\"{}\"", d.text), !d.disagrees),
+                None => ("null".to_owned(), true),
+            };
+            format!(
+                "{{\"mode\": \"{}\", \"supersteps\": {}, \"time_per_step_ns\": {}, \"compute_ns\": {}, \"replication\": {:.6}, \"written_back\": {}, \"invalidated\": {}, \"messages\": {}, \"max_staleness\": {}, \"vs_first\": {vs_first}, \"agrees\": {agrees}}}",
+                mode_name(row.mode),
+                s.iterations,
+                s.time_per_iteration.as_nanos(),
+                s.compute_time.as_nanos(),
+                s.replication_factor,
+                s.lines_written_back,
+                s.lines_invalidated,
+                s.messages_sent,
+                s.max_staleness,
+            )
+        })
+        .collect();
+    format!(
+        "{{\"program\": \"{program}\", \"vertices\": {}, \"edges\": {}, \"nodes\": {nodes}, \"modes\": [{}]}}",
+        graph.num_vertices(),
+        graph.num_edges(),
+        modes.join(", ")
+    )
 }
