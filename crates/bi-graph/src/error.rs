@@ -1,6 +1,7 @@
 //! Errors of the graph toolkit: bad input names the file, the line and the problem.
 
 use bi_core::channel::ChannelError;
+use bi_core::mem::EmulatorError;
 use bi_core::region::RegionError;
 use bi_core::runtime::BiError;
 use std::fmt;
@@ -46,6 +47,34 @@ pub enum GraphError {
     Channel(ChannelError),
     /// The shared region could not be created.
     Region(RegionError),
+    /// The graph's shared arrays do not fit: the address space, or the 32-bit word
+    /// indices the engine's shared layout uses.
+    TooLarge {
+        /// What does not fit.
+        reason: String,
+    },
+    /// The non-coherence emulator refused its configuration (`--backend emulated`).
+    Emulator(EmulatorError),
+    /// A partition's worker thread panicked (a bug: please report it with the command).
+    PartitionPanicked {
+        /// The partition.
+        partition: usize,
+    },
+    /// The partition stopped because another one failed; that partition's error is the
+    /// one a run reports, so this one is seen only where no other was kept.
+    Aborted,
+    /// Values between partitions arrived inconsistent: a message or a slot named a
+    /// vertex, a partial or an aggregate that its partition's plan does not have (a bug,
+    /// or memory another program wrote).
+    Exchange {
+        /// What was inconsistent.
+        what: &'static str,
+    },
+    /// The engine could not lay its shared arrays out in the region (a bug).
+    Layout {
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl fmt::Display for GraphError {
@@ -61,6 +90,16 @@ impl fmt::Display for GraphError {
             GraphError::Runtime(e) => write!(f, "runtime: {e}"),
             GraphError::Channel(e) => write!(f, "channel: {e}"),
             GraphError::Region(e) => write!(f, "region: {e}"),
+            GraphError::TooLarge { reason } => write!(f, "the graph is too large: {reason}"),
+            GraphError::Emulator(e) => write!(f, "emulator: {e}"),
+            GraphError::PartitionPanicked { partition } => {
+                write!(f, "the worker of partition {partition} panicked")
+            }
+            GraphError::Aborted => f.write_str("stopped because another partition failed"),
+            GraphError::Exchange { what } => {
+                write!(f, "values between partitions are inconsistent: {what}")
+            }
+            GraphError::Layout { reason } => write!(f, "shared layout: {reason}"),
         }
     }
 }
@@ -72,7 +111,14 @@ impl std::error::Error for GraphError {
             GraphError::Runtime(e) => Some(e),
             GraphError::Channel(e) => Some(e),
             GraphError::Region(e) => Some(e),
-            GraphError::Parse { .. } | GraphError::InvalidArgument { .. } => None,
+            GraphError::Emulator(e) => Some(e),
+            GraphError::Parse { .. }
+            | GraphError::InvalidArgument { .. }
+            | GraphError::TooLarge { .. }
+            | GraphError::PartitionPanicked { .. }
+            | GraphError::Aborted
+            | GraphError::Exchange { .. }
+            | GraphError::Layout { .. } => None,
         }
     }
 }

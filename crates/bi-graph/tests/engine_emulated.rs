@@ -209,3 +209,17 @@ fn a_tiny_graph_in_every_mode() {
         }
     }
 }
+
+#[test]
+fn an_impossible_emulator_is_its_own_error() {
+    let g = graph(10, 20, 3);
+    let cfg = config(2, Partitioner::Random, Mode::BiOnDemand, 1);
+    let options = RunOptions {
+        eviction_rate: 2.0, // a probability above one
+        ..adversarial()
+    };
+    let program = PageRank::new(g.num_vertices(), None);
+    let err = run_detailed(&program, &g, &cfg, &options).unwrap_err();
+    assert!(matches!(err, bi_graph::GraphError::Emulator(_)), "{err:?}");
+    assert!(err.to_string().starts_with("emulator: "), "{err}");
+}

@@ -307,7 +307,7 @@ pub fn run_detailed<P: VertexProgram>(
         }
         tries += 1;
         if tries == 8 {
-            return Err(GraphError::InvalidArgument {
+            return Err(GraphError::Layout {
                 reason: "the region's heap offset does not settle".into(),
             });
         }
@@ -330,9 +330,7 @@ pub fn run_detailed<P: VertexProgram>(
                     .adjacent_prefetch_rate(options.prefetch_rate)
                     .random_prefetch_rate(options.prefetch_rate),
             )
-            .map_err(|e| GraphError::InvalidArgument {
-                reason: format!("emulator: {e}"),
-            })?,
+            .map_err(GraphError::Emulator)?,
         ),
     };
     if stock {
@@ -495,7 +493,11 @@ where
             .collect();
         let results: Vec<_> = workers
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
+            .enumerate()
+            .map(|(p, h)| {
+                h.join()
+                    .unwrap_or(Err(GraphError::PartitionPanicked { partition: p }))
+            })
             .collect();
         stop.store(true, Ordering::Relaxed);
         for h in background {
@@ -524,12 +526,6 @@ where
         return Err(e);
     }
     Ok(outcomes)
-}
-
-fn panicked() -> GraphError {
-    GraphError::InvalidArgument {
-        reason: "a partition thread panicked".into(),
-    }
 }
 
 /// The background quiescence pass of one node: write back its own slots, drop the lines

@@ -103,8 +103,8 @@ impl SharedLayout {
             })
             .collect();
         let mut at = base;
-        let overflow = || GraphError::InvalidArgument {
-            reason: "the graph does not fit the address space".into(),
+        let overflow = || GraphError::TooLarge {
+            reason: "its shared arrays do not fit the address space".into(),
         };
         let mut take = |bytes: usize| -> Result<Extent, GraphError> {
             let len = bytes
@@ -140,7 +140,7 @@ impl SharedLayout {
             }
         }
         if at > (u32::MAX as usize) * 8 {
-            return Err(GraphError::InvalidArgument {
+            return Err(GraphError::TooLarge {
                 reason: format!("{at} bytes of shared arrays exceed 32-bit word indices"),
             });
         }

@@ -70,9 +70,7 @@ pub(crate) struct Outcome<D> {
 
 impl From<Aborted> for GraphError {
     fn from(_: Aborted) -> Self {
-        GraphError::InvalidArgument {
-            reason: "another partition failed".into(),
-        }
+        GraphError::Aborted
     }
 }
 
@@ -80,10 +78,8 @@ fn mem_err(e: MemError) -> GraphError {
     GraphError::Runtime(bi_core::runtime::BiError::from(e))
 }
 
-fn corrupt(what: &str) -> GraphError {
-    GraphError::InvalidArgument {
-        reason: format!("stock exchange: {what}"),
-    }
+fn corrupt(what: &'static str) -> GraphError {
+    GraphError::Exchange { what }
 }
 
 pub(crate) struct Worker<'a, P: VertexProgram, V: MemView> {
