@@ -7,19 +7,10 @@ use bi_core::mem::MemView;
 use bi_core::ptr::ShPtr;
 use bi_core::region::header::{offsets, seal};
 use bi_core::region::{HEADER_LEN, Region, RegionConfig, RegionError, SectionKind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// A temporary directory, in `/dev/shm` when the machine has one (region files belong in
-/// memory, and it keeps the tests off the disk).
 fn temp_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let builder = tempfile::Builder::new().prefix("bi-region-test").to_owned();
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder.tempdir().expect("temporary directory")
+    bi_kit::region_dir("bi-region-test")
 }
 
 fn config() -> RegionConfig {

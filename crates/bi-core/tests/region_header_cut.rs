@@ -11,16 +11,8 @@
 use bi_core::region::{HEADER_LEN, Header, Layout, Region, RegionConfig, RegionError};
 use std::path::Path;
 
-/// A temporary directory, in `/dev/shm` when the machine has one.
 fn temp_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let builder = tempfile::Builder::new().prefix("bi-header-cut").to_owned();
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder.tempdir().expect("temporary directory")
+    bi_kit::region_dir("bi-header-cut")
 }
 
 fn small() -> Layout {

@@ -33,3 +33,21 @@ pub const fn under_miri<T: Copy>(full: T, miri: T) -> T {
 /// The emulator's rate of late write-backs in workloads that want them: off under Miri,
 /// where the extra bookkeeping of every store would take minutes.
 pub const LATE_WRITEBACKS: f64 = under_miri(0.05, 0.0);
+
+/// A temporary directory for region files, in `/dev/shm` when the machine has one (region
+/// files belong in memory, and it keeps the tests off the disk).
+///
+/// ```
+/// let dir = bi_kit::region_dir("bi-doc");
+/// assert!(dir.path().is_dir());
+/// ```
+pub fn region_dir(prefix: &str) -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    let builder = tempfile::Builder::new().prefix(prefix).to_owned();
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
+    }
+    builder.tempdir().expect("temporary directory")
+}
