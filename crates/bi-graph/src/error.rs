@@ -70,6 +70,12 @@ pub enum GraphError {
         /// What was inconsistent.
         what: &'static str,
     },
+    /// Background quiescence passes of the periodic mode failed (a cache operation was
+    /// refused), so values may have been read staler than the period allows.
+    QuiescenceFailed {
+        /// How many passes failed.
+        passes: u64,
+    },
     /// The engine could not lay its shared arrays out in the region (a bug).
     Layout {
         /// What went wrong.
@@ -99,6 +105,9 @@ impl fmt::Display for GraphError {
             GraphError::Exchange { what } => {
                 write!(f, "values between partitions are inconsistent: {what}")
             }
+            GraphError::QuiescenceFailed { passes } => {
+                write!(f, "{passes} background quiescence passes failed")
+            }
             GraphError::Layout { reason } => write!(f, "shared layout: {reason}"),
         }
     }
@@ -118,6 +127,7 @@ impl std::error::Error for GraphError {
             | GraphError::PartitionPanicked { .. }
             | GraphError::Aborted
             | GraphError::Exchange { .. }
+            | GraphError::QuiescenceFailed { .. }
             | GraphError::Layout { .. } => None,
         }
     }

@@ -7,6 +7,22 @@ use std::sync::{Condvar, Mutex, PoisonError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Aborted;
 
+impl From<Aborted> for crate::error::GraphError {
+    fn from(_: Aborted) -> Self {
+        crate::error::GraphError::Aborted
+    }
+}
+
+/// Where partitions meet between phases, and how one that failed releases the others.
+pub(crate) trait Barrier: Sync {
+    /// Waits until every partition arrives, or until the barrier is aborted.
+    fn wait(&self) -> Result<(), Aborted>;
+    /// Breaks the barrier: every current and future `wait` returns [`Aborted`].
+    fn abort(&self);
+    /// Whether the barrier was broken.
+    fn is_aborted(&self) -> bool;
+}
+
 /// A reusable barrier for `n` threads with an abort switch.
 #[derive(Debug)]
 pub(crate) struct PhaseBarrier {
@@ -25,9 +41,10 @@ impl PhaseBarrier {
             aborted: AtomicBool::new(false),
         }
     }
+}
 
-    /// Waits until all `n` threads arrive, or until the barrier is aborted.
-    pub fn wait(&self) -> Result<(), Aborted> {
+impl Barrier for PhaseBarrier {
+    fn wait(&self) -> Result<(), Aborted> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if self.is_aborted() {
             return Err(Aborted);
@@ -49,14 +66,13 @@ impl PhaseBarrier {
         Ok(())
     }
 
-    /// Breaks the barrier: every current and future `wait` returns [`Aborted`].
-    pub fn abort(&self) {
+    fn abort(&self) {
         self.aborted.store(true, Ordering::SeqCst);
         let _guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.cv.notify_all();
     }
 
-    pub fn is_aborted(&self) -> bool {
+    fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::SeqCst)
     }
 }

@@ -54,16 +54,21 @@ fn out_of_bounds(i: usize, words: usize) -> MemError {
 }
 
 /// A partition's private memory (stock mode's replica copies).
-impl WordSource for [u64] {
+#[derive(Clone, Copy)]
+pub(crate) struct LocalWords<'a>(pub &'a [u64]);
+
+impl WordSource for LocalWords<'_> {
     #[inline]
     fn word(&self, i: usize) -> Result<u64, MemError> {
-        self.get(i)
+        self.0
+            .get(i)
             .copied()
-            .ok_or_else(|| out_of_bounds(i, self.len()))
+            .ok_or_else(|| out_of_bounds(i, self.0.len()))
     }
 }
 
 /// Shared memory read directly (the hardware backend: plain loads, as through the view).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct DirectWords<'a>(pub &'a [AtomicU64]);
 
 impl WordSource for DirectWords<'_> {
@@ -182,8 +187,8 @@ mod tests {
         assert_eq!(decode::<[f64; 2]>(&encode(&[1.0f64, -2.0])), [1.0, -2.0]);
         assert_eq!(words_of::<u32>(), 1);
         assert_eq!(words_of::<[f64; 2]>(), 2);
-        let local = [1u64, 2, 3];
-        assert_eq!(local[..].word(2), Ok(3));
-        assert!(local[..].word(3).is_err());
+        let local = LocalWords(&[1u64, 2, 3]);
+        assert_eq!(local.word(2), Ok(3));
+        assert!(local.word(3).is_err());
     }
 }

@@ -65,6 +65,7 @@
 //! [`Mode::BiPeriodic`]: crate::Mode::BiPeriodic
 
 mod barrier;
+mod exchange;
 mod memory;
 mod plan;
 mod program;
@@ -77,15 +78,19 @@ use crate::config::{Backend, EngineConfig, Mode, RunStats};
 use crate::edge_list::EdgeList;
 use crate::error::GraphError;
 use crate::partition::VertexCut;
-use barrier::PhaseBarrier;
+use barrier::{Barrier, PhaseBarrier};
 use bi_core::line::LineSize;
 use bi_core::mem::{Emulator, EmulatorConfig, MemView, NodeStats};
 use bi_core::region::{Layout, Region, RegionConfig};
-use bi_core::runtime::Faults;
-use memory::{Counted, LineCounters, MAX_VALUE_BYTES};
+use bi_core::runtime::{Background, Clock, Faults, NodeRuntime, Policy, RuntimeConfig, TickClock};
+#[cfg(not(loom))]
+use exchange::slots::Direct;
+use exchange::slots::Viewed;
+use exchange::{Exchange, Messages, SharedSlots};
+use memory::{Counted, LineCounters, MAX_VALUE_BYTES, words_of};
 use plan::Needs;
 use shared::SharedLayout;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use worker::{Ctx, Outcome, SyncPlan, Worker};
@@ -348,40 +353,92 @@ pub fn run_detailed<P: VertexProgram>(
     let ctx = Ctx {
         program,
         plans: &plans,
-        layout: &layout,
-        sync: &sync,
         in_degree: &in_degree,
         out_degree: &out_degree,
-        mode: config.mode,
+        stale_reads: config.mode == Mode::BiPeriodic,
         max_iterations: config.max_iterations,
-        barrier: &barrier,
         observer: config.observer.as_deref(),
-        faults: options.faults,
+    };
+    let words = [
+        words_of::<P::Data>(),
+        words_of::<P::Gather>(),
+        words_of::<P::Aggregate>(),
+    ];
+    // One exchange per partition, over that partition's view of the region (counted).
+    macro_rules! messages {
+        ($view:expr) => {
+            |p: usize| {
+                Messages::new(
+                    p,
+                    &plans,
+                    &layout,
+                    &Counted::new($view(p), counters.clone()),
+                    &barrier,
+                    words[0],
+                )
+            }
+        };
+    }
+    macro_rules! slots {
+        ($view:expr, $loads:expr) => {
+            |p: usize| {
+                Ok(SharedSlots::new(
+                    p,
+                    &plans,
+                    &layout,
+                    &sync,
+                    &barrier,
+                    options.faults,
+                    Counted::new($view(p), counters.clone()),
+                    $loads,
+                    words,
+                ))
+            }
+        };
+    }
+    let hardware = |_| region.hardware();
+    // The periodic mode's quiescence: each node's runtime passes, which write back the
+    // node's own slots and drop the remote lines it reads.
+    let passes = if config.mode == Mode::BiPeriodic && parts > 1 {
+        let period = options.quiescence_period;
+        Some(match &emulator {
+            Some(emu) => Passes::start(&region, &sync, period, |p| {
+                Counted::new(emu.node(p), counters.clone())
+            })?,
+            None => Passes::start(&region, &sync, period, |_| {
+                Counted::new(region.hardware(), counters.clone())
+            })?,
+        })
+    } else {
+        None
     };
     if let Some(o) = &config.observer {
         o.start("supersteps", config.max_iterations as u64);
     }
-    let outcomes = match &emulator {
-        Some(emu) => run_all(&ctx, options, |p| {
-            (Counted::new(emu.node(p), counters.clone()), None)
-        }),
-        None => {
-            // (Under loom the backing's words are the model checker's atomics: the
-            // engine then reads through the view only.)
-            #[cfg(not(loom))]
-            let words = Some(region.backing().words());
-            #[cfg(loom)]
-            let words = None;
-            run_all(&ctx, options, |p| {
-                let _ = p;
-                (Counted::new(region.hardware(), counters.clone()), words)
-            })
+    let outcomes = match (&emulator, stock) {
+        (Some(emu), true) => run_all(&ctx, &barrier, messages!(|p| emu.node(p))),
+        (None, true) => run_all(&ctx, &barrier, messages!(hardware)),
+        (Some(emu), false) => run_all(&ctx, &barrier, slots!(|p| emu.node(p), Viewed)),
+        // Under loom the backing's words are the model checker's atomics: the engine
+        // then reads through the view only.
+        #[cfg(loom)]
+        (None, false) => run_all(&ctx, &barrier, slots!(hardware, Viewed)),
+        #[cfg(not(loom))]
+        (None, false) => {
+            let words = region.backing().words();
+            run_all(&ctx, &barrier, slots!(hardware, Direct(words)))
         }
     };
     if let Some(o) = &config.observer {
         o.finish();
     }
+    let failed_passes = passes.map_or(0, Passes::stop);
     let outcomes = outcomes?;
+    if failed_passes > 0 {
+        return Err(GraphError::QuiescenceFailed {
+            passes: failed_passes,
+        });
+    }
 
     let mut values = vec![bytemuck::Zeroable::zeroed(); n];
     let mut stats = RunStats {
@@ -448,65 +505,47 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
         .collect()
 }
 
-/// Runs every partition on its own thread (and, in periodic mode, its quiescence thread).
-fn run_all<'a, P, V, F>(
+/// Runs every partition on its own thread, over the exchange `exchange_of` makes.
+fn run_all<'a, P, X, F>(
     ctx: &'a Ctx<'a, P>,
-    options: &RunOptions,
-    view_of: F,
+    barrier: &'a dyn Barrier,
+    exchange_of: F,
 ) -> Result<Vec<Outcome<P::Data>>, GraphError>
 where
     P: VertexProgram,
-    V: MemView + 'a,
-    F: Fn(usize) -> (V, Option<&'a [AtomicU64]>),
+    X: Exchange + Send,
+    F: Fn(usize) -> Result<X, GraphError> + Sync,
 {
     let parts = ctx.plans.len();
     // The partition that failed first; the others fail only because it broke the barrier.
     let first_failure: Mutex<Option<usize>> = Mutex::new(None);
-    let background_error: Mutex<Option<GraphError>> = Mutex::new(None);
-    let stop = AtomicBool::new(false);
+    let exchange_of = &exchange_of;
     let outcomes = std::thread::scope(|s| {
-        let mut background = Vec::new();
-        if ctx.mode == Mode::BiPeriodic && parts > 1 {
-            for p in 0..parts {
-                let (view, _) = view_of(p);
-                let (sync, stop, period) = (&ctx.sync[p], &stop, options.quiescence_period);
-                background.push(s.spawn(move || quiescence_loop(&view, sync, period, stop)));
-            }
-        }
         let workers: Vec<_> = (0..parts)
             .map(|p| {
-                let (view, direct) = view_of(p);
                 let first_failure = &first_failure;
                 s.spawn(move || {
-                    let r = Worker::new(ctx, p, view, direct).and_then(Worker::run);
+                    let r = exchange_of(p).and_then(|x| Worker::new(ctx, p, x).run());
                     if r.is_err() {
                         let mut slot = first_failure.lock().unwrap_or_else(|e| e.into_inner());
-                        if slot.is_none() && !ctx.barrier.is_aborted() {
+                        if slot.is_none() && !barrier.is_aborted() {
                             *slot = Some(p);
                         }
                         drop(slot);
-                        ctx.barrier.abort();
+                        barrier.abort();
                     }
                     r
                 })
             })
             .collect();
-        let results: Vec<_> = workers
+        workers
             .into_iter()
             .enumerate()
             .map(|(p, h)| {
                 h.join()
                     .unwrap_or(Err(GraphError::PartitionPanicked { partition: p }))
             })
-            .collect();
-        stop.store(true, Ordering::Relaxed);
-        for h in background {
-            if let Ok(Err(e)) = h.join() {
-                let mut slot = background_error.lock().unwrap_or_else(|e| e.into_inner());
-                slot.get_or_insert(GraphError::Runtime(e.into()));
-            }
-        }
-        results
+            .collect::<Vec<_>>()
     });
     let first = first_failure
         .into_inner()
@@ -518,33 +557,51 @@ where
         // Report the failure itself rather than its consequences elsewhere.
         outcomes.swap(0, p);
     }
-    let outcomes: Vec<_> = outcomes.into_iter().collect::<Result<_, _>>()?;
-    if let Some(e) = background_error
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-    {
-        return Err(e);
-    }
-    Ok(outcomes)
+    outcomes.into_iter().collect()
 }
 
-/// The background quiescence pass of one node: write back its own slots, drop the lines
-/// of others it reads, once per period.
-fn quiescence_loop<V: MemView>(
-    view: &V,
-    sync: &SyncPlan,
-    period: Duration,
-    stop: &AtomicBool,
-) -> Result<(), bi_core::mem::MemError> {
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(period);
-        view.writeback(sync.own_values.0, sync.own_values.1)?;
-        view.writeback(sync.own_partials.0, sync.own_partials.1)?;
-        view.fence();
-        for &(o, l) in sync.remote_values.iter().chain(&sync.remote_partials) {
-            view.invalidate(o, l)?;
+/// The periodic mode's background quiescence: one runtime per node over the run's
+/// region, whose pass (every period) writes back the node's own value and partial slots
+/// and invalidates the remote ones its partition reads.
+struct Passes {
+    nodes: Vec<Background>,
+}
+
+impl Passes {
+    fn start<V: MemView + 'static>(
+        region: &Region,
+        sync: &[SyncPlan],
+        period: Duration,
+        view_of: impl Fn(usize) -> V,
+    ) -> Result<Self, GraphError> {
+        let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+        let mut nodes = Vec::with_capacity(sync.len());
+        for (p, plan) in sync.iter().enumerate() {
+            let runtime = NodeRuntime::new(
+                view_of(p),
+                *region.layout(),
+                p,
+                RuntimeConfig::default(),
+                clock.clone(),
+            )?;
+            let plan = plan.clone();
+            runtime.set_policy(Policy::Callback(Arc::new(move |view: &V| {
+                view.writeback(plan.own_values.0, plan.own_values.1)?;
+                view.writeback(plan.own_partials.0, plan.own_partials.1)?;
+                view.fence();
+                for &(o, l) in plan.remote_values.iter().chain(&plan.remote_partials) {
+                    view.invalidate(o, l)?;
+                }
+                Ok(())
+            })));
+            // The background thread keeps the node's runtime alive.
+            nodes.push(runtime.start_background(period));
         }
-        view.fence();
+        Ok(Passes { nodes })
     }
-    Ok(())
+
+    /// Stops every node's passes; returns how many failed.
+    fn stop(self) -> u64 {
+        self.nodes.into_iter().map(Background::stop).sum()
+    }
 }

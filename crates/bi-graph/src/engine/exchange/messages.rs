@@ -1,0 +1,257 @@
+//! The stock exchange: private replica copies, and messages for everything that crosses.
+
+use super::{Exchange, Words};
+use crate::engine::barrier::{Aborted, Barrier};
+use crate::engine::memory::LocalWords;
+use crate::engine::plan::PartPlan;
+use crate::engine::shared::{Msg, SharedLayout};
+use crate::error::GraphError;
+use bi_core::channel::{Receiver, Sender};
+use bi_core::mem::MemView;
+
+/// Marks the aggregate message that ends a partition's values (no vertex has this index).
+const AGGREGATE: u64 = u32::MAX as u64;
+
+/// PowerGraph's exchange over SPSC channels, one per ordered pair of partitions: a
+/// replica's partial is a message to its master, a master's value a message to each of
+/// its replicas, which copy it into private memory where gather reads it.
+pub(crate) struct Messages<'a, V: MemView> {
+    p: usize,
+    plan: &'a PartPlan,
+    barrier: &'a dyn Barrier,
+    stride: usize,
+    meta: bool,
+    dw: usize,
+    /// Replica copies and this partition's own masters' values, `stride` words per local.
+    copies: Vec<u64>,
+    senders: Vec<Option<Sender<V, Msg>>>,
+    receivers: Vec<Option<Receiver<V, Msg>>>,
+    out: Vec<Vec<Msg>>,
+    inbox: Vec<Vec<Msg>>,
+    /// Messages expected from each partition in each exchange.
+    expect_partials: Vec<usize>,
+    expect_values: Vec<usize>,
+    /// Next unread partial of each partition's inbox.
+    cursor: Vec<usize>,
+    messages: u64,
+}
+
+impl<'a, V: MemView> Messages<'a, V> {
+    pub fn new(
+        p: usize,
+        plans: &'a [PartPlan],
+        layout: &SharedLayout,
+        view: &V,
+        barrier: &'a dyn Barrier,
+        data_words: usize,
+    ) -> Result<Self, GraphError> {
+        let parts = plans.len();
+        let plan = &plans[p];
+        let mut senders = Vec::with_capacity(parts);
+        let mut receivers = Vec::with_capacity(parts);
+        for q in 0..parts {
+            let channel = |from: usize, to: usize| layout.channels.get(from * parts + to).copied();
+            senders.push(match channel(p, q).flatten() {
+                Some(c) => Some(Sender::new(view.clone(), c)?),
+                None => None,
+            });
+            receivers.push(match channel(q, p).flatten() {
+                Some(c) => Some(Receiver::new(view.clone(), c)?),
+                None => None,
+            });
+        }
+        let others = |count: &dyn Fn(usize) -> usize| -> Vec<usize> {
+            (0..parts)
+                .map(|q| if q == p { 0 } else { count(q) })
+                .collect()
+        };
+        Ok(Messages {
+            p,
+            plan,
+            barrier,
+            stride: layout.value_stride,
+            meta: layout.value_meta,
+            dw: data_words,
+            copies: vec![0; plan.locals() * layout.value_stride],
+            senders,
+            receivers,
+            out: vec![Vec::new(); parts],
+            inbox: vec![Vec::new(); parts],
+            expect_partials: others(&|q| plans[q].replicas_of(p)),
+            // Every value of a master replicated here, then the aggregate.
+            expect_values: others(&|q| plans[q].mirrors_on(p) + 1),
+            cursor: vec![0; parts],
+            messages: 0,
+        })
+    }
+
+    fn copy_in(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+        let stride = self.stride;
+        let slot = l
+            .checked_mul(stride)
+            .and_then(|base| self.copies.get_mut(base..)?.get_mut(..stride))
+            .ok_or(GraphError::Exchange {
+                what: "replica index out of range",
+            })?;
+        slot[..self.dw].copy_from_slice(&value[..self.dw]);
+        if self.meta {
+            slot[self.dw] = meta;
+        }
+        Ok(())
+    }
+
+    /// Sends everything in `out` and receives `expect[q]` messages from every `q`.
+    // Partition indices address several parallel per-partition arrays at once.
+    #[allow(clippy::needless_range_loop)]
+    fn exchange(&mut self, values: bool) -> Result<(), GraphError> {
+        let parts = self.out.len();
+        let mut sent = vec![0usize; parts];
+        for b in &mut self.inbox {
+            b.clear();
+        }
+        loop {
+            let mut progress = false;
+            let mut done = true;
+            for q in 0..parts {
+                if let Some(tx) = &mut self.senders[q]
+                    && sent[q] < self.out[q].len()
+                {
+                    let n = tx.send_batch(&self.out[q][sent[q]..])?;
+                    sent[q] += n;
+                    progress |= n > 0;
+                    done &= sent[q] == self.out[q].len();
+                }
+                let expect = if values {
+                    self.expect_values[q]
+                } else {
+                    self.expect_partials[q]
+                };
+                if let Some(rx) = &mut self.receivers[q] {
+                    let have = self.inbox[q].len();
+                    if have < expect {
+                        let n = rx.recv_batch(&mut self.inbox[q], expect - have)?;
+                        progress |= n > 0;
+                        done &= have + n == expect;
+                    }
+                }
+            }
+            if done {
+                break;
+            }
+            if !progress {
+                if self.barrier.is_aborted() {
+                    return Err(Aborted.into());
+                }
+                std::thread::yield_now();
+            }
+        }
+        for b in &mut self.out {
+            self.messages += b.len() as u64;
+            b.clear();
+        }
+        self.cursor.fill(0);
+        Ok(())
+    }
+}
+
+impl<V: MemView> Exchange for Messages<'_, V> {
+    type Source<'s>
+        = LocalWords<'s>
+    where
+        Self: 's;
+
+    #[inline]
+    fn source(&self) -> LocalWords<'_> {
+        LocalWords(&self.copies)
+    }
+
+    fn value_word(&self, l: usize) -> usize {
+        l * self.stride
+    }
+
+    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+        let plan = self.plan;
+        self.copy_in(plan.masters[i] as usize, value, meta)?;
+        let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
+        for m in mirrors {
+            let q = usize::from(plan.mirror_part[m]);
+            let local = u64::from(plan.mirror_local[m]);
+            self.out[q].push([local, meta, value[0], value[1]]);
+        }
+        Ok(())
+    }
+
+    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
+        let m = usize::from(self.plan.master_of[l]);
+        let i = u64::from(self.plan.master_index[l]);
+        self.out[m].push([i, meta, partial[0], partial[1]]);
+        Ok(())
+    }
+
+    fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
+        self.exchange(false)
+    }
+
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+        let msg = self.inbox[q]
+            .get(self.cursor[q])
+            .ok_or(GraphError::Exchange {
+                what: "missing partial",
+            })?;
+        self.cursor[q] += 1;
+        if msg[0] != i as u64 {
+            return Err(GraphError::Exchange {
+                what: "partial out of order",
+            });
+        }
+        Ok((Some(msg[1]), [msg[2], msg[3]]))
+    }
+
+    fn exchange_values(
+        &mut self,
+        aggregate: Words,
+        changed: u64,
+        _fresh: bool,
+        all: &mut [(Words, u64)],
+    ) -> Result<(), GraphError> {
+        for (q, out) in self.out.iter_mut().enumerate() {
+            if q != self.p {
+                out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
+            }
+        }
+        self.exchange(true)?;
+        for (q, all) in all.iter_mut().enumerate() {
+            if q == self.p {
+                *all = (aggregate, changed);
+                continue;
+            }
+            let inbox = std::mem::take(&mut self.inbox[q]);
+            let Some((last, values)) = inbox.split_last() else {
+                return Err(GraphError::Exchange {
+                    what: "missing aggregate",
+                });
+            };
+            if last[0] != AGGREGATE {
+                return Err(GraphError::Exchange {
+                    what: "values after the aggregate",
+                });
+            }
+            for m in values {
+                let l = usize::try_from(m[0]).unwrap_or(usize::MAX);
+                self.copy_in(l, [m[2], m[3]], m[1])?;
+            }
+            *all = ([last[2], last[3]], last[1]);
+            self.inbox[q] = inbox;
+        }
+        Ok(())
+    }
+
+    fn refresh_values(&mut self) -> Result<(), GraphError> {
+        // Copies are refreshed by every value exchange: nothing is ever stale here.
+        Ok(())
+    }
+
+    fn messages(&self) -> u64 {
+        self.messages
+    }
+}

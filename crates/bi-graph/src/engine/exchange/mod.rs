@@ -1,0 +1,79 @@
+//! How values cross partitions: the one seam between the GAS loop and the modes.
+//!
+//! A superstep moves two things between partitions. Replicas hand their partial sums to
+//! their masters (after gather), and masters hand their new values, with their share of
+//! the global aggregate, to everyone (after apply). The worker says *what* crosses, in a
+//! fixed order, and an [`Exchange`] decides *how*:
+//!
+//! - [`Messages`] (the stock mode): replicas keep private copies of their masters'
+//!   values; everything crosses as messages over channels in shared memory.
+//! - [`SharedSlots`] (the BI modes): every value and partial has one slot in its
+//!   writer's lines, and readers load it in place. Quiescence either happens at the
+//!   phase ends (on demand: write back, barrier, invalidate what will be read) or in the
+//!   background (periodic: the runtime's passes; the phase ends only wait).
+//!
+//! Either way the order of a superstep is: `put_partial` for every replica in increasing
+//! local order, `exchange_partials`, then for every master in master order
+//! `next_partial` for each of its replicas in increasing partition order and
+//! `put_value`, then `exchange_values`.
+
+mod messages;
+pub(crate) mod slots;
+
+pub(crate) use messages::Messages;
+pub(crate) use slots::SharedSlots;
+
+use super::memory::WordSource;
+use crate::error::GraphError;
+
+/// A program value, an aggregate or a partial, encoded as two words
+/// ([`encode`](super::memory::encode)).
+pub(crate) type Words = [u64; 2];
+
+/// How one partition's values and partials reach the others.
+pub(crate) trait Exchange {
+    /// Where gather and scatter read vertex values (data words, then the meta word).
+    type Source<'s>: WordSource
+    where
+        Self: 's;
+
+    /// The source of this superstep's reads.
+    fn source(&self) -> Self::Source<'_>;
+
+    /// Word index, in [`source`](Exchange::source), of local vertex `l`'s value slot.
+    fn value_word(&self, l: usize) -> usize;
+
+    /// Publishes master `i`'s value with its meta word (`stamp << 1 | changed`).
+    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError>;
+
+    /// Publishes replica `l`'s partial with its meta word (`stamp << 1 | signalled`).
+    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError>;
+
+    /// Ends gather: the partials put become readable by their masters. With `fresh`,
+    /// every partial read afterwards is this superstep's.
+    fn exchange_partials(&mut self, fresh: bool) -> Result<(), GraphError>;
+
+    /// The next partial that partition `q` holds for master `i`, as `(meta, words)`; no
+    /// meta word where the layout keeps none (then the partial is this superstep's and
+    /// signals nothing).
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError>;
+
+    /// Ends apply: the values put and this partition's aggregate (with its count of
+    /// changed masters) become readable everywhere. Fills `all[q]` with partition `q`'s
+    /// aggregate and count, this one's included. With `fresh`, every value read
+    /// afterwards is this superstep's.
+    fn exchange_values(
+        &mut self,
+        aggregate: Words,
+        changed: u64,
+        fresh: bool,
+        all: &mut [(Words, u64)],
+    ) -> Result<(), GraphError>;
+
+    /// Makes the values published so far readable everywhere, fresh (before the
+    /// confirming superstep of the periodic mode).
+    fn refresh_values(&mut self) -> Result<(), GraphError>;
+
+    /// Messages sent so far.
+    fn messages(&self) -> u64;
+}
