@@ -194,4 +194,8 @@ pub struct RunStats {
     pub messages_sent: u64,
     /// Largest staleness a replica observed, in supersteps (`bi-periodic`; 0 otherwise).
     pub max_staleness: u64,
+    /// Edges read by gathers, over all partitions and supersteps: the edge count times
+    /// the supersteps for PageRank; for WCC and SSSP, which gather only where a
+    /// neighbour changed, about the edges of the frontiers.
+    pub edges_gathered: u64,
 }

@@ -185,3 +185,65 @@ fn bad_sssp_arguments_are_errors() {
     short.weights.as_mut().unwrap().pop();
     assert!(sssp(&short, 0, &cfg).is_err());
 }
+
+/// A path of `n` vertices, `0 -> 1 -> ... -> n - 1`, beside a complete cluster of
+/// `cluster` vertices, which settles in the first supersteps.
+fn path_and_cluster(n: u32, cluster: u32) -> EdgeList {
+    let mut edges: Vec<(u32, u32)> = (0..n - 1).map(|i| (i, i + 1)).collect();
+    for a in n..n + cluster {
+        for b in n..n + cluster {
+            if a != b {
+                edges.push((a, b));
+            }
+        }
+    }
+    EdgeList {
+        ids: (0..u64::from(n + cluster)).collect(),
+        edges,
+        weights: None,
+    }
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "threaded runs of hundreds of supersteps; too slow for Miri"
+)]
+fn wcc_and_sssp_gather_only_where_a_neighbour_changed() {
+    // Shortest paths along the path: each superstep changes one vertex, so gathering
+    // everything each time would read the edges 600 times; the frontier reads them about
+    // once (the first superstep) plus two edges per superstep.
+    let g = path_and_cluster(600, 40);
+    let distances = bfs(&g, 0);
+    // Label propagation changes a path's vertices many times (vertex `i` takes `i - 1`,
+    // then `i - 2`, ...), but the large cluster settles at once and is gathered again
+    // only in the first supersteps.
+    let h = path_and_cluster(100, 200);
+    let components = union_find(&h);
+    for nodes in [1, 2, 3] {
+        for mode in MODES {
+            let cfg = config(nodes, Partitioner::Random, mode);
+            let s = sssp(&g, 0, &cfg).unwrap();
+            let w = wcc(&h, &cfg).unwrap();
+            assert_eq!(s.values, distances, "sssp {nodes} {mode:?}");
+            assert_eq!(w.values, components, "wcc {nodes} {mode:?}");
+            // Every edge every superstep (WCC gathers both ways).
+            let sssp_dense = g.num_edges() as u64 * s.stats.iterations as u64;
+            let wcc_dense = 2 * h.num_edges() as u64 * w.stats.iterations as u64;
+            let (sg, wg) = (s.stats.edges_gathered, w.stats.edges_gathered);
+            if mode == Mode::BiPeriodic {
+                // Reads may be stale there, so a change can go unseen: all gather.
+                assert_eq!((sg, wg), (sssp_dense, wcc_dense), "{nodes}");
+            } else {
+                assert!(
+                    sg <= 2 * g.num_edges() as u64,
+                    "sssp {nodes} {mode:?}: {sg}"
+                );
+                assert!(
+                    wg * 10 <= wcc_dense,
+                    "wcc {nodes} {mode:?}: {wg} of {wcc_dense}"
+                );
+            }
+        }
+    }
+}

@@ -53,8 +53,18 @@
 //! gather columns rewritten to the word index of the neighbour's value slot, so the
 //! inner loop is one indexed load per edge with no hashing and no allocation; a few
 //! `u32`s per local vertex. Cache operations are issued per range and fenced once per
-//! batch. Gather is dense (every local vertex, every superstep); signals decide which
-//! masters apply and when a run has reached its fixed point.
+//! batch.
+//!
+//! Programs that are [`always_active`](VertexProgram::always_active) (PageRank) gather
+//! over every edge every superstep. Signalling programs (WCC, SSSP) do work proportional
+//! to the frontier: a partition gathers again only the local vertices with a neighbour
+//! that changed in the previous superstep (found by walking the changed vertices' edges,
+//! as scatter does); every other partial is still exact, being a function of unchanged
+//! values, and is put again as it was. Signals decide which masters apply and when a run
+//! has reached its fixed point. In the periodic mode reads may be stale, so a change can
+//! go unseen: there every vertex gathers every superstep. What stays per superstep is a
+//! pass over the local vertices' flags and the exchange of every replica's partial and
+//! every master's value.
 //!
 //! [`VertexCut`]: crate::VertexCut
 //! [`Region`]: bi_core::region::Region
@@ -264,9 +274,11 @@ pub fn run_detailed<P: VertexProgram>(
     let cut = VertexCut::new(graph, parts, config.partitioner, config.seed)?;
     let (gdir, sdir) = (program.gather_direction(), program.scatter_direction());
     let scatters = !program.always_active();
+    // Signalling programs also walk their gather edges backwards, from a changed vertex
+    // to the neighbours whose partial it puts out of date.
     let needs = Needs {
-        incoming: gdir.incoming() || (scatters && sdir.incoming()),
-        outgoing: gdir.outgoing() || (scatters && sdir.outgoing()),
+        incoming: gdir.incoming() || (scatters && (sdir.incoming() || gdir.outgoing())),
+        outgoing: gdir.outgoing() || (scatters && (sdir.outgoing() || gdir.incoming())),
     };
     let plans = plan::build(graph, &cut, needs);
     let n = graph.num_vertices();
@@ -455,6 +467,7 @@ pub fn run_detailed<P: VertexProgram>(
         stats.compute_time = stats.compute_time.max(o.compute_time);
         stats.messages_sent += o.messages;
         stats.max_staleness = stats.max_staleness.max(o.max_staleness);
+        stats.edges_gathered += o.edges_gathered;
     }
     if stats.iterations > 0 {
         stats.time_per_iteration = stats.compute_time / stats.iterations as u32;

@@ -58,6 +58,7 @@ pub(crate) struct Outcome<D> {
     pub iterations: usize,
     pub messages: u64,
     pub max_staleness: u64,
+    pub edges_gathered: u64,
 }
 
 fn mem_err(e: MemError) -> GraphError {
@@ -88,14 +89,20 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     mdata: Vec<P::Data>,
     partial: Vec<P::Gather>,
     signal: Vec<bool>,
+    /// Work proportional to the frontier (signalling programs read fresh): the local
+    /// vertices a neighbour's change put out of date, the only ones gathered next.
+    dirty: Option<Vec<bool>>,
+    edges_gathered: u64,
     globals: P::Aggregate,
     /// Every partition's aggregate and changed count, filled by each value exchange.
     aggregates: Vec<(Words, u64)>,
     max_staleness: u64,
 }
 
-/// Folds the gather edges of every local vertex into `out`, reading neighbours from
-/// `src`. With `MEASURE`, also reads each neighbour's stamp and records the staleness.
+/// Folds the gather edges of local vertices into `out`, reading neighbours from `src`:
+/// every vertex, or with `dirty` only those marked (clearing the marks; the others keep
+/// their partial). With `MEASURE`, also reads each neighbour's stamp and records the
+/// staleness. Returns the number of edges gathered.
 #[allow(clippy::too_many_arguments)]
 fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     program: &P,
@@ -104,9 +111,10 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     gather_out: &[u32],
     src: &S,
     out: &mut [P::Gather],
+    mut dirty: Option<&mut [bool]>,
     expect: u64,
     staleness: &mut u64,
-) -> Result<(), MemError> {
+) -> Result<u64, MemError> {
     let dw = words_of::<P::Data>();
     let dirs: [(Option<&Csr>, &[u32]); 2] = [
         (plan.incoming.as_ref(), gather_in),
@@ -119,13 +127,20 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
         }
         src.value(c)
     };
+    let mut edges = 0;
     for (l, slot) in out.iter_mut().enumerate() {
+        if let Some(dirty) = dirty.as_deref_mut()
+            && !std::mem::take(&mut dirty[l])
+        {
+            continue;
+        }
         let mut acc = program.zero();
         for &(csr, cols) in &dirs {
             let (Some(csr), false) = (csr, cols.is_empty()) else {
                 continue;
             };
             let range = csr.range(l);
+            edges += range.len() as u64;
             match csr.weights.as_deref() {
                 None => {
                     for &c in &cols[range] {
@@ -141,35 +156,59 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
         }
         *slot = acc;
     }
-    Ok(())
+    Ok(edges)
 }
 
-/// Visits the scatter edges of local vertices changed at stamp `stamp`, marking signals.
+/// Visits the edges of local vertices changed at stamp `stamp`: across scatter edges
+/// it marks the neighbours the program signals, and across the reverse of gather edges
+/// it marks the neighbours whose partial the change makes out of date (`dirty`).
 fn scatter_all<P: VertexProgram, S: WordSource>(
     program: &P,
     plan: &PartPlan,
     slot: &[u32],
     src: &S,
     signal: &mut [bool],
+    dirty: Option<&mut [bool]>,
     stamp: u64,
 ) -> Result<(), MemError> {
     let dw = words_of::<P::Data>();
-    let dir = program.scatter_direction();
+    let scatter = program.scatter_direction();
+    let gather = program.gather_direction();
+    let mark = dirty.is_some();
+    // (edges, scatter across them, a neighbour across them gathers from the vertex)
     let csrs = [
-        plan.outgoing.as_ref().filter(|_| dir.outgoing()),
-        plan.incoming.as_ref().filter(|_| dir.incoming()),
+        (
+            plan.outgoing.as_ref(),
+            scatter.outgoing(),
+            mark && gather.incoming(),
+        ),
+        (
+            plan.incoming.as_ref(),
+            scatter.incoming(),
+            mark && gather.outgoing(),
+        ),
     ];
+    let mut scratch = [];
+    let dirty = dirty.unwrap_or(&mut scratch);
     for (l, &s) in slot.iter().enumerate() {
         if src.word(s as usize + dw)? != meta(stamp, true) {
             continue;
         }
         let d: P::Data = src.value(s as usize)?;
-        for csr in csrs.iter().flatten() {
+        for &(csr, scatters, marks) in &csrs {
+            let Some(csr) = csr.filter(|_| scatters || marks) else {
+                continue;
+            };
             for e in csr.range(l) {
                 let n = csr.cols[e] as usize;
-                let nd: P::Data = src.value(slot[n] as usize)?;
-                if program.scatter(csr.weight(e), &d, &nd) {
-                    signal[n] = true;
+                if marks {
+                    dirty[n] = true;
+                }
+                if scatters {
+                    let nd: P::Data = src.value(slot[n] as usize)?;
+                    if program.scatter(csr.weight(e), &d, &nd) {
+                        signal[n] = true;
+                    }
                 }
             }
         }
@@ -203,6 +242,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             mdata: Vec::with_capacity(plan.masters.len()),
             partial: vec![program.zero(); locals],
             signal: vec![false; locals],
+            // Every vertex gathers in the first superstep.
+            dirty: (!program.always_active() && !ctx.stale_reads).then(|| vec![true; locals]),
+            edges_gathered: 0,
             globals: program.aggregate_zero(),
             aggregates: vec![([0; 2], 0); ctx.plans.len()],
             max_staleness: 0,
@@ -264,6 +306,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             &self.slot,
             &src,
             &mut self.signal,
+            self.dirty.as_deref_mut(),
             step as u64,
         )
         .map_err(mem_err)
@@ -273,17 +316,22 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let (program, plan) = (self.ctx.program, self.plan);
         let (gin, gout) = (&self.gather_in[..], &self.gather_out[..]);
         let out = &mut self.partial[..];
+        let dirty = self.dirty.as_deref_mut();
         let expect = step as u64;
         let mut st = 0;
-        {
+        self.edges_gathered += {
             let src = self.exchange.source();
             if self.ctx.stale_reads {
-                gather_all::<P, _, true>(program, plan, gin, gout, &src, out, expect, &mut st)
+                gather_all::<P, _, true>(
+                    program, plan, gin, gout, &src, out, dirty, expect, &mut st,
+                )
             } else {
-                gather_all::<P, _, false>(program, plan, gin, gout, &src, out, expect, &mut st)
+                gather_all::<P, _, false>(
+                    program, plan, gin, gout, &src, out, dirty, expect, &mut st,
+                )
             }
-            .map_err(mem_err)?;
-        }
+            .map_err(mem_err)?
+        };
         self.max_staleness = self.max_staleness.max(st);
         // Replicas put their partials, stamped with this superstep and their signal.
         let stamp = step as u64 + 1;
@@ -397,6 +445,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             iterations: step,
             messages: self.exchange.messages(),
             max_staleness: self.max_staleness,
+            edges_gathered: self.edges_gathered,
         })
     }
 }

@@ -135,6 +135,7 @@ pub fn summary(rows: &[Row]) -> String {
         "mode",
         "supersteps",
         "time/step",
+        "edges gathered",
         "replication",
         "written back",
         "invalidated",
@@ -149,6 +150,7 @@ pub fn summary(rows: &[Row]) -> String {
             mode_name(row.mode).to_owned(),
             s.iterations.to_string(),
             duration(s.time_per_iteration),
+            s.edges_gathered.to_string(),
             format!("{:.3}", s.replication_factor),
             s.lines_written_back.to_string(),
             s.lines_invalidated.to_string(),
@@ -180,7 +182,7 @@ pub fn summary(rows: &[Row]) -> String {
 
 /// The summary as one line of JSON: `{"program": "pagerank", "vertices": n, "edges": m,
 /// "nodes": k, "modes": [{"mode": "stock", "supersteps": n, "time_per_step_ns": t,
-/// "compute_ns": t, "replication": r, "written_back": n, "invalidated": n, "messages": n,
+/// "compute_ns": t, "edges_gathered": n, "replication": r, "written_back": n, "invalidated": n, "messages": n,
 /// "max_staleness": n, "vs_first": "same", "agrees": true}, ...]}` (`vs_first` is null
 /// for the first mode).
 pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String {
@@ -193,11 +195,12 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
                 None => ("null".to_owned(), true),
             };
             format!(
-                "{{\"mode\": \"{}\", \"supersteps\": {}, \"time_per_step_ns\": {}, \"compute_ns\": {}, \"replication\": {:.6}, \"written_back\": {}, \"invalidated\": {}, \"messages\": {}, \"max_staleness\": {}, \"vs_first\": {vs_first}, \"agrees\": {agrees}}}",
+                "{{\"mode\": \"{}\", \"supersteps\": {}, \"time_per_step_ns\": {}, \"compute_ns\": {}, \"edges_gathered\": {}, \"replication\": {:.6}, \"written_back\": {}, \"invalidated\": {}, \"messages\": {}, \"max_staleness\": {}, \"vs_first\": {vs_first}, \"agrees\": {agrees}}}",
                 mode_name(row.mode),
                 s.iterations,
                 s.time_per_iteration.as_nanos(),
                 s.compute_time.as_nanos(),
+                s.edges_gathered,
                 s.replication_factor,
                 s.lines_written_back,
                 s.lines_invalidated,
