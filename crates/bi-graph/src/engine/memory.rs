@@ -98,6 +98,22 @@ pub(crate) struct LineCounters {
     pub invalidated: AtomicU64,
 }
 
+/// What [`LineCounters`] counted.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LineTotals {
+    pub written_back: u64,
+    pub invalidated: u64,
+}
+
+impl LineCounters {
+    pub fn totals(&self) -> LineTotals {
+        LineTotals {
+            written_back: self.written_back.load(Ordering::Relaxed),
+            invalidated: self.invalidated.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// A view that counts the lines its cache operations cover.
 #[derive(Clone, Debug)]
 pub(crate) struct Counted<V> {
