@@ -37,6 +37,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
         max_iterations: 10,
         tolerance: None,
         observer: None,
+        placement: bi_graph::Placement::Threads,
     };
     let coherent = pagerank(&graph, &engine(Backend::Hardware))
         .expect("coherent run")

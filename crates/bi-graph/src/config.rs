@@ -1,6 +1,8 @@
 //! How a program is run: the mode, the partitioner, the memory backend, and what a run
 //! reports.
 
+use std::path::PathBuf;
+use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,6 +136,8 @@ pub struct EngineConfig {
     pub tolerance: Option<f64>,
     /// Where progress goes.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Threads of this process, or processes over a region file.
+    pub placement: Placement,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -146,6 +150,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("seed", &self.seed)
             .field("max_iterations", &self.max_iterations)
             .field("tolerance", &self.tolerance)
+            .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
 }
@@ -161,8 +166,78 @@ impl Default for EngineConfig {
             max_iterations: 20,
             tolerance: None,
             observer: None,
+            placement: Placement::Threads,
         }
     }
+}
+
+/// Where a run's partitions execute.
+///
+/// With [`Placement::Processes`], this process creates a region file, starts one process
+/// per partition (with the caller's `spawn`, typically this program again with the same
+/// arguments) and collects the values they leave in it. Each of those processes loads
+/// the same graph and makes the same run with [`Placement::Partition`]: its partition's
+/// vertex data, partials and barrier line are in the region, its edges in its own
+/// memory. With the emulated backend each process is one emulated node over the file.
+///
+/// ```no_run
+/// use bi_graph::{EngineConfig, Launch, Placement, PartitionOf};
+/// use std::process::Command;
+/// use std::sync::Arc;
+///
+/// // In the launcher: this program again, told which partition it is.
+/// let launch = Launch {
+///     region: "/dev/shm/run.bi".into(),
+///     spawn: Arc::new(|partition| {
+///         Command::new(std::env::current_exe()?)
+///             .env("PARTITION", partition.to_string())
+///             .spawn()
+///     }),
+/// };
+/// let launcher = EngineConfig { placement: Placement::Processes(launch), ..EngineConfig::default() };
+/// // In partition 1's process:
+/// let partition = PartitionOf { region: "/dev/shm/run.bi".into(), partition: 1 };
+/// let worker = EngineConfig { placement: Placement::Partition(partition), ..EngineConfig::default() };
+/// ```
+#[derive(Clone, Debug, Default)]
+pub enum Placement {
+    /// Every partition on a thread of this process, over an anonymous region.
+    #[default]
+    Threads,
+    /// One process per partition over a region file, launched from here; the run's
+    /// values are collected here.
+    Processes(Launch),
+    /// This process is one partition of a run launched elsewhere: the run returns this
+    /// partition's measurements and no values.
+    Partition(PartitionOf),
+}
+
+/// How a launcher starts the partitions' processes ([`Placement::Processes`]).
+#[derive(Clone)]
+pub struct Launch {
+    /// The region file to create (it must not exist; the caller removes it after the
+    /// run, with the emulator's `.history` file beside it).
+    pub region: PathBuf,
+    /// Starts the process of partition `p`, which runs with
+    /// `Placement::Partition(PartitionOf { region, partition: p })`.
+    pub spawn: Arc<dyn Fn(usize) -> std::io::Result<Child> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which partition of which launched run this process is ([`Placement::Partition`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionOf {
+    /// The launcher's region file.
+    pub region: PathBuf,
+    /// This process's partition.
+    pub partition: usize,
 }
 
 /// What a run measured.

@@ -70,6 +70,25 @@ pub enum GraphError {
         /// What was inconsistent.
         what: &'static str,
     },
+    /// A partition's process could not be started or watched ([`Placement::Processes`]).
+    ///
+    /// [`Placement::Processes`]: crate::Placement::Processes
+    Spawn {
+        /// The partition.
+        partition: usize,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A partition's process failed, died or was stopped ([`Placement::Processes`]); the
+    /// others were stopped.
+    ///
+    /// [`Placement::Processes`]: crate::Placement::Processes
+    PartitionFailed {
+        /// The partition that failed first.
+        partition: usize,
+        /// What happened to its process.
+        reason: String,
+    },
     /// Background quiescence passes of the periodic mode failed (a cache operation was
     /// refused), so values may have been read staler than the period allows.
     QuiescenceFailed {
@@ -105,6 +124,15 @@ impl fmt::Display for GraphError {
             GraphError::Exchange { what } => {
                 write!(f, "values between partitions are inconsistent: {what}")
             }
+            GraphError::Spawn { partition, source } => {
+                write!(
+                    f,
+                    "cannot start the process of partition {partition}: {source}"
+                )
+            }
+            GraphError::PartitionFailed { partition, reason } => {
+                write!(f, "the process of partition {partition} {reason}")
+            }
             GraphError::QuiescenceFailed { passes } => {
                 write!(f, "{passes} background quiescence passes failed")
             }
@@ -116,7 +144,7 @@ impl fmt::Display for GraphError {
 impl std::error::Error for GraphError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            GraphError::Io { source, .. } => Some(source),
+            GraphError::Io { source, .. } | GraphError::Spawn { source, .. } => Some(source),
             GraphError::Runtime(e) => Some(e),
             GraphError::Channel(e) => Some(e),
             GraphError::Region(e) => Some(e),
@@ -127,6 +155,7 @@ impl std::error::Error for GraphError {
             | GraphError::PartitionPanicked { .. }
             | GraphError::Aborted
             | GraphError::Exchange { .. }
+            | GraphError::PartitionFailed { .. }
             | GraphError::QuiescenceFailed { .. }
             | GraphError::Layout { .. } => None,
         }

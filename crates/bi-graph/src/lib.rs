@@ -33,7 +33,9 @@ mod config;
 mod edge_list;
 mod error;
 
-pub use config::{Backend, EngineConfig, Mode, Observer, Partitioner, RunStats};
+pub use config::{
+    Backend, EngineConfig, Launch, Mode, Observer, PartitionOf, Partitioner, Placement, RunStats,
+};
 pub use edge_list::EdgeList;
 pub use error::GraphError;
 

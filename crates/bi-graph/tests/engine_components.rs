@@ -121,6 +121,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode) -> EngineConfig {
         max_iterations: 3,
         tolerance: None,
         observer: None,
+        placement: Default::default(),
     }
 }
 

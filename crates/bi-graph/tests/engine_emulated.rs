@@ -47,6 +47,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode, seed: u64) -> Engi
         max_iterations: 10,
         tolerance: None,
         observer: None,
+        placement: bi_graph::Placement::Threads,
     }
 }
 

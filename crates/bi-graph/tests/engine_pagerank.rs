@@ -88,6 +88,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode, iterations: usize)
         max_iterations: iterations,
         tolerance: None,
         observer: None,
+        placement: Default::default(),
     }
 }
 

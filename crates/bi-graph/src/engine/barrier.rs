@@ -1,6 +1,7 @@
 //! The superstep barrier, which a failing partition can break so no one waits forever.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use bi_core::mem::MemView;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// The barrier was broken because some partition failed.
@@ -74,6 +75,135 @@ impl Barrier for PhaseBarrier {
 
     fn is_aborted(&self) -> bool {
         self.aborted.load(Ordering::SeqCst)
+    }
+}
+
+/// The word a node writes in its own line when it gives up: above any arrival count.
+const ABORT: u64 = u64::MAX;
+
+/// A barrier in the region for partitions that are processes, with no cross-node atomic
+/// operation: each node writes only its own line (its count of arrivals, written back),
+/// and waits until every other node's line, invalidated and read again, shows at least
+/// as many. A node that fails writes [`ABORT`] there instead; so does the launcher, in a
+/// line of its own, when a partition's process dies. A node whose launcher is gone (it
+/// was adopted by another parent) gives up too, so no process ever waits forever.
+pub(crate) struct RegionBarrier<V> {
+    view: V,
+    /// Offset of each node's line, then the launcher's.
+    lines: Vec<usize>,
+    line: usize,
+    me: usize,
+    arrivals: AtomicU64,
+    aborted: AtomicBool,
+    parent: Option<u32>,
+}
+
+impl<V: MemView> RegionBarrier<V> {
+    /// Node `me`'s side of the barrier whose lines start at `offset` (one per node of
+    /// `nodes`, then the launcher's).
+    pub fn new(view: V, offset: usize, nodes: usize, me: usize) -> Self {
+        let line = view.line_size().get();
+        RegionBarrier {
+            lines: (0..=nodes).map(|q| offset + q * line).collect(),
+            line,
+            view,
+            me,
+            arrivals: AtomicU64::new(0),
+            aborted: AtomicBool::new(false),
+            #[cfg(unix)]
+            parent: Some(std::os::unix::process::parent_id()),
+            #[cfg(not(unix))]
+            parent: None,
+        }
+    }
+
+    /// The launcher's side: marks the run aborted for every node.
+    pub fn abort_all(view: &V, offset: usize, nodes: usize) {
+        let at = offset + nodes * view.line_size().get();
+        Self::publish(view, at, ABORT);
+    }
+
+    fn publish(view: &V, at: usize, word: u64) {
+        // A view refusing an in-bounds aligned word is a bug elsewhere; the waiting
+        // nodes then still stop on their launcher's side.
+        let _ = view.store_u64(at, word);
+        let _ = view.writeback(at, 8);
+        view.fence();
+    }
+
+    /// Node `q`'s word (`lines.len() - 1` is the launcher), read fresh.
+    fn read(&self, q: usize) -> u64 {
+        let at = self.lines[q];
+        if self.view.invalidate(at, self.line).is_err() {
+            return ABORT;
+        }
+        self.view.fence();
+        self.view.load_u64(at).unwrap_or(ABORT)
+    }
+
+    fn launcher_gone(&self) -> bool {
+        #[cfg(unix)]
+        {
+            self.parent
+                .is_some_and(|p| p != std::os::unix::process::parent_id())
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+
+    fn give_up(&self) -> Aborted {
+        self.aborted.store(true, Ordering::SeqCst);
+        Aborted
+    }
+}
+
+impl<V: MemView> Barrier for RegionBarrier<V> {
+    fn wait(&self) -> Result<(), Aborted> {
+        if self.aborted.load(Ordering::SeqCst) {
+            return Err(Aborted);
+        }
+        let count = self.arrivals.fetch_add(1, Ordering::Relaxed) + 1;
+        Self::publish(&self.view, self.lines[self.me], count);
+        let mut spins = 0u32;
+        loop {
+            let mut behind = false;
+            for q in 0..self.lines.len() {
+                if q == self.me {
+                    continue;
+                }
+                let word = self.read(q);
+                if word == ABORT {
+                    return Err(self.give_up());
+                }
+                // The launcher's line only ever holds 0 or ABORT.
+                behind |= q + 1 < self.lines.len() && word < count;
+            }
+            if !behind {
+                return Ok(());
+            }
+            if self.launcher_gone() {
+                return Err(self.give_up());
+            }
+            spins = spins.saturating_add(1);
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn abort(&self) {
+        self.aborted.store(true, Ordering::SeqCst);
+        Self::publish(&self.view, self.lines[self.me], ABORT);
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::SeqCst)
+            || self.launcher_gone()
+            || (0..self.lines.len()).any(|q| q != self.me && self.read(q) == ABORT)
     }
 }
 

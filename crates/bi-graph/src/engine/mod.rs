@@ -79,6 +79,7 @@ mod exchange;
 mod memory;
 mod plan;
 mod prepare;
+mod processes;
 mod program;
 mod quiescence;
 mod shared;
@@ -87,7 +88,7 @@ mod worker;
 
 pub use program::{EdgeDirection, VertexInfo, VertexProgram};
 
-use crate::config::{EngineConfig, RunStats};
+use crate::config::{EngineConfig, Placement, RunStats};
 use crate::edge_list::EdgeList;
 use crate::error::GraphError;
 use bi_core::mem::NodeStats;
@@ -239,5 +240,9 @@ pub fn run_detailed<P: VertexProgram>(
     options: &RunOptions,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
     let prepared = Prepared::new(program, graph, config, options)?;
-    threads::run(&prepared, program, config, options)
+    match &config.placement {
+        Placement::Threads => threads::run(&prepared, program, config, options),
+        Placement::Processes(launch) => processes::launch::<P>(&prepared, launch),
+        Placement::Partition(of) => processes::serve(&prepared, program, config, options, of),
+    }
 }

@@ -9,6 +9,8 @@
 //!                   partials[p]  one slot per replica: gather words | meta word,
 //!                                grouped by master partition, in vertex order
 //!                   aggregate[p] one line: aggregate words | changed count
+//!                   report[p]    what the partition measured (processes only)
+//! meeting:          one line per partition, then the launcher's (processes only)
 //! per ordered pair: channel p -> q (stock mode only)
 //! ```
 //!
@@ -24,6 +26,9 @@ use super::plan::PartPlan;
 use crate::error::GraphError;
 use bi_core::channel::ChannelLayout;
 use bi_core::line::LineSize;
+
+/// Words of a partition's report (see the processes module).
+pub(crate) const REPORT_WORDS: usize = 32;
 
 /// A stock-mode message: `[index | flag << 32, meta, value word 0, value word 1]`.
 pub(crate) type Msg = [u64; 4];
@@ -54,6 +59,11 @@ pub(crate) struct SharedLayout {
     pub values: Vec<Extent>,
     pub partials: Vec<Extent>,
     pub aggregates: Vec<Extent>,
+    /// Where a partition that is a process leaves its measurements for the launcher.
+    pub reports: Vec<Extent>,
+    /// The barrier of partitions that are processes: one line per partition, then the
+    /// launcher's.
+    pub meeting: Extent,
     /// `channels[p * parts + q]`: partition `p` sends to `q`.
     pub channels: Vec<Option<ChannelLayout<Msg>>>,
     /// Bytes needed from the first offset.
@@ -125,6 +135,10 @@ impl SharedLayout {
             )?);
             aggregates.push(take(32)?);
         }
+        let reports = (0..parts)
+            .map(|_| take(REPORT_WORDS * 8))
+            .collect::<Result<_, _>>()?;
+        let meeting = take((parts + 1) * l)?;
         let mut chans = vec![None; parts * parts];
         if channels {
             for p in 0..parts {
@@ -154,6 +168,8 @@ impl SharedLayout {
             values,
             partials,
             aggregates,
+            reports,
+            meeting,
             channels: chans,
             end: at,
         })
@@ -215,6 +231,8 @@ mod tests {
             values: vec![],
             partials: vec![],
             aggregates: vec![],
+            reports: vec![],
+            meeting: Extent::default(),
             channels: vec![],
             end: 0,
         };

@@ -96,7 +96,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "F", default_value_t = 16, conflicts_with = "input",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub edge_factor: u32,
-    /// Number of partitions, one node (thread) each.
+    /// Number of partitions, one node (a thread, or a process with --processes) each.
     #[arg(long, value_name = "K", default_value_t = 2,
           value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub nodes: u64,
@@ -122,6 +122,16 @@ pub struct CommonArgs {
     /// the table: the program, the graph's size and one entry per mode.
     #[arg(long)]
     pub json: bool,
+    /// Run each partition as a process of its own over a region file (this program
+    /// again, with the same arguments), instead of as threads of this process: vertex
+    /// data, partials and the barrier are in the file, each process loads its edges.
+    #[arg(long)]
+    pub processes: bool,
+    /// The region file for --processes, which must not exist; it is removed after the
+    /// run. Default: a new file in /dev/shm (or the temporary directory). A file on a
+    /// DAX or CXL device shares the partitions across hosts' memory.
+    #[arg(long, value_name = "FILE", requires = "processes")]
+    pub region: Option<PathBuf>,
 }
 
 /// `--partition` values.

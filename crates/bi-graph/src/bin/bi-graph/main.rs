@@ -3,13 +3,14 @@
 //! modes, and compare them. `bi-graph --help` lists the options.
 
 mod args;
+mod processes;
 mod progress;
 mod report;
 
 use args::{Cli, CommonArgs, Program};
 use bi_graph::generate::Kronecker;
 use bi_graph::input::GraphReader;
-use bi_graph::{EdgeList, EngineConfig, GraphError, Observer};
+use bi_graph::{EdgeList, EngineConfig, GraphError, Observer, Placement, RunStats};
 use clap::Parser;
 use report::{Row, Values};
 use std::fmt;
@@ -116,20 +117,26 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Job::Wcc { .. } => "wcc",
         Job::Sssp { .. } => "sssp",
     };
-    let observer = progress::Bars::for_terminal();
+    let worker = processes::Worker::from_env().map_err(Failure::Message)?;
+    let observer = match worker {
+        Some(_) => None,
+        None => progress::Bars::for_terminal(),
+    };
     let started = Instant::now();
     let graph = load(&common, matches!(job, Job::Sssp { .. }), observer.clone())?;
-    eprintln!(
-        "graph: {} vertices, {} edges ({} in {:.2} s)",
-        graph.num_vertices(),
-        graph.num_edges(),
-        if common.input.is_some() {
-            "read"
-        } else {
-            "generated"
-        },
-        started.elapsed().as_secs_f64()
-    );
+    if worker.is_none() {
+        eprintln!(
+            "graph: {} vertices, {} edges ({} in {:.2} s)",
+            graph.num_vertices(),
+            graph.num_edges(),
+            if common.input.is_some() {
+                "read"
+            } else {
+                "generated"
+            },
+            started.elapsed().as_secs_f64()
+        );
+    }
     let converge = graph.num_vertices().max(1);
     let (task, max_iterations, tolerance) = match job {
         Job::Pagerank {
@@ -143,9 +150,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
     };
 
+    let modes = match &worker {
+        Some(w) => vec![w.mode],
+        None => common.mode.modes(),
+    };
     let mut rows: Vec<Row> = Vec::new();
     let mut first: Option<Values> = None;
-    for mode in common.mode.modes() {
+    for mode in modes {
+        let placement = match &worker {
+            Some(w) => w.placement(),
+            None if common.processes => processes::launch(common.region.as_deref(), mode)?,
+            None => Placement::Threads,
+        };
+        let region = processes::region_of(&placement);
         let config = EngineConfig {
             nodes: to_usize(common.nodes),
             partitioner: common.partition.into(),
@@ -155,21 +172,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             max_iterations,
             tolerance,
             observer: observer.clone(),
+            placement,
         };
-        let (values, stats) = match task {
-            Task::Pagerank => {
-                let run = bi_graph::pagerank(&graph, &config)?;
-                (Values::Ranks(run.values), run.stats)
-            }
-            Task::Wcc => {
-                let run = bi_graph::wcc(&graph, &config)?;
-                (Values::Labels(run.values), run.stats)
-            }
-            Task::Sssp(source) => {
-                let run = bi_graph::sssp(&graph, source, &config)?;
-                (Values::Distances(run.values), run.stats)
-            }
-        };
+        let run = run_task(task, &graph, &config);
+        if worker.is_none()
+            && let Some(path) = region
+        {
+            processes::remove_region(&path);
+        }
+        let (values, stats) = run?;
+        if worker.is_some() {
+            // A partition's process: the launcher reports.
+            return Ok(());
+        }
         let difference = first.as_ref().map(|f| report::compare(f, &values, mode));
         if first.is_none() {
             first = Some(values);
@@ -206,6 +221,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
             disagreeing.join(", ")
         )))
     }
+}
+
+/// Runs the program once.
+fn run_task(
+    task: Task,
+    graph: &EdgeList,
+    config: &EngineConfig,
+) -> Result<(Values, RunStats), Failure> {
+    Ok(match task {
+        Task::Pagerank => {
+            let run = bi_graph::pagerank(graph, config)?;
+            (Values::Ranks(run.values), run.stats)
+        }
+        Task::Wcc => {
+            let run = bi_graph::wcc(graph, config)?;
+            (Values::Labels(run.values), run.stats)
+        }
+        Task::Sssp(source) => {
+            let run = bi_graph::sssp(graph, source, config)?;
+            (Values::Distances(run.values), run.stats)
+        }
+    })
 }
 
 fn to_usize(n: u64) -> usize {
