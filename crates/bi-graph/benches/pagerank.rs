@@ -42,7 +42,7 @@ fn config(nodes: usize, mode: Mode, supersteps: usize) -> EngineConfig {
         seed: 1,
         max_iterations: supersteps,
         tolerance: None,
-        observer: None,
+        ..EngineConfig::default()
     }
 }
 
