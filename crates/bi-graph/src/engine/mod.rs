@@ -7,8 +7,9 @@
 //! applies, changed vertices scatter signals; phases are separated by barriers. The graph
 //! is cut by vertex ([`VertexCut`]): each partition owns a share of the edges, and a vertex
 //! whose edges span several partitions has a master on one of them and a replica on each
-//! of the others. Each partition runs on its own thread, standing for one node (a socket,
-//! a host on a CXL pool), over one shared [`Region`], through the machine's memory
+//! of the others. Each partition stands for one node (a socket, a host on a CXL pool) and
+//! runs on a thread of its own over one shared [`Region`], or in a process of its own
+//! over a region file ([`Placement`]), through the machine's memory
 //! ([`Backend::Hardware`]) or emulated non-coherent caches ([`Backend::Emulated`]).
 //!
 //! # Why references instead of messages
@@ -47,6 +48,11 @@
 //!   stops only if that fresh superstep agrees. Aggregates (one line per partition) are
 //!   always exchanged fresh.
 //!
+//! In the code, each partition's loop (`worker.rs`) is the GAS loop and nothing else;
+//! how values cross partitions is one trait with an implementation for messages and one
+//! for shared slots (`exchange/`), and the periodic mode's quiescence is the bi-core
+//! runtime's background pass with the partition's lines as its invalidation policy.
+//!
 //! # Costs
 //!
 //! Per partition: a CSR of its local edges in each direction the program needs, with
@@ -68,6 +74,7 @@
 //!
 //! [`VertexCut`]: crate::VertexCut
 //! [`Region`]: bi_core::region::Region
+//! [`Placement`]: crate::Placement
 //! [`Backend::Hardware`]: crate::Backend::Hardware
 //! [`Backend::Emulated`]: crate::Backend::Emulated
 //! [`Mode::Stock`]: crate::Mode::Stock
