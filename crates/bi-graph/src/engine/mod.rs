@@ -160,7 +160,7 @@ pub struct DetailedRun<T> {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunOptions {
-    /// Period of the background quiescence pass in [`Mode::BiPeriodic`].
+    /// Period of the background quiescence pass in [`Mode::BiPeriodic`](crate::Mode::BiPeriodic).
     pub quiescence_period: Duration,
     /// Entries per stock-mode channel (a power of two).
     pub channel_capacity: usize,
