@@ -210,6 +210,12 @@ pub enum Placement {
     /// This process is one partition of a run launched elsewhere: the run returns this
     /// partition's measurements and no values.
     Partition(PartitionOf),
+    /// This process is one MPI rank of the world communicator, and one partition (the
+    /// rank's): the stock mode with MPI as its transport. Rank 0 returns the values, the
+    /// others none; every rank returns the run's measurements. The caller initialises
+    /// MPI (`mpi::initialize()`) and runs one rank per partition.
+    #[cfg(feature = "mpi")]
+    Mpi,
 }
 
 /// How a launcher starts the partitions' processes ([`Placement::Processes`]).

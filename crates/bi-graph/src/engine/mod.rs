@@ -84,11 +84,14 @@
 mod barrier;
 mod exchange;
 mod memory;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod plan;
 mod prepare;
 mod processes;
 mod program;
 mod quiescence;
+mod report;
 mod shared;
 mod threads;
 mod worker;
@@ -251,5 +254,7 @@ pub fn run_detailed<P: VertexProgram>(
         Placement::Threads => threads::run(&prepared, program, config, options),
         Placement::Processes(launch) => processes::launch::<P>(&prepared, launch),
         Placement::Partition(of) => processes::serve(&prepared, program, config, options, of),
+        #[cfg(feature = "mpi")]
+        Placement::Mpi => mpi::run(&prepared, program, config),
     }
 }

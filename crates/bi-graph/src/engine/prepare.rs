@@ -6,7 +6,7 @@
 use super::RunOptions;
 use super::barrier::Barrier;
 use super::exchange::slots::Loads;
-use super::exchange::{Messages, SharedSlots};
+use super::exchange::{Channels, Messages, SharedSlots};
 use super::memory::LineTotals;
 use super::memory::{MAX_VALUE_BYTES, words_of};
 use super::plan::{self, Needs, PartPlan};
@@ -197,8 +197,8 @@ impl Prepared {
         R: Loads<V>,
     {
         if self.mode == Mode::Stock {
-            let exchange =
-                Messages::new(p, &self.plans, &self.layout, &view, barrier, self.words[0])?;
+            let channels = Channels::new(p, &self.layout, &view, barrier)?;
+            let exchange = Messages::new(p, &self.plans, &self.layout, channels, self.words[0]);
             Worker::new(ctx, p, exchange).run()
         } else {
             let exchange = SharedSlots::new(

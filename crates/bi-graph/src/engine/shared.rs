@@ -23,12 +23,10 @@
 
 use super::memory::words_of;
 use super::plan::PartPlan;
+use super::report::REPORT_WORDS;
 use crate::error::GraphError;
 use bi_core::channel::ChannelLayout;
 use bi_core::line::LineSize;
-
-/// Words of a partition's report (see the processes module).
-pub(crate) const REPORT_WORDS: usize = 32;
 
 /// A stock-mode message: `[index | flag << 32, meta, value word 0, value word 1]`.
 pub(crate) type Msg = [u64; 4];

@@ -132,6 +132,12 @@ pub struct CommonArgs {
     /// DAX or CXL device shares the partitions across hosts' memory.
     #[arg(long, value_name = "FILE", requires = "processes")]
     pub region: Option<PathBuf>,
+    /// Run as one MPI rank per partition (start with `mpirun -np K bi-graph ... --mpi`;
+    /// --nodes is the number of ranks): the stock mode with MPI as its transport. Rank
+    /// 0 writes the values and the summary.
+    #[cfg(feature = "mpi")]
+    #[arg(long, conflicts_with_all = ["processes", "nodes"])]
+    pub mpi: bool,
 }
 
 /// `--partition` values.

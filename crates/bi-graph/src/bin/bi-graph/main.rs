@@ -5,6 +5,8 @@
 mod args;
 mod processes;
 mod progress;
+#[cfg(feature = "mpi")]
+mod ranks;
 mod report;
 
 use args::{Cli, CommonArgs, Program};
@@ -118,13 +120,36 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Job::Sssp { .. } => "sssp",
     };
     let worker = processes::Worker::from_env().map_err(Failure::Message)?;
-    let observer = match worker {
-        Some(_) => None,
-        None => progress::Bars::for_terminal(),
+    let modes = match &worker {
+        Some(w) => vec![w.mode],
+        None => common.mode.modes(),
+    };
+    #[cfg(feature = "mpi")]
+    let mpi = if common.mpi {
+        Some(ranks::Ranks::start(&modes)?)
+    } else {
+        None
+    };
+    #[cfg(feature = "mpi")]
+    let nodes = mpi
+        .as_ref()
+        .map_or(to_usize(common.nodes), ranks::Ranks::size);
+    #[cfg(not(feature = "mpi"))]
+    let nodes = to_usize(common.nodes);
+    // Partitions' processes and ranks other than 0 keep quiet: the launcher or rank 0
+    // reports.
+    #[cfg(feature = "mpi")]
+    let quiet = worker.is_some() || mpi.as_ref().is_some_and(|m| !m.is_root());
+    #[cfg(not(feature = "mpi"))]
+    let quiet = worker.is_some();
+    let observer = if quiet {
+        None
+    } else {
+        progress::Bars::for_terminal()
     };
     let started = Instant::now();
     let graph = load(&common, matches!(job, Job::Sssp { .. }), observer.clone())?;
-    if worker.is_none() {
+    if !quiet {
         eprintln!(
             "graph: {} vertices, {} edges ({} in {:.2} s)",
             graph.num_vertices(),
@@ -150,21 +175,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
     };
 
-    let modes = match &worker {
-        Some(w) => vec![w.mode],
-        None => common.mode.modes(),
-    };
     let mut rows: Vec<Row> = Vec::new();
     let mut first: Option<Values> = None;
     for mode in modes {
         let placement = match &worker {
             Some(w) => w.placement(),
+            #[cfg(feature = "mpi")]
+            None if mpi.is_some() => Placement::Mpi,
             None if common.processes => processes::launch(common.region.as_deref(), mode)?,
             None => Placement::Threads,
         };
         let region = processes::region_of(&placement);
         let config = EngineConfig {
-            nodes: to_usize(common.nodes),
+            nodes,
             partitioner: common.partition.into(),
             mode,
             backend: common.backend.backend(common.seed),
@@ -185,6 +208,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             // A partition's process: the launcher reports.
             return Ok(());
         }
+        #[cfg(feature = "mpi")]
+        if mpi.as_ref().is_some_and(|m| !m.is_root()) {
+            continue; // rank 0 reports
+        }
         let difference = first.as_ref().map(|f| report::compare(f, &values, mode));
         if first.is_none() {
             first = Some(values);
@@ -196,6 +223,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         });
     }
 
+    #[cfg(feature = "mpi")]
+    if mpi.as_ref().is_some_and(|m| !m.is_root()) {
+        return Ok(());
+    }
     let to_stdout = common.output.as_deref() == Some(Path::new("-"));
     if let (Some(path), Some(values)) = (&common.output, &first) {
         write_output(path, &graph, values)?;

@@ -12,20 +12,112 @@ use bi_core::mem::MemView;
 /// Marks the aggregate message that ends a partition's values (no vertex has this index).
 const AGGREGATE: u64 = u32::MAX as u64;
 
-/// PowerGraph's exchange over SPSC channels, one per ordered pair of partitions: a
-/// replica's partial is a message to its master, a master's value a message to each of
-/// its replicas, which copy it into private memory where gather reads it.
-pub(crate) struct Messages<'a, V: MemView> {
+/// How messages travel between partitions: every partition sends `out[q]` to every `q`
+/// and receives `expect[q]` messages from every `q`, in one step all partitions take.
+pub(crate) trait Transport {
+    fn exchange(
+        &mut self,
+        out: &[Vec<Msg>],
+        inbox: &mut [Vec<Msg>],
+        expect: &[usize],
+    ) -> Result<(), GraphError>;
+}
+
+/// SPSC channels in shared memory, one per ordered pair of partitions.
+pub(crate) struct Channels<'a, V: MemView> {
+    senders: Vec<Option<Sender<V, Msg>>>,
+    receivers: Vec<Option<Receiver<V, Msg>>>,
+    barrier: &'a dyn Barrier,
+}
+
+impl<'a, V: MemView> Channels<'a, V> {
+    /// Partition `p`'s ends of the channels in `layout`, over `view`.
+    pub fn new(
+        p: usize,
+        layout: &SharedLayout,
+        view: &V,
+        barrier: &'a dyn Barrier,
+    ) -> Result<Self, GraphError> {
+        let parts = layout.values.len();
+        let channel =
+            |from: usize, to: usize| layout.channels.get(from * parts + to).copied().flatten();
+        let mut senders = Vec::with_capacity(parts);
+        let mut receivers = Vec::with_capacity(parts);
+        for q in 0..parts {
+            senders.push(match channel(p, q) {
+                Some(c) => Some(Sender::new(view.clone(), c)?),
+                None => None,
+            });
+            receivers.push(match channel(q, p) {
+                Some(c) => Some(Receiver::new(view.clone(), c)?),
+                None => None,
+            });
+        }
+        Ok(Channels {
+            senders,
+            receivers,
+            barrier,
+        })
+    }
+}
+
+impl<V: MemView> Transport for Channels<'_, V> {
+    // Partition indices address several parallel per-partition arrays at once.
+    #[allow(clippy::needless_range_loop)]
+    fn exchange(
+        &mut self,
+        out: &[Vec<Msg>],
+        inbox: &mut [Vec<Msg>],
+        expect: &[usize],
+    ) -> Result<(), GraphError> {
+        let parts = out.len();
+        let mut sent = vec![0usize; parts];
+        loop {
+            let mut progress = false;
+            let mut done = true;
+            for q in 0..parts {
+                if let Some(tx) = &mut self.senders[q]
+                    && sent[q] < out[q].len()
+                {
+                    let n = tx.send_batch(&out[q][sent[q]..])?;
+                    sent[q] += n;
+                    progress |= n > 0;
+                    done &= sent[q] == out[q].len();
+                }
+                if let Some(rx) = &mut self.receivers[q] {
+                    let have = inbox[q].len();
+                    if have < expect[q] {
+                        let n = rx.recv_batch(&mut inbox[q], expect[q] - have)?;
+                        progress |= n > 0;
+                        done &= have + n == expect[q];
+                    }
+                }
+            }
+            if done {
+                return Ok(());
+            }
+            if !progress {
+                if self.barrier.is_aborted() {
+                    return Err(Aborted.into());
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// PowerGraph's exchange: a replica's partial is a message to its master, a master's
+/// value a message to each of its replicas, which copy it into private memory where
+/// gather reads it. Messages travel by `T` (channels in shared memory, or MPI).
+pub(crate) struct Messages<'a, T> {
     p: usize,
     plan: &'a PartPlan,
-    barrier: &'a dyn Barrier,
+    transport: T,
     stride: usize,
     meta: bool,
     dw: usize,
     /// Replica copies and this partition's own masters' values, `stride` words per local.
     copies: Vec<u64>,
-    senders: Vec<Option<Sender<V, Msg>>>,
-    receivers: Vec<Option<Receiver<V, Msg>>>,
     out: Vec<Vec<Msg>>,
     inbox: Vec<Vec<Msg>>,
     /// Messages expected from each partition in each exchange.
@@ -36,45 +128,29 @@ pub(crate) struct Messages<'a, V: MemView> {
     messages: u64,
 }
 
-impl<'a, V: MemView> Messages<'a, V> {
+impl<'a, T: Transport> Messages<'a, T> {
     pub fn new(
         p: usize,
         plans: &'a [PartPlan],
         layout: &SharedLayout,
-        view: &V,
-        barrier: &'a dyn Barrier,
+        transport: T,
         data_words: usize,
-    ) -> Result<Self, GraphError> {
+    ) -> Self {
         let parts = plans.len();
         let plan = &plans[p];
-        let mut senders = Vec::with_capacity(parts);
-        let mut receivers = Vec::with_capacity(parts);
-        for q in 0..parts {
-            let channel = |from: usize, to: usize| layout.channels.get(from * parts + to).copied();
-            senders.push(match channel(p, q).flatten() {
-                Some(c) => Some(Sender::new(view.clone(), c)?),
-                None => None,
-            });
-            receivers.push(match channel(q, p).flatten() {
-                Some(c) => Some(Receiver::new(view.clone(), c)?),
-                None => None,
-            });
-        }
         let others = |count: &dyn Fn(usize) -> usize| -> Vec<usize> {
             (0..parts)
                 .map(|q| if q == p { 0 } else { count(q) })
                 .collect()
         };
-        Ok(Messages {
+        Messages {
             p,
             plan,
-            barrier,
+            transport,
             stride: layout.value_stride,
             meta: layout.value_meta,
             dw: data_words,
             copies: vec![0; plan.locals() * layout.value_stride],
-            senders,
-            receivers,
             out: vec![Vec::new(); parts],
             inbox: vec![Vec::new(); parts],
             expect_partials: others(&|q| plans[q].replicas_of(p)),
@@ -82,7 +158,7 @@ impl<'a, V: MemView> Messages<'a, V> {
             expect_values: others(&|q| plans[q].mirrors_on(p) + 1),
             cursor: vec![0; parts],
             messages: 0,
-        })
+        }
     }
 
     fn copy_in(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
@@ -100,51 +176,18 @@ impl<'a, V: MemView> Messages<'a, V> {
         Ok(())
     }
 
-    /// Sends everything in `out` and receives `expect[q]` messages from every `q`.
-    // Partition indices address several parallel per-partition arrays at once.
-    #[allow(clippy::needless_range_loop)]
+    /// Sends everything in `out` and receives what every partition sends here.
     fn exchange(&mut self, values: bool) -> Result<(), GraphError> {
-        let parts = self.out.len();
-        let mut sent = vec![0usize; parts];
         for b in &mut self.inbox {
             b.clear();
         }
-        loop {
-            let mut progress = false;
-            let mut done = true;
-            for q in 0..parts {
-                if let Some(tx) = &mut self.senders[q]
-                    && sent[q] < self.out[q].len()
-                {
-                    let n = tx.send_batch(&self.out[q][sent[q]..])?;
-                    sent[q] += n;
-                    progress |= n > 0;
-                    done &= sent[q] == self.out[q].len();
-                }
-                let expect = if values {
-                    self.expect_values[q]
-                } else {
-                    self.expect_partials[q]
-                };
-                if let Some(rx) = &mut self.receivers[q] {
-                    let have = self.inbox[q].len();
-                    if have < expect {
-                        let n = rx.recv_batch(&mut self.inbox[q], expect - have)?;
-                        progress |= n > 0;
-                        done &= have + n == expect;
-                    }
-                }
-            }
-            if done {
-                break;
-            }
-            if !progress {
-                if self.barrier.is_aborted() {
-                    return Err(Aborted.into());
-                }
-                std::thread::yield_now();
-            }
-        }
+        let expect = if values {
+            &self.expect_values
+        } else {
+            &self.expect_partials
+        };
+        self.transport
+            .exchange(&self.out, &mut self.inbox, expect)?;
         for b in &mut self.out {
             self.messages += b.len() as u64;
             b.clear();
@@ -154,7 +197,7 @@ impl<'a, V: MemView> Messages<'a, V> {
     }
 }
 
-impl<V: MemView> Exchange for Messages<'_, V> {
+impl<T: Transport> Exchange for Messages<'_, T> {
     type Source<'s>
         = LocalWords<'s>
     where

@@ -17,10 +17,10 @@
 //! `next_partial` for each of its replicas in increasing partition order and
 //! `put_value`, then `exchange_values`.
 
-mod messages;
+pub(crate) mod messages;
 pub(crate) mod slots;
 
-pub(crate) use messages::Messages;
+pub(crate) use messages::{Channels, Messages};
 pub(crate) use slots::SharedSlots;
 
 use super::memory::WordSource;

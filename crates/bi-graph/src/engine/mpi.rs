@@ -1,0 +1,215 @@
+//! Partitions as MPI ranks ([`Placement::Mpi`]): the stock mode with MPI as its message
+//! transport, the baseline PowerGraph measured.
+//!
+//! Every rank is one partition (`nodes` must equal the communicator's size), loads the
+//! same graph and makes the same preparation. A superstep's messages to every other rank
+//! travel in one `MPI_Alltoallv` per phase; the values and every rank's report are
+//! gathered on rank 0, which alone returns values. A rank that fails aborts the job
+//! (`MPI_Abort`), so no rank waits forever in a collective.
+//!
+//! [`Placement::Mpi`]: crate::Placement::Mpi
+
+use super::barrier::{Aborted, Barrier};
+use super::exchange::Messages;
+use super::exchange::messages::Transport;
+use super::memory::{LineTotals, decode, encode};
+use super::prepare::Prepared;
+use super::program::VertexProgram;
+use super::report::{DONE, REPORT_WORDS, Report};
+use super::shared::Msg;
+use super::worker::{Outcome, Worker};
+use super::{DetailedRun, Run};
+use crate::config::{EngineConfig, Mode};
+use crate::error::GraphError;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::{CommunicatorCollectives, Root};
+
+/// Messages between ranks, all of a phase in one all-to-all.
+struct MpiTransport<'a> {
+    world: &'a SimpleCommunicator,
+}
+
+/// Counts and displacements, in `u64`s, of one rank's part per peer.
+fn partition(counts: impl Iterator<Item = usize>) -> Result<(Vec<i32>, Vec<i32>), GraphError> {
+    let too_large = || GraphError::TooLarge {
+        reason: "a superstep's messages to one rank exceed MPI's 32-bit counts".into(),
+    };
+    let mut sizes = Vec::new();
+    let mut displs = Vec::new();
+    let mut at = 0i32;
+    for n in counts {
+        let words = i32::try_from(n * 4).map_err(|_| too_large())?;
+        sizes.push(words);
+        displs.push(at);
+        at = at.checked_add(words).ok_or_else(too_large)?;
+    }
+    Ok((sizes, displs))
+}
+
+impl Transport for MpiTransport<'_> {
+    fn exchange(
+        &mut self,
+        out: &[Vec<Msg>],
+        inbox: &mut [Vec<Msg>],
+        expect: &[usize],
+    ) -> Result<(), GraphError> {
+        let send: Vec<u64> = out.iter().flatten().flatten().copied().collect();
+        let (send_counts, send_displs) = partition(out.iter().map(Vec::len))?;
+        let (recv_counts, recv_displs) = partition(expect.iter().copied())?;
+        let mut recv = vec![0u64; expect.iter().sum::<usize>() * 4];
+        self.world.all_to_all_varcount_into(
+            &Partition::new(&send[..], send_counts, send_displs),
+            &mut PartitionMut::new(&mut recv[..], recv_counts, &recv_displs[..]),
+        );
+        let mut words = recv.chunks_exact(4);
+        for (q, &n) in expect.iter().enumerate() {
+            inbox[q].extend(words.by_ref().take(n).map(|w| [w[0], w[1], w[2], w[3]]));
+        }
+        Ok(())
+    }
+}
+
+/// `MPI_Barrier`; a rank that gives up aborts the job.
+struct MpiBarrier<'a> {
+    world: &'a SimpleCommunicator,
+}
+
+impl Barrier for MpiBarrier<'_> {
+    fn wait(&self) -> Result<(), Aborted> {
+        self.world.barrier();
+        Ok(())
+    }
+
+    fn abort(&self) {
+        self.world.abort(2)
+    }
+
+    fn is_aborted(&self) -> bool {
+        false
+    }
+}
+
+/// Runs this rank's partition; rank 0 returns every value, the others none.
+pub(crate) fn run<P: VertexProgram>(
+    prepared: &Prepared,
+    program: &P,
+    config: &EngineConfig,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    if !mpi::environment::is_initialized() {
+        return Err(GraphError::InvalidArgument {
+            reason: "MPI is not initialized (call mpi::initialize() first)".into(),
+        });
+    }
+    let world = SimpleCommunicator::world();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    if size != prepared.parts() {
+        return Err(GraphError::InvalidArgument {
+            reason: format!(
+                "{} partitions over {size} MPI ranks: run one rank per partition",
+                prepared.parts()
+            ),
+        });
+    }
+    if prepared.mode != Mode::Stock {
+        return Err(GraphError::InvalidArgument {
+            reason: "over MPI the stock mode runs (the BI modes need shared memory)".into(),
+        });
+    }
+    let ctx = prepared.ctx(program, config);
+    let exchange = Messages::new(
+        rank,
+        &prepared.plans,
+        &prepared.layout,
+        MpiTransport { world: &world },
+        prepared.words[0],
+    );
+    let outcome = match Worker::new(&ctx, rank, exchange).run() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: rank {rank}: {e}");
+            MpiBarrier { world: &world }.abort();
+            return Err(e);
+        }
+    };
+    gather(prepared, &world, rank, outcome)
+}
+
+/// Every rank's report everywhere, and every master's value on rank 0.
+fn gather<D: bytemuck::Pod>(
+    prepared: &Prepared,
+    world: &SimpleCommunicator,
+    rank: usize,
+    outcome: Outcome<D>,
+) -> Result<DetailedRun<D>, GraphError> {
+    let dw = prepared.words[0];
+    let mut mine: Vec<u64> = Vec::with_capacity(outcome.masters.len() * (1 + dw));
+    for (v, d) in &outcome.masters {
+        mine.push(u64::from(*v));
+        mine.extend_from_slice(&encode(d)[..dw]);
+    }
+    let report = Report {
+        status: DONE,
+        outcome: Outcome {
+            masters: Vec::new(),
+            compute_time: outcome.compute_time,
+            iterations: outcome.iterations,
+            messages: outcome.messages,
+            max_staleness: outcome.max_staleness,
+            edges_gathered: outcome.edges_gathered,
+        },
+        lines: LineTotals::default(),
+        emulator: None,
+    };
+    let mut reports = vec![0u64; REPORT_WORDS * prepared.parts()];
+    world.all_gather_into(&report.words()[..], &mut reports[..]);
+    let count = i32::try_from(mine.len()).map_err(|_| GraphError::TooLarge {
+        reason: "one rank's values exceed MPI's 32-bit counts".into(),
+    })?;
+    let mut counts = vec![0i32; prepared.parts()];
+    world.all_gather_into(&count, &mut counts[..]);
+    let root = world.process_at_rank(0);
+    let mut values = Vec::new();
+    if rank == 0 {
+        let displs: Vec<i32> = counts
+            .iter()
+            .scan(0i32, |at, &c| {
+                let d = *at;
+                *at = at.saturating_add(c);
+                Some(d)
+            })
+            .collect();
+        let total = counts.iter().map(|&c| c as usize).sum();
+        let mut all = vec![0u64; total];
+        root.gather_varcount_into_root(
+            &mine[..],
+            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
+        );
+        values = vec![D::zeroed(); prepared.in_degree.len()];
+        for entry in all.chunks_exact(1 + dw) {
+            let mut w = [0u64; 2];
+            w[..dw].copy_from_slice(&entry[1..]);
+            let slot = usize::try_from(entry[0])
+                .ok()
+                .and_then(|v| values.get_mut(v))
+                .ok_or(GraphError::Exchange {
+                    what: "a rank's value names no vertex",
+                })?;
+            *slot = decode(&w);
+        }
+    } else {
+        root.gather_varcount_into(&mine[..]);
+    }
+    let outcomes = reports
+        .chunks_exact(REPORT_WORDS)
+        .map(|w| {
+            let w: &[u64; REPORT_WORDS] = w.try_into().expect("chunks of REPORT_WORDS");
+            Report::from_words(w).outcome
+        })
+        .collect();
+    let (_, stats) = prepared.collect(outcomes, LineTotals::default());
+    Ok(DetailedRun {
+        run: Run { values, stats },
+        emulator: None,
+    })
+}
