@@ -216,6 +216,23 @@ pub enum Placement {
     /// MPI (`mpi::initialize()`) and runs one rank per partition.
     #[cfg(feature = "mpi")]
     Mpi,
+    /// This process is one MPI rank and one partition of a run spanning pools of memory:
+    /// ranks `k * ranks_per_pool ..` share pool `k`'s region file (Bounded Incoherence
+    /// inside the pool, the on-demand mode), and values cross between pools over MPI,
+    /// each master's value once per pool and superstep. Rank 0 returns the values.
+    #[cfg(feature = "mpi")]
+    MpiPools(MpiPools),
+}
+
+/// The pools of a two-level run over MPI ([`Placement::MpiPools`]).
+#[cfg(feature = "mpi")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MpiPools {
+    /// Consecutive ranks that share one pool's memory.
+    pub ranks_per_pool: usize,
+    /// Pool `k`'s region file is this path with `.k` appended; its first rank creates it
+    /// (it must not exist) and removes it after the run.
+    pub region: PathBuf,
 }
 
 /// How a launcher starts the partitions' processes ([`Placement::Processes`]).

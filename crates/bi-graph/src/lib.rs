@@ -33,6 +33,8 @@ mod config;
 mod edge_list;
 mod error;
 
+#[cfg(feature = "mpi")]
+pub use config::MpiPools;
 pub use config::{
     Backend, EngineConfig, Launch, Mode, Observer, PartitionOf, Partitioner, Placement, RunStats,
 };

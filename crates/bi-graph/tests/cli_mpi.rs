@@ -39,3 +39,60 @@ fn four_ranks_give_the_values_of_one_process() {
         assert!(x == y, "{program:?}: four ranks differ from one process");
     }
 }
+
+#[test]
+fn two_pools_of_two_ranks_give_the_values_of_one_process() {
+    let exe = env!("CARGO_BIN_EXE_bi-graph");
+    let dir = tempfile::tempdir().unwrap();
+    let region = dir.path().join("pool");
+    for program in [&["pagerank"][..], &["wcc"], &["sssp", "--source", "5"]] {
+        let one = dir.path().join("one.txt");
+        let ranks = dir.path().join("ranks.txt");
+        let common = ["--scale", "11", "--mode", "bi-on-demand"];
+        let mut a: Vec<&str> = program.to_vec();
+        a.extend(common);
+        let mut b = a.clone();
+        a.extend(["--nodes", "4", "--output", one.to_str().unwrap()]);
+        run(exe, &a);
+        b.extend([
+            "--mpi",
+            "--pool-ranks",
+            "2",
+            "--output",
+            ranks.to_str().unwrap(),
+        ]);
+        b.extend(["--region", region.to_str().unwrap()]);
+        let mut m = vec!["-np", "4", exe];
+        m.extend(b);
+        run("mpirun", &m);
+        let (x, y) = (std::fs::read(&one).unwrap(), std::fs::read(&ranks).unwrap());
+        assert!(!x.is_empty());
+        assert!(x == y, "{program:?}: two pools differ from one process");
+        // Each pool's first rank removes its region file.
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "only the outputs"
+        );
+    }
+    // Pools share memory for the BI modes; the stock mode runs over MPI alone.
+    let out = Command::new("mpirun")
+        .args([
+            "-np",
+            "2",
+            exe,
+            "wcc",
+            "--scale",
+            "8",
+            "--mpi",
+            "--pool-ranks",
+            "1",
+        ])
+        .args(["--mode", "stock"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--pool-ranks runs the bi-on-demand mode")
+    );
+}

@@ -87,6 +87,7 @@ mod memory;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod plan;
+mod pools;
 mod prepare;
 mod processes;
 mod program;
@@ -256,5 +257,7 @@ pub fn run_detailed<P: VertexProgram>(
         Placement::Partition(of) => processes::serve(&prepared, program, config, options, of),
         #[cfg(feature = "mpi")]
         Placement::Mpi => mpi::run(&prepared, program, config),
+        #[cfg(feature = "mpi")]
+        Placement::MpiPools(pools) => mpi::run_pools(&prepared, program, config, pools),
     }
 }

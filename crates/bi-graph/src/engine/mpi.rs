@@ -9,21 +9,28 @@
 //!
 //! [`Placement::Mpi`]: crate::Placement::Mpi
 
-use super::barrier::{Aborted, Barrier};
+use super::barrier::RegionBarrier;
 use super::exchange::Messages;
 use super::exchange::messages::Transport;
-use super::memory::{LineTotals, decode, encode};
+use super::exchange::pooled::PooledSlots;
+#[cfg(not(loom))]
+use super::exchange::slots::Direct;
+#[cfg(loom)]
+use super::exchange::slots::Viewed;
+use super::memory::{Counted, LineCounters, LineTotals, decode, encode};
 use super::prepare::Prepared;
 use super::program::VertexProgram;
 use super::report::{DONE, REPORT_WORDS, Report};
 use super::shared::Msg;
 use super::worker::{Outcome, Worker};
 use super::{DetailedRun, Run};
-use crate::config::{EngineConfig, Mode};
+use crate::config::{EngineConfig, Mode, MpiPools};
 use crate::error::GraphError;
+use bi_core::region::Region;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
+use std::sync::Arc;
 
 /// Messages between ranks, all of a phase in one all-to-all.
 struct MpiTransport<'a> {
@@ -70,47 +77,14 @@ impl Transport for MpiTransport<'_> {
     }
 }
 
-/// `MPI_Barrier`; a rank that gives up aborts the job.
-struct MpiBarrier<'a> {
-    world: &'a SimpleCommunicator,
-}
-
-impl Barrier for MpiBarrier<'_> {
-    fn wait(&self) -> Result<(), Aborted> {
-        self.world.barrier();
-        Ok(())
-    }
-
-    fn abort(&self) {
-        self.world.abort(2)
-    }
-
-    fn is_aborted(&self) -> bool {
-        false
-    }
-}
-
 /// Runs this rank's partition; rank 0 returns every value, the others none.
 pub(crate) fn run<P: VertexProgram>(
     prepared: &Prepared,
     program: &P,
     config: &EngineConfig,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
-    if !mpi::environment::is_initialized() {
-        return Err(GraphError::InvalidArgument {
-            reason: "MPI is not initialized (call mpi::initialize() first)".into(),
-        });
-    }
-    let world = SimpleCommunicator::world();
-    let (rank, size) = (world.rank() as usize, world.size() as usize);
-    if size != prepared.parts() {
-        return Err(GraphError::InvalidArgument {
-            reason: format!(
-                "{} partitions over {size} MPI ranks: run one rank per partition",
-                prepared.parts()
-            ),
-        });
-    }
+    let world = world(prepared)?;
+    let rank = world.rank() as usize;
     if prepared.mode != Mode::Stock {
         return Err(GraphError::InvalidArgument {
             reason: "over MPI the stock mode runs (the BI modes need shared memory)".into(),
@@ -124,15 +98,105 @@ pub(crate) fn run<P: VertexProgram>(
         MpiTransport { world: &world },
         prepared.words[0],
     );
-    let outcome = match Worker::new(&ctx, rank, exchange).run() {
-        Ok(o) => o,
+    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, exchange).run());
+    gather(prepared, &world, rank, outcome, LineTotals::default())
+}
+
+/// The value of `result`, or the job aborted (every rank stops) after the error.
+fn or_abort<T>(world: &SimpleCommunicator, rank: usize, result: Result<T, GraphError>) -> T {
+    match result {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("error: rank {rank}: {e}");
-            MpiBarrier { world: &world }.abort();
-            return Err(e);
+            world.abort(1)
         }
+    }
+}
+
+/// The two-level mode: this rank's partition over its pool's region, messages to the
+/// other pools over MPI.
+pub(crate) fn run_pools<P: VertexProgram>(
+    prepared: &Prepared,
+    program: &P,
+    config: &EngineConfig,
+    placement: &MpiPools,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    let world = world(prepared)?;
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let Some(pools) = prepared.pools.as_ref() else {
+        return Err(GraphError::Layout {
+            reason: "a two-level run was prepared without pools".into(),
+        });
     };
-    gather(prepared, &world, rank, outcome)
+    if prepared.mode != Mode::BiOnDemand {
+        return Err(GraphError::InvalidArgument {
+            reason: "across pools the bi-on-demand mode runs (and the stock mode over MPI alone)"
+                .into(),
+        });
+    }
+    let leader = pools.of(rank) * pools.size;
+    let members = pools.size.min(size - leader);
+    let mut path = placement.region.clone().into_os_string();
+    path.push(format!(".{}", pools.of(rank)));
+    let path = std::path::PathBuf::from(path);
+    // The pool's first rank makes its region; the others map it once it exists.
+    let made = (rank == leader).then(|| Region::create(&path, prepared.region));
+    let made = made.map(|r| or_abort(&world, rank, r.map_err(GraphError::from)));
+    world.barrier();
+    let region = match made {
+        Some(region) => region,
+        None => or_abort(&world, rank, Region::open(&path).map_err(GraphError::from)),
+    };
+    let counters = Arc::new(LineCounters::default());
+    let view = Counted::new(region.hardware(), counters.clone());
+    let barrier = RegionBarrier::new(
+        region.hardware(),
+        prepared.layout.meeting.offset,
+        members,
+        rank - leader,
+    );
+    #[cfg(loom)]
+    let loads = Viewed;
+    #[cfg(not(loom))]
+    let loads = Direct(region.backing().words());
+    let exchange = PooledSlots::new(
+        rank,
+        &prepared.plans,
+        &prepared.layout,
+        pools,
+        &barrier,
+        MpiTransport { world: &world },
+        view,
+        loads,
+        prepared.words,
+    );
+    let ctx = prepared.ctx(program, config);
+    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, exchange).run());
+    world.barrier();
+    if rank == leader {
+        let _ = std::fs::remove_file(&path);
+    }
+    gather(prepared, &world, rank, outcome, counters.totals())
+}
+
+/// The world communicator, one rank per partition.
+fn world(prepared: &Prepared) -> Result<SimpleCommunicator, GraphError> {
+    if !mpi::environment::is_initialized() {
+        return Err(GraphError::InvalidArgument {
+            reason: "MPI is not initialized (call mpi::initialize() first)".into(),
+        });
+    }
+    let world = SimpleCommunicator::world();
+    let size = world.size() as usize;
+    if size != prepared.parts() {
+        return Err(GraphError::InvalidArgument {
+            reason: format!(
+                "{} partitions over {size} MPI ranks: run one rank per partition",
+                prepared.parts()
+            ),
+        });
+    }
+    Ok(world)
 }
 
 /// Every rank's report everywhere, and every master's value on rank 0.
@@ -141,6 +205,7 @@ fn gather<D: bytemuck::Pod>(
     world: &SimpleCommunicator,
     rank: usize,
     outcome: Outcome<D>,
+    lines: LineTotals,
 ) -> Result<DetailedRun<D>, GraphError> {
     let dw = prepared.words[0];
     let mut mine: Vec<u64> = Vec::with_capacity(outcome.masters.len() * (1 + dw));
@@ -158,7 +223,7 @@ fn gather<D: bytemuck::Pod>(
             max_staleness: outcome.max_staleness,
             edges_gathered: outcome.edges_gathered,
         },
-        lines: LineTotals::default(),
+        lines,
         emulator: None,
     };
     let mut reports = vec![0u64; REPORT_WORDS * prepared.parts()];
@@ -200,14 +265,16 @@ fn gather<D: bytemuck::Pod>(
     } else {
         root.gather_varcount_into(&mine[..]);
     }
-    let outcomes = reports
-        .chunks_exact(REPORT_WORDS)
-        .map(|w| {
-            let w: &[u64; REPORT_WORDS] = w.try_into().expect("chunks of REPORT_WORDS");
-            Report::from_words(w).outcome
-        })
-        .collect();
-    let (_, stats) = prepared.collect(outcomes, LineTotals::default());
+    let mut lines = LineTotals::default();
+    let mut outcomes = Vec::with_capacity(prepared.parts());
+    for w in reports.chunks_exact(REPORT_WORDS) {
+        let w: &[u64; REPORT_WORDS] = w.try_into().expect("chunks of REPORT_WORDS");
+        let report = Report::from_words(w);
+        lines.written_back += report.lines.written_back;
+        lines.invalidated += report.lines.invalidated;
+        outcomes.push(report.outcome);
+    }
+    let (_, stats) = prepared.collect(outcomes, lines);
     Ok(DetailedRun {
         run: Run { values, stats },
         emulator: None,

@@ -10,6 +10,7 @@ use super::exchange::{Channels, Messages, SharedSlots};
 use super::memory::LineTotals;
 use super::memory::{MAX_VALUE_BYTES, words_of};
 use super::plan::{self, Needs, PartPlan};
+use super::pools::Pools;
 use super::program::VertexProgram;
 use super::shared::{self, SharedLayout};
 use super::worker::{Ctx, Outcome, SyncPlan, Worker};
@@ -31,6 +32,9 @@ pub(crate) struct Prepared {
     pub sync: Vec<SyncPlan>,
     /// The region the arrays are laid out in (its size included).
     pub region: RegionConfig,
+    /// Partitions grouped in pools of memory with MPI between them (two-level mode).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the two-level mode (feature `mpi`)
+    pub pools: Option<Pools>,
     pub mode: Mode,
     /// Words of the program's data, gather and aggregate values.
     pub words: [usize; 3],
@@ -84,6 +88,9 @@ impl Prepared {
             in_degree[v as usize] = in_degree[v as usize].saturating_add(1);
         }
 
+        let pools = pool_size(config)
+            .map(|size| Pools::new(&plans, size))
+            .transpose()?;
         // The region: runtime tables (the periodic mode's passes use them) then our
         // arrays.
         let line = LineSize::X86;
@@ -111,8 +118,9 @@ impl Prepared {
         // moves up, and by less each time).
         let mut tries = 0;
         let (layout, size) = loop {
+            let mirrors = pools.as_ref().map_or(&[][..], |p| &p.mirrors[..]);
             let layout = SharedLayout::new::<P::Data, P::Gather>(
-                heap, line, &plans, metas, stock, capacity,
+                heap, line, &plans, metas, stock, capacity, mirrors,
             )?;
             let size = layout.end.max(min).next_multiple_of(line.get());
             let at = Layout::compute(&base_cfg.with_size(size))?.heap().offset;
@@ -136,6 +144,7 @@ impl Prepared {
             layout,
             sync,
             region: base_cfg.with_size(size),
+            pools,
             mode: config.mode,
             words: [
                 words_of::<P::Data>(),
@@ -244,6 +253,15 @@ impl Prepared {
             stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
         }
         (values, stats)
+    }
+}
+
+/// Ranks per pool when the run spans pools (two-level mode over MPI).
+fn pool_size(config: &EngineConfig) -> Option<usize> {
+    match &config.placement {
+        #[cfg(feature = "mpi")]
+        crate::config::Placement::MpiPools(pools) => Some(pools.ranks_per_pool),
+        _ => None,
     }
 }
 

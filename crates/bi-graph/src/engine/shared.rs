@@ -62,6 +62,10 @@ pub(crate) struct SharedLayout {
     /// The barrier of partitions that are processes: one line per partition, then the
     /// launcher's.
     pub meeting: Extent,
+    /// Per partition, value slots holding copies of masters in other pools, received
+    /// once per pool and superstep (the two-level mode over MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the two-level mode (feature `mpi`)
+    pub mirrors: Vec<Extent>,
     /// `channels[p * parts + q]`: partition `p` sends to `q`.
     pub channels: Vec<Option<ChannelLayout<Msg>>>,
     /// Bytes needed from the first offset.
@@ -83,6 +87,9 @@ pub(crate) struct Metas {
 
 impl SharedLayout {
     /// Lays out the arrays from `base` (line-aligned) on.
+    /// `mirrors[p]` value slots are laid out for partition `p` besides its masters' (the
+    /// two-level mode's copies of masters in other pools; empty otherwise).
+    #[allow(clippy::too_many_arguments)]
     pub fn new<D, G>(
         base: usize,
         line: LineSize,
@@ -90,6 +97,7 @@ impl SharedLayout {
         metas: Metas,
         channels: bool,
         capacity: usize,
+        mirrors: &[usize],
     ) -> Result<SharedLayout, GraphError> {
         let l = line.get();
         let value_stride = stride(words_of::<D>(), metas.values);
@@ -133,6 +141,9 @@ impl SharedLayout {
             )?);
             aggregates.push(take(32)?);
         }
+        let mirrors = (0..parts)
+            .map(|p| take(mirrors.get(p).copied().unwrap_or(0) * value_stride * 8))
+            .collect::<Result<_, _>>()?;
         let reports = (0..parts)
             .map(|_| take(REPORT_WORDS * 8))
             .collect::<Result<_, _>>()?;
@@ -168,6 +179,7 @@ impl SharedLayout {
             aggregates,
             reports,
             meeting,
+            mirrors,
             channels: chans,
             end: at,
         })
@@ -177,6 +189,13 @@ impl SharedLayout {
     #[inline]
     pub fn value_word(&self, p: usize, i: usize) -> usize {
         self.values[p].offset / 8 + i * self.value_stride
+    }
+
+    /// Word index of mirror slot `k` of partition `p`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the two-level mode (feature `mpi`)
+    #[inline]
+    pub fn mirror_word(&self, p: usize, k: usize) -> usize {
+        self.mirrors[p].offset / 8 + k * self.value_stride
     }
 
     /// Word index of slot `k` of partition `p`'s partial array.
@@ -231,6 +250,7 @@ mod tests {
             aggregates: vec![],
             reports: vec![],
             meeting: Extent::default(),
+            mirrors: vec![],
             channels: vec![],
             end: 0,
         };

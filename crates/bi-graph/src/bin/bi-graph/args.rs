@@ -130,7 +130,7 @@ pub struct CommonArgs {
     /// The region file for --processes, which must not exist; it is removed after the
     /// run. Default: a new file in /dev/shm (or the temporary directory). A file on a
     /// DAX or CXL device shares the partitions across hosts' memory.
-    #[arg(long, value_name = "FILE", requires = "processes")]
+    #[arg(long, value_name = "FILE")]
     pub region: Option<PathBuf>,
     /// Run as one MPI rank per partition (start with `mpirun -np K bi-graph ... --mpi`;
     /// --nodes is the number of ranks): the stock mode with MPI as its transport. Rank
@@ -138,6 +138,13 @@ pub struct CommonArgs {
     #[cfg(feature = "mpi")]
     #[arg(long, conflicts_with_all = ["processes", "nodes"])]
     pub mpi: bool,
+    /// With --mpi: group consecutive ranks in pools of this many that share memory (a
+    /// region file per pool: --region with `.K` appended, default in /dev/shm), with
+    /// MPI between pools, in the bi-on-demand mode: one graph across several pools.
+    #[cfg(feature = "mpi")]
+    #[arg(long, value_name = "N", requires = "mpi",
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub pool_ranks: Option<u64>,
 }
 
 /// `--partition` values.

@@ -107,6 +107,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             (a.common, Job::Sssp { source, iterations })
         }
     };
+    #[cfg(feature = "mpi")]
+    let over_files = common.processes || common.pool_ranks.is_some();
+    #[cfg(not(feature = "mpi"))]
+    let over_files = common.processes;
+    if common.region.is_some() && !over_files {
+        return Err(Failure::Message(
+            "--region names the region file of --processes (or of --pool-ranks)".to_owned(),
+        ));
+    }
     if common.json && common.output.as_deref() == Some(Path::new("-")) {
         return Err(Failure::Message(
             "--json prints the summary on standard output: write the values to a file \
@@ -126,7 +135,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     };
     #[cfg(feature = "mpi")]
     let mpi = if common.mpi {
-        Some(ranks::Ranks::start(&modes)?)
+        Some(ranks::Ranks::start(&modes, common.pool_ranks.is_some())?)
     } else {
         None
     };
@@ -181,7 +190,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         let placement = match &worker {
             Some(w) => w.placement(),
             #[cfg(feature = "mpi")]
-            None if mpi.is_some() => Placement::Mpi,
+            None if let Some(ranks) = &mpi => match common.pool_ranks {
+                None => Placement::Mpi,
+                Some(n) => Placement::MpiPools(bi_graph::MpiPools {
+                    ranks_per_pool: to_usize(n),
+                    region: common.region.clone().unwrap_or_else(|| {
+                        std::path::PathBuf::from(format!("/dev/shm/bi-graph-{}", ranks.job_id()))
+                    }),
+                }),
+            },
             None if common.processes => processes::launch(common.region.as_deref(), mode)?,
             None => Placement::Threads,
         };

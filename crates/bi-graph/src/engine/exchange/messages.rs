@@ -10,7 +10,7 @@ use bi_core::channel::{Receiver, Sender};
 use bi_core::mem::MemView;
 
 /// Marks the aggregate message that ends a partition's values (no vertex has this index).
-const AGGREGATE: u64 = u32::MAX as u64;
+pub(crate) const AGGREGATE: u64 = u32::MAX as u64;
 
 /// How messages travel between partitions: every partition sends `out[q]` to every `q`
 /// and receives `expect[q]` messages from every `q`, in one step all partitions take.

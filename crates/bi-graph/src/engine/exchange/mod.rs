@@ -18,6 +18,8 @@
 //! `put_value`, then `exchange_values`.
 
 pub(crate) mod messages;
+#[cfg(feature = "mpi")]
+pub(crate) mod pooled;
 pub(crate) mod slots;
 
 pub(crate) use messages::{Channels, Messages};

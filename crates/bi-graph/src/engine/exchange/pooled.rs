@@ -1,0 +1,329 @@
+//! The two-level exchange: shared slots inside a pool, messages between pools.
+
+use super::messages::{AGGREGATE, Transport};
+use super::slots::Loads;
+use super::{Exchange, Words};
+use crate::engine::barrier::Barrier;
+use crate::engine::plan::PartPlan;
+use crate::engine::pools::Pools;
+use crate::engine::shared::{Msg, SharedLayout};
+use crate::engine::worker::SyncPlan;
+use crate::error::GraphError;
+use bi_core::mem::{MemError, MemView};
+
+fn mem(e: MemError) -> GraphError {
+    GraphError::Runtime(e.into())
+}
+
+/// Bounded Incoherence inside a pool (slots in the pool's region, quiescence at every
+/// phase end, as on demand), messages by `T` between pools: a replica's partial to its
+/// master in another pool, a master's value to its receiver in each other pool, which
+/// puts it in a mirror slot that the pool's replicas read in place.
+pub(crate) struct PooledSlots<'a, V, R, T> {
+    p: usize,
+    plan: &'a PartPlan,
+    layout: &'a SharedLayout,
+    pools: &'a Pools,
+    barrier: &'a dyn Barrier,
+    transport: T,
+    view: V,
+    loads: R,
+    sync: SyncPlan,
+    words: [usize; 3],
+    /// Value slot word of each local vertex (own slot, a pool peer's, or a mirror).
+    slots: Vec<u32>,
+    next: Vec<usize>,
+    cursor: Vec<usize>,
+    out: Vec<Vec<Msg>>,
+    inbox: Vec<Vec<Msg>>,
+    expect_partials: Vec<usize>,
+    expect_values: Vec<usize>,
+    messages: u64,
+}
+
+impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        p: usize,
+        plans: &'a [PartPlan],
+        layout: &'a SharedLayout,
+        pools: &'a Pools,
+        barrier: &'a dyn Barrier,
+        transport: T,
+        view: V,
+        loads: R,
+        words: [usize; 3],
+    ) -> Self {
+        let parts = plans.len();
+        let plan = &plans[p];
+        let same = |q: usize| pools.of(q) == pools.of(p);
+        let slots: Vec<u32> = (0..plan.locals())
+            .map(|l| match pools.replica_mirror[p][l] {
+                Some((r, k)) => layout.mirror_word(r as usize, k as usize) as u32,
+                None => {
+                    let m = usize::from(plan.master_of[l]);
+                    layout.value_word(m, plan.master_index[l] as usize) as u32
+                }
+            })
+            .collect();
+        // What this partition writes back, and the lines of its pool peers it reads.
+        let own_value_lines = |w: u32| {
+            let at = w as usize * 8;
+            let (v, m) = (layout.values[p], layout.mirrors[p]);
+            (v.offset..v.offset + v.len).contains(&at) || (m.offset..m.offset + m.len).contains(&at)
+        };
+        let remote_values = slots
+            .iter()
+            .filter(|&&w| !own_value_lines(w))
+            .map(|&w| w as usize * 8)
+            .collect();
+        let ext = |e: crate::engine::shared::Extent| (e.offset, e.len);
+        let sync = SyncPlan {
+            own_values: ext(layout.values[p]),
+            own_partials: ext(layout.partials[p]),
+            own_aggregate: ext(layout.mirrors[p]),
+            remote_values: layout.runs(remote_values),
+            remote_partials: (0..parts)
+                .filter(|&q| q != p && same(q))
+                .map(|q| layout.segment_range(q, p, plans[q].replicas_of(p)))
+                .filter(|&(_, len)| len > 0)
+                .collect(),
+            remote_aggregates: Vec::new(),
+        };
+        let expect_partials = (0..parts)
+            .map(|q| if same(q) { 0 } else { plans[q].replicas_of(p) })
+            .collect();
+        // Every other partition's aggregate, and the values this one receives.
+        let expect_values = (0..parts)
+            .map(|q| {
+                if q == p {
+                    0
+                } else {
+                    pools.values_from(q, p) + 1
+                }
+            })
+            .collect();
+        PooledSlots {
+            p,
+            plan,
+            layout,
+            pools,
+            barrier,
+            transport,
+            view,
+            loads,
+            sync,
+            words,
+            slots,
+            next: layout.segments[p].clone(),
+            cursor: vec![0; parts],
+            out: vec![Vec::new(); parts],
+            inbox: vec![Vec::new(); parts],
+            expect_partials,
+            expect_values,
+            messages: 0,
+        }
+    }
+
+    fn store(&self, word: usize, w: &[u64]) -> Result<(), GraphError> {
+        for (k, &x) in w.iter().enumerate() {
+            self.view.store_u64((word + k) * 8, x).map_err(mem)?;
+        }
+        Ok(())
+    }
+
+    fn same_pool(&self, q: usize) -> bool {
+        self.pools.of(q) == self.pools.of(self.p)
+    }
+
+    /// Sends `out`, receives `expect`, then quiescence inside the pool: write back
+    /// `own`, meet the pool, drop `remote`.
+    fn exchange(
+        &mut self,
+        values: bool,
+        own: &[(usize, usize)],
+        remote: &[(usize, usize)],
+    ) -> Result<(), GraphError> {
+        for b in &mut self.inbox {
+            b.clear();
+        }
+        let expect = if values {
+            &self.expect_values
+        } else {
+            &self.expect_partials
+        };
+        self.transport
+            .exchange(&self.out, &mut self.inbox, expect)?;
+        for b in &mut self.out {
+            self.messages += b.len() as u64;
+            b.clear();
+        }
+        if values {
+            // Values from other pools land in this partition's mirror slots first.
+            let (dw, meta) = (self.words[0], self.layout.value_meta);
+            for q in 0..self.inbox.len() {
+                let Some((_, received)) = self.inbox[q].split_last() else {
+                    continue;
+                };
+                for m in received {
+                    let k = usize::try_from(m[0]).unwrap_or(usize::MAX);
+                    if k >= self.pools.mirrors[self.p] {
+                        return Err(GraphError::Exchange {
+                            what: "a value for a mirror slot this partition does not have",
+                        });
+                    }
+                    let at = self.layout.mirror_word(self.p, k);
+                    self.store(at, &[m[2], m[3]][..dw])?;
+                    if meta {
+                        self.store(at + dw, &[m[1]])?;
+                    }
+                }
+            }
+        }
+        for &(o, l) in own {
+            self.view.writeback(o, l).map_err(mem)?;
+        }
+        self.view.fence();
+        self.barrier.wait()?;
+        for &(o, l) in remote {
+            self.view.invalidate(o, l).map_err(mem)?;
+        }
+        self.view.fence();
+        self.cursor.fill(0);
+        Ok(())
+    }
+}
+
+impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T> {
+    type Source<'s>
+        = R::Source<'s>
+    where
+        Self: 's;
+
+    #[inline]
+    fn source(&self) -> R::Source<'_> {
+        self.loads.source(&self.view)
+    }
+
+    fn value_word(&self, l: usize) -> usize {
+        self.slots[l] as usize
+    }
+
+    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+        let dw = self.words[0];
+        let base = self.layout.value_word(self.p, i);
+        self.store(base, &value[..dw])?;
+        if self.layout.value_meta {
+            self.store(base + dw, &[meta])?;
+        }
+        let starts = &self.pools.send_start[self.p];
+        let sends = starts[i] as usize..starts[i + 1] as usize;
+        for &(r, k) in &self.pools.sends[self.p][sends] {
+            self.out[r as usize].push([u64::from(k), meta, value[0], value[1]]);
+        }
+        Ok(())
+    }
+
+    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
+        let m = usize::from(self.plan.master_of[l]);
+        if !self.same_pool(m) {
+            let i = u64::from(self.plan.master_index[l]);
+            self.out[m].push([i, meta, partial[0], partial[1]]);
+            return Ok(());
+        }
+        let gw = self.words[1];
+        let base = self.layout.partial_word(self.p, self.next[m]);
+        self.next[m] += 1;
+        self.store(base, &partial[..gw])?;
+        if self.layout.partial_meta {
+            self.store(base + gw, &[meta])?;
+        }
+        Ok(())
+    }
+
+    fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
+        self.next.clone_from(&self.layout.segments[self.p]);
+        let sync = std::mem::take(&mut self.sync);
+        let r = self.exchange(false, &[sync.own_partials], &sync.remote_partials);
+        self.sync = sync;
+        r
+    }
+
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+        let k = self.cursor[q];
+        self.cursor[q] += 1;
+        if !self.same_pool(q) {
+            let msg = self.inbox[q].get(k).ok_or(GraphError::Exchange {
+                what: "missing partial",
+            })?;
+            if msg[0] != i as u64 {
+                return Err(GraphError::Exchange {
+                    what: "partial out of order",
+                });
+            }
+            return Ok((Some(msg[1]), [msg[2], msg[3]]));
+        }
+        let layout = self.layout;
+        let base = layout.partial_word(q, layout.segments[q][self.p] + k);
+        let gw = self.words[1];
+        let src = self.source();
+        let mut g = [0u64; 2];
+        for (j, x) in g.iter_mut().enumerate().take(gw) {
+            *x = crate::engine::memory::WordSource::word(&src, base + j).map_err(mem)?;
+        }
+        let meta = if layout.partial_meta {
+            Some(crate::engine::memory::WordSource::word(&src, base + gw).map_err(mem)?)
+        } else {
+            None
+        };
+        Ok((meta, g))
+    }
+
+    fn exchange_values(
+        &mut self,
+        aggregate: Words,
+        changed: u64,
+        _fresh: bool,
+        all: &mut [(Words, u64)],
+    ) -> Result<(), GraphError> {
+        for (q, out) in self.out.iter_mut().enumerate() {
+            if q != self.p {
+                out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
+            }
+        }
+        let sync = std::mem::take(&mut self.sync);
+        // (`own_aggregate` holds the mirror slots here: aggregates travel as messages.)
+        let r = self.exchange(
+            true,
+            &[sync.own_values, sync.own_aggregate],
+            &sync.remote_values,
+        );
+        self.sync = sync;
+        r?;
+        for (q, slot) in all.iter_mut().enumerate() {
+            if q == self.p {
+                *slot = (aggregate, changed);
+                continue;
+            }
+            let last = self.inbox[q].last().ok_or(GraphError::Exchange {
+                what: "missing aggregate",
+            })?;
+            if last[0] != AGGREGATE {
+                return Err(GraphError::Exchange {
+                    what: "values after the aggregate",
+                });
+            }
+            *slot = ([last[2], last[3]], last[1]);
+        }
+        Ok(())
+    }
+
+    fn refresh_values(&mut self) -> Result<(), GraphError> {
+        // Every exchange is fresh here.
+        Ok(())
+    }
+
+    fn messages(&self) -> u64 {
+        self.messages
+    }
+}
