@@ -13,7 +13,7 @@
 
 use super::exchange::{Exchange, Words};
 use super::memory::{WordSource, decode, encode, words_of};
-use super::plan::{Csr, PartPlan};
+use super::plan::PartPlan;
 use super::program::{VertexInfo, VertexProgram};
 use crate::config::Observer;
 use crate::error::GraphError;
@@ -82,9 +82,8 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     exchange: X,
     /// Per local vertex: word of the value slot its reads go to.
     slot: Vec<u32>,
-    /// Gather edges' neighbours as value-slot words, per direction (empty if unused).
-    gather_in: Vec<u32>,
-    gather_out: Vec<u32>,
+    /// The gather edges, per direction gathered over.
+    gather: Vec<GatherEdges<'a>>,
     /// This partition's masters' data, by master index.
     mdata: Vec<P::Data>,
     partial: Vec<P::Gather>,
@@ -99,6 +98,14 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     max_staleness: u64,
 }
 
+/// One direction of a partition's gather edges: local vertex `l`'s neighbours are
+/// `slots[offsets[l]..offsets[l + 1]]`, as the words of their value slots.
+struct GatherEdges<'a> {
+    offsets: &'a [usize],
+    slots: Vec<u32>,
+    weights: Option<&'a [f64]>,
+}
+
 /// Folds the gather edges of local vertices into `out`, reading neighbours from `src`:
 /// every vertex, or with `dirty` only those marked (clearing the marks; the others keep
 /// their partial). With `MEASURE`, also reads each neighbour's stamp and records the
@@ -106,9 +113,7 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
 #[allow(clippy::too_many_arguments)]
 fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     program: &P,
-    plan: &PartPlan,
-    gather_in: &[u32],
-    gather_out: &[u32],
+    dirs: &[GatherEdges<'_>],
     src: &S,
     out: &mut [P::Gather],
     mut dirty: Option<&mut [bool]>,
@@ -116,17 +121,27 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     staleness: &mut u64,
 ) -> Result<u64, MemError> {
     let dw = words_of::<P::Data>();
-    let dirs: [(Option<&Csr>, &[u32]); 2] = [
-        (plan.incoming.as_ref(), gather_in),
-        (plan.outgoing.as_ref(), gather_out),
-    ];
-    let mut read = |c: usize| -> Result<P::Data, MemError> {
+    let mut read = |c: u32| -> Result<P::Data, MemError> {
+        let c = c as usize;
         if MEASURE {
             let stamp = stamp_of(src.word(c + dw)?);
             *staleness = (*staleness).max(expect.saturating_sub(stamp));
         }
         src.value(c)
     };
+    // The common case in one tight loop: one direction, no weights, every vertex.
+    if let ([one], None) = (dirs, dirty.as_deref())
+        && one.weights.is_none()
+    {
+        for (slot, ends) in out.iter_mut().zip(one.offsets.windows(2)) {
+            let mut acc = program.zero();
+            for &c in &one.slots[ends[0]..ends[1]] {
+                acc = program.sum(acc, program.gather(1.0, &read(c)?));
+            }
+            *slot = acc;
+        }
+        return Ok(one.slots.len() as u64);
+    }
     let mut edges = 0;
     for (l, slot) in out.iter_mut().enumerate() {
         if let Some(dirty) = dirty.as_deref_mut()
@@ -135,21 +150,18 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
             continue;
         }
         let mut acc = program.zero();
-        for &(csr, cols) in &dirs {
-            let (Some(csr), false) = (csr, cols.is_empty()) else {
-                continue;
-            };
-            let range = csr.range(l);
+        for dir in dirs {
+            let range = dir.offsets[l]..dir.offsets[l + 1];
             edges += range.len() as u64;
-            match csr.weights.as_deref() {
+            match dir.weights {
                 None => {
-                    for &c in &cols[range] {
-                        acc = program.sum(acc, program.gather(1.0, &read(c as usize)?));
+                    for &c in &dir.slots[range] {
+                        acc = program.sum(acc, program.gather(1.0, &read(c)?));
                     }
                 }
                 Some(w) => {
-                    for e in range {
-                        acc = program.sum(acc, program.gather(w[e], &read(cols[e] as usize)?));
+                    for (&c, &w) in dir.slots[range.clone()].iter().zip(&w[range]) {
+                        acc = program.sum(acc, program.gather(w, &read(c)?));
                     }
                 }
             }
@@ -222,23 +234,26 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let locals = plan.locals();
         let slot: Vec<u32> = (0..locals).map(|l| exchange.value_word(l) as u32).collect();
         let program = ctx.program;
-        let to_slots = |csr: Option<&Csr>, wanted: bool| -> Vec<u32> {
-            match csr {
-                Some(csr) if wanted => csr.cols.iter().map(|&c| slot[c as usize]).collect(),
-                _ => Vec::new(),
-            }
-        };
         let gdir = program.gather_direction();
-        let gather_in = to_slots(plan.incoming.as_ref(), gdir.incoming());
-        let gather_out = to_slots(plan.outgoing.as_ref(), gdir.outgoing());
+        let gather = [
+            (plan.incoming.as_ref(), gdir.incoming()),
+            (plan.outgoing.as_ref(), gdir.outgoing()),
+        ]
+        .into_iter()
+        .filter_map(|(csr, wanted)| csr.filter(|_| wanted))
+        .map(|csr| GatherEdges {
+            offsets: &csr.offsets,
+            slots: csr.cols.iter().map(|&c| slot[c as usize]).collect(),
+            weights: csr.weights.as_deref(),
+        })
+        .collect();
         Worker {
             ctx,
             p,
             plan,
             exchange,
             slot,
-            gather_in,
-            gather_out,
+            gather,
             mdata: Vec::with_capacity(plan.masters.len()),
             partial: vec![program.zero(); locals],
             signal: vec![false; locals],
@@ -314,7 +329,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
 
     fn gather(&mut self, step: usize, fresh: bool) -> Result<(), GraphError> {
         let (program, plan) = (self.ctx.program, self.plan);
-        let (gin, gout) = (&self.gather_in[..], &self.gather_out[..]);
+        let dirs = &self.gather[..];
         let out = &mut self.partial[..];
         let dirty = self.dirty.as_deref_mut();
         let expect = step as u64;
@@ -322,13 +337,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         self.edges_gathered += {
             let src = self.exchange.source();
             if self.ctx.stale_reads {
-                gather_all::<P, _, true>(
-                    program, plan, gin, gout, &src, out, dirty, expect, &mut st,
-                )
+                gather_all::<P, _, true>(program, dirs, &src, out, dirty, expect, &mut st)
             } else {
-                gather_all::<P, _, false>(
-                    program, plan, gin, gout, &src, out, dirty, expect, &mut st,
-                )
+                gather_all::<P, _, false>(program, dirs, &src, out, dirty, expect, &mut st)
             }
             .map_err(mem_err)?
         };
@@ -355,6 +366,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let mut agg = program.aggregate_zero();
         let mut changed_count = 0;
         let stamp = step as u64 + 1;
+        // A local copy nothing else can write, so what apply derives from it alone (the
+        // teleport term of PageRank) is computed once, not per vertex.
+        let globals = self.globals;
         for i in 0..plan.masters.len() {
             let l = plan.masters[i] as usize;
             let mut acc = program.zero();
@@ -383,7 +397,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let info = self.info(l);
             let old = self.mdata[i];
             let new = if always || signalled {
-                program.apply(&info, &old, acc, &self.globals)
+                program.apply(&info, &old, acc, &globals)
             } else {
                 old
             };
