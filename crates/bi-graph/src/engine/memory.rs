@@ -45,6 +45,41 @@ pub(crate) trait WordSource {
     }
 }
 
+/// Reads a slot from word `base`: `words` value words, then its meta word when the slot
+/// has one.
+#[inline]
+pub(crate) fn read_slot<S: WordSource>(
+    src: &S,
+    base: usize,
+    words: usize,
+    meta: bool,
+) -> Result<(Option<u64>, [u64; 2]), MemError> {
+    let mut w = [0u64; 2];
+    for (k, x) in w.iter_mut().enumerate().take(words) {
+        *x = src.word(base + k)?;
+    }
+    let meta = if meta {
+        Some(src.word(base + words)?)
+    } else {
+        None
+    };
+    Ok((meta, w))
+}
+
+/// Writes a slot from word `base`: the value words, then the meta word when given.
+#[inline]
+pub(crate) fn write_slot<V: MemView>(
+    view: &V,
+    base: usize,
+    words: &[u64],
+    meta: Option<u64>,
+) -> Result<(), MemError> {
+    for (k, &x) in words.iter().chain(&meta).enumerate() {
+        view.store_u64((base + k) * 8, x)?;
+    }
+    Ok(())
+}
+
 fn out_of_bounds(i: usize, words: usize) -> MemError {
     MemError::OutOfBounds {
         offset: i.saturating_mul(8),

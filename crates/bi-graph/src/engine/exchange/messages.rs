@@ -10,7 +10,7 @@ use bi_core::channel::{Receiver, Sender};
 use bi_core::mem::MemView;
 
 /// Marks the aggregate message that ends a partition's values (no vertex has this index).
-pub(crate) const AGGREGATE: u64 = u32::MAX as u64;
+const AGGREGATE: u64 = u32::MAX as u64;
 
 /// How messages travel between partitions: every partition sends `out[q]` to every `q`
 /// and receives `expect[q]` messages from every `q`, in one step all partitions take.
@@ -106,6 +106,101 @@ impl<V: MemView> Transport for Channels<'_, V> {
     }
 }
 
+/// One partition's messages of a phase: what it sends every partition, what it received
+/// from every partition, and how many it expects from each in either phase.
+pub(crate) struct Mailbox {
+    p: usize,
+    pub out: Vec<Vec<Msg>>,
+    inbox: Vec<Vec<Msg>>,
+    expect_partials: Vec<usize>,
+    expect_values: Vec<usize>,
+    /// Next unread message of each partition's inbox.
+    cursor: Vec<usize>,
+    /// Messages sent so far.
+    pub sent: u64,
+}
+
+impl Mailbox {
+    /// Partition `p`'s mailbox, expecting `expect_partials[q]` partials and
+    /// `expect_values[q]` values (its aggregate included) from partition `q`.
+    pub fn new(p: usize, expect_partials: Vec<usize>, expect_values: Vec<usize>) -> Self {
+        let parts = expect_values.len();
+        Mailbox {
+            p,
+            out: vec![Vec::new(); parts],
+            inbox: vec![Vec::new(); parts],
+            expect_partials,
+            expect_values,
+            cursor: vec![0; parts],
+            sent: 0,
+        }
+    }
+
+    /// Sends everything in `out` and receives what every partition sends here.
+    pub fn exchange<T: Transport>(
+        &mut self,
+        transport: &mut T,
+        values: bool,
+    ) -> Result<(), GraphError> {
+        for b in &mut self.inbox {
+            b.clear();
+        }
+        let expect = if values {
+            &self.expect_values
+        } else {
+            &self.expect_partials
+        };
+        transport.exchange(&self.out, &mut self.inbox, expect)?;
+        for b in &mut self.out {
+            self.sent += b.len() as u64;
+            b.clear();
+        }
+        self.cursor.fill(0);
+        Ok(())
+    }
+
+    /// Ends this partition's values to every other partition with its aggregate.
+    pub fn push_aggregate(&mut self, aggregate: Words, changed: u64) {
+        for (q, out) in self.out.iter_mut().enumerate() {
+            if q != self.p {
+                out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
+            }
+        }
+    }
+
+    /// What partition `q` sent in the values phase: its values, then its aggregate and
+    /// count of changed masters.
+    pub fn values_from(&self, q: usize) -> Result<(&[Msg], (Words, u64)), GraphError> {
+        let Some((last, values)) = self.inbox[q].split_last() else {
+            return Err(GraphError::Exchange {
+                what: "missing aggregate",
+            });
+        };
+        if last[0] != AGGREGATE {
+            return Err(GraphError::Exchange {
+                what: "values after the aggregate",
+            });
+        }
+        Ok((values, ([last[2], last[3]], last[1])))
+    }
+
+    /// The next partial partition `q` sent, which must be for master `i`.
+    pub fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+        let msg = self.inbox[q]
+            .get(self.cursor[q])
+            .ok_or(GraphError::Exchange {
+                what: "missing partial",
+            })?;
+        self.cursor[q] += 1;
+        if msg[0] != i as u64 {
+            return Err(GraphError::Exchange {
+                what: "partial out of order",
+            });
+        }
+        Ok((Some(msg[1]), [msg[2], msg[3]]))
+    }
+}
+
 /// PowerGraph's exchange: a replica's partial is a message to its master, a master's
 /// value a message to each of its replicas, which copy it into private memory where
 /// gather reads it. Messages travel by `T` (channels in shared memory, or MPI).
@@ -113,19 +208,34 @@ pub(crate) struct Messages<'a, T> {
     p: usize,
     plan: &'a PartPlan,
     transport: T,
+    mail: Mailbox,
+    /// Replica copies and this partition's own masters' values, one slot per local.
+    copies: Copies,
+}
+
+/// A partition's private value slots, `stride` words per local vertex.
+struct Copies {
+    words: Vec<u64>,
     stride: usize,
-    meta: bool,
     dw: usize,
-    /// Replica copies and this partition's own masters' values, `stride` words per local.
-    copies: Vec<u64>,
-    out: Vec<Vec<Msg>>,
-    inbox: Vec<Vec<Msg>>,
-    /// Messages expected from each partition in each exchange.
-    expect_partials: Vec<usize>,
-    expect_values: Vec<usize>,
-    /// Next unread partial of each partition's inbox.
-    cursor: Vec<usize>,
-    messages: u64,
+    meta: bool,
+}
+
+impl Copies {
+    fn put(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+        let stride = self.stride;
+        let slot = l
+            .checked_mul(stride)
+            .and_then(|base| self.words.get_mut(base..)?.get_mut(..stride))
+            .ok_or(GraphError::Exchange {
+                what: "replica index out of range",
+            })?;
+        slot[..self.dw].copy_from_slice(&value[..self.dw]);
+        if self.meta {
+            slot[self.dw] = meta;
+        }
+        Ok(())
+    }
 }
 
 impl<'a, T: Transport> Messages<'a, T> {
@@ -147,53 +257,19 @@ impl<'a, T: Transport> Messages<'a, T> {
             p,
             plan,
             transport,
-            stride: layout.value_stride,
-            meta: layout.value_meta,
-            dw: data_words,
-            copies: vec![0; plan.locals() * layout.value_stride],
-            out: vec![Vec::new(); parts],
-            inbox: vec![Vec::new(); parts],
-            expect_partials: others(&|q| plans[q].replicas_of(p)),
-            // Every value of a master replicated here, then the aggregate.
-            expect_values: others(&|q| plans[q].mirrors_on(p) + 1),
-            cursor: vec![0; parts],
-            messages: 0,
+            mail: Mailbox::new(
+                p,
+                others(&|q| plans[q].replicas_of(p)),
+                // Every value of a master replicated here, then the aggregate.
+                others(&|q| plans[q].mirrors_on(p) + 1),
+            ),
+            copies: Copies {
+                words: vec![0; plan.locals() * layout.value_stride],
+                stride: layout.value_stride,
+                dw: data_words,
+                meta: layout.value_meta,
+            },
         }
-    }
-
-    fn copy_in(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
-        let stride = self.stride;
-        let slot = l
-            .checked_mul(stride)
-            .and_then(|base| self.copies.get_mut(base..)?.get_mut(..stride))
-            .ok_or(GraphError::Exchange {
-                what: "replica index out of range",
-            })?;
-        slot[..self.dw].copy_from_slice(&value[..self.dw]);
-        if self.meta {
-            slot[self.dw] = meta;
-        }
-        Ok(())
-    }
-
-    /// Sends everything in `out` and receives what every partition sends here.
-    fn exchange(&mut self, values: bool) -> Result<(), GraphError> {
-        for b in &mut self.inbox {
-            b.clear();
-        }
-        let expect = if values {
-            &self.expect_values
-        } else {
-            &self.expect_partials
-        };
-        self.transport
-            .exchange(&self.out, &mut self.inbox, expect)?;
-        for b in &mut self.out {
-            self.messages += b.len() as u64;
-            b.clear();
-        }
-        self.cursor.fill(0);
-        Ok(())
     }
 }
 
@@ -205,21 +281,21 @@ impl<T: Transport> Exchange for Messages<'_, T> {
 
     #[inline]
     fn source(&self) -> LocalWords<'_> {
-        LocalWords(&self.copies)
+        LocalWords(&self.copies.words)
     }
 
     fn value_word(&self, l: usize) -> usize {
-        l * self.stride
+        l * self.copies.stride
     }
 
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
         let plan = self.plan;
-        self.copy_in(plan.masters[i] as usize, value, meta)?;
+        self.copies.put(plan.masters[i] as usize, value, meta)?;
         let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
         for m in mirrors {
             let q = usize::from(plan.mirror_part[m]);
             let local = u64::from(plan.mirror_local[m]);
-            self.out[q].push([local, meta, value[0], value[1]]);
+            self.mail.out[q].push([local, meta, value[0], value[1]]);
         }
         Ok(())
     }
@@ -227,27 +303,16 @@ impl<T: Transport> Exchange for Messages<'_, T> {
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let i = u64::from(self.plan.master_index[l]);
-        self.out[m].push([i, meta, partial[0], partial[1]]);
+        self.mail.out[m].push([i, meta, partial[0], partial[1]]);
         Ok(())
     }
 
     fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
-        self.exchange(false)
+        self.mail.exchange(&mut self.transport, false)
     }
 
     fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
-        let msg = self.inbox[q]
-            .get(self.cursor[q])
-            .ok_or(GraphError::Exchange {
-                what: "missing partial",
-            })?;
-        self.cursor[q] += 1;
-        if msg[0] != i as u64 {
-            return Err(GraphError::Exchange {
-                what: "partial out of order",
-            });
-        }
-        Ok((Some(msg[1]), [msg[2], msg[3]]))
+        self.mail.next_partial(q, i)
     }
 
     fn exchange_values(
@@ -257,34 +322,19 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         _fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
-        for (q, out) in self.out.iter_mut().enumerate() {
-            if q != self.p {
-                out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
-            }
-        }
-        self.exchange(true)?;
+        self.mail.push_aggregate(aggregate, changed);
+        self.mail.exchange(&mut self.transport, true)?;
         for (q, all) in all.iter_mut().enumerate() {
             if q == self.p {
                 *all = (aggregate, changed);
                 continue;
             }
-            let inbox = std::mem::take(&mut self.inbox[q]);
-            let Some((last, values)) = inbox.split_last() else {
-                return Err(GraphError::Exchange {
-                    what: "missing aggregate",
-                });
-            };
-            if last[0] != AGGREGATE {
-                return Err(GraphError::Exchange {
-                    what: "values after the aggregate",
-                });
-            }
+            let (values, theirs) = self.mail.values_from(q)?;
             for m in values {
                 let l = usize::try_from(m[0]).unwrap_or(usize::MAX);
-                self.copy_in(l, [m[2], m[3]], m[1])?;
+                self.copies.put(l, [m[2], m[3]], m[1])?;
             }
-            *all = ([last[2], last[3]], last[1]);
-            self.inbox[q] = inbox;
+            *all = theirs;
         }
         Ok(())
     }
@@ -295,6 +345,6 @@ impl<T: Transport> Exchange for Messages<'_, T> {
     }
 
     fn messages(&self) -> u64 {
-        self.messages
+        self.mail.sent
     }
 }

@@ -1,12 +1,13 @@
 //! The two-level exchange: shared slots inside a pool, messages between pools.
 
-use super::messages::{AGGREGATE, Transport};
+use super::messages::{Mailbox, Transport};
 use super::slots::Loads;
 use super::{Exchange, Words};
 use crate::engine::barrier::Barrier;
+use crate::engine::memory::{read_slot, write_slot};
 use crate::engine::plan::PartPlan;
 use crate::engine::pools::Pools;
-use crate::engine::shared::{Msg, SharedLayout};
+use crate::engine::shared::SharedLayout;
 use crate::engine::worker::SyncPlan;
 use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
@@ -26,19 +27,17 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     pools: &'a Pools,
     barrier: &'a dyn Barrier,
     transport: T,
+    mail: Mailbox,
     view: V,
     loads: R,
     sync: SyncPlan,
     words: [usize; 3],
     /// Value slot word of each local vertex (own slot, a pool peer's, or a mirror).
     slots: Vec<u32>,
+    /// Next slot of this partition's partials for each master partition in the pool.
     next: Vec<usize>,
+    /// Next slot of each pool peer's partials for this partition's masters.
     cursor: Vec<usize>,
-    out: Vec<Vec<Msg>>,
-    inbox: Vec<Vec<Msg>>,
-    expect_partials: Vec<usize>,
-    expect_values: Vec<usize>,
-    messages: u64,
 }
 
 impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
@@ -117,54 +116,28 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             slots,
             next: layout.segments[p].clone(),
             cursor: vec![0; parts],
-            out: vec![Vec::new(); parts],
-            inbox: vec![Vec::new(); parts],
-            expect_partials,
-            expect_values,
-            messages: 0,
+            mail: Mailbox::new(p, expect_partials, expect_values),
         }
-    }
-
-    fn store(&self, word: usize, w: &[u64]) -> Result<(), GraphError> {
-        for (k, &x) in w.iter().enumerate() {
-            self.view.store_u64((word + k) * 8, x).map_err(mem)?;
-        }
-        Ok(())
     }
 
     fn same_pool(&self, q: usize) -> bool {
         self.pools.of(q) == self.pools.of(self.p)
     }
 
-    /// Sends `out`, receives `expect`, then quiescence inside the pool: write back
-    /// `own`, meet the pool, drop `remote`.
+    /// Sends and receives this phase's messages, then quiescence inside the pool: write
+    /// back `own`, meet the pool, drop `remote`.
     fn exchange(
         &mut self,
         values: bool,
         own: &[(usize, usize)],
         remote: &[(usize, usize)],
     ) -> Result<(), GraphError> {
-        for b in &mut self.inbox {
-            b.clear();
-        }
-        let expect = if values {
-            &self.expect_values
-        } else {
-            &self.expect_partials
-        };
-        self.transport
-            .exchange(&self.out, &mut self.inbox, expect)?;
-        for b in &mut self.out {
-            self.messages += b.len() as u64;
-            b.clear();
-        }
+        self.mail.exchange(&mut self.transport, values)?;
         if values {
             // Values from other pools land in this partition's mirror slots first.
             let (dw, meta) = (self.words[0], self.layout.value_meta);
-            for q in 0..self.inbox.len() {
-                let Some((_, received)) = self.inbox[q].split_last() else {
-                    continue;
-                };
+            for q in (0..self.pools.mirrors.len()).filter(|&q| q != self.p) {
+                let (received, _) = self.mail.values_from(q)?;
                 for m in received {
                     let k = usize::try_from(m[0]).unwrap_or(usize::MAX);
                     if k >= self.pools.mirrors[self.p] {
@@ -173,10 +146,8 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
                         });
                     }
                     let at = self.layout.mirror_word(self.p, k);
-                    self.store(at, &[m[2], m[3]][..dw])?;
-                    if meta {
-                        self.store(at + dw, &[m[1]])?;
-                    }
+                    write_slot(&self.view, at, &[m[2], m[3]][..dw], meta.then_some(m[1]))
+                        .map_err(mem)?;
                 }
             }
         }
@@ -210,16 +181,13 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
     }
 
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
-        let dw = self.words[0];
         let base = self.layout.value_word(self.p, i);
-        self.store(base, &value[..dw])?;
-        if self.layout.value_meta {
-            self.store(base + dw, &[meta])?;
-        }
+        let slot_meta = self.layout.value_meta.then_some(meta);
+        write_slot(&self.view, base, &value[..self.words[0]], slot_meta).map_err(mem)?;
         let starts = &self.pools.send_start[self.p];
         let sends = starts[i] as usize..starts[i + 1] as usize;
         for &(r, k) in &self.pools.sends[self.p][sends] {
-            self.out[r as usize].push([u64::from(k), meta, value[0], value[1]]);
+            self.mail.out[r as usize].push([u64::from(k), meta, value[0], value[1]]);
         }
         Ok(())
     }
@@ -228,17 +196,13 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
         let m = usize::from(self.plan.master_of[l]);
         if !self.same_pool(m) {
             let i = u64::from(self.plan.master_index[l]);
-            self.out[m].push([i, meta, partial[0], partial[1]]);
+            self.mail.out[m].push([i, meta, partial[0], partial[1]]);
             return Ok(());
         }
-        let gw = self.words[1];
         let base = self.layout.partial_word(self.p, self.next[m]);
         self.next[m] += 1;
-        self.store(base, &partial[..gw])?;
-        if self.layout.partial_meta {
-            self.store(base + gw, &[meta])?;
-        }
-        Ok(())
+        let slot_meta = self.layout.partial_meta.then_some(meta);
+        write_slot(&self.view, base, &partial[..self.words[1]], slot_meta).map_err(mem)
     }
 
     fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
@@ -250,33 +214,13 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
     }
 
     fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
-        let k = self.cursor[q];
-        self.cursor[q] += 1;
         if !self.same_pool(q) {
-            let msg = self.inbox[q].get(k).ok_or(GraphError::Exchange {
-                what: "missing partial",
-            })?;
-            if msg[0] != i as u64 {
-                return Err(GraphError::Exchange {
-                    what: "partial out of order",
-                });
-            }
-            return Ok((Some(msg[1]), [msg[2], msg[3]]));
+            return self.mail.next_partial(q, i);
         }
         let layout = self.layout;
-        let base = layout.partial_word(q, layout.segments[q][self.p] + k);
-        let gw = self.words[1];
-        let src = self.source();
-        let mut g = [0u64; 2];
-        for (j, x) in g.iter_mut().enumerate().take(gw) {
-            *x = crate::engine::memory::WordSource::word(&src, base + j).map_err(mem)?;
-        }
-        let meta = if layout.partial_meta {
-            Some(crate::engine::memory::WordSource::word(&src, base + gw).map_err(mem)?)
-        } else {
-            None
-        };
-        Ok((meta, g))
+        let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
+        self.cursor[q] += 1;
+        read_slot(&self.source(), base, self.words[1], layout.partial_meta).map_err(mem)
     }
 
     fn exchange_values(
@@ -286,11 +230,7 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
         _fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
-        for (q, out) in self.out.iter_mut().enumerate() {
-            if q != self.p {
-                out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
-            }
-        }
+        self.mail.push_aggregate(aggregate, changed);
         let sync = std::mem::take(&mut self.sync);
         // (`own_aggregate` holds the mirror slots here: aggregates travel as messages.)
         let r = self.exchange(
@@ -305,15 +245,7 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
                 *slot = (aggregate, changed);
                 continue;
             }
-            let last = self.inbox[q].last().ok_or(GraphError::Exchange {
-                what: "missing aggregate",
-            })?;
-            if last[0] != AGGREGATE {
-                return Err(GraphError::Exchange {
-                    what: "values after the aggregate",
-                });
-            }
-            *slot = ([last[2], last[3]], last[1]);
+            *slot = self.mail.values_from(q)?.1;
         }
         Ok(())
     }
@@ -324,6 +256,6 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
     }
 
     fn messages(&self) -> u64 {
-        self.messages
+        self.mail.sent
     }
 }

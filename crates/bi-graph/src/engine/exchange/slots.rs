@@ -3,7 +3,7 @@
 
 use super::{Exchange, Words};
 use crate::engine::barrier::Barrier;
-use crate::engine::memory::{DirectWords, ViewWords, WordSource};
+use crate::engine::memory::{DirectWords, ViewWords, WordSource, read_slot, write_slot};
 use crate::engine::plan::PartPlan;
 use crate::engine::shared::SharedLayout;
 use crate::engine::worker::SyncPlan;
@@ -113,11 +113,9 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
         }
     }
 
-    fn store(&self, word: usize, w: &[u64]) -> Result<(), GraphError> {
-        for (k, &x) in w.iter().enumerate() {
-            self.view.store_u64((word + k) * 8, x).map_err(mem)?;
-        }
-        Ok(())
+    /// Writes the slot at word `base`, with its meta word when the layout keeps one.
+    fn put(&self, base: usize, w: &[u64], meta: Option<u64>) -> Result<(), GraphError> {
+        write_slot(&self.view, base, w, meta).map_err(mem)
     }
 
     fn writeback(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
@@ -173,22 +171,16 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
 
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
         let base = self.layout.value_word(self.p, i);
-        self.store(base, &value[..self.dw])?;
-        if self.layout.value_meta {
-            self.store(base + self.dw, &[meta])?;
-        }
-        Ok(())
+        let meta = self.layout.value_meta.then_some(meta);
+        self.put(base, &value[..self.dw], meta)
     }
 
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let base = self.layout.partial_word(self.p, self.next[m]);
         self.next[m] += 1;
-        self.store(base, &partial[..self.gw])?;
-        if self.layout.partial_meta {
-            self.store(base + self.gw, &[meta])?;
-        }
-        Ok(())
+        let meta = self.layout.partial_meta.then_some(meta);
+        self.put(base, &partial[..self.gw], meta)
     }
 
     fn exchange_partials(&mut self, fresh: bool) -> Result<(), GraphError> {
@@ -206,17 +198,7 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
         self.cursor[q] += 1;
-        let src = self.source();
-        let mut g = [0u64; 2];
-        for (k, x) in g.iter_mut().enumerate().take(self.gw) {
-            *x = src.word(base + k).map_err(mem)?;
-        }
-        let meta = if layout.partial_meta {
-            Some(src.word(base + self.gw).map_err(mem)?)
-        } else {
-            None
-        };
-        Ok((meta, g))
+        read_slot(&self.source(), base, self.gw, layout.partial_meta).map_err(mem)
     }
 
     fn exchange_values(
@@ -228,8 +210,7 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
     ) -> Result<(), GraphError> {
         let sync = &self.sync[self.p];
         let base = sync.own_aggregate.0 / 8;
-        self.store(base, &aggregate[..self.aw])?;
-        self.store(base + self.aw, &[changed])?;
+        self.put(base, &aggregate[..self.aw], Some(changed))?;
         // Aggregates are always exchanged fresh; values only when asked.
         if fresh && self.parts() > 1 {
             self.writeback(&[sync.own_values])?;
