@@ -1,7 +1,7 @@
 //! The two-level exchange: shared slots inside a pool, messages between pools.
 
 use super::messages::{Mailbox, Transport};
-use super::slots::Loads;
+use super::slots::{Loads, meet};
 use super::{Exchange, Words};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::{read_slot, write_slot};
@@ -151,15 +151,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
                 }
             }
         }
-        for &(o, l) in own {
-            self.view.writeback(o, l).map_err(mem)?;
-        }
-        self.view.fence();
-        self.barrier.wait()?;
-        for &(o, l) in remote {
-            self.view.invalidate(o, l).map_err(mem)?;
-        }
-        self.view.fence();
+        meet(&self.view, self.barrier, own, &[remote], true)?;
         self.cursor.fill(0);
         Ok(())
     }

@@ -54,6 +54,29 @@ impl<V: MemView> Loads<V> for Viewed {
     }
 }
 
+/// Quiescence at a phase end, the BI exchanges' only synchronisation: write back the
+/// lines this partition wrote (`own`), fence, wait at the barrier, then drop the lines of
+/// others it will read (`remote`; not with `invalidate` off, the negative control) and
+/// fence.
+pub(crate) fn meet<V: MemView>(
+    view: &V,
+    barrier: &dyn Barrier,
+    own: &[(usize, usize)],
+    remote: &[&[(usize, usize)]],
+    invalidate: bool,
+) -> Result<(), GraphError> {
+    for &(o, l) in own {
+        view.writeback(o, l).map_err(mem)?;
+    }
+    view.fence();
+    barrier.wait()?;
+    for &(o, l) in remote.iter().copied().flatten().filter(|_| invalidate) {
+        view.invalidate(o, l).map_err(mem)?;
+    }
+    view.fence();
+    Ok(())
+}
+
 /// Bounded Incoherence's exchange: a replica reads its master's value slot where the
 /// master wrote it, a master reads its replicas' partial slots where they wrote them.
 /// Each line has one writer; the only question is when a reader's copy of another
@@ -125,26 +148,10 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
         Ok(())
     }
 
-    fn invalidate(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
-        if self.faults.has(Fault::GraphBarrier) {
-            return Ok(());
-        }
-        for &(o, l) in ranges {
-            self.view.invalidate(o, l).map_err(mem)?;
-        }
-        Ok(())
-    }
-
     /// Quiescence at a phase end: write back `own`, meet, drop `remote`.
     fn meet(&self, own: &[(usize, usize)], remote: &[&[(usize, usize)]]) -> Result<(), GraphError> {
-        self.writeback(own)?;
-        self.view.fence();
-        self.barrier.wait()?;
-        for r in remote {
-            self.invalidate(r)?;
-        }
-        self.view.fence();
-        Ok(())
+        let invalidate = !self.faults.has(Fault::GraphBarrier);
+        meet(&self.view, self.barrier, own, remote, invalidate)
     }
 
     fn parts(&self) -> usize {
