@@ -1,29 +1,52 @@
-//! PageRank time per superstep in the three modes at 1, 2 and 4 nodes, against a plain
-//! single-machine CSR pull loop.
+//! PageRank time per superstep in the three modes at 1, 2 and 4 nodes, against plain
+//! CSR pull loops on one core and on two.
 //!
 //! The question is what the engine's distribution costs. `stock` pays for messages from
 //! masters to replicas; the Bounded Incoherence modes replace them with reads of the
 //! master through the cache, plus write-back and invalidation in the barrier
-//! (`bi-on-demand`) or in the background (`bi-periodic`). The CSR loop
-//! (`bi_graph::reference::pagerank`) is the floor a single core reaches with no
-//! partitioning at all.
+//! (`bi-on-demand`) or in the background (`bi-periodic`). Two references run the same
+//! PageRank with no engine and no partitioning at all:
 //!
-//! The graph is a Graph500 Kronecker graph of scale 18 (262,144 vertices, ~3.8M edges
-//! after removing repeats), seed 1, on the `Hardware` backend. `BI_BENCH_QUICK=1` (or
-//! `-- --quick`) uses scale 16 and shorter measurements. Each criterion iteration is one
-//! superstep: a run of `n` supersteps reports its compute time (loading and partitioning
-//! excluded). The reference's per-superstep time is the time of `n` iterations minus
-//! that of zero (building its CSR). After criterion's groups a plain table gives the
-//! median time per superstep and the ratios mode / stock and mode / CSR.
+//! - `csr_reference` (`csr` in the tables, [`reference::pagerank`]): the
+//!   single-threaded pull loop over an in-CSR, the floor one core reaches.
+//! - `csr_pull_2threads` (`csr2`, [`reference::PullPageRank`] with 2 threads): the same
+//!   loop with the vertex range split into two contiguous chunks, threads spawned once
+//!   per run and a barrier between iterations, what a hand-written multicore loop
+//!   reaches. The engine runs its nodes as threads of this process (the default
+//!   placement), so on two cores this is the floor for 2 nodes and more.
+//!
+//! Two graphs, both drawn with seed 1 (the engine runs on the `Hardware` backend):
+//!
+//! - a Graph500 Kronecker graph (edge factor 16, repeats removed) of scale 18 (262,144
+//!   vertices, ~3.8M edges), scale 16 in quick mode. `BI_GRAPH_SCALE=<n>` sets the scale
+//!   in either mode (`BI_GRAPH_SCALE=20`: 1M vertices, ~16M edges);
+//! - a uniform random graph `G(65536, 300000)`, the small, unskewed control.
+//!
+//! `BI_BENCH_QUICK=1` (or `-- --quick`) also shortens the measurements. Each criterion
+//! iteration is one superstep: a run of `n` supersteps reports its compute time (loading
+//! and partitioning excluded). A reference's per-superstep time is the time of `n`
+//! iterations minus that of zero (building its CSR for `csr_reference`; allocating and
+//! spawning threads for `csr_pull_2threads`, whose CSR is built once beforehand), with
+//! ten times as many iterations as an engine measurement. After criterion's groups, a
+//! plain table per graph gives the median time per superstep and the ratios mode /
+//! stock, mode / csr and mode / csr2.
 
-use bi_graph::generate::Kronecker;
+use bi_graph::generate::{Kronecker, Uniform};
+use bi_graph::reference::PullPageRank;
 use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, pagerank, reference};
 use criterion::{Criterion, Throughput};
+use std::fmt::Write;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 const MODES: [Mode; 3] = [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic];
 const NODES: [usize; 3] = [1, 2, 4];
+/// Threads of the multithreaded reference.
+const PULL_THREADS: usize = 2;
+/// A reference is timed over this many times the supersteps of an engine measurement,
+/// so that what is left once its fixed costs are subtracted stays well above the
+/// machine's noise.
+const REFERENCE_BATCH: usize = 10;
 
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
@@ -53,15 +76,27 @@ fn engine_time(graph: &EdgeList, nodes: usize, mode: Mode, supersteps: usize) ->
     run.stats.compute_time
 }
 
-/// Time of `iterations` iterations of the CSR loop, its construction excluded.
-fn reference_time(graph: &EdgeList, iterations: usize) -> Duration {
+/// Time of `iterations` iterations of `run` minus that of zero.
+fn iterations_time(iterations: usize, run: impl Fn(usize) -> Vec<f64>) -> Duration {
     let timed = |n: usize| {
         let start = Instant::now();
-        black_box(reference::pagerank(graph, n, None));
+        black_box(run(n));
         start.elapsed()
     };
-    let build = timed(0);
-    timed(iterations).saturating_sub(build)
+    let fixed = timed(0);
+    timed(iterations).saturating_sub(fixed)
+}
+
+/// Time of `iterations` iterations of the single-core CSR loop, its construction
+/// excluded.
+fn reference_time(graph: &EdgeList, iterations: usize) -> Duration {
+    iterations_time(iterations, |n| reference::pagerank(graph, n, None))
+}
+
+/// Time of `iterations` iterations of the multithreaded pull loop, its buffers and
+/// thread start excluded.
+fn pull_time(pull: &PullPageRank, iterations: usize) -> Duration {
+    iterations_time(iterations, |n| pull.run(n))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -69,17 +104,111 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn main() {
-    let quick = bi_kit::bench::quick();
-    let scale = if quick { 16 } else { 18 };
-    let graph = Kronecker::graph500(scale, 1)
-        .generate()
-        .expect("Graph500 parameters are valid");
+/// Median over `runs` of the time per superstep of `supersteps` supersteps.
+fn per_superstep(runs: usize, supersteps: usize, time: impl Fn(usize) -> Duration) -> Duration {
+    median(
+        (0..runs)
+            .map(|_| time(supersteps) / supersteps as u32)
+            .collect(),
+    )
+}
+
+/// Benches one graph: criterion's group `pagerank_superstep_{id}`, then the plain table,
+/// returned for printing after criterion's summary.
+fn bench_graph(
+    c: &mut Criterion,
+    id: &str,
+    description: &str,
+    graph: &EdgeList,
+    quick: bool,
+) -> String {
     println!(
-        "Kronecker scale {scale}: {} vertices, {} edges",
+        "{description}: {} vertices, {} edges",
         graph.num_vertices(),
         graph.num_edges()
     );
+    let pull = PullPageRank::new(graph, PULL_THREADS);
+    let mut g = c.benchmark_group(format!("pagerank_superstep_{id}"));
+    g.throughput(Throughput::Elements(graph.num_edges() as u64));
+    for nodes in NODES {
+        for mode in MODES {
+            g.bench_function(format!("{}/{nodes}", mode_name(mode)), |b| {
+                b.iter_custom(|n| engine_time(graph, nodes, mode, n as usize))
+            });
+        }
+    }
+    let batch = |time: Duration| (time / REFERENCE_BATCH as u32).max(Duration::from_nanos(1));
+    g.bench_function("csr_reference", |b| {
+        b.iter_custom(|n| batch(reference_time(graph, n as usize * REFERENCE_BATCH)))
+    });
+    g.bench_function(format!("csr_pull_{PULL_THREADS}threads"), |b| {
+        b.iter_custom(|n| batch(pull_time(&pull, n as usize * REFERENCE_BATCH)))
+    });
+    g.finish();
+
+    let (runs, supersteps) = if quick { (3, 5) } else { (5, 10) };
+    let reference_steps = supersteps * REFERENCE_BATCH;
+    let csr = per_superstep(runs, reference_steps, |k| reference_time(graph, k));
+    let csr2 = per_superstep(runs, reference_steps, |k| pull_time(&pull, k));
+    let mut table = String::new();
+    let mut line = |text: String| writeln!(table, "{text}").expect("writing to a String");
+    line(format!(
+        "PageRank time per superstep, {description} (median of {runs} runs of {supersteps} \
+         supersteps, {reference_steps} for the references)"
+    ));
+    line(format!("  {:<20} {:>12.3} ms", "csr (1 core)", ms(csr)));
+    line(format!(
+        "  {:<20} {:>12.3} ms   (csr / csr2 = {:.2})",
+        format!("csr2 ({PULL_THREADS} threads)"),
+        ms(csr2),
+        ratio(csr, csr2)
+    ));
+    line(format!(
+        "  {:<14} {:>5} {:>12} {:>10} {:>10} {:>10}",
+        "mode", "nodes", "ms/step", "/ stock", "/ csr", "/ csr2"
+    ));
+    for nodes in NODES {
+        let per_mode: Vec<Duration> = MODES
+            .iter()
+            .map(|&mode| per_superstep(runs, supersteps, |k| engine_time(graph, nodes, mode, k)))
+            .collect();
+        let stock = per_mode[0];
+        for (mode, t) in MODES.iter().zip(&per_mode) {
+            line(format!(
+                "  {:<14} {:>5} {:>12.3} {:>10.2} {:>10.2} {:>10.2}",
+                mode_name(*mode),
+                nodes,
+                ms(*t),
+                ratio(*t, stock),
+                ratio(*t, csr),
+                ratio(*t, csr2)
+            ));
+        }
+    }
+    table
+}
+
+/// The Kronecker scale: `BI_GRAPH_SCALE` when set, else 18 (16 in quick mode).
+fn kronecker_scale(quick: bool) -> u32 {
+    match std::env::var("BI_GRAPH_SCALE") {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("BI_GRAPH_SCALE={s:?} is not a number")),
+        Err(_) if quick => 16,
+        Err(_) => 18,
+    }
+}
+
+fn main() {
+    let quick = bi_kit::bench::quick();
+    let scale = kronecker_scale(quick);
+    let kronecker = Kronecker::graph500(scale, 1)
+        .generate()
+        .unwrap_or_else(|e| panic!("Kronecker scale {scale}: {e}"));
+    let uniform = Uniform::new(1 << 16, 300_000, 1)
+        .generate()
+        .expect("300,000 edges fit 65,536 vertices");
 
     let mut c = Criterion::default().configure_from_args().sample_size(10);
     c = if quick {
@@ -89,63 +218,25 @@ fn main() {
         c.warm_up_time(Duration::from_secs(1))
             .measurement_time(Duration::from_secs(5))
     };
-    {
-        let mut g = c.benchmark_group(format!("pagerank_superstep_scale{scale}"));
-        g.throughput(Throughput::Elements(graph.num_edges() as u64));
-        for nodes in NODES {
-            for mode in MODES {
-                g.bench_function(format!("{}/{nodes}", mode_name(mode)), |b| {
-                    b.iter_custom(|n| engine_time(&graph, nodes, mode, n as usize))
-                });
-            }
-        }
-        g.bench_function("csr_reference", |b| {
-            // Ten supersteps per sample keep the difference with the CSR build (which
-            // `reference_time` subtracts) well above the machine's noise.
-            b.iter_custom(|n| {
-                (reference_time(&graph, n as usize * 10) / 10).max(Duration::from_nanos(1))
-            })
-        });
-        g.finish();
-    }
+    let tables = [
+        bench_graph(
+            &mut c,
+            &format!("scale{scale}"),
+            &format!("Kronecker scale {scale}"),
+            &kronecker,
+            quick,
+        ),
+        bench_graph(
+            &mut c,
+            "uniform64k",
+            "uniform G(65536, 300000)",
+            &uniform,
+            quick,
+        ),
+    ];
     c.final_summary();
-
-    let (runs, supersteps) = if quick { (3, 5) } else { (5, 10) };
-    let csr = median(
-        (0..runs)
-            .map(|_| reference_time(&graph, supersteps) / supersteps as u32)
-            .collect(),
-    );
-    println!(
-        "PageRank time per superstep, Kronecker scale {scale} (median of {runs} runs of {supersteps} supersteps)"
-    );
-    println!("  csr reference (1 core)      {:>10.3} ms", ms(csr));
-    println!(
-        "  {:<14} {:>5} {:>12} {:>10} {:>10}",
-        "mode", "nodes", "ms/step", "/ stock", "/ csr"
-    );
-    for nodes in NODES {
-        let per_mode: Vec<Duration> = MODES
-            .iter()
-            .map(|&mode| {
-                median(
-                    (0..runs)
-                        .map(|_| engine_time(&graph, nodes, mode, supersteps) / supersteps as u32)
-                        .collect(),
-                )
-            })
-            .collect();
-        let stock = per_mode[0];
-        for (mode, t) in MODES.iter().zip(&per_mode) {
-            println!(
-                "  {:<14} {:>5} {:>12.3} {:>10.2} {:>10.2}",
-                mode_name(*mode),
-                nodes,
-                ms(*t),
-                ratio(*t, stock),
-                ratio(*t, csr)
-            );
-        }
+    for table in tables {
+        println!("{table}");
     }
 }
 
