@@ -86,6 +86,8 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     gather: Vec<GatherEdges<'a>>,
     /// This partition's masters' data, by master index.
     mdata: Vec<P::Data>,
+    /// This partition's masters as the program sees them, by master index.
+    minfo: Vec<VertexInfo>,
     partial: Vec<P::Gather>,
     signal: Vec<bool>,
     /// Work proportional to the frontier (signalling programs read fresh): the local
@@ -255,6 +257,18 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             slot,
             gather,
             mdata: Vec::with_capacity(plan.masters.len()),
+            minfo: plan
+                .masters
+                .iter()
+                .map(|&l| {
+                    let v = plan.globals[l as usize];
+                    VertexInfo {
+                        id: v,
+                        in_degree: ctx.in_degree[v as usize],
+                        out_degree: ctx.out_degree[v as usize],
+                    }
+                })
+                .collect(),
             partial: vec![program.zero(); locals],
             signal: vec![false; locals],
             // Every vertex gathers in the first superstep.
@@ -263,15 +277,6 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             globals: program.aggregate_zero(),
             aggregates: vec![([0; 2], 0); ctx.plans.len()],
             max_staleness: 0,
-        }
-    }
-
-    fn info(&self, l: usize) -> VertexInfo {
-        let v = self.plan.globals[l];
-        VertexInfo {
-            id: v,
-            in_degree: self.ctx.in_degree[v as usize],
-            out_degree: self.ctx.out_degree[v as usize],
         }
     }
 
@@ -300,7 +305,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let mut agg = program.aggregate_zero();
         let mut active = 0;
         for i in 0..self.plan.masters.len() {
-            let info = self.info(self.plan.masters[i] as usize);
+            let info = self.minfo[i];
             let d = program.init(&info);
             let initially = program.initially_active(&info);
             active += u64::from(initially);
@@ -394,19 +399,19 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             if !own_done {
                 acc = program.sum(acc, self.partial[l]);
             }
-            let info = self.info(l);
+            let info = self.minfo[i];
             let old = self.mdata[i];
             let new = if always || signalled {
                 program.apply(&info, &old, acc, &globals)
             } else {
                 old
             };
-            let changed = bytemuck::bytes_of(&old) != bytemuck::bytes_of(&new);
+            let words = encode(&new);
+            let changed = encode(&old) != words;
             changed_count += u64::from(changed);
             agg = program.combine(agg, program.aggregate(&info, &old, &new));
             self.mdata[i] = new;
-            self.exchange
-                .put_value(i, encode(&new), meta(stamp, changed))?;
+            self.exchange.put_value(i, words, meta(stamp, changed))?;
         }
         Ok((agg, changed_count))
     }

@@ -106,6 +106,7 @@ impl VertexProgram for PageRank {
     fn sum(&self, a: f64, b: f64) -> f64 {
         a + b
     }
+    #[inline]
     fn apply(&self, vertex: &VertexInfo, _data: &f64, total: f64, globals: &[f64; 2]) -> f64 {
         let d = self.damping;
         let rank = d * total + (d * globals[0] + (1.0 - d)) / self.vertices as f64;
@@ -117,11 +118,13 @@ impl VertexProgram for PageRank {
     fn aggregate_zero(&self) -> [f64; 2] {
         [0.0, 0.0]
     }
+    #[inline]
     fn aggregate(&self, vertex: &VertexInfo, old: &f64, new: &f64) -> [f64; 2] {
         let (old, new) = (Self::rank(vertex, *old), Self::rank(vertex, *new));
         let dangling = if vertex.out_degree == 0 { new } else { 0.0 };
         [dangling, (new - old).abs()]
     }
+    #[inline]
     fn combine(&self, a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
         [a[0] + b[0], a[1] + b[1]]
     }

@@ -176,12 +176,14 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
             .value_word(m, self.plan.master_index[l] as usize)
     }
 
+    #[inline]
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
         let base = self.layout.value_word(self.p, i);
         let meta = self.layout.value_meta.then_some(meta);
         self.put(base, &value[..self.dw], meta)
     }
 
+    #[inline]
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let base = self.layout.partial_word(self.p, self.next[m]);
@@ -201,6 +203,7 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
         }
     }
 
+    #[inline]
     fn next_partial(&mut self, q: usize, _i: usize) -> Result<(Option<u64>, Words), GraphError> {
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
