@@ -140,6 +140,13 @@ pub trait VertexProgram: Sync {
     -> Self::Aggregate;
     /// Folds two aggregates.
     fn combine(&self, a: Self::Aggregate, b: Self::Aggregate) -> Self::Aggregate;
+    /// What [`apply`](VertexProgram::apply) receives as `globals` from a superstep's
+    /// combined aggregate, computed once per superstep (the identity by default).
+    /// PageRank turns the dangling mass into its teleport term here, so that apply does
+    /// not divide by the vertex count for every vertex.
+    fn globals(&self, total: Self::Aggregate) -> Self::Aggregate {
+        total
+    }
     /// Whether to stop after superstep `step` (0-based) given its aggregate.
     fn converged(&self, _step: usize, _total: &Self::Aggregate) -> bool {
         false

@@ -314,7 +314,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             self.mdata.push(d);
         }
         let (total, _) = self.exchange_values(agg, active, true)?;
-        self.globals = total;
+        self.globals = program.globals(total);
         Ok(())
     }
 
@@ -371,8 +371,6 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let mut agg = program.aggregate_zero();
         let mut changed_count = 0;
         let stamp = step as u64 + 1;
-        // A local copy nothing else can write, so what apply derives from it alone (the
-        // teleport term of PageRank) is computed once, not per vertex.
         let globals = self.globals;
         for i in 0..plan.masters.len() {
             let l = plan.masters[i] as usize;
@@ -431,7 +429,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             self.gather(step, fresh)?;
             let (agg, changed) = self.apply(step, stale_reads && confirming)?;
             let (total, changed_total) = self.exchange_values(agg, changed, fresh)?;
-            self.globals = total;
+            self.globals = program.globals(total);
             if self.p == 0
                 && let Some(o) = self.ctx.observer
             {

@@ -106,11 +106,10 @@ impl VertexProgram for PageRank {
     fn sum(&self, a: f64, b: f64) -> f64 {
         a + b
     }
+    /// `globals[0]` is the teleport term (see [`globals`](VertexProgram::globals)).
     #[inline]
     fn apply(&self, vertex: &VertexInfo, _data: &f64, total: f64, globals: &[f64; 2]) -> f64 {
-        let d = self.damping;
-        let rank = d * total + (d * globals[0] + (1.0 - d)) / self.vertices as f64;
-        Self::share(vertex, rank)
+        Self::share(vertex, self.damping * total + globals[0])
     }
     fn scatter(&self, _weight: f64, _data: &f64, _neighbour: &f64) -> bool {
         false
@@ -127,6 +126,11 @@ impl VertexProgram for PageRank {
     #[inline]
     fn combine(&self, a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
         [a[0] + b[0], a[1] + b[1]]
+    }
+    /// The teleport term `(d * dangling + 1 - d) / N`, and the L1 change.
+    fn globals(&self, total: [f64; 2]) -> [f64; 2] {
+        let d = self.damping;
+        [(d * total[0] + (1.0 - d)) / self.vertices as f64, total[1]]
     }
     fn converged(&self, _step: usize, total: &[f64; 2]) -> bool {
         self.tolerance.is_some_and(|t| total[1] < t)
