@@ -8,12 +8,17 @@ use crate::engine::memory::{read_slot, write_slot};
 use crate::engine::plan::PartPlan;
 use crate::engine::pools::Pools;
 use crate::engine::shared::SharedLayout;
-use crate::engine::worker::SyncPlan;
 use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
 
 fn mem(e: MemError) -> GraphError {
     GraphError::Runtime(e.into())
+}
+
+/// The lines one phase writes back (`own`) and drops (`remote`, pool peers' lines).
+struct PhaseLines {
+    own: Vec<(usize, usize)>,
+    remote: Vec<(usize, usize)>,
 }
 
 /// Bounded Incoherence inside a pool (slots in the pool's region, quiescence at every
@@ -30,7 +35,8 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     mail: Mailbox,
     view: V,
     loads: R,
-    sync: SyncPlan,
+    /// The lines each phase writes back and drops: partials, then values.
+    lines: [PhaseLines; 2],
     words: [usize; 3],
     /// Value slot word of each local vertex (own slot, a pool peer's, or a mirror).
     slots: Vec<u32>,
@@ -77,17 +83,17 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             .map(|&w| w as usize * 8)
             .collect();
         let ext = |e: crate::engine::shared::Extent| (e.offset, e.len);
-        let sync = SyncPlan {
-            own_values: ext(layout.values[p]),
-            own_partials: ext(layout.partials[p]),
-            own_aggregate: ext(layout.mirrors[p]),
-            remote_values: layout.runs(remote_values),
-            remote_partials: (0..parts)
+        let partials = PhaseLines {
+            own: vec![ext(layout.partials[p])],
+            remote: (0..parts)
                 .filter(|&q| q != p && same(q))
                 .map(|q| layout.segment_range(q, p, plans[q].replicas_of(p)))
                 .filter(|&(_, len)| len > 0)
                 .collect(),
-            remote_aggregates: Vec::new(),
+        };
+        let values = PhaseLines {
+            own: vec![ext(layout.values[p]), ext(layout.mirrors[p])],
+            remote: layout.runs(remote_values),
         };
         let expect_partials = (0..parts)
             .map(|q| if same(q) { 0 } else { plans[q].replicas_of(p) })
@@ -111,7 +117,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             transport,
             view,
             loads,
-            sync,
+            lines: [partials, values],
             words,
             slots,
             next: layout.segments[p].clone(),
@@ -124,14 +130,9 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
         self.pools.of(q) == self.pools.of(self.p)
     }
 
-    /// Sends and receives this phase's messages, then quiescence inside the pool: write
-    /// back `own`, meet the pool, drop `remote`.
-    fn exchange(
-        &mut self,
-        values: bool,
-        own: &[(usize, usize)],
-        remote: &[(usize, usize)],
-    ) -> Result<(), GraphError> {
+    /// Sends and receives this phase's messages (values land in mirror slots), then
+    /// quiescence inside the pool over the phase's lines.
+    fn exchange(&mut self, values: bool) -> Result<(), GraphError> {
         self.mail.exchange(&mut self.transport, values)?;
         if values {
             // Values from other pools land in this partition's mirror slots first.
@@ -151,7 +152,8 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
                 }
             }
         }
-        meet(&self.view, self.barrier, own, &[remote], true)?;
+        let lines = &self.lines[usize::from(values)];
+        meet(&self.view, self.barrier, &lines.own, &[&lines.remote], true)?;
         self.cursor.fill(0);
         Ok(())
     }
@@ -199,10 +201,7 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
 
     fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
         self.next.clone_from(&self.layout.segments[self.p]);
-        let sync = std::mem::take(&mut self.sync);
-        let r = self.exchange(false, &[sync.own_partials], &sync.remote_partials);
-        self.sync = sync;
-        r
+        self.exchange(false)
     }
 
     fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
@@ -223,15 +222,7 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
         self.mail.push_aggregate(aggregate, changed);
-        let sync = std::mem::take(&mut self.sync);
-        // (`own_aggregate` holds the mirror slots here: aggregates travel as messages.)
-        let r = self.exchange(
-            true,
-            &[sync.own_values, sync.own_aggregate],
-            &sync.remote_values,
-        );
-        self.sync = sync;
-        r?;
+        self.exchange(true)?;
         for (q, slot) in all.iter_mut().enumerate() {
             if q == self.p {
                 *slot = (aggregate, changed);
