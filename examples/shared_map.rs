@@ -229,7 +229,7 @@ fn runtime_config(period: Duration) -> RuntimeConfig {
     // whole heap on a busy machine, short enough that a killed node is excluded quickly.
     let lease = (period.as_nanos() as u64)
         .saturating_mul(200)
-        .max(50_000_000);
+        .max(200_000_000);
     RuntimeConfig::default()
         .node_lease(lease)
         .reader_lease(lease)
