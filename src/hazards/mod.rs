@@ -34,6 +34,7 @@ mod clock_skew;
 mod dangling_reference;
 mod delegation;
 mod first_declaration;
+mod frontier_without_marks;
 mod half_written_line;
 mod joined_process;
 mod liveness;
@@ -204,6 +205,7 @@ pub fn catalog() -> Vec<Hazard> {
         stale_parcel::WRITEBACK,
         stale_parcel::INVALIDATE,
         barrier_without_invalidation::HAZARD,
+        frontier_without_marks::HAZARD,
         clock_skew::HAZARD,
         half_written_line::HAZARD,
         first_declaration::HAZARD,

@@ -206,6 +206,10 @@ switches! {
         /// of withdrawing and taking a new one, although another node may have passed
         /// over its record meanwhile ([`lock`](super::lock)).
         LockLapse,
+        /// A graph engine's partition working on the frontier (WCC, SSSP) does not mark
+        /// the neighbours a changed vertex puts out of date, so they keep a partial
+        /// gathered from values that have since changed (`bi_graph::RunOptions::faults`).
+        FrontierMarks,
     }
 }
 

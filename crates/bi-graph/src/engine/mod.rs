@@ -178,9 +178,11 @@ pub struct RunOptions {
     /// feature is on and a test asks): with [`Fault::GraphBarrier`], readers skip the
     /// invalidations that quiescence performs in the barrier (writers still write back),
     /// and under the emulator the oracle counts the stale reads that the on-demand mode
-    /// otherwise prevents.
+    /// otherwise prevents; with [`Fault::FrontierMarks`], WCC and SSSP do not re-gather
+    /// the vertices whose neighbours changed.
     ///
     /// [`Fault::GraphBarrier`]: bi_core::runtime::Fault::GraphBarrier
+    /// [`Fault::FrontierMarks`]: bi_core::runtime::Fault::FrontierMarks
     pub faults: Faults,
 }
 

@@ -165,6 +165,7 @@ pub(crate) fn run_pools<P: VertexProgram>(
         &prepared.layout,
         pools,
         &barrier,
+        prepared.faults,
         MpiTransport { world: &world },
         view,
         loads,

@@ -21,6 +21,7 @@ use crate::partition::VertexCut;
 use bi_core::line::LineSize;
 use bi_core::mem::{EmulatorConfig, MemView};
 use bi_core::region::{Layout, RegionConfig};
+use bi_core::runtime::Faults;
 
 /// Everything about a run that every partition agrees on before it starts.
 pub(crate) struct Prepared {
@@ -38,6 +39,8 @@ pub(crate) struct Prepared {
     pub mode: Mode,
     /// Words of the program's data, gather and aggregate values.
     pub words: [usize; 3],
+    /// Mechanisms switched off ([`RunOptions::faults`]).
+    pub faults: Faults,
 }
 
 fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
@@ -151,6 +154,7 @@ impl Prepared {
                 words_of::<P::Gather>(),
                 words_of::<P::Aggregate>(),
             ],
+            faults: options.faults,
         })
     }
 
@@ -172,6 +176,7 @@ impl Prepared {
             stale_reads: self.mode == Mode::BiPeriodic,
             max_iterations: config.max_iterations,
             observer: config.observer.as_deref(),
+            faults: self.faults,
         }
     }
 

@@ -18,6 +18,7 @@ use super::program::{VertexInfo, VertexProgram};
 use crate::config::Observer;
 use crate::error::GraphError;
 use bi_core::mem::MemError;
+use bi_core::runtime::{Fault, Faults};
 
 /// What every partition shares (read-only) during a run.
 pub(crate) struct Ctx<'a, P> {
@@ -30,6 +31,8 @@ pub(crate) struct Ctx<'a, P> {
     pub stale_reads: bool,
     pub max_iterations: usize,
     pub observer: Option<&'a dyn Observer>,
+    /// Mechanisms switched off ([`RunOptions::faults`](crate::RunOptions::faults)).
+    pub faults: Faults,
 }
 
 /// The lines a partition writes back and invalidates to publish and to see others.
@@ -326,7 +329,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             &self.slot,
             &src,
             &mut self.signal,
-            self.dirty.as_deref_mut(),
+            self.dirty
+                .as_deref_mut()
+                .filter(|_| !self.ctx.faults.has(Fault::FrontierMarks)),
             step as u64,
         )
         .map_err(mem_err)

@@ -10,6 +10,7 @@ use crate::engine::pools::Pools;
 use crate::engine::shared::SharedLayout;
 use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
+use bi_core::runtime::{Fault, Faults};
 
 fn mem(e: MemError) -> GraphError {
     GraphError::Runtime(e.into())
@@ -31,6 +32,7 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     layout: &'a SharedLayout,
     pools: &'a Pools,
     barrier: &'a dyn Barrier,
+    faults: Faults,
     transport: T,
     mail: Mailbox,
     view: V,
@@ -54,6 +56,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
         layout: &'a SharedLayout,
         pools: &'a Pools,
         barrier: &'a dyn Barrier,
+        faults: Faults,
         transport: T,
         view: V,
         loads: R,
@@ -114,6 +117,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             layout,
             pools,
             barrier,
+            faults,
             transport,
             view,
             loads,
@@ -153,7 +157,14 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             }
         }
         let lines = &self.lines[usize::from(values)];
-        meet(&self.view, self.barrier, &lines.own, &[&lines.remote], true)?;
+        let invalidate = !self.faults.has(Fault::GraphBarrier);
+        meet(
+            &self.view,
+            self.barrier,
+            &lines.own,
+            &[&lines.remote],
+            invalidate,
+        )?;
         self.cursor.fill(0);
         Ok(())
     }
