@@ -216,14 +216,7 @@ fn gather<D: bytemuck::Pod>(
     }
     let report = Report {
         status: DONE,
-        outcome: Outcome {
-            masters: Vec::new(),
-            compute_time: outcome.compute_time,
-            iterations: outcome.iterations,
-            messages: outcome.messages,
-            max_staleness: outcome.max_staleness,
-            edges_gathered: outcome.edges_gathered,
-        },
+        outcome: outcome.measurements(),
         lines,
         emulator: None,
     };

@@ -290,24 +290,9 @@ where
             }
         }
     }
-    let outcome = match &result {
-        Ok(o) => Outcome {
-            masters: Vec::new(),
-            compute_time: o.compute_time,
-            iterations: o.iterations,
-            messages: o.messages,
-            max_staleness: o.max_staleness,
-            edges_gathered: o.edges_gathered,
-        },
-        Err(_) => Outcome {
-            masters: Vec::new(),
-            compute_time: Duration::ZERO,
-            iterations: 0,
-            messages: 0,
-            max_staleness: 0,
-            edges_gathered: 0,
-        },
-    };
+    let outcome = result
+        .as_ref()
+        .map_or_else(|_| Outcome::default(), Outcome::measurements);
     let report = Report {
         status,
         outcome,
@@ -322,13 +307,7 @@ where
     view.writeback(e.offset, e.len).map_err(mem)?;
     view.fence();
     let outcome = result?;
-    let (_, stats) = prepared.collect(
-        vec![Outcome {
-            masters: Vec::new(),
-            ..outcome
-        }],
-        counters.totals(),
-    );
+    let (_, stats) = prepared.collect(vec![outcome.measurements()], counters.totals());
     Ok(DetailedRun {
         run: Run {
             values: Vec::new(),

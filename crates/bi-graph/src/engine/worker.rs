@@ -53,7 +53,7 @@ pub(crate) struct SyncPlan {
 }
 
 /// What a partition hands back.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Outcome<D> {
     pub masters: Vec<(u32, D)>,
     /// Time spent in supersteps (after initialisation).
@@ -62,6 +62,20 @@ pub(crate) struct Outcome<D> {
     pub messages: u64,
     pub max_staleness: u64,
     pub edges_gathered: u64,
+}
+
+impl<D> Outcome<D> {
+    /// The measurements alone, without the values (what another process is told).
+    pub fn measurements(&self) -> Outcome<()> {
+        Outcome {
+            masters: Vec::new(),
+            compute_time: self.compute_time,
+            iterations: self.iterations,
+            messages: self.messages,
+            max_staleness: self.max_staleness,
+            edges_gathered: self.edges_gathered,
+        }
+    }
 }
 
 fn mem_err(e: MemError) -> GraphError {
