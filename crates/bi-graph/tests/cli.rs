@@ -2,24 +2,10 @@
 #![cfg(feature = "cli")]
 #![cfg(not(miri))] // spawns processes
 
+mod common;
+use common::{bi_graph, run_ok, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bi_graph(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bi-graph"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A small SNAP file: ids 5, 10, 20, 30 and 7000000000; 30 is dangling (no out-edge);
 /// 7000000000 -> 5 is a separate component; 40 only has a self-loop.
@@ -50,12 +36,6 @@ fn values(path: &Path) -> BTreeMap<u64, String> {
             (id.parse().expect("integer id"), value.to_owned())
         })
         .collect()
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = bi_graph(args);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    out
 }
 
 #[test]

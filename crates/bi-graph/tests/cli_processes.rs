@@ -3,26 +3,11 @@
 #![cfg(target_os = "linux")] // reads /proc to find and kill partition processes
 #![cfg(not(miri))] // spawns processes
 
+mod common;
+use common::{bi_graph, run_ok, stderr};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bi_graph(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bi-graph"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = bi_graph(args);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    out
-}
 
 /// The values a run writes, as threads and as processes, must be the same bytes.
 fn same_as_threads(dir: &Path, program: &[&str], rest: &[&str]) {

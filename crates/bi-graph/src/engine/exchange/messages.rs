@@ -184,6 +184,23 @@ impl Mailbox {
         Ok((values, ([last[2], last[3]], last[1])))
     }
 
+    /// Every partition's aggregate and changed count into `all`: this one's is `own`,
+    /// the others' are what they sent last in the values phase.
+    pub fn aggregates(
+        &self,
+        own: (Words, u64),
+        all: &mut [(Words, u64)],
+    ) -> Result<(), GraphError> {
+        for (q, slot) in all.iter_mut().enumerate() {
+            *slot = if q == self.p {
+                own
+            } else {
+                self.values_from(q)?.1
+            };
+        }
+        Ok(())
+    }
+
     /// The next partial partition `q` sent, which must be for master `i`.
     pub fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
         let msg = self.inbox[q]
@@ -324,18 +341,13 @@ impl<T: Transport> Exchange for Messages<'_, T> {
     ) -> Result<(), GraphError> {
         self.mail.push_aggregate(aggregate, changed);
         self.mail.exchange(&mut self.transport, true)?;
-        for (q, all) in all.iter_mut().enumerate() {
-            if q == self.p {
-                *all = (aggregate, changed);
-                continue;
-            }
-            let (values, theirs) = self.mail.values_from(q)?;
-            for m in values {
+        for q in (0..all.len()).filter(|&q| q != self.p) {
+            for m in self.mail.values_from(q)?.0 {
                 let l = usize::try_from(m[0]).unwrap_or(usize::MAX);
                 self.copies.put(l, [m[2], m[3]], m[1])?;
             }
-            *all = theirs;
         }
+        self.mail.aggregates((aggregate, changed), all)?;
         Ok(())
     }
 

@@ -234,14 +234,7 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
     ) -> Result<(), GraphError> {
         self.mail.push_aggregate(aggregate, changed);
         self.exchange(true)?;
-        for (q, slot) in all.iter_mut().enumerate() {
-            if q == self.p {
-                *slot = (aggregate, changed);
-                continue;
-            }
-            *slot = self.mail.values_from(q)?.1;
-        }
-        Ok(())
+        self.mail.aggregates((aggregate, changed), all)
     }
 
     fn refresh_values(&mut self) -> Result<(), GraphError> {
