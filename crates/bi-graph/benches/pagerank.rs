@@ -15,6 +15,12 @@
 //!   reaches. The engine runs its nodes as threads of this process (the default
 //!   placement), so on two cores this is the floor for 2 nodes and more.
 //!
+//! The engine cuts the graph by target ([`Partitioner::ByTarget`]): PageRank gathers over
+//! in-edges, so every vertex folds its in-edges beside its master and only values cross
+//! partitions, as in a pull loop split by vertex range. `BI_GRAPH_CUT=random` (or
+//! `oblivious`, `grid`) measures PowerGraph's vertex cuts instead, where replicas also
+//! send their masters partial sums.
+//!
 //! Two graphs, both drawn with seed 1 (the engine runs on the `Hardware` backend):
 //!
 //! - a Graph500 Kronecker graph (edge factor 16, repeats removed) of scale 18 (262,144
@@ -56,10 +62,24 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// The cut every engine run uses: `BI_GRAPH_CUT` (`by-target`, `random`, `oblivious`
+/// or `grid`), by default `by-target`, the cut for a program that gathers over in-edges.
+fn cut() -> Partitioner {
+    match std::env::var("BI_GRAPH_CUT").as_deref() {
+        Ok("by-target") | Err(_) => Partitioner::ByTarget,
+        Ok("random") => Partitioner::Random,
+        Ok("oblivious") => Partitioner::Oblivious,
+        Ok("grid") => Partitioner::Grid,
+        Ok(other) => {
+            panic!("BI_GRAPH_CUT={other:?}: expected by-target, random, oblivious or grid")
+        }
+    }
+}
+
 fn config(nodes: usize, mode: Mode, supersteps: usize) -> EngineConfig {
     EngineConfig {
         nodes,
-        partitioner: Partitioner::Random,
+        partitioner: cut(),
         mode,
         backend: Backend::Hardware,
         seed: 1,
@@ -153,8 +173,9 @@ fn bench_graph(
     let mut table = String::new();
     let mut line = |text: String| writeln!(table, "{text}").expect("writing to a String");
     line(format!(
-        "PageRank time per superstep, {description} (median of {runs} runs of {supersteps} \
-         supersteps, {reference_steps} for the references)"
+        "PageRank time per superstep, {description}, cut {:?} (median of {runs} runs of \
+         {supersteps} supersteps, {reference_steps} for the references)",
+        cut()
     ));
     line(format!("  {:<20} {:>12.3} ms", "csr (1 core)", ms(csr)));
     line(format!(

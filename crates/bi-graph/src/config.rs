@@ -35,7 +35,7 @@ pub enum Mode {
 /// use bi_graph::{wcc, EdgeList, EngineConfig, Partitioner};
 ///
 /// let g = EdgeList { ids: (0..5).collect(), edges: vec![(1, 0), (3, 2), (4, 3)], weights: None };
-/// for partitioner in [Partitioner::Random, Partitioner::Oblivious, Partitioner::Grid] {
+/// for partitioner in [Partitioner::Random, Partitioner::Oblivious, Partitioner::Grid, Partitioner::ByTarget] {
 ///     let config = EngineConfig { partitioner, nodes: 4, ..EngineConfig::default() };
 ///     assert_eq!(wcc(&g, &config)?.values, [0, 0, 2, 2, 2]);
 /// }
@@ -50,6 +50,9 @@ pub enum Partitioner {
     /// Partitions on a grid; an edge goes to the intersection of its endpoints' row and
     /// column.
     Grid,
+    /// Each vertex's master on a hashed partition, each edge with its target's master (an
+    /// edge cut over in-edges): programs gathering over in-edges send no partials.
+    ByTarget,
 }
 
 /// Which memory the partitions share.

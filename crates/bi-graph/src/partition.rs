@@ -21,10 +21,14 @@
 //! - [`Partitioner::Grid`]: partitions form a `rows x cols` grid and every vertex hashes to
 //!   one cell; an edge `(u, v)` goes to the cell in `u`'s row and `v`'s column, so a vertex
 //!   lives at most on its row and its column (`rows + cols - 1` partitions).
+//! - [`Partitioner::ByTarget`]: every vertex hashes to its master's partition and an edge
+//!   goes with its target (the 1D cut of pull-based engines). A vertex's in-edges all sit
+//!   beside its master, so a program gathering over in-edges (PageRank, SSSP) folds them
+//!   there: no replica has a partial to send, and only values cross partitions.
 //!
-//! Masters are chosen among the partitions holding a vertex's edges by a seeded hash; an
-//! isolated vertex gets a master too (on a hashed partition), so every vertex has a value
-//! and appears in the output.
+//! Masters are chosen among the partitions holding a vertex's edges by a seeded hash (by
+//! the target's hash with [`Partitioner::ByTarget`]); an isolated vertex gets a master too
+//! (on a hashed partition), so every vertex has a value and appears in the output.
 
 use crate::config::Partitioner;
 use crate::edge_list::EdgeList;
@@ -93,10 +97,12 @@ impl VertexCut {
             });
         }
         let mut presence = vec![0u64; n];
+        let owner = |v: u32| (mix(seed ^ 0x7461_7267_6574 ^ u64::from(v)) % parts as u64) as u8;
         let edge_part = match partitioner {
             Partitioner::Random => random_placement(graph, parts, seed),
             Partitioner::Oblivious => oblivious_placement(graph, parts, &mut presence),
             Partitioner::Grid => grid_placement(graph, parts, seed),
+            Partitioner::ByTarget => graph.edges.iter().map(|&(_, v)| owner(v)).collect(),
         };
         if partitioner != Partitioner::Oblivious {
             for (&(u, v), &p) in graph.edges.iter().zip(&edge_part) {
@@ -107,7 +113,9 @@ impl VertexCut {
         let mut master = vec![0u8; n];
         for (v, (set, m)) in presence.iter_mut().zip(&mut master).enumerate() {
             let h = mix(seed ^ 0x6d61_7374_6572 ^ (v as u64).wrapping_mul(0x9e37_79b9));
-            let p = if *set == 0 {
+            let p = if partitioner == Partitioner::ByTarget {
+                u32::from(owner(v as u32))
+            } else if *set == 0 {
                 (h % parts as u64) as u32
             } else {
                 nth_set_bit(*set, (h % u64::from(set.count_ones())) as u32)
@@ -295,6 +303,7 @@ mod tests {
             Partitioner::Random,
             Partitioner::Oblivious,
             Partitioner::Grid,
+            Partitioner::ByTarget,
         ] {
             for parts in 1..=5 {
                 let cut = VertexCut::new(&g, parts, p, 3).unwrap();
@@ -325,6 +334,17 @@ mod tests {
         let cut = VertexCut::new(&g, 4, Partitioner::Grid, 1).unwrap();
         for v in 0..40 {
             assert!(cut.presence(v).count_ones() <= 3);
+        }
+    }
+
+    #[test]
+    fn by_target_keeps_in_edges_with_their_master() {
+        let g = ring(50);
+        for parts in 1..=5 {
+            let cut = VertexCut::new(&g, parts, Partitioner::ByTarget, 9).unwrap();
+            for (e, &(_, v)) in g.edges.iter().enumerate() {
+                assert_eq!(usize::from(cut.edge_partitions()[e]), cut.master(v));
+            }
         }
     }
 

@@ -3,10 +3,11 @@
 use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, reference, sssp, wcc};
 use std::collections::VecDeque;
 
-const PARTITIONERS: [Partitioner; 3] = [
+const PARTITIONERS: [Partitioner; 4] = [
     Partitioner::Random,
     Partitioner::Oblivious,
     Partitioner::Grid,
+    Partitioner::ByTarget,
 ];
 const MODES: [Mode; 3] = [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic];
 

@@ -72,6 +72,7 @@ fn on_demand_pagerank_reads_nothing_stale_and_matches_hardware() {
         Partitioner::Random,
         Partitioner::Oblivious,
         Partitioner::Grid,
+        Partitioner::ByTarget,
     ] {
         for nodes in [2, 3, 4] {
             let mut hw = config(nodes, partitioner, Mode::BiOnDemand, 0);

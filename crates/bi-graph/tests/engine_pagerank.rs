@@ -3,10 +3,11 @@
 
 use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, pagerank, reference};
 
-const PARTITIONERS: [Partitioner; 3] = [
+const PARTITIONERS: [Partitioner; 4] = [
     Partitioner::Random,
     Partitioner::Oblivious,
     Partitioner::Grid,
+    Partitioner::ByTarget,
 ];
 
 /// A tiny seeded generator (SplitMix64).

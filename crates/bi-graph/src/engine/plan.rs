@@ -29,11 +29,17 @@ impl Csr {
     }
 }
 
-/// Which adjacency a partition needs.
+/// Which adjacency a partition needs, and which local edges make a replica *feed* its
+/// master (send it a partial each superstep).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Needs {
     pub incoming: bool,
     pub outgoing: bool,
+    /// A replica with local in-edges feeds (it gathers across them, or is signalled
+    /// across them).
+    pub feed_in: bool,
+    /// A replica with local out-edges feeds.
+    pub feed_out: bool,
 }
 
 /// One partition's static view of the graph.
@@ -58,6 +64,12 @@ pub(crate) struct PartPlan {
     pub mirror_part: Vec<u8>,
     /// Local index of each replica in its partition.
     pub mirror_local: Vec<u32>,
+    /// Whether each replica feeds its master a partial (has local edges it gathers or is
+    /// signalled across). A replica that does not is only read from: with a cut that
+    /// keeps a vertex's gather edges beside its master, no replica feeds.
+    pub mirror_feeds: Vec<bool>,
+    /// Whether each local vertex is a replica that feeds its master.
+    pub feeds: Vec<bool>,
     /// In-edges of each local vertex (sources).
     pub incoming: Option<Csr>,
     /// Out-edges of each local vertex (targets).
@@ -77,11 +89,12 @@ impl PartPlan {
             .count()
     }
 
-    /// Number of local vertices whose master is partition `q`.
-    pub fn replicas_of(&self, q: usize) -> usize {
+    /// Number of local vertices feeding a master on partition `q` (their partial slots).
+    pub fn feeders_of(&self, q: usize) -> usize {
         self.master_of
             .iter()
-            .filter(|&&p| usize::from(p) == q)
+            .zip(&self.feeds)
+            .filter(|&(&p, &feeds)| feeds && usize::from(p) == q)
             .count()
     }
 }
@@ -203,9 +216,84 @@ pub(crate) fn build(graph: &EdgeList, cut: &VertexCut, needs: Needs) -> Vec<Part
         };
         plan.incoming = needs.incoming.then(|| build_dir(true));
         plan.outgoing = needs.outgoing.then(|| build_dir(false));
+        let mut feeds = vec![false; plan.globals.len()];
+        for (_, &(u, v)) in mine() {
+            feeds[to_local[v as usize] as usize] |= needs.feed_in;
+            feeds[to_local[u as usize] as usize] |= needs.feed_out;
+        }
+        for (f, &m) in feeds.iter_mut().zip(&plan.master_of) {
+            *f &= usize::from(m) != q;
+        }
+        plan.feeds = feeds;
         for &v in &plan.globals {
             to_local[v as usize] = u32::MAX;
         }
     }
+    for m in 0..parts {
+        let feeds = plans[m]
+            .mirror_part
+            .iter()
+            .zip(&plans[m].mirror_local)
+            .map(|(&q, &l)| plans[usize::from(q)].feeds[l as usize])
+            .collect();
+        plans[m].mirror_feeds = feeds;
+    }
     plans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Partitioner;
+
+    /// A pull program's needs: gather over in-edges, no scatter.
+    const PULL: Needs = Needs {
+        incoming: true,
+        outgoing: false,
+        feed_in: true,
+        feed_out: false,
+    };
+
+    fn feeders(plans: &[PartPlan]) -> usize {
+        plans
+            .iter()
+            .map(|p| p.feeds.iter().filter(|&&f| f).count())
+            .sum()
+    }
+
+    #[test]
+    fn replicas_feed_only_across_their_gather_edges() {
+        let g = EdgeList {
+            ids: (0..200).collect(),
+            edges: (0..200u32)
+                .flat_map(|u| [(u, (u * 7 + 1) % 200), (u, (u * 13 + 5) % 200)])
+                .collect(),
+            weights: None,
+        };
+        for parts in [2, 3] {
+            let random = VertexCut::new(&g, parts, Partitioner::Random, 1).unwrap();
+            let plans = build(&g, &random, PULL);
+            assert!(feeders(&plans) > 0, "a vertex cut splits some in-edges");
+            for (q, plan) in plans.iter().enumerate() {
+                for (l, &feeds) in plan.feeds.iter().enumerate() {
+                    let in_edges = plan.incoming.as_ref().unwrap().range(l).len();
+                    let replica = usize::from(plan.master_of[l]) != q;
+                    assert_eq!(feeds, replica && in_edges > 0);
+                }
+            }
+            // Every master's list of feeding replicas matches the replicas' own flags.
+            let listed: usize = plans
+                .iter()
+                .map(|p| p.mirror_feeds.iter().filter(|&&f| f).count())
+                .sum();
+            assert_eq!(listed, feeders(&plans));
+            let by_target = VertexCut::new(&g, parts, Partitioner::ByTarget, 1).unwrap();
+            let plans = build(&g, &by_target, PULL);
+            assert!(
+                plans.iter().any(|p| !p.mirror_part.is_empty()),
+                "sources are replicated"
+            );
+            assert_eq!(feeders(&plans), 0, "in-edges sit beside their master");
+        }
+    }
 }

@@ -78,9 +78,13 @@ impl Prepared {
         let scatters = !program.always_active();
         // Signalling programs also walk their gather edges backwards, from a changed
         // vertex to the neighbours whose partial it puts out of date.
+        // A replica feeds its master across the edges it gathers over, and across those
+        // a neighbour's scatter signals it over (the reverse of the scatter direction).
         let needs = Needs {
             incoming: gdir.incoming() || (scatters && (sdir.incoming() || gdir.outgoing())),
             outgoing: gdir.outgoing() || (scatters && (sdir.outgoing() || gdir.incoming())),
+            feed_in: gdir.incoming() || (scatters && sdir.outgoing()),
+            feed_out: gdir.outgoing() || (scatters && sdir.incoming()),
         };
         let plans = plan::build(graph, &cut, needs);
         let n = graph.num_vertices();
@@ -296,7 +300,7 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
                 .collect();
             let remote_partials = (0..plans.len())
                 .filter(|&q| q != p)
-                .map(|q| layout.segment_range(q, p, plans[q].replicas_of(p)))
+                .map(|q| layout.segment_range(q, p, plans[q].feeders_of(p)))
                 .filter(|&(_, len)| len > 0)
                 .collect();
             // Only the masters with replicas are read elsewhere: a prefix of the array.

@@ -112,7 +112,7 @@ impl SharedLayout {
                 for (m, s) in start.iter_mut().enumerate() {
                     *s = at;
                     if m != q {
-                        at += plan.replicas_of(m);
+                        at += plan.feeders_of(m);
                     }
                 }
                 start
@@ -137,7 +137,7 @@ impl SharedLayout {
         for plan in plans {
             values.push(take(plan.masters.len() * value_stride * 8)?);
             partials.push(take(
-                (plan.locals() - plan.masters.len()) * partial_stride * 8,
+                plan.feeds.iter().filter(|&&f| f).count() * partial_stride * 8,
             )?);
             aggregates.push(take(32)?);
         }

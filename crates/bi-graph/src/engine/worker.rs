@@ -5,7 +5,7 @@
 //! 1. scatter (programs with signalling): for local vertices whose master changed in the
 //!    previous superstep, visit their scatter edges and record signals locally;
 //! 2. gather: fold every local vertex's local gather edges into a partial sum; replicas
-//!    put theirs for their masters;
+//!    with local gather edges put theirs for their masters;
 //! 3. apply: each master folds its partials in increasing partition order, applies, and
 //!    puts its new value together with its share of the global aggregate.
 //!
@@ -368,10 +368,11 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             .map_err(mem_err)?
         };
         self.max_staleness = self.max_staleness.max(st);
-        // Replicas put their partials, stamped with this superstep and their signal.
+        // Replicas that feed put their partials, stamped with this superstep and their
+        // signal.
         let stamp = step as u64 + 1;
         for l in 0..plan.locals() {
-            if usize::from(plan.master_of[l]) == self.p {
+            if !plan.feeds[l] {
                 continue;
             }
             let signalled = std::mem::take(&mut self.signal[l]);
@@ -397,7 +398,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let mut signalled = std::mem::take(&mut self.signal[l]);
             let mut own_done = false;
             let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
-            for m in mirrors {
+            for m in mirrors.filter(|&m| plan.mirror_feeds[m]) {
                 let q = usize::from(plan.mirror_part[m]);
                 if q > self.p && !own_done {
                     acc = program.sum(acc, self.partial[l]);

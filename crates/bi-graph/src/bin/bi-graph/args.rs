@@ -156,6 +156,9 @@ pub enum PartitionArg {
     Oblivious,
     /// Partitions on a grid; an edge goes where its endpoints' row and column meet.
     Grid,
+    /// Each edge with its target's master: programs gathering in-edges (pagerank, sssp)
+    /// then send no partials, only values cross partitions.
+    ByTarget,
 }
 
 impl From<PartitionArg> for Partitioner {
@@ -164,6 +167,7 @@ impl From<PartitionArg> for Partitioner {
             PartitionArg::Random => Partitioner::Random,
             PartitionArg::Oblivious => Partitioner::Oblivious,
             PartitionArg::Grid => Partitioner::Grid,
+            PartitionArg::ByTarget => Partitioner::ByTarget,
         }
     }
 }

@@ -276,7 +276,7 @@ impl<'a, T: Transport> Messages<'a, T> {
             transport,
             mail: Mailbox::new(
                 p,
-                others(&|q| plans[q].replicas_of(p)),
+                others(&|q| plans[q].feeders_of(p)),
                 // Every value of a master replicated here, then the aggregate.
                 others(&|q| plans[q].mirrors_on(p) + 1),
             ),

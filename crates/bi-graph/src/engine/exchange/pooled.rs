@@ -90,7 +90,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             own: vec![ext(layout.partials[p])],
             remote: (0..parts)
                 .filter(|&q| q != p && same(q))
-                .map(|q| layout.segment_range(q, p, plans[q].replicas_of(p)))
+                .map(|q| layout.segment_range(q, p, plans[q].feeders_of(p)))
                 .filter(|&(_, len)| len > 0)
                 .collect(),
         };
@@ -99,7 +99,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             remote: layout.runs(remote_values),
         };
         let expect_partials = (0..parts)
-            .map(|q| if same(q) { 0 } else { plans[q].replicas_of(p) })
+            .map(|q| if same(q) { 0 } else { plans[q].feeders_of(p) })
             .collect();
         // Every other partition's aggregate, and the values this one receives.
         let expect_values = (0..parts)
