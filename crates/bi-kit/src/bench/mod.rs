@@ -1,5 +1,12 @@
-//! The quick-mode switch every bench honours, criterion shortened for it, and the median
-//! timing the benches' plain tables print.
+//! What every bench shares: the quick-mode switch, criterion shortened for it, the median
+//! timing the plain tables print, the machine [`Settings`] read from the environment, and
+//! the [`Findings`] the report assembles.
+
+mod findings;
+mod settings;
+
+pub use findings::{Figure, Findings, Ratio, Series, Target, machine};
+pub use settings::{CpuSet, Settings, SettingsError};
 
 use criterion::Criterion;
 use std::time::{Duration, Instant};
