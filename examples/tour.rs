@@ -956,8 +956,7 @@ fn pagerank_modes(
                 seed,
                 max_iterations: 2_000,
                 tolerance: program.tolerance,
-                observer: None,
-                placement: Default::default(),
+                ..EngineConfig::default()
             };
             let run = run_detailed(&program, graph, &config, options)?;
             let ranks = PageRank::ranks(graph, &run.run.values);

@@ -36,8 +36,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
         seed,
         max_iterations: 10,
         tolerance: None,
-        observer: None,
-        placement: bi_graph::Placement::Threads,
+        ..EngineConfig::default()
     };
     let coherent = pagerank(&graph, &engine(Backend::Hardware))
         .expect("coherent run")

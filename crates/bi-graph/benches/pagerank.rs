@@ -28,6 +28,12 @@
 //!   in either mode (`BI_GRAPH_SCALE=20`: 1M vertices, ~16M edges);
 //! - a uniform random graph `G(65536, 300000)`, the small, unskewed control.
 //!
+//! The machine settings are honoured ([`Settings`], printed first): `BI_NODES=k` measures
+//! 1 and `k` nodes instead of 1, 2 and 4; partition `k`'s thread is pinned to node `k`'s
+//! CPUs (`BI_PIN`) and faults the shared memory in on `BI_MEMBIND`'s NUMA nodes;
+//! `BI_REGION` puts the shared region in a file or device; `BI_PERIOD` is the periodic
+//! mode's pass. The references' threads are not pinned.
+//!
 //! `BI_BENCH_QUICK=1` (or `-- --quick`) also shortens the measurements. Each criterion
 //! iteration is one superstep: a run of `n` supersteps reports its compute time (loading
 //! and partitioning excluded). A reference's per-superstep time is the time of `n`
@@ -39,14 +45,18 @@
 
 use bi_graph::generate::{Kronecker, Uniform};
 use bi_graph::reference::PullPageRank;
-use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, pagerank, reference};
+use bi_graph::{
+    Backend, EdgeList, EngineConfig, Mode, PageRank, Partitioner, RunOptions, reference,
+    run_detailed,
+};
+use bi_kit::bench::{Figure, Findings, Series, Settings, Target};
 use criterion::{Criterion, Throughput};
 use std::fmt::Write;
 use std::hint::black_box;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const MODES: [Mode; 3] = [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic];
-const NODES: [usize; 3] = [1, 2, 4];
 /// Threads of the multithreaded reference.
 const PULL_THREADS: usize = 2;
 /// A reference is timed over this many times the supersteps of an engine measurement,
@@ -76,6 +86,21 @@ fn cut() -> Partitioner {
     }
 }
 
+/// The machine settings (`BI_*`), read once.
+fn settings() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| Settings::load("pagerank"))
+}
+
+/// Node counts measured: 1, 2 and 4, or 1 and `BI_NODES`.
+fn node_counts() -> Vec<usize> {
+    match settings().nodes {
+        Some(n) if n > 1 => vec![1, n],
+        Some(_) => vec![1],
+        None => vec![1, 2, 4],
+    }
+}
+
 fn config(nodes: usize, mode: Mode, supersteps: usize) -> EngineConfig {
     EngineConfig {
         nodes,
@@ -85,15 +110,40 @@ fn config(nodes: usize, mode: Mode, supersteps: usize) -> EngineConfig {
         seed: 1,
         max_iterations: supersteps,
         tolerance: None,
+        // Partition k runs on node k's CPUs (`BI_PIN`) and faults its memory in on
+        // `BI_MEMBIND`'s NUMA nodes.
+        on_partition_start: Some(Arc::new(|p| {
+            let s = settings();
+            s.pin_thread(p).expect("BI_PIN");
+            s.bind_thread_memory().expect("BI_MEMBIND");
+        })),
         ..EngineConfig::default()
+    }
+}
+
+/// The engine's options: `BI_PERIOD` for the periodic mode's pass, `BI_REGION` for the
+/// shared region.
+fn options() -> RunOptions {
+    let defaults = RunOptions::default();
+    RunOptions {
+        quiescence_period: settings().period_or(defaults.quiescence_period),
+        region_file: settings().region_file("pagerank"),
+        ..defaults
     }
 }
 
 /// Compute time of `supersteps` supersteps of the engine.
 fn engine_time(graph: &EdgeList, nodes: usize, mode: Mode, supersteps: usize) -> Duration {
-    let run = pagerank(graph, &config(nodes, mode, supersteps)).expect("pagerank runs");
-    black_box(&run.values);
-    run.stats.compute_time
+    let program = PageRank::new(graph.num_vertices(), None);
+    let run = run_detailed(
+        &program,
+        graph,
+        &config(nodes, mode, supersteps),
+        &options(),
+    )
+    .expect("pagerank runs");
+    black_box(&run.run.values);
+    run.run.stats.compute_time
 }
 
 /// Time of `iterations` iterations of `run` minus that of zero.
@@ -134,13 +184,16 @@ fn per_superstep(runs: usize, supersteps: usize, time: impl Fn(usize) -> Duratio
 }
 
 /// Benches one graph: criterion's group `pagerank_superstep_{id}`, then the plain table,
-/// returned for printing after criterion's summary.
+/// returned for printing after criterion's summary; its figure and ratios go to
+/// `findings`, the ratio to the 2-thread loop at 2 nodes against `csr2_target`.
 fn bench_graph(
     c: &mut Criterion,
     id: &str,
     description: &str,
     graph: &EdgeList,
     quick: bool,
+    csr2_target: Option<f64>,
+    findings: &mut Findings,
 ) -> String {
     println!(
         "{description}: {} vertices, {} edges",
@@ -150,7 +203,7 @@ fn bench_graph(
     let pull = PullPageRank::new(graph, PULL_THREADS);
     let mut g = c.benchmark_group(format!("pagerank_superstep_{id}"));
     g.throughput(Throughput::Elements(graph.num_edges() as u64));
-    for nodes in NODES {
+    for &nodes in &node_counts() {
         for mode in MODES {
             g.bench_function(format!("{}/{nodes}", mode_name(mode)), |b| {
                 b.iter_custom(|n| engine_time(graph, nodes, mode, n as usize))
@@ -188,12 +241,37 @@ fn bench_graph(
         "  {:<14} {:>5} {:>12} {:>10} {:>10} {:>10}",
         "mode", "nodes", "ms/step", "/ stock", "/ csr", "/ csr2"
     ));
-    for nodes in NODES {
+    let mut series: Vec<Series> = MODES
+        .iter()
+        .map(|&mode| Series {
+            name: mode_name(mode).into(),
+            points: Vec::new(),
+        })
+        .collect();
+    for &nodes in &node_counts() {
         let per_mode: Vec<Duration> = MODES
             .iter()
             .map(|&mode| per_superstep(runs, supersteps, |k| engine_time(graph, nodes, mode, k)))
             .collect();
         let stock = per_mode[0];
+        let on_demand = per_mode[1];
+        if nodes > 1 {
+            findings.ratio(
+                format!("PageRank bi-on-demand / stock, {nodes} nodes, {description}"),
+                ratio(on_demand, stock),
+                Some(Target::AtMost(1.0)),
+            );
+        }
+        if nodes == 2 {
+            findings.ratio(
+                format!("PageRank bi-on-demand 2 nodes / 2-thread CSR loop, {description}"),
+                ratio(on_demand, csr2),
+                csr2_target.map(Target::AtMost),
+            );
+        }
+        for (s, t) in series.iter_mut().zip(&per_mode) {
+            s.points.push((nodes as f64, ms(*t)));
+        }
         for (mode, t) in MODES.iter().zip(&per_mode) {
             line(format!(
                 "  {:<14} {:>5} {:>12.3} {:>10.2} {:>10.2} {:>10.2}",
@@ -206,6 +284,21 @@ fn bench_graph(
             ));
         }
     }
+    let nodes = node_counts();
+    for (name, t) in [("csr (1 core)", csr), ("csr2 (2 threads)", csr2)] {
+        series.push(Series {
+            name: name.into(),
+            points: nodes.iter().map(|&n| (n as f64, ms(t))).collect(),
+        });
+    }
+    findings.figure(Figure {
+        id: "fig13".into(),
+        title: format!("PageRank time per superstep, {description}"),
+        x_label: "nodes".into(),
+        y_label: "ms per superstep".into(),
+        log_x: false,
+        series,
+    });
     table
 }
 
@@ -223,6 +316,7 @@ fn kronecker_scale(quick: bool) -> u32 {
 
 fn main() {
     let quick = bi_kit::bench::quick();
+    let mut findings = Findings::new("pagerank", settings());
     let scale = kronecker_scale(quick);
     let kronecker = Kronecker::graph500(scale, 1)
         .generate()
@@ -246,6 +340,9 @@ fn main() {
             &format!("Kronecker scale {scale}"),
             &kronecker,
             quick,
+            // The target is set at scale 20 (`BI_GRAPH_SCALE=20`).
+            (scale == 20).then_some(1.5),
+            &mut findings,
         ),
         bench_graph(
             &mut c,
@@ -253,12 +350,15 @@ fn main() {
             "uniform G(65536, 300000)",
             &uniform,
             quick,
+            Some(2.0),
+            &mut findings,
         ),
     ];
     c.final_summary();
     for table in tables {
         println!("{table}");
     }
+    findings.write().expect("writing the findings");
 }
 
 fn ms(d: Duration) -> f64 {

@@ -141,6 +141,29 @@ pub struct EngineConfig {
     pub observer: Option<Arc<dyn Observer>>,
     /// Threads of this process, or processes over a region file.
     pub placement: Placement,
+    /// Called first on each partition's thread (or process), with the partition's index,
+    /// before it touches its data: where to pin it to a node's CPUs or set its memory
+    /// policy.
+    ///
+    /// ```
+    /// use bi_graph::{wcc, EdgeList, EngineConfig};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let started = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = started.clone();
+    /// let config = EngineConfig {
+    ///     nodes: 3,
+    ///     on_partition_start: Some(Arc::new(move |p| seen.lock().unwrap().push(p))),
+    ///     ..EngineConfig::default()
+    /// };
+    /// let g = EdgeList { ids: (0..4).collect(), edges: vec![(0, 1), (2, 3)], weights: None };
+    /// wcc(&g, &config)?;
+    /// let mut started = started.lock().unwrap().clone();
+    /// started.sort();
+    /// assert_eq!(started, [0, 1, 2]);
+    /// # Ok::<(), bi_graph::GraphError>(())
+    /// ```
+    pub on_partition_start: Option<Arc<dyn Fn(usize) + Send + Sync>>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -170,6 +193,7 @@ impl Default for EngineConfig {
             tolerance: None,
             observer: None,
             placement: Placement::Threads,
+            on_partition_start: None,
         }
     }
 }

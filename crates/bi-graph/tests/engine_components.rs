@@ -121,8 +121,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode) -> EngineConfig {
         seed: 5,
         max_iterations: 3,
         tolerance: None,
-        observer: None,
-        placement: Default::default(),
+        ..EngineConfig::default()
     }
 }
 

@@ -46,8 +46,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode, seed: u64) -> Engi
         seed: 9,
         max_iterations: 10,
         tolerance: None,
-        observer: None,
-        placement: bi_graph::Placement::Threads,
+        ..EngineConfig::default()
     }
 }
 

@@ -88,8 +88,7 @@ fn config(nodes: usize, partitioner: Partitioner, mode: Mode, iterations: usize)
         seed: 11,
         max_iterations: iterations,
         tolerance: None,
-        observer: None,
-        placement: Default::default(),
+        ..EngineConfig::default()
     }
 }
 
@@ -189,4 +188,29 @@ fn zero_iterations_and_empty_graphs() {
     assert!(run.values.is_empty());
     let bad = config(0, Partitioner::Random, Mode::Stock, 4);
     assert!(pagerank(&g, &bad).is_err());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "maps a file")]
+fn a_region_file_holds_the_threads_shared_memory() {
+    use bi_graph::{PageRank, RunOptions, run_detailed};
+    let g = graph(48, 200, 7);
+    let program = PageRank::new(g.num_vertices(), None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pagerank.bi");
+    std::fs::write(&path, b"whatever was here").unwrap();
+    for mode in [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic] {
+        let cfg = config(3, Partitioner::ByTarget, mode, 10);
+        let anonymous = run_detailed(&program, &g, &cfg, &RunOptions::default()).unwrap();
+        let options = RunOptions {
+            region_file: Some(path.clone()),
+            ..RunOptions::default()
+        };
+        let filed = run_detailed(&program, &g, &cfg, &options).unwrap();
+        if mode != Mode::BiPeriodic {
+            assert_eq!(filed.run.values, anonymous.run.values, "{mode:?}");
+        }
+        // The file was replaced by a region.
+        assert!(bi_core::region::Region::open(&path).is_ok(), "{mode:?}");
+    }
 }

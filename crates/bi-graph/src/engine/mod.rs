@@ -184,6 +184,10 @@ pub struct RunOptions {
     /// [`Fault::GraphBarrier`]: bi_core::runtime::Fault::GraphBarrier
     /// [`Fault::FrontierMarks`]: bi_core::runtime::Fault::FrontierMarks
     pub faults: Faults,
+    /// With partitions as threads, the shared region in this file or device (created
+    /// afresh, replacing what it held: a DAX or CXL device, or a file on a NUMA node's
+    /// memory) instead of anonymous memory.
+    pub region_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -203,6 +207,7 @@ impl Default for RunOptions {
             prefetch_rate: 0.01,
             cache_lines: 512,
             faults: Faults::default(),
+            region_file: None,
         }
     }
 }

@@ -180,6 +180,7 @@ impl Prepared {
             stale_reads: self.mode == Mode::BiPeriodic,
             max_iterations: config.max_iterations,
             observer: config.observer.as_deref(),
+            on_partition_start: config.on_partition_start.as_deref(),
             faults: self.faults,
         }
     }

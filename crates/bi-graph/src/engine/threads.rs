@@ -24,7 +24,10 @@ pub(crate) fn run<P: VertexProgram>(
     options: &RunOptions,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
     let parts = prepared.parts();
-    let region = Region::anonymous(prepared.region)?;
+    let region = match &options.region_file {
+        Some(path) => Region::create_replacing(path, prepared.region)?,
+        None => Region::anonymous(prepared.region)?,
+    };
     let size = region.layout().size();
     let counters = Arc::new(LineCounters::default());
     let emulator = match config.backend {

@@ -31,6 +31,8 @@ pub(crate) struct Ctx<'a, P> {
     pub stale_reads: bool,
     pub max_iterations: usize,
     pub observer: Option<&'a dyn Observer>,
+    /// Called first on each partition's thread, with the partition.
+    pub on_partition_start: Option<&'a (dyn Fn(usize) + Send + Sync)>,
     /// Mechanisms switched off ([`RunOptions::faults`](crate::RunOptions::faults)).
     pub faults: Faults,
 }
@@ -435,6 +437,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
     }
 
     pub fn run(mut self) -> Result<Outcome<P::Data>, GraphError> {
+        if let Some(start) = self.ctx.on_partition_start {
+            start(self.p);
+        }
         let program = self.ctx.program;
         let stale_reads = self.ctx.stale_reads;
         self.init()?;

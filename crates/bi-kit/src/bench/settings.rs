@@ -125,7 +125,7 @@ impl Settings {
                 let n: u32 = node.parse().map_err(|_| {
                     err("BI_MEMBIND", &v, format!("{node:?} is not a NUMA node id"))
                 })?;
-                if n >= 1024 {
+                if n as usize >= MASK_BITS {
                     return Err(err(
                         "BI_MEMBIND",
                         &v,
@@ -217,6 +217,20 @@ impl Settings {
             path.join(format!("{name}.bi"))
         } else {
             path.to_owned()
+        })
+    }
+
+    /// Places the memory the calling thread touches first from now on on `BI_MEMBIND`'s
+    /// NUMA nodes (`set_mempolicy`); nothing without `BI_MEMBIND`. For shared memory a
+    /// bench does not map itself (a library's threads fault it in).
+    pub fn bind_thread_memory(&self) -> Result<(), SettingsError> {
+        if self.membind.is_empty() {
+            return Ok(());
+        }
+        bind_thread_memory(&self.membind).map_err(|reason| SettingsError {
+            var: "BI_MEMBIND",
+            value: format!("{:?}", self.membind),
+            reason,
         })
     }
 
@@ -333,18 +347,28 @@ fn pin_current_thread(_cpus: &[usize]) -> Result<(), String> {
 }
 
 #[cfg(target_os = "linux")]
-fn bind_memory(addr: usize, len: usize, nodes: &[u32]) -> Result<(), String> {
-    const MPOL_BIND: libc::c_long = 2;
-    const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
-    let mut mask = [0 as libc::c_ulong; 1024 / 64];
+const MPOL_BIND: libc::c_long = 2;
+/// Bits of the node masks passed to the kernel.
+const MASK_BITS: usize = 1024;
+
+#[cfg(target_os = "linux")]
+fn node_mask(nodes: &[u32]) -> [libc::c_ulong; MASK_BITS / 64] {
+    let mut mask = [0; MASK_BITS / 64];
     for &n in nodes {
         mask[n as usize / 64] |= 1 << (n % 64);
     }
+    mask
+}
+
+#[cfg(target_os = "linux")]
+fn bind_memory(addr: usize, len: usize, nodes: &[u32]) -> Result<(), String> {
+    const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
+    let mask = node_mask(nodes);
     let page = 4096;
     let start = addr - addr % page;
     let len = (addr + len).next_multiple_of(page) - start;
     // SAFETY: `mbind` only changes the placement policy of pages of this process's
-    // own mapping and migrates them; it reads `mask` (valid for `1024` bits) and no
+    // own mapping and migrates them; it reads `mask` (valid for `MASK_BITS` bits) and no
     // other memory, and the kernel rejects a range that is not mapped.
     let rc = unsafe {
         libc::syscall(
@@ -353,7 +377,7 @@ fn bind_memory(addr: usize, len: usize, nodes: &[u32]) -> Result<(), String> {
             len,
             MPOL_BIND,
             mask.as_ptr(),
-            1024 as libc::c_ulong,
+            MASK_BITS as libc::c_ulong,
             MPOL_MF_MOVE,
         )
     };
@@ -362,6 +386,34 @@ fn bind_memory(addr: usize, len: usize, nodes: &[u32]) -> Result<(), String> {
     } else {
         Err(format!("mbind: {}", std::io::Error::last_os_error()))
     }
+}
+
+#[cfg(target_os = "linux")]
+fn bind_thread_memory(nodes: &[u32]) -> Result<(), String> {
+    let mask = node_mask(nodes);
+    // SAFETY: `set_mempolicy` sets the calling thread's allocation policy; it reads
+    // `mask` (valid for `MASK_BITS` bits) and no other memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_set_mempolicy,
+            MPOL_BIND,
+            mask.as_ptr(),
+            MASK_BITS as libc::c_ulong,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "set_mempolicy: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn bind_thread_memory(_nodes: &[u32]) -> Result<(), String> {
+    Err("memory placement is supported on Linux only".into())
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -397,6 +449,25 @@ mod tests {
         assert_eq!(with("BI_PERIOD", "soon").unwrap_err().var, "BI_PERIOD");
         assert_eq!(with("BI_PERIOD", "0ms").unwrap_err().var, "BI_PERIOD");
         assert_eq!(with("BI_MEMBIND", "0").unwrap().membind, [0]);
+    }
+
+    #[test]
+    fn memory_binds_to_numa_node_zero_where_there_is_one() {
+        if !std::path::Path::new("/sys/devices/system/node/node0").exists() {
+            return; // a kernel without NUMA: nothing to bind to
+        }
+        let s = Settings::parse(|v| (v == "BI_MEMBIND").then(|| "0".to_owned())).unwrap();
+        let buffer = vec![1u8; 1 << 16];
+        s.bind_memory(buffer.as_ptr().addr(), buffer.len()).unwrap();
+        assert!(buffer.iter().all(|&b| b == 1));
+        std::thread::spawn(move || s.bind_thread_memory().unwrap())
+            .join()
+            .unwrap();
+        let absent = Settings {
+            membind: vec![1000],
+            ..Settings::default()
+        };
+        assert_eq!(absent.bind_thread_memory().unwrap_err().var, "BI_MEMBIND");
     }
 
     #[test]

@@ -213,6 +213,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             tolerance,
             observer: observer.clone(),
             placement,
+            on_partition_start: None,
         };
         let run = run_task(task, &graph, &config);
         if worker.is_none()
