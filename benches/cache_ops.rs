@@ -23,20 +23,33 @@
 //!
 //! Quick mode: `BI_BENCH_QUICK=1` or `cargo bench --bench cache_ops -- --quick` (sizes
 //! 4 KiB, 64 KiB, 1 MiB, 16 MiB and short measurement times).
+//!
+//! The measuring thread plays node 0 (`BI_PIN`). The buffers are anonymous memory bound to
+//! `BI_MEMBIND`'s NUMA nodes, or, with `BI_REGION`, windows of one region in that file or
+//! device (so the flushes go to that memory). The tables are written as findings: the
+//! per-line costs as figure `fig3`, the reads as `fig11`, and the ratios at the largest
+//! size.
+
+mod common;
 
 use bi_core::cache::{CacheOps, Instruction};
 use bi_core::mem::Backing;
+use bi_core::region::{Region, RegionConfig};
+use bi_kit::bench::{Figure, Findings, Series, Settings};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::seq::SliceRandom;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+const NAME: &str = "cache_ops";
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 
 /// What the lines hold when the timed flush loop starts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum State {
     /// Every line read: cached and clean (as far as the cache holds them).
     Clean,
@@ -80,20 +93,64 @@ impl Method {
     }
 }
 
+/// Where the buffers live.
+struct Memory {
+    settings: Settings,
+    /// `BI_REGION`'s region, whose heap every buffer starts at; `None`: each buffer is
+    /// fresh anonymous memory.
+    region: Option<Region>,
+}
+
+impl Memory {
+    /// The memory for buffers of up to `largest` bytes.
+    fn new(settings: Settings, largest: usize) -> Memory {
+        let region = settings.region_file(NAME).map(|_| {
+            let config = RegionConfig::new(largest + 4 * MIB).with_nodes(1);
+            common::region(&settings, NAME, config)
+        });
+        Memory { settings, region }
+    }
+
+    /// `bytes` of memory, as the backing and the index of the first word in it: the
+    /// region's heap from its first whole page, or fresh anonymous memory bound to
+    /// `BI_MEMBIND`'s nodes.
+    fn take(&self, bytes: usize) -> (Arc<Backing>, usize) {
+        match &self.region {
+            Some(region) => {
+                let heap = region.layout().heap();
+                let start = heap.offset.next_multiple_of(4 * KIB);
+                if start + bytes > heap.end() {
+                    eprintln!("{NAME}: the region's heap holds no {bytes} bytes");
+                    std::process::exit(2);
+                }
+                (region.backing().clone(), start / 8)
+            }
+            None => {
+                let mem = Arc::new(Backing::anonymous(bytes).expect("bench buffer"));
+                common::bind(&self.settings, NAME, &mem);
+                (mem, 0)
+            }
+        }
+    }
+}
+
 /// A buffer of whole lines and the helpers that put its lines into a [`State`].
 struct Buffer {
-    mem: Backing,
+    mem: Arc<Backing>,
+    /// The buffer's first word in `mem`.
+    first: usize,
     line_words: usize,
     lines: usize,
     setup_ops: CacheOps,
 }
 
 impl Buffer {
-    fn new(bytes: usize, setup_ops: CacheOps) -> Buffer {
-        let mem = Backing::anonymous(bytes).expect("bench buffer");
+    fn new(bytes: usize, setup_ops: CacheOps, memory: &Memory) -> Buffer {
+        let (mem, first) = memory.take(bytes);
         let line = setup_ops.line_size().get();
         let buf = Buffer {
             mem,
+            first,
             line_words: line / 8,
             lines: bytes / line,
             setup_ops,
@@ -106,7 +163,7 @@ impl Buffer {
     }
 
     fn words(&self) -> &[AtomicU64] {
-        self.mem.words()
+        &self.mem.words()[self.first..self.first + self.lines * self.line_words]
     }
 
     /// The first word of line `i`.
@@ -165,10 +222,11 @@ struct Config {
     quick: bool,
     test_mode: bool,
     sizes: Vec<usize>,
+    memory: Memory,
 }
 
 impl Config {
-    fn from_env() -> Config {
+    fn from_env(settings: Settings) -> Config {
         let args: Vec<String> = std::env::args().collect();
         let has = |flag: &str| args.iter().any(|a| a == flag);
         let quick = has("--quick") || std::env::var("BI_BENCH_QUICK").is_ok_and(|v| v == "1");
@@ -188,10 +246,12 @@ impl Config {
                 16 * MIB,
             ]
         };
+        let largest = sizes.iter().copied().max().unwrap_or(4 * KIB);
         Config {
             quick,
             test_mode,
             sizes,
+            memory: Memory::new(settings, largest),
         }
     }
 }
@@ -252,7 +312,7 @@ fn bench_flush(c: &mut Criterion, cfg: &Config, methods: &[Method], setup_ops: C
         let mut group = c.benchmark_group(format!("flush/{}", state.name()));
         configure_group(&mut group, cfg);
         for &size in &cfg.sizes {
-            let buf = Buffer::new(size, setup_ops);
+            let buf = Buffer::new(size, setup_ops, &cfg.memory);
             group.throughput(Throughput::Elements(buf.lines as u64));
             for m in methods {
                 group.bench_function(BenchmarkId::new(m.name, size_label(size)), |b| {
@@ -277,7 +337,7 @@ fn bench_random_reads(c: &mut Criterion, cfg: &Config, setup_ops: CacheOps) {
     let mut group = c.benchmark_group("read/random");
     configure_group(&mut group, cfg);
     for &size in &cfg.sizes {
-        let buf = Buffer::new(size, setup_ops);
+        let buf = Buffer::new(size, setup_ops, &cfg.memory);
         buf.make_chain(size as u64);
         group.throughput(Throughput::Elements(buf.lines as u64));
         for flushed in [false, true] {
@@ -317,10 +377,20 @@ fn median_ns_per_line(buf: &Buffer, m: &Method, state: State, runs: usize) -> f6
     v[v.len() / 2]
 }
 
-fn print_ratio_table(cfg: &Config, methods: &[Method], setup_ops: CacheOps) {
+/// One cell of the per-line cost table.
+struct Cost {
+    size: usize,
+    state: State,
+    method: &'static str,
+    ns: f64,
+}
+
+/// Prints the per-line cost table and returns its cells (none without `clflush`).
+fn print_ratio_table(cfg: &Config, methods: &[Method], setup_ops: CacheOps) -> Vec<Cost> {
+    let mut costs = Vec::new();
     let Some(base) = methods.iter().find(|m| m.name == "clflush") else {
         println!("clflush is not available here: no ratio table");
-        return;
+        return costs;
     };
     let others: Vec<&Method> = methods.iter().filter(|m| m.name != "clflush").collect();
     let runs = if cfg.test_mode {
@@ -338,9 +408,15 @@ fn print_ratio_table(cfg: &Config, methods: &[Method], setup_ops: CacheOps) {
     }
     println!();
     for &size in &cfg.sizes {
-        let buf = Buffer::new(size, setup_ops);
+        let buf = Buffer::new(size, setup_ops, &cfg.memory);
         for state in State::ALL {
             let base_ns = median_ns_per_line(&buf, base, state, runs);
+            costs.push(Cost {
+                size,
+                state,
+                method: base.name,
+                ns: base_ns,
+            });
             print!(
                 "{:>8} {:>9} {:>10.1}",
                 size_label(size),
@@ -349,11 +425,18 @@ fn print_ratio_table(cfg: &Config, methods: &[Method], setup_ops: CacheOps) {
             );
             for m in &others {
                 let ns = median_ns_per_line(&buf, m, state, runs);
+                costs.push(Cost {
+                    size,
+                    state,
+                    method: m.name,
+                    ns,
+                });
                 print!(" {:>18.1} {:>7.3}", ns, ns / base_ns);
             }
             println!();
         }
     }
+    costs
 }
 
 /// Median nanoseconds per line of one dependent random pass over `buf`, after either a
@@ -375,7 +458,10 @@ fn median_read_ns_per_line(buf: &Buffer, flushed: bool, runs: usize) -> f64 {
     v[v.len() / 2]
 }
 
-fn print_read_table(cfg: &Config, setup_ops: CacheOps) {
+/// Prints the random-read table and returns its rows: size, cached and flushed ns per
+/// line.
+fn print_read_table(cfg: &Config, setup_ops: CacheOps) -> Vec<(usize, f64, f64)> {
+    let mut rows = Vec::new();
     let runs = if cfg.test_mode { 1 } else { 5 };
     println!();
     println!("Random dependent reads, ns per line (median of {runs} runs)");
@@ -384,10 +470,11 @@ fn print_read_table(cfg: &Config, setup_ops: CacheOps) {
         "size", "cached", "flushed", "ratio"
     );
     for &size in &cfg.sizes {
-        let buf = Buffer::new(size, setup_ops);
+        let buf = Buffer::new(size, setup_ops, &cfg.memory);
         buf.make_chain(size as u64);
         let warm = median_read_ns_per_line(&buf, false, runs);
         let cold = median_read_ns_per_line(&buf, true, runs);
+        rows.push((size, warm, cold));
         println!(
             "{:>8} {:>10.1} {:>10.1} {:>7.2}",
             size_label(size),
@@ -396,10 +483,91 @@ fn print_read_table(cfg: &Config, setup_ops: CacheOps) {
             cold / warm
         );
     }
+    rows
+}
+
+/// Adds the tables to `f`: `fig3` (ns per line by size, a series per method and state),
+/// `fig11` (reads, cached and flushed) and the ratios at the largest size.
+fn add_findings(f: &mut Findings, costs: &[Cost], reads: &[(usize, f64, f64)]) {
+    let kib = |size: usize| size as f64 / KIB as f64;
+    let largest = costs.iter().map(|c| c.size).max();
+    for c in costs.iter().filter(|c| Some(c.size) == largest) {
+        let base = costs
+            .iter()
+            .find(|b| b.size == c.size && b.state == c.state && b.method == "clflush");
+        if let Some(base) = base.filter(|_| c.method != "clflush") {
+            f.ratio(
+                format!(
+                    "{} / clflush per line, {} lines, {}",
+                    c.method,
+                    c.state.name(),
+                    size_label(c.size)
+                ),
+                c.ns / base.ns,
+                None,
+            );
+        }
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for c in costs {
+        let name = format!("{} ({})", c.method, c.state.name());
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((kib(c.size), c.ns)),
+            None => series.push(Series {
+                name,
+                points: vec![(kib(c.size), c.ns)],
+            }),
+        }
+    }
+    if !series.is_empty() {
+        f.figure(Figure {
+            id: "fig3".into(),
+            title: "Per-line cost of flushing a buffer: clflush vs batched clflushopt / clwb"
+                .into(),
+            x_label: "buffer size, KiB".into(),
+            y_label: "ns per line".into(),
+            log_x: true,
+            series,
+        });
+    }
+    if let Some(&(size, warm, cold)) = reads.iter().max_by_key(|r| r.0) {
+        f.ratio(
+            format!(
+                "random read of a flushed line / of a cached line, {}",
+                size_label(size)
+            ),
+            cold / warm,
+            None,
+        );
+        let points = |pick: fn(&(usize, f64, f64)) -> f64| {
+            reads.iter().map(|r| (kib(r.0), pick(r))).collect()
+        };
+        f.figure(Figure {
+            id: "fig11".into(),
+            title: "Dependent random reads, lines cached vs flushed just before".into(),
+            x_label: "working set, KiB".into(),
+            y_label: "ns per line".into(),
+            log_x: true,
+            series: vec![
+                Series {
+                    name: "cached".into(),
+                    points: points(|r| r.1),
+                },
+                Series {
+                    name: "flushed".into(),
+                    points: points(|r| r.2),
+                },
+            ],
+        });
+    }
 }
 
 fn main() {
-    let cfg = Config::from_env();
+    let settings = Settings::load(NAME);
+    // Before pinning: the findings name the CPUs the machine gives this process.
+    let mut findings = Findings::new(NAME, &settings);
+    common::pin(&settings, NAME, 0);
+    let cfg = Config::from_env(settings);
     let detected = CacheOps::detect();
     println!(
         "cache ops: write-back {}, invalidate {}, line {}",
@@ -410,6 +578,7 @@ fn main() {
     let methods = methods();
     if methods.is_empty() || detected.is_nop() {
         println!("no x86 flush instructions on this target: nothing to measure");
+        common::write(&findings);
         return;
     }
     let mut c = Criterion::default().configure_from_args();
@@ -421,6 +590,8 @@ fn main() {
     bench_flush(&mut c, &cfg, &methods, detected);
     bench_random_reads(&mut c, &cfg, detected);
     c.final_summary();
-    print_ratio_table(&cfg, &methods, detected);
-    print_read_table(&cfg, detected);
+    let costs = print_ratio_table(&cfg, &methods, detected);
+    let reads = print_read_table(&cfg, detected);
+    add_findings(&mut findings, &costs, &reads);
+    common::write(&findings);
 }

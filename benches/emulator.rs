@@ -5,9 +5,13 @@
 //! emulated `load::<u64>` calls per second on one thread over a working set that fits the
 //! node's cache (so every load after the first pass is a hit), with no random events.
 //!
-//! `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run.
+//! The measuring thread plays node 0 (`BI_PIN`); `BI_NODES` sets the emulated machine's
+//! nodes (2 by default). `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run. The rate
+//! is written as findings (an absolute rate, with no target).
 
-use bi_kit::bench as kit;
+mod common;
+
+use bi_kit::bench::{self as kit, Findings, Settings};
 
 use bi::core::mem::{Emulator, EmulatorConfig, MemView};
 use criterion::{Criterion, Throughput};
@@ -48,8 +52,12 @@ fn plain_rate(view: &impl MemView, offs: &[usize], duration: Duration) -> f64 {
 }
 
 fn main() {
+    let settings = Settings::load("emulator");
+    // Before pinning: the findings name the CPUs the machine gives this process.
+    let mut findings = Findings::new("emulator", &settings);
     let quick = kit::quick();
-    let emu = Emulator::new(EmulatorConfig::new(SIZE, 2));
+    common::pin(&settings, "emulator", 0);
+    let emu = Emulator::new(EmulatorConfig::new(SIZE, settings.nodes_or(2)));
     let node = emu.node(0);
     let offs = offsets();
     load_all(&node, &offs); // fill the working set
@@ -82,4 +90,11 @@ fn main() {
         rate / 1e6
     );
     c.final_summary();
+
+    findings.ratio(
+        "emulated load hits per second per thread, millions (a rate, not a ratio)",
+        rate / 1e6,
+        None,
+    );
+    common::write(&findings);
 }

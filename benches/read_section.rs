@@ -7,13 +7,16 @@
 //! (`membarrier`), as in liburcu's memb flavour. So a section should cost about as much as
 //! the two-store floor, and well under an epoch pin, which issues a full fence.
 //!
-//! Runs on the `Hardware` view over anonymous memory. `BI_BENCH_QUICK=1` (or `-- --quick`)
+//! Runs on the `Hardware` view over anonymous memory, or over `BI_REGION`'s file or device;
+//! the measuring thread plays node 0 (`BI_PIN`). `BI_BENCH_QUICK=1` (or `-- --quick`)
 //! shortens the run. After criterion's groups it prints a plain table of median ns per
-//! section and the ratios, measured in the same run.
+//! section and the ratios, measured in the same run, and writes them as findings.
 
-use bi_kit::bench as kit;
+mod common;
 
-use bi::core::region::{Region, RegionConfig};
+use bi_kit::bench::{self as kit, Findings, Settings, Target};
+
+use bi::core::region::RegionConfig;
 use bi::core::runtime::{NodeRuntime, RuntimeConfig, TickClock};
 use criterion::Throughput;
 use std::cell::Cell;
@@ -53,8 +56,17 @@ fn epoch_pins(n: u64) {
 }
 
 fn main() {
+    let settings = Settings::load("read_section");
+    // Before pinning: the findings name the CPUs the machine gives this process.
+    let mut findings = Findings::new("read_section", &settings);
     let quick = kit::quick();
-    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).expect("region");
+    common::pin(&settings, "read_section", 0);
+    let nodes = settings.nodes_or(1) as u32;
+    let region = common::region(
+        &settings,
+        "read_section",
+        RegionConfig::new(1 << 20).with_nodes(nodes),
+    );
     let runtime = NodeRuntime::new(
         region.hardware(),
         *region.layout(),
@@ -103,4 +115,12 @@ fn main() {
         bi / epoch
     );
     println!("  ratio BiGuard / plain stores  {:.2}", bi / floor);
+
+    findings.ratio(
+        "BiGuard enter+exit / crossbeam-epoch pin",
+        bi / epoch,
+        Some(Target::AtMost(0.5)),
+    );
+    findings.ratio("BiGuard enter+exit / two plain stores", bi / floor, None);
+    common::write(&findings);
 }

@@ -2,28 +2,47 @@
 //! a synchronous insert from another node's handle, which travels to the writer's
 //! serving thread and back with the old value (issue target: remote <= 3x local).
 //!
-//! Two pools of one region file (two nodes of this process, on the hardware view; on a
-//! machine without coherence between them, put the file on the shared memory). Keys
+//! Pools of one region file (nodes of this process, on the hardware view): in a temporary
+//! directory, or where `BI_REGION` says (on a machine without coherence between nodes,
+//! the shared memory). Each node's threads run on its `BI_PIN` CPUs: the measuring
+//! thread moves to the node whose handle it calls, and the writer's serving thread and
+//! every pool's background pass (every `BI_PERIOD`) start on their node's CPUs. Keys
 //! cycle over 4,096, so every insert after the first lap replaces a value. Reported:
 //! the plain write handle's `insert` (`MapWriteHandle`, on a third node), the writer's
 //! shared handle (the same insert behind the lock its serving thread shares) and the
 //! remote handle; then the same for `String -> String` with 35-byte keys and 100-byte
 //! values, which cross in the remote node's parcel area. `BI_BENCH_QUICK=1` (or `-- --quick`) shortens the run. After
 //! criterion's groups it prints a table of median ns per insert and the ratios, measured
-//! in the same run.
+//! in the same run, and writes them as findings.
 
-use bi_kit::bench as kit;
+mod common;
+
+use bi_kit::bench::{self as kit, Findings, Settings, Target};
 
 use bi::{Pool, PoolConfig};
 use std::hint::black_box;
+use std::path::Path;
 
+const NAME: &str = "shared_writes";
 const KEYS: u64 = 4096;
 
 fn main() {
+    let settings = Settings::load(NAME);
+    // Before pinning: the findings name the CPUs the machine gives this process.
+    let mut findings = Findings::new(NAME, &settings);
     let quick = kit::quick();
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("shared_writes.bi");
-    let [writer_pool, remote_pool, plain_pool] = pools(&path, 0);
+    let path = match settings.region_file(NAME) {
+        Some(path) => {
+            // A fresh region there, which the pools then open.
+            common::region(&settings, NAME, PoolConfig::default().region);
+            path
+        }
+        None => dir.path().join("shared_writes.bi"),
+    };
+    let pin = |node| common::pin(&settings, NAME, node);
+    let [writer_pool, remote_pool, plain_pool] = pools(&settings, &path, 0);
+    pin(0); // the writer's serving thread starts on its node's CPUs
     let local = writer_pool
         .map::<u64, u64>("shared")
         .expect("writer handle");
@@ -40,18 +59,21 @@ fn main() {
         let mut g = c.benchmark_group("shared_insert");
         let mut i = 0u64;
         g.bench_function("plain_write_handle", |b| {
+            pin(2);
             b.iter(|| {
                 i += 1;
                 black_box(plain.insert(i % KEYS, i).expect("insert"))
             })
         });
         g.bench_function("writer_shared_handle", |b| {
+            pin(0);
             b.iter(|| {
                 i += 1;
                 black_box(local.insert(i % KEYS, i).expect("insert"))
             })
         });
         g.bench_function("remote_shared_handle", |b| {
+            pin(1);
             b.iter(|| {
                 i += 1;
                 black_box(remote.insert(i % KEYS, i).expect("insert"))
@@ -62,16 +84,19 @@ fn main() {
     c.final_summary();
 
     let (runs, n) = if quick { (5, 20_000) } else { (11, 100_000) };
+    pin(2);
     let p = kit::median_ns(runs, n, |n| {
         for i in 0..n {
             black_box(plain.insert(i % KEYS, i).expect("insert"));
         }
     });
+    pin(0);
     let l = kit::median_ns(runs, n, |n| {
         for i in 0..n {
             black_box(local.insert(i % KEYS, i).expect("insert"));
         }
     });
+    pin(1);
     let r = kit::median_ns(runs, n, |n| {
         for i in 0..n {
             black_box(remote.insert(i % KEYS, i).expect("insert"));
@@ -86,24 +111,52 @@ fn main() {
         r / p
     );
     println!("  ratio remote / writer's shared       {:.2}", r / l);
-    strings(&path, runs, n / 4);
+    let strings = strings(&settings, &path, runs, n / 4);
+
+    findings.ratio(
+        "remote synchronous insert / local insert",
+        r / p,
+        Some(Target::AtMost(3.0)),
+    );
+    findings.ratio(
+        "remote synchronous insert / writer's shared-handle insert",
+        r / l,
+        None,
+    );
+    findings.ratio(
+        "remote synchronous insert / local insert, 35-byte string keys, 100-byte values",
+        strings,
+        None,
+    );
+    common::write(&findings);
 }
 
 /// Three pools of the region file at `path`, running nodes `first`, `first + 1` and
 /// `first + 2`: the writer's, a remote's and a plain writer's (a node has one writer).
-fn pools(path: &std::path::Path, first: usize) -> [Pool; 3] {
+/// Each is opened on its node's CPUs (so its background pass runs there) and its
+/// mapping bound to `BI_MEMBIND`'s NUMA nodes.
+fn pools(settings: &Settings, path: &Path, first: usize) -> [Pool; 3] {
+    let period = settings.period_or(PoolConfig::default().pass_period);
     [0, 1, 2].map(|i| {
+        let node = first + i;
+        common::pin(settings, NAME, node);
         let config = PoolConfig {
-            node: Some(first + i),
+            node: Some(node),
+            pass_period: period,
             ..PoolConfig::default()
         };
-        Pool::open(path, config).expect("a pool of the bench's region")
+        let pool = Pool::open(path, config).expect("a pool of the bench's region");
+        common::bind(settings, NAME, pool.region().backing());
+        pool
     })
 }
 
-/// The same comparison for string keys and values longer than their 16-byte words.
-fn strings(path: &std::path::Path, runs: usize, n: u64) {
-    let [writer_pool, remote_pool, plain_pool] = pools(path, 3);
+/// The same comparison for string keys and values longer than their 16-byte words: the
+/// ratio remote / plain local insert.
+fn strings(settings: &Settings, path: &Path, runs: usize, n: u64) -> f64 {
+    let [writer_pool, remote_pool, plain_pool] = pools(settings, path, 3);
+    let pin = |node| common::pin(settings, NAME, node);
+    pin(3); // the writer's serving thread starts on its node's CPUs
     let shared = writer_pool.map::<String, String>("strings");
     let _local = shared.expect("string writer handle");
     let remote = remote_pool
@@ -115,11 +168,13 @@ fn strings(path: &std::path::Path, runs: usize, n: u64) {
     let keys: Vec<String> = (0..KEYS).map(|k| format!("customer-{k:026}")).collect();
     let value = "v".repeat(100);
     let key = |i: u64| keys[(i % KEYS) as usize].clone();
+    pin(5);
     let p = kit::median_ns(runs, n, |n| {
         for i in 0..n {
             black_box(plain.insert(key(i), value.clone()).expect("insert"));
         }
     });
+    pin(4);
     let r = kit::median_ns(runs, n, |n| {
         for i in 0..n {
             black_box(remote.insert(key(i), value.clone()).expect("insert"));
@@ -131,4 +186,5 @@ fn strings(path: &std::path::Path, runs: usize, n: u64) {
     println!("  plain write handle (writer's node)   {p:8.0}");
     println!("  remote shared handle (another node)  {r:8.0}");
     println!("  ratio remote / plain local insert    {:.2}", r / p);
+    r / p
 }

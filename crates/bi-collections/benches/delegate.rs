@@ -17,6 +17,21 @@
 //! After the direct round trips, the same client's channel becomes a node's
 //! [`NodeCombiner`], and 1 then 2 threads insert synchronously through it: the
 //! operations per second are printed beside the latencies.
+//!
+//! Machine settings (`bi_kit::bench::Settings`): each structure's delegation channels
+//! are in a region of their own in `BI_REGION` (`delegate-local_btreemap.bi`,
+//! `delegate-bi_tree.bi` in a directory), and the shared tree's region in
+//! `delegate-tree.bi` when `BI_REGION` is a directory (a single file or device holds the
+//! channels, and the tree is in anonymous memory); every region is bound to
+//! `BI_MEMBIND`, and the tree's pass period is `BI_PERIOD` (default 1 ms). Under `BI_PIN`
+//! the server thread (the tree's writer, which also builds the structure) runs on node
+//! 0, and the client, the main thread, on node 1, as do the threads that share its
+//! channel through the node combiner; each of the tree's pass threads runs on its node.
+//! The bench has one client and one server, so `BI_NODES` does not apply. With
+//! `BI_REPORT_DIR` the shared tree's p50 and p99 (and the other latencies and rates, with
+//! no target) are written to `delegate.json`.
+
+mod common;
 
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
@@ -29,6 +44,7 @@ use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::{
     Background, Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
 };
+use bi_kit::bench::{Findings, Settings, Target};
 use criterion::{Criterion, Throughput};
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -73,13 +89,18 @@ struct SharedTree {
 }
 
 impl SharedTree {
-    fn new() -> SharedTree {
-        let region = Region::anonymous(
+    fn new(settings: &Settings) -> SharedTree {
+        // A single `BI_REGION` file holds the delegation channels, in use at the same time.
+        let file = settings
+            .region_file("delegate-tree")
+            .filter(|_| common::file_per_region(settings));
+        let region = common::region_at(
+            settings,
+            file,
             RegionConfig::new(64 << 20)
                 .with_nodes(2)
                 .with_log_ring_entries(1 << 14),
-        )
-        .expect("tree region");
+        );
         let layout = *region.layout();
         let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
         let nodes: Vec<_> = (0..2)
@@ -94,10 +115,9 @@ impl SharedTree {
                 .expect("runtime")
             })
             .collect();
-        let backgrounds = nodes
-            .iter()
-            .map(|n| n.start_background(DEFAULT_PASS_PERIOD))
-            .collect();
+        // The client (this thread) runs on node 1.
+        let backgrounds =
+            common::start_passes(settings, &nodes, settings.period_or(DEFAULT_PASS_PERIOD), 1);
         SharedTree {
             _backgrounds: backgrounds,
             nodes,
@@ -148,16 +168,23 @@ fn percentiles(mut ns: Vec<u64>) -> Percentiles {
     }
 }
 
-/// Benchmarks delegated updates of the structure `make` builds: one server thread, one
-/// client thread, over real memory; then the same client's channel shared by 1 and 2
-/// threads through a [`NodeCombiner`].
+/// Benchmarks delegated updates of the structure `make` builds: one server thread (on
+/// node 0), one client thread (this one, on node 1), over real memory; then the same
+/// client's channel shared by 1 and 2 threads (on node 1) through a [`NodeCombiner`].
 fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
+    settings: &Settings,
     c: &mut Criterion,
     quick: bool,
     name: &str,
     make: impl Fn() -> S,
 ) -> Measured {
-    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).expect("region");
+    // The server's side (the channel area, the structure) is set up on the server's node.
+    settings.pin_thread(0).expect("BI_PIN");
+    let region = common::region(
+        settings,
+        &format!("delegate-{name}"),
+        RegionConfig::new(1 << 20).with_nodes(1),
+    );
     let heap = region.layout().heap();
     let layout = DelegationLayout::<u64, u64>::new(
         heap.offset..heap.end(),
@@ -167,9 +194,13 @@ fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
     )
     .expect("delegation area");
     let mut server = DelegationServer::new(region.hardware(), layout, make()).expect("server");
+    settings.pin_thread(1).expect("BI_PIN");
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
-        let serving = s.spawn(|| server.run_until(&stop));
+        let serving = s.spawn(|| {
+            settings.pin_thread(0).expect("BI_PIN");
+            server.run_until(&stop)
+        });
         let mut client = DelegationClient::new(region.hardware(), layout, 0).expect("client");
         let mut n = 0u64;
         let mut next = move || {
@@ -227,6 +258,7 @@ fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
                     .map(|w| {
                         let c = combiner.clone();
                         t.spawn(move || {
+                            settings.pin_thread(1).expect("BI_PIN");
                             let mut n = 0u64;
                             while start.elapsed() < span {
                                 let k = (w << 40 | n) & (KEYS - 1);
@@ -255,13 +287,22 @@ fn bench_structure<S: ApplyBatch<u64, u64> + Send>(
 }
 
 fn main() {
+    let settings = Settings::load("delegate");
+    // This thread is the client, on node 1.
+    settings.pin_thread(1).expect("BI_PIN");
     let quick = bi_kit::bench::quick();
     let mut c = bi_kit::bench::criterion(quick);
     // One call per structure: a shared tree or hash map plugs in here.
-    let local = bench_structure(&mut c, quick, "local_btreemap", LocalBTree::default);
+    let local = bench_structure(
+        &settings,
+        &mut c,
+        quick,
+        "local_btreemap",
+        LocalBTree::default,
+    );
     // Built after the stand-in's run, so its background passes do not disturb it.
-    let tree = SharedTree::new();
-    let shared = bench_structure(&mut c, quick, "bi_tree", || tree.writer());
+    let tree = SharedTree::new(&settings);
+    let shared = bench_structure(&settings, &mut c, quick, "bi_tree", || tree.writer());
     let results = [("local_btreemap", local), ("bi_tree", shared)];
     c.final_summary();
 
@@ -283,4 +324,30 @@ fn main() {
             m.combined[0], m.combined[1]
         );
     }
+
+    let mut findings = Findings::new("delegate", &settings);
+    let us = |ns: u64| ns as f64 / 1000.0;
+    for (name, m) in &results {
+        let (what, p50, p99) = if *name == "bi_tree" {
+            (
+                "delegated BiTree insert",
+                Some(Target::AtMost(5.0)),
+                Some(Target::AtMost(50.0)),
+            )
+        } else {
+            ("delegated local BTreeMap insert", None, None)
+        };
+        let p = &m.direct;
+        findings.ratio(format!("{what} p50 (us)"), us(p.p50), p50);
+        findings.ratio(format!("{what} p99 (us)"), us(p.p99), p99);
+        findings.ratio(format!("{what} p99.9 (us)"), us(p.p999), None);
+        for (threads, ops) in ["1 thread", "2 threads"].iter().zip(m.combined) {
+            findings.ratio(
+                format!("{what} through a node combiner, {threads} (M ops/s)"),
+                ops / 1e6,
+                None,
+            );
+        }
+    }
+    findings.write().expect("writing the findings");
 }

@@ -24,13 +24,27 @@
 //! the ratios (no target: the figure is stated).
 //!
 //! Profiling aids: `BI_MAP_KEYS=n` changes the key count (in-cache against in-memory),
-//! `BI_MAP_ONLY=1` runs only BiHashMap's two-thread read-only figure.
+//! `BI_MAP_ONLY=1` runs only BiHashMap's two-thread read-only figure (and writes no
+//! findings).
+//!
+//! Machine settings (`bi_kit::bench::Settings`): the region is in `BI_REGION` (file
+//! `map.bi` in a directory) and bound to `BI_MEMBIND`; the pass period is `BI_PERIOD`
+//! (default 1 ms). Under `BI_PIN` the two measuring threads play the two nodes, for every
+//! contestant alike: thread 0 (the writer in `read_98`) runs on node 0, thread 1 on node
+//! 1, and each reads `BiHashMap` through its own node; the main thread loads on node 0
+//! (the writer's) and runs criterion's one-thread groups on node 1 (reading through node
+//! 1), and each node's pass thread runs on that node. The bench always runs two nodes,
+//! one per thread, so `BI_NODES` does not apply. With `BI_REPORT_DIR` the ratios are
+//! written to `map.json`.
+
+mod common;
 
 use bi_alloc::NodeHeap;
 use bi_collections::map::{BiHashMap, MapConfig};
 use bi_collections::{ApplyBatch, Op};
-use bi_core::region::{Region, RegionConfig};
+use bi_core::region::RegionConfig;
 use bi_core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
+use bi_kit::bench::{Findings, Settings, Target};
 use criterion::Throughput;
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -79,13 +93,15 @@ const PARTITIONS: usize = 4;
 /// One write in this many operations of thread 0 in `read_98` (4%, so 2% overall).
 const WRITE_EVERY: u64 = 25;
 
-/// Runs `per_thread` operations on each of two threads; returns million ops per second.
-fn two_threads(per_thread: u64, work: impl Fn(usize, u64) + Sync) -> f64 {
+/// Runs `per_thread` operations on each of two threads, thread `t` on node `t`'s CPUs;
+/// returns million ops per second.
+fn two_threads(settings: &Settings, per_thread: u64, work: impl Fn(usize, u64) + Sync) -> f64 {
     let barrier = Barrier::new(3);
     let elapsed = std::thread::scope(|s| {
         for t in 0..2 {
             let (barrier, work) = (&barrier, &work);
             s.spawn(move || {
+                settings.pin_thread(t).expect("BI_PIN");
                 barrier.wait();
                 work(t, per_thread);
                 barrier.wait();
@@ -117,6 +133,7 @@ impl left_right::Absorb<(u64, u64)> for LrMap {
 }
 
 fn main() {
+    let settings = Settings::load("map");
     let quick = bi_kit::bench::quick();
     // BI_MAP_KEYS overrides the key count (a profiling aid: in-cache vs. in-memory).
     let n: u64 = std::env::var("BI_MAP_KEYS")
@@ -130,14 +147,17 @@ fn main() {
     };
 
     // --- BiHashMap over real memory -------------------------------------------------
+    // Loaded on the writer's node; criterion reads from node 1 (set below).
+    settings.pin_thread(0).expect("BI_PIN");
     let build = Instant::now();
-    let region = Region::anonymous(
+    let region = common::region(
+        &settings,
+        "map",
         RegionConfig::new(1 << 29)
             .with_nodes(2)
             .with_readers_per_node(8)
             .with_log_ring_entries(1 << 16),
-    )
-    .expect("region");
+    );
     let layout = *region.layout();
     let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
     let nodes: Vec<NodeRuntime<_>> = (0..2)
@@ -157,10 +177,12 @@ fn main() {
     for rt in &nodes {
         rt.quiesce().expect("first pass");
     }
-    let _passes: Vec<_> = nodes
-        .iter()
-        .map(|rt| rt.start_background(Duration::from_millis(1)))
-        .collect();
+    let _passes = common::start_passes(
+        &settings,
+        &nodes,
+        settings.period_or(Duration::from_millis(1)),
+        0,
+    );
     let stride =
         layout.root_entry(1).expect("root").offset - layout.root_entry(0).expect("root").offset;
     let map = BiHashMap::<u64, u64>::partitioned(
@@ -205,13 +227,15 @@ fn main() {
     if std::env::var_os("BI_MAP_ONLY").is_some() {
         // Profiling aid: BiHashMap's two-thread read-only figure alone.
         let r_only = |t: usize, ops: u64| {
-            let r = map.read_handle(&nodes[1]).expect("reader");
+            let r = map.read_handle(&nodes[t]).expect("reader");
             let mut keys = Keys::new(t as u64 + 10, n);
             for _ in 0..ops {
                 black_box(r.get(&keys.next_key()).expect("get"));
             }
         };
-        let runs: Vec<f64> = (0..runs).map(|_| two_threads(per_thread, r_only)).collect();
+        let runs: Vec<f64> = (0..runs)
+            .map(|_| two_threads(&settings, per_thread, r_only))
+            .collect();
         println!("BiHashMap read_only, two threads: {:.2} M/s", median(runs));
         for rt in &nodes {
             println!("node {}: {:?}", rt.node(), rt.record().expect("record"));
@@ -251,6 +275,8 @@ fn main() {
     );
 
     // --- criterion: one thread, one lookup per iteration ------------------------------
+    // This thread reads through node 1: it runs there.
+    settings.pin_thread(1).expect("BI_PIN");
     let mut c = bi_kit::bench::criterion(quick);
     {
         let mut g = c.benchmark_group("map_get_one_thread");
@@ -282,7 +308,7 @@ fn main() {
     // --- two threads ------------------------------------------------------------------
     let mut results: Vec<(&str, &str, f64)> = Vec::new();
     let bi_read_only = |t: usize, ops: u64| {
-        let r = map.read_handle(&nodes[1]).expect("reader");
+        let r = map.read_handle(&nodes[t]).expect("reader");
         let mut keys = Keys::new(t as u64 + 10, n);
         let mut found = 0u64;
         for _ in 0..ops {
@@ -323,7 +349,7 @@ fn main() {
         let mut figures = vec![Vec::with_capacity(runs); contestants.len()];
         for _ in 0..runs {
             for (f, figure) in contestants.iter().zip(&mut figures) {
-                figure.push(two_threads(per_thread, f));
+                figure.push(two_threads(&settings, per_thread, f));
             }
         }
         figures.into_iter().map(median).collect()
@@ -342,7 +368,7 @@ fn main() {
     // 98% reads: thread 0 holds the single writer.
     let bi_w = std::sync::Mutex::new(w);
     let bi_mixed = |t: usize, ops: u64| {
-        let r = map.read_handle(&nodes[1 - t.min(1)]).expect("reader");
+        let r = map.read_handle(&nodes[t]).expect("reader");
         let mut keys = Keys::new(t as u64 + 20, n);
         let mut guard = (t == 0).then(|| bi_w.lock().expect("writer"));
         for i in 0..ops {
@@ -425,24 +451,58 @@ fn main() {
             .find(|(w, nm, _)| *w == wl && *nm == name)
             .map_or(f64::NAN, |r| r.2)
     };
-    for (wl, peer, target) in [
-        ("read_only", "left-right", "target >= 1.00"),
-        ("read_only", "papaya", "no target"),
-        ("read_98", "papaya", "target >= 1.00"),
-        ("read_98", "left-right", "no target"),
+    let mut findings = Findings::new("map", &settings);
+    for (wl, peer, target, goal) in [
+        (
+            "read_only",
+            "left-right",
+            "target >= 1.00",
+            Some(Target::AtLeast(1.0)),
+        ),
+        ("read_only", "papaya", "no target", None),
+        (
+            "read_98",
+            "papaya",
+            "target >= 1.00",
+            Some(Target::AtLeast(1.0)),
+        ),
+        ("read_98", "left-right", "no target", None),
     ] {
-        println!(
-            "  ratio BiHashMap / {peer} ({wl}): {:.2}  ({target})",
-            get(wl, "BiHashMap") / get(wl, peer)
+        let ratio = get(wl, "BiHashMap") / get(wl, peer);
+        println!("  ratio BiHashMap / {peer} ({wl}): {ratio:.2}  ({target})");
+        let workload = if wl == "read_only" {
+            "read-only"
+        } else {
+            "98% reads"
+        };
+        findings.ratio(
+            format!("BiHashMap / {peer} read throughput, {workload}"),
+            ratio,
+            goal,
         );
     }
-    println!(
-        "  ratio BiHashMap / papaya, loading {n} keys: {:.2} with setup, {:.2} inserting only  (target <= 2.00)",
+    let (with_setup, inserting) = (
         bi_build.as_secs_f64() / papaya_build.as_secs_f64(),
-        bi_load.as_secs_f64() / papaya_build.as_secs_f64()
+        bi_load.as_secs_f64() / papaya_build.as_secs_f64(),
+    );
+    println!(
+        "  ratio BiHashMap / papaya, loading {n} keys: {with_setup:.2} with setup, {inserting:.2} inserting only  (target <= 2.00)"
+    );
+    let keys = key_count(n);
+    findings.ratio(
+        format!("BiHashMap / papaya, loading {keys} keys"),
+        with_setup,
+        Some(Target::AtMost(2.0)),
+    );
+    findings.ratio(
+        format!("BiHashMap / papaya, loading {keys} keys, inserting only"),
+        inserting,
+        None,
     );
 
     // --- byte-string keys ---------------------------------------------------------------
+    // Loaded on the writer's node, like the integer keys.
+    settings.pin_thread(0).expect("BI_PIN");
     let w = bi_w.into_inner().expect("writer");
     let sn = (n / 4).max(1);
     let skeys: Vec<String> = (0..sn).map(string_key).collect();
@@ -481,7 +541,7 @@ fn main() {
     }
     let pick = |keys: &mut Keys| &skeys[keys.next_index() as usize];
     let bi_strings = |t: usize, ops: u64| {
-        let r = smap.read_handle(&nodes[1]).expect("reader");
+        let r = smap.read_handle(&nodes[t]).expect("reader");
         let mut keys = Keys::new(t as u64 + 30, sn);
         let mut found = 0u64;
         for _ in 0..ops {
@@ -522,6 +582,28 @@ fn main() {
         "  ratio BiHashMap / dashmap (string keys, read_only): {:.2}  (stated, no target)",
         strings[0] / strings[2]
     );
+    findings.ratio(
+        "BiHashMap / papaya read throughput, string keys, read-only",
+        strings[0] / strings[1],
+        None,
+    );
+    findings.ratio(
+        "BiHashMap / dashmap read throughput, string keys, read-only",
+        strings[0] / strings[2],
+        None,
+    );
+    findings.write().expect("writing the findings");
+}
+
+/// A key count as the findings name it: `1M`, `64K`, or the number.
+fn key_count(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{}M", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{}K", n >> 10)
+    } else {
+        n.to_string()
+    }
 }
 
 /// Key `i` of the string-key workload: 16 to 64 bytes of hex digits.

@@ -18,11 +18,24 @@
 //! restricts the working sets. The criterion group
 //! measures single-threaded lookups with no updater; the table and the ratios
 //! `BiTree / EpochBonsai` are printed at the end.
+//!
+//! Machine settings (`bi_kit::bench::Settings`): each working set's region is in
+//! `BI_REGION` (file `tree-1K.bi`, `tree-64K.bi`, `tree-1M.bi` in a directory) and bound to
+//! `BI_MEMBIND`; the pass period is `BI_PERIOD` (default 1 ms). Under `BI_PIN` the main
+//! thread, the measured reader (criterion's and the table's, `BiTree` reading through node
+//! 1), runs on node 1, and the updater thread (`BiTree`'s writer) on node 0, for every
+//! contestant alike; building runs on node 0 and each node's pass thread on that node.
+//! The bench always runs two nodes, one reader and one writer, so `BI_NODES` does not
+//! apply. With `BI_REPORT_DIR` the ratios and the table's lookup latencies (figure
+//! `table1`) are written to `tree.json`.
+
+mod common;
 
 use bi_alloc::NodeHeap;
 use bi_collections::tree::{BiTree, EpochBonsai};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::{Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock};
+use bi_kit::bench::{Figure, Findings, Series, Settings, Target};
 use criterion::Criterion;
 use crossbeam_skiplist::SkipMap;
 use std::collections::BTreeMap;
@@ -55,9 +68,10 @@ struct Plan {
     lookups: usize,
 }
 
-/// Runs the measured reader here and the updater on another thread; returns (median ns
-/// per lookup, mean ns per update).
+/// Runs the measured reader here and the updater on another thread (on node 0's CPUs);
+/// returns (median ns per lookup, mean ns per update).
 fn measure(
+    settings: &Settings,
     plan: Plan,
     keys: u64,
     update_pct: u64,
@@ -69,6 +83,7 @@ fn measure(
     std::thread::scope(|sc| {
         let stop = &stop;
         let up = sc.spawn(move || {
+            settings.pin_thread(0).expect("BI_PIN");
             let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
             let (mut spent, mut count) = (Duration::ZERO, 0u64);
             while !stop.load(Ordering::Relaxed) {
@@ -113,14 +128,15 @@ struct BiSetup {
     tree: BiTree<u64, u64>,
 }
 
-fn bi_setup(n: u64) -> BiSetup {
+fn bi_setup(settings: &Settings, n: u64, label: &str) -> BiSetup {
     let size = (n as usize * 128 * 8).max(64 << 20).next_power_of_two();
-    let region = Region::anonymous(
+    let region = common::region(
+        settings,
+        &format!("tree-{label}"),
         RegionConfig::new(size)
             .with_nodes(2)
             .with_log_ring_entries(1 << 14),
-    )
-    .expect("region");
+    );
     let layout = *region.layout();
     let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
     let nodes = (0..2)
@@ -155,7 +171,16 @@ struct Row {
 
 const NAMES: [&str; 4] = ["BiTree", "EpochBonsai", "RwLock<BTreeMap>", "SkipMap"];
 
+/// The working sets: key count and label.
+const SIZES: [(u64, &str); 3] = [(1 << 10, "1K"), (1 << 16, "64K"), (1 << 20, "1M")];
+
+/// The key count of the working set labelled `label`.
+fn working_set(label: &str) -> u64 {
+    SIZES.iter().find(|(_, l)| *l == label).map_or(0, |s| s.0)
+}
+
 fn main() {
+    let settings = Settings::load("tree");
     let quick = bi_kit::bench::quick();
     let plan = if quick {
         Plan {
@@ -168,9 +193,8 @@ fn main() {
             lookups: 500_000,
         }
     };
-    let all_sizes: [(u64, &str); 3] = [(1 << 10, "1K"), (1 << 16, "64K"), (1 << 20, "1M")];
     let only = std::env::var("BI_TREE_SIZES").ok();
-    let sizes: Vec<(u64, &str)> = all_sizes
+    let sizes: Vec<(u64, &str)> = SIZES
         .into_iter()
         .filter(|(_, l)| {
             only.as_deref()
@@ -190,9 +214,11 @@ fn main() {
     for (n, label) in sizes {
         let keys = 2 * n;
         let data = entries(n);
+        // Built on the writer's node; measured from node 1 (set below).
+        settings.pin_thread(0).expect("BI_PIN");
         // BiTree over real memory.
         let build = Instant::now();
-        let bi = bi_setup(n);
+        let bi = bi_setup(&settings, n, label);
         let heap = NodeHeap::for_node(bi.nodes[0].layout(), 0).expect("heap");
         let mut w = bi
             .tree
@@ -200,11 +226,12 @@ fn main() {
             .expect("write handle");
         w.load_sorted(&data).expect("build");
         let bi_build = build.elapsed();
-        let backgrounds: Vec<_> = bi
-            .nodes
-            .iter()
-            .map(|n| n.start_background(DEFAULT_PASS_PERIOD))
-            .collect();
+        let backgrounds = common::start_passes(
+            &settings,
+            &bi.nodes,
+            settings.period_or(DEFAULT_PASS_PERIOD),
+            0,
+        );
         let build = Instant::now();
         let epoch = EpochBonsai::from_sorted(&data).expect("sorted");
         let epoch_build = build.elapsed();
@@ -218,6 +245,8 @@ fn main() {
             bi_build.as_secs_f64(),
             epoch_build.as_secs_f64()
         );
+        // The measured reader: this thread, on node 1.
+        settings.pin_thread(1).expect("BI_PIN");
 
         {
             let r = bi.tree.read_handle(&bi.nodes[1]).expect("reader");
@@ -257,6 +286,7 @@ fn main() {
                 let r0 = bi.tree.read_handle(&bi.nodes[0]).expect("reader");
                 let w = &mut w;
                 (row.lookup[0], row.update[0]) = measure(
+                    &settings,
                     plan,
                     keys,
                     pct,
@@ -272,6 +302,7 @@ fn main() {
                 );
             }
             (row.lookup[1], row.update[1]) = measure(
+                &settings,
                 plan,
                 keys,
                 pct,
@@ -286,6 +317,7 @@ fn main() {
                 },
             );
             (row.lookup[2], row.update[2]) = measure(
+                &settings,
                 plan,
                 keys,
                 pct,
@@ -301,6 +333,7 @@ fn main() {
                 },
             );
             (row.lookup[3], row.update[3]) = measure(
+                &settings,
                 plan,
                 keys,
                 pct,
@@ -368,4 +401,56 @@ fn main() {
             row.update[0] / row.update[1]
         );
     }
+
+    let mut findings = Findings::new("tree", &settings);
+    for (label, pct, row) in &table {
+        let target = match pct {
+            0 => Some(Target::AtMost(1.2)),
+            10 => Some(Target::AtMost(1.3)),
+            _ => None,
+        };
+        let ratio = row.lookup[0] / row.lookup[1];
+        if ratio.is_finite() {
+            findings.ratio(
+                format!("BiTree / EpochBonsai lookup, {pct}% updates, {label}"),
+                ratio,
+                target,
+            );
+        }
+    }
+    for (label, pct, row) in table.iter().filter(|(_, pct, _)| *pct > 0) {
+        let ratio = row.update[0] / row.update[1];
+        if ratio.is_finite() {
+            findings.ratio(
+                format!("BiTree / EpochBonsai update latency, {pct}% updates, {label}"),
+                ratio,
+                Some(Target::AtMost(1.5)),
+            );
+        }
+    }
+    // One curve per contestant and update percentage, over the working sets measured.
+    let series = NAMES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, name)| {
+            let table = &table;
+            pcts.iter().map(move |&pct| Series {
+                name: format!("{name} {pct}%"),
+                points: table
+                    .iter()
+                    .filter(|(_, p, row)| *p == pct && row.lookup[i].is_finite())
+                    .map(|(label, _, row)| (working_set(label) as f64, row.lookup[i]))
+                    .collect(),
+            })
+        })
+        .collect();
+    findings.figure(Figure {
+        id: "table1".into(),
+        title: "Bonsai tree lookup latency (Table 1 shape)".into(),
+        x_label: "working set (keys)".into(),
+        y_label: "ns per lookup".into(),
+        log_x: true,
+        series,
+    });
+    findings.write().expect("writing the findings");
 }

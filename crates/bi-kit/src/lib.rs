@@ -1,7 +1,9 @@
 //! What the tests, benches and fuzz targets of bi share, so that each is written once:
 //!
-//! - [`bench`]: the quick-mode switch every bench honours, criterion shortened for it,
+//! - [`bench`](mod@bench): the quick-mode switch every bench honours, criterion shortened for it,
 //!   and the median timing the benches' plain tables print;
+//! - [`report`]: the `bench-report` command's parts: every bench run in quick mode, its
+//!   findings assembled into one report with plots;
 //! - [`prop`]: proptest settings that shrink to a handful of cases under Miri (where
 //!   every case is interpreted) and persist no failures there (Miri's isolation forbids
 //!   the file system);
@@ -16,6 +18,7 @@
 
 pub mod bench;
 pub mod prop;
+pub mod report;
 mod seed;
 
 pub use seed::{rng, seeds};

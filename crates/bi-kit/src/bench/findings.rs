@@ -153,17 +153,23 @@ impl Findings {
     }
 }
 
-/// The processor model and the number of CPUs this process may use.
+/// The processor model and the machine's number of CPUs (online, whatever this thread
+/// is pinned to).
 pub fn machine() -> String {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, m)| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(
+            || std::env::consts::ARCH.to_owned(),
+            |(_, m)| m.trim().to_owned(),
+        );
+    let listed = info.lines().filter(|l| l.starts_with("processor")).count();
+    let cpus = if listed > 0 {
+        listed
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
     format!("{model}, {cpus} CPUs")
 }
