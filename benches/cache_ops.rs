@@ -581,7 +581,7 @@ fn main() {
         common::write(&findings);
         return;
     }
-    let mut c = Criterion::default().configure_from_args();
+    let mut c = bi_kit::bench::criterion(cfg.quick);
     if cfg.quick {
         c = c
             .warm_up_time(Duration::from_millis(100))

@@ -14,7 +14,7 @@ mod common;
 use bi_kit::bench::{self as kit, Findings, Settings};
 
 use bi::core::mem::{Emulator, EmulatorConfig, MemView};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -63,7 +63,7 @@ fn main() {
     load_all(&node, &offs); // fill the working set
     emu.reset_stats();
 
-    let mut c = Criterion::default().configure_from_args();
+    let mut c = bi_kit::bench::criterion(quick);
     if quick {
         c = c
             .warm_up_time(Duration::from_millis(200))

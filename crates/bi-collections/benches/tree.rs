@@ -36,7 +36,6 @@ use bi_collections::tree::{BiTree, EpochBonsai};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::{Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock};
 use bi_kit::bench::{Figure, Findings, Series, Settings, Target};
-use criterion::Criterion;
 use crossbeam_skiplist::SkipMap;
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -202,7 +201,7 @@ fn main() {
         })
         .collect();
     let pcts = [0u64, 10, 30];
-    let mut c = Criterion::default().configure_from_args();
+    let mut c = bi_kit::bench::criterion(quick);
     if quick {
         c = c
             .warm_up_time(Duration::from_millis(200))

@@ -325,7 +325,7 @@ fn main() {
         .generate()
         .expect("300,000 edges fit 65,536 vertices");
 
-    let mut c = Criterion::default().configure_from_args().sample_size(10);
+    let mut c = bi_kit::bench::criterion(quick).sample_size(10);
     c = if quick {
         c.warm_up_time(Duration::from_millis(200))
             .measurement_time(Duration::from_secs(1))

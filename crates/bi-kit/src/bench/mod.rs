@@ -23,7 +23,9 @@ pub fn quick() -> bool {
 }
 
 /// Criterion from the command line, shortened in quick mode (0.3 s warm-up, 1 s of
-/// measurement, 20 samples).
+/// measurement, 20 samples, and no plots: drawing criterion's plots takes longer than
+/// quick measurements). Full runs draw them in criterion's HTML report
+/// (`target/criterion/report/index.html`).
 ///
 /// ```
 /// let c = bi_kit::bench::criterion(true);
@@ -35,6 +37,7 @@ pub fn criterion(quick: bool) -> Criterion {
         c.warm_up_time(Duration::from_millis(300))
             .measurement_time(Duration::from_secs(1))
             .sample_size(20)
+            .without_plots()
     } else {
         c
     }
