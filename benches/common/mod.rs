@@ -19,11 +19,8 @@ fn fail(bench: &str, message: impl std::fmt::Display) -> ! {
 /// A fresh region for bench `bench`: in `BI_REGION`'s file or device when set (replacing
 /// what it held), else in anonymous memory; bound to `BI_MEMBIND`'s NUMA nodes.
 pub fn region(settings: &Settings, bench: &str, config: RegionConfig) -> Region {
-    let region = match settings.region_file(bench) {
-        Some(path) => Region::create_replacing(&path, config)
-            .unwrap_or_else(|e| fail(bench, format_args!("region {}: {e}", path.display()))),
-        None => Region::anonymous(config).unwrap_or_else(|e| fail(bench, e)),
-    };
+    let region = Region::fresh(settings.region_file(bench).as_deref(), config)
+        .unwrap_or_else(|e| fail(bench, format_args!("region: {e}")));
     bind(settings, bench, region.backing());
     region
 }

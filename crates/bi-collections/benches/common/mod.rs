@@ -21,11 +21,7 @@ pub fn region(settings: &Settings, name: &str, config: RegionConfig) -> Region {
 /// A fresh region in `file` when given (replacing what it held), else in anonymous
 /// memory; bound to `BI_MEMBIND`'s NUMA nodes.
 pub fn region_at(settings: &Settings, file: Option<PathBuf>, config: RegionConfig) -> Region {
-    let region = match file {
-        Some(path) => Region::create_replacing(&path, config)
-            .unwrap_or_else(|e| panic!("region {}: {e}", path.display())),
-        None => Region::anonymous(config).expect("region"),
-    };
+    let region = Region::fresh(file.as_deref(), config).unwrap_or_else(|e| panic!("region: {e}"));
     let backing = region.backing();
     settings
         .bind_memory(backing.base_ptr().addr(), backing.size())

@@ -160,6 +160,25 @@ impl Region {
         Region::create_with(path.as_ref(), config, true)
     }
 
+    /// A fresh region: in the file or device at `path` when there is one (replacing what
+    /// it held, as [`create_replacing`](Self::create_replacing)), else in anonymous memory
+    /// ([`anonymous`](Self::anonymous)). For programs told where their shared memory
+    /// lives, if anywhere.
+    /// ```
+    /// use bi_core::region::{Region, RegionConfig};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let config = RegionConfig::new(1 << 20).with_nodes(1);
+    /// assert!(Region::fresh(None, config).unwrap().path().is_none());
+    /// assert_eq!(Region::fresh(Some(&path), config).unwrap().path(), Some(path.as_path()));
+    /// ```
+    pub fn fresh(path: Option<&Path>, config: RegionConfig) -> Result<Region, RegionError> {
+        match path {
+            Some(path) => Region::create_replacing(path, config),
+            None => Region::anonymous(config),
+        }
+    }
+
     /// Opens the region at `path`, or creates it with `config` if there is no file there
     /// (if another process creates it at the same moment, opens that one, waiting up to
     /// 200 ms for its header to be whole; a file whose header is still wrong after that

@@ -24,10 +24,7 @@ pub(crate) fn run<P: VertexProgram>(
     options: &RunOptions,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
     let parts = prepared.parts();
-    let region = match &options.region_file {
-        Some(path) => Region::create_replacing(path, prepared.region)?,
-        None => Region::anonymous(prepared.region)?,
-    };
+    let region = Region::fresh(options.region_file.as_deref(), prepared.region)?;
     let size = region.layout().size();
     let counters = Arc::new(LineCounters::default());
     let emulator = match config.backend {
