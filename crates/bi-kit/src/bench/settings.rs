@@ -227,11 +227,15 @@ impl Settings {
         if self.membind.is_empty() {
             return Ok(());
         }
-        bind_thread_memory(&self.membind).map_err(|reason| SettingsError {
+        bind_thread_memory(&self.membind).map_err(|reason| self.membind_refused(reason))
+    }
+
+    fn membind_refused(&self, reason: String) -> SettingsError {
+        SettingsError {
             var: "BI_MEMBIND",
             value: format!("{:?}", self.membind),
             reason,
-        })
+        }
     }
 
     /// Binds `addr .. addr + len` (a mapping of this process) to `BI_MEMBIND`'s NUMA
@@ -240,11 +244,7 @@ impl Settings {
         if self.membind.is_empty() {
             return Ok(());
         }
-        bind_memory(addr, len, &self.membind).map_err(|reason| SettingsError {
-            var: "BI_MEMBIND",
-            value: format!("{:?}", self.membind),
-            reason,
-        })
+        bind_memory(addr, len, &self.membind).map_err(|reason| self.membind_refused(reason))
     }
 }
 
@@ -331,13 +331,16 @@ fn pin_current_thread(cpus: &[usize]) -> Result<(), String> {
     // SAFETY: `set` is a valid, initialised CPU set of the size passed; pid 0 is the
     // calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    succeeded(rc.into(), "sched_setaffinity")
+}
+
+/// `Ok` for a system call that returned 0, else the call and the OS error.
+#[cfg(target_os = "linux")]
+fn succeeded(rc: libc::c_long, call: &str) -> Result<(), String> {
     if rc == 0 {
         Ok(())
     } else {
-        Err(format!(
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        ))
+        Err(format!("{call}: {}", std::io::Error::last_os_error()))
     }
 }
 
@@ -381,11 +384,7 @@ fn bind_memory(addr: usize, len: usize, nodes: &[u32]) -> Result<(), String> {
             MPOL_MF_MOVE,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(format!("mbind: {}", std::io::Error::last_os_error()))
-    }
+    succeeded(rc, "mbind")
 }
 
 #[cfg(target_os = "linux")]
@@ -401,14 +400,7 @@ fn bind_thread_memory(nodes: &[u32]) -> Result<(), String> {
             MASK_BITS as libc::c_ulong,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "set_mempolicy: {}",
-            std::io::Error::last_os_error()
-        ))
-    }
+    succeeded(rc, "set_mempolicy")
 }
 
 #[cfg(not(target_os = "linux"))]
