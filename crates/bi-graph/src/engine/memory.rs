@@ -66,21 +66,7 @@ pub(crate) fn read_slot<S: WordSource>(
     Ok((meta, w))
 }
 
-/// Writes a slot from word `base`: the value words, then the meta word when given.
-#[inline]
-pub(crate) fn write_slot<V: MemView>(
-    view: &V,
-    base: usize,
-    words: &[u64],
-    meta: Option<u64>,
-) -> Result<(), MemError> {
-    for (k, &x) in words.iter().chain(&meta).enumerate() {
-        view.store_u64((base + k) * 8, x)?;
-    }
-    Ok(())
-}
-
-fn out_of_bounds(i: usize, words: usize) -> MemError {
+pub(crate) fn out_of_bounds(i: usize, words: usize) -> MemError {
     MemError::OutOfBounds {
         offset: i.saturating_mul(8),
         len: 8,
@@ -116,13 +102,18 @@ impl WordSource for DirectWords<'_> {
     }
 }
 
-/// Shared memory read through a node's view (the emulator).
-pub(crate) struct ViewWords<'a, V>(pub &'a V);
+/// Shared memory read through a node's view (the emulator), word `i` being the view's
+/// word `base + i`.
+pub(crate) struct ViewWords<'a, V> {
+    pub view: &'a V,
+    pub base: usize,
+}
 
 impl<V: MemView> WordSource for ViewWords<'_, V> {
     #[inline]
     fn word(&self, i: usize) -> Result<u64, MemError> {
-        self.0.load_u64(i.saturating_mul(8))
+        self.view
+            .load_u64(self.base.saturating_add(i).saturating_mul(8))
     }
 }
 

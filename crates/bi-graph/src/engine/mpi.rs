@@ -156,9 +156,9 @@ pub(crate) fn run_pools<P: VertexProgram>(
         rank - leader,
     );
     #[cfg(loom)]
-    let loads = Viewed;
+    let access = Viewed;
     #[cfg(not(loom))]
-    let loads = Direct(region.backing().words());
+    let access = Direct(region.backing().words());
     let exchange = PooledSlots::new(
         rank,
         &prepared.plans,
@@ -168,7 +168,7 @@ pub(crate) fn run_pools<P: VertexProgram>(
         prepared.faults,
         MpiTransport { world: &world },
         view,
-        loads,
+        access,
         prepared.words,
     );
     let ctx = prepared.ctx(program, config);

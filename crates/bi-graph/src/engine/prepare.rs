@@ -5,7 +5,7 @@
 
 use super::RunOptions;
 use super::barrier::Barrier;
-use super::exchange::slots::Loads;
+use super::exchange::slots::Access;
 use super::exchange::{Channels, Messages, SharedSlots};
 use super::memory::LineTotals;
 use super::memory::{MAX_VALUE_BYTES, words_of};
@@ -181,6 +181,7 @@ impl Prepared {
             max_iterations: config.max_iterations,
             observer: config.observer.as_deref(),
             on_partition_start: config.on_partition_start.as_deref(),
+            partials: self.plans.iter().any(|plan| plan.feeds.contains(&true)),
             faults: self.faults,
         }
     }
@@ -200,20 +201,20 @@ impl Prepared {
     }
 
     /// Runs partition `p` to the end over `view`: messages in the stock mode, shared
-    /// slots read with `loads` otherwise.
+    /// slots read and written with `access` otherwise.
     pub fn run_partition<P, V, R>(
         &self,
         ctx: &Ctx<'_, P>,
         p: usize,
         view: V,
-        loads: R,
+        access: R,
         barrier: &dyn Barrier,
         options: &RunOptions,
     ) -> Result<Outcome<P::Data>, GraphError>
     where
         P: VertexProgram,
         V: MemView,
-        R: Loads<V>,
+        R: Access<V>,
     {
         if self.mode == Mode::Stock {
             let channels = Channels::new(p, &self.layout, &view, barrier)?;
@@ -228,7 +229,7 @@ impl Prepared {
                 barrier,
                 options.faults,
                 view,
-                loads,
+                access,
                 self.words,
             );
             Worker::new(ctx, p, exchange).run()
@@ -288,6 +289,12 @@ pub(crate) fn machine(base: EmulatorConfig, seed: u64, options: &RunOptions) -> 
 /// Which lines each partition publishes and which it must drop to see the others.
 fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> {
     let ext = |e: shared::Extent| (e.offset, e.len);
+    let aggregate_line = |p: usize, bank: usize| {
+        (
+            layout.aggregates[p].offset + bank * layout.line,
+            layout.line,
+        )
+    };
     plans
         .iter()
         .enumerate()
@@ -307,19 +314,23 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
             // Only the masters with replicas are read elsewhere: a prefix of the array.
             let read = plan.mirrored * layout.value_stride * 8;
             let values = layout.values[p];
+            let own_values = [(
+                values.offset,
+                read.next_multiple_of(layout.line).min(values.len),
+            )];
+            let remote_values = layout.runs(remote_values);
             SyncPlan {
-                own_values: (
-                    values.offset,
-                    read.next_multiple_of(layout.line).min(values.len),
-                ),
+                own_values: [0, 1].map(|b| layout.in_bank(&own_values, b)[0]),
                 own_partials: ext(layout.partials[p]),
-                own_aggregate: ext(layout.aggregates[p]),
-                remote_values: layout.runs(remote_values),
+                own_aggregate: [0, 1].map(|b| aggregate_line(p, b)),
+                remote_values: [0, 1].map(|b| layout.in_bank(&remote_values, b)),
                 remote_partials,
-                remote_aggregates: (0..plans.len())
-                    .filter(|&q| q != p)
-                    .map(|q| ext(layout.aggregates[q]))
-                    .collect(),
+                remote_aggregates: [0, 1].map(|b| {
+                    (0..plans.len())
+                        .filter(|&q| q != p)
+                        .map(|q| aggregate_line(q, b))
+                        .collect()
+                }),
             }
         })
         .collect()

@@ -17,7 +17,7 @@
 use super::barrier::{Barrier, RegionBarrier};
 #[cfg(not(loom))]
 use super::exchange::slots::Direct;
-use super::exchange::slots::{Loads, Viewed};
+use super::exchange::slots::{Access, Viewed};
 use super::memory::{Counted, LineCounters, LineTotals, decode, encode};
 use super::prepare::{Prepared, machine};
 use super::program::VertexProgram;
@@ -215,9 +215,9 @@ pub(crate) fn serve<P: VertexProgram>(
     match config.backend {
         Backend::Hardware => {
             #[cfg(loom)]
-            let loads = Viewed;
+            let access = Viewed;
             #[cfg(not(loom))]
-            let loads = Direct(region.backing().words());
+            let access = Direct(region.backing().words());
             serve_on(
                 prepared,
                 program,
@@ -226,7 +226,7 @@ pub(crate) fn serve<P: VertexProgram>(
                 &region,
                 p,
                 region.hardware(),
-                loads,
+                access,
                 |_| None,
             )
         }
@@ -249,13 +249,13 @@ fn serve_on<P, V, R>(
     region: &Region,
     p: usize,
     view: V,
-    loads: R,
+    access: R,
     emulator: impl Fn(&V) -> Option<NodeStats>,
 ) -> Result<DetailedRun<P::Data>, GraphError>
 where
     P: VertexProgram,
     V: MemView + 'static,
-    R: Loads<Counted<V>>,
+    R: Access<Counted<V>>,
 {
     let parts = prepared.parts();
     let counters = Arc::new(LineCounters::default());
@@ -268,7 +268,7 @@ where
             passes.start(counted(), *region.layout(), p, &prepared.sync[p], period)?;
         }
         let ctx = prepared.ctx(program, config);
-        prepared.run_partition(&ctx, p, counted(), loads, &barrier, options)
+        prepared.run_partition(&ctx, p, counted(), access, &barrier, options)
     })();
     let stopped = passes.stop();
     let result = result.and_then(|o| stopped.map(|()| o));

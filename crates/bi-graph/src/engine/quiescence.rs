@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The background passes of one or more nodes: each node's runtime, whose pass (every
-/// period) writes back the node's own value and partial slots and invalidates the remote
+/// period) writes back the node's own value (both banks) and partial slots and invalidates the remote
 /// ones its partition reads ([`Policy::Callback`]).
 pub(crate) struct Passes {
     nodes: Vec<Background>,
@@ -33,10 +33,12 @@ impl Passes {
         let runtime = NodeRuntime::new(view, layout, p, RuntimeConfig::default(), clock)?;
         let plan = plan.clone();
         runtime.set_policy(Policy::Callback(Arc::new(move |view: &V| {
-            view.writeback(plan.own_values.0, plan.own_values.1)?;
-            view.writeback(plan.own_partials.0, plan.own_partials.1)?;
+            for &(o, l) in plan.own_values.iter().chain([&plan.own_partials]) {
+                view.writeback(o, l)?;
+            }
             view.fence();
-            for &(o, l) in plan.remote_values.iter().chain(&plan.remote_partials) {
+            let remote_values = plan.remote_values.iter().flatten();
+            for &(o, l) in remote_values.chain(&plan.remote_partials) {
                 view.invalidate(o, l)?;
             }
             Ok(())

@@ -5,21 +5,26 @@
 //! partitions, so no write-back can clobber another partition's bytes.
 //!
 //! ```text
-//! per partition p:  values[p]    one slot per master:  data words | meta word
-//!                   partials[p]  one slot per replica: gather words | meta word,
+//! bank 0:           values[p]    per partition, one slot per master: data words | meta word
+//!                   mirrors[p]   per partition, copies of masters in other pools (two-level)
+//! bank 1:           the same arrays again, `bank_shift` bytes further
+//! per partition p:  partials[p]  one slot per feeding replica: gather words | meta word,
 //!                                grouped by master partition, in vertex order
-//!                   aggregate[p] one line: aggregate words | changed count
+//!                   aggregate[p] two lines, one per bank: aggregate words | changed count
 //!                   report[p]    what the partition measured (processes only)
 //! meeting:          one line per partition, then the launcher's (processes only)
 //! per ordered pair: channel p -> q (stock mode only)
 //! ```
 //!
-//! A meta word is `stamp << 1 | flag`: the stamp is the superstep that wrote the slot
-//! (values: 0 at initialisation, `t + 1` after the apply of superstep `t`; partials:
-//! `t + 1` in superstep `t`, 0 = never written), the flag says "changed" (values) or
-//! "signalled" (partials). Meta words exist only where someone reads them: PageRank in
-//! the stock and on-demand modes has 8-byte value slots, eight to a line, like a plain
-//! array of ranks.
+//! A meta word is `stamp << 1 | flag` ([`meta`](super::exchange::meta)): the stamp is the
+//! superstep that wrote the slot (values: 0 at initialisation, `t + 1` after the apply of
+//! superstep `t`; partials: `t + 1` in superstep `t`, 0 = never written), the flag says
+//! "changed" (values) or "signalled" (partials). The values of stamp `s` are in bank
+//! `s % 2` ([`bank`](super::exchange::bank)): superstep `t` reads bank `t % 2` while its
+//! masters write bank `(t + 1) % 2`, so a master applies as soon as its own gather is
+//! done, without waiting for others to finish reading its old value. Meta words exist
+//! only where someone reads them: PageRank in the stock and on-demand modes has 8-byte
+//! value slots, eight to a line, like a plain array of ranks.
 
 use super::memory::words_of;
 use super::plan::PartPlan;
@@ -54,8 +59,12 @@ pub(crate) struct SharedLayout {
     /// whose master is `m` (they follow in increasing vertex order, which is `m`'s master
     /// order, so a master reads each replica partition's segment front to back).
     pub segments: Vec<Vec<usize>>,
+    /// Bank 0 of each partition's value slots.
     pub values: Vec<Extent>,
+    /// Bytes from a value (or mirror) slot in bank 0 to the same slot in bank 1.
+    pub bank_shift: usize,
     pub partials: Vec<Extent>,
+    /// Two lines per partition: the aggregate of the values of bank 0, then of bank 1.
     pub aggregates: Vec<Extent>,
     /// Where a partition that is a process leaves its measurements for the launcher.
     pub reports: Vec<Extent>,
@@ -63,7 +72,7 @@ pub(crate) struct SharedLayout {
     /// launcher's.
     pub meeting: Extent,
     /// Per partition, value slots holding copies of masters in other pools, received
-    /// once per pool and superstep (the two-level mode over MPI).
+    /// once per pool and superstep (the two-level mode over MPI). Bank 0, like `values`.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the two-level mode (feature `mpi`)
     pub mirrors: Vec<Extent>,
     /// `channels[p * parts + q]`: partition `p` sends to `q`.
@@ -131,19 +140,24 @@ impl SharedLayout {
             at = at.checked_add(len).ok_or_else(overflow)?;
             Ok(e)
         };
-        let mut values = Vec::new();
+        let values: Vec<Extent> = plans
+            .iter()
+            .map(|plan| take(plan.masters.len() * value_stride * 8))
+            .collect::<Result<_, _>>()?;
+        let mirrors: Vec<Extent> = (0..parts)
+            .map(|p| take(mirrors.get(p).copied().unwrap_or(0) * value_stride * 8))
+            .collect::<Result<_, _>>()?;
+        // Bank 1: the value and mirror arrays again, right after bank 0 (whole lines).
+        let bank_shift = mirrors.last().map_or(0, |e| e.offset + e.len - base);
+        take(bank_shift)?;
         let mut partials = Vec::new();
         let mut aggregates = Vec::new();
         for plan in plans {
-            values.push(take(plan.masters.len() * value_stride * 8)?);
             partials.push(take(
                 plan.feeds.iter().filter(|&&f| f).count() * partial_stride * 8,
             )?);
-            aggregates.push(take(32)?);
+            aggregates.push(take(2 * l)?);
         }
-        let mirrors = (0..parts)
-            .map(|p| take(mirrors.get(p).copied().unwrap_or(0) * value_stride * 8))
-            .collect::<Result<_, _>>()?;
         let reports = (0..parts)
             .map(|_| take(REPORT_WORDS * 8))
             .collect::<Result<_, _>>()?;
@@ -175,6 +189,7 @@ impl SharedLayout {
             partial_stride,
             segments,
             values,
+            bank_shift,
             partials,
             aggregates,
             reports,
@@ -185,13 +200,13 @@ impl SharedLayout {
         })
     }
 
-    /// Word index of master `i`'s value slot on partition `p`.
+    /// Word index of master `i`'s value slot on partition `p`, in bank 0.
     #[inline]
     pub fn value_word(&self, p: usize, i: usize) -> usize {
         self.values[p].offset / 8 + i * self.value_stride
     }
 
-    /// Word index of mirror slot `k` of partition `p`.
+    /// Word index of mirror slot `k` of partition `p`, in bank 0.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the two-level mode (feature `mpi`)
     #[inline]
     pub fn mirror_word(&self, p: usize, k: usize) -> usize {
@@ -202,6 +217,18 @@ impl SharedLayout {
     #[inline]
     pub fn partial_word(&self, p: usize, k: usize) -> usize {
         self.partials[p].offset / 8 + k * self.partial_stride
+    }
+
+    /// Words from a value slot in bank 0 to the slot in `bank`.
+    #[inline]
+    pub fn bank_words(&self, bank: usize) -> usize {
+        bank * self.bank_shift / 8
+    }
+
+    /// `ranges` of bank 0, moved to `bank`.
+    pub fn in_bank(&self, ranges: &[(usize, usize)], bank: usize) -> Vec<(usize, usize)> {
+        let shift = bank * self.bank_shift;
+        ranges.iter().map(|&(o, l)| (o + shift, l)).collect()
     }
 
     /// Byte range of the segment of partition `q`'s partials read by master `m`.
@@ -246,6 +273,7 @@ mod tests {
             partial_stride: 2,
             segments: vec![],
             values: vec![],
+            bank_shift: 0,
             partials: vec![],
             aggregates: vec![],
             reports: vec![],

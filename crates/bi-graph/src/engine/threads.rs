@@ -73,10 +73,10 @@ pub(crate) fn run<P: VertexProgram>(
                 // Under loom the backing's words are the model checker's atomics: the
                 // engine then reads through the view only.
                 #[cfg(loom)]
-                let loads = Viewed;
+                let access = Viewed;
                 #[cfg(not(loom))]
-                let loads = Direct(region.backing().words());
-                prepared.run_partition(&ctx, p, hardware(), loads, barrier, options)
+                let access = Direct(region.backing().words());
+                prepared.run_partition(&ctx, p, hardware(), access, barrier, options)
             }
         }
     };

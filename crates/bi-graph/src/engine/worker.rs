@@ -4,16 +4,19 @@
 //!
 //! 1. scatter (programs with signalling): for local vertices whose master changed in the
 //!    previous superstep, visit their scatter edges and record signals locally;
-//! 2. gather: fold every local vertex's local gather edges into a partial sum; replicas
-//!    with local gather edges put theirs for their masters;
-//! 3. apply: each master folds its partials in increasing partition order, applies, and
-//!    puts its new value together with its share of the global aggregate.
+//! 2. gather and apply: replicas that feed a master fold their local gather edges into a
+//!    partial and put it; each master folds its own gather edges and, if no replica
+//!    feeds it, applies at once and puts its new value (into the other bank of value
+//!    slots than the one this superstep reads, so no one waits for anyone);
+//! 3. masters that replicas feed (vertex cuts only): once the partials are exchanged,
+//!    fold them in increasing partition order, apply and put;
+//! 4. the values and every partition's share of the global aggregate are exchanged.
 //!
 //! How values cross partitions is the [`Exchange`]'s business, not this loop's.
 
-use super::exchange::{Exchange, Words};
+use super::exchange::{Exchange, Words, bank, meta, stamp_of};
 use super::memory::{WordSource, decode, encode, words_of};
-use super::plan::PartPlan;
+use super::plan::{Csr, PartPlan};
 use super::program::{VertexInfo, VertexProgram};
 use crate::config::Observer;
 use crate::error::GraphError;
@@ -33,6 +36,8 @@ pub(crate) struct Ctx<'a, P> {
     pub observer: Option<&'a dyn Observer>,
     /// Called first on each partition's thread, with the partition.
     pub on_partition_start: Option<&'a (dyn Fn(usize) + Send + Sync)>,
+    /// Some replica, on some partition, feeds its master: supersteps exchange partials.
+    pub partials: bool,
     /// Mechanisms switched off ([`RunOptions::faults`](crate::RunOptions::faults)).
     pub faults: Faults,
 }
@@ -40,18 +45,18 @@ pub(crate) struct Ctx<'a, P> {
 /// The lines a partition writes back and invalidates to publish and to see others.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SyncPlan {
-    /// Its own value slots (one range).
-    pub own_values: (usize, usize),
+    /// Its own value slots read elsewhere (one range per bank).
+    pub own_values: [(usize, usize); 2],
     /// Its own partial slots (one range).
     pub own_partials: (usize, usize),
-    /// Its own aggregate line.
-    pub own_aggregate: (usize, usize),
-    /// Value slots of other partitions' masters that its replicas read.
-    pub remote_values: Vec<(usize, usize)>,
+    /// Its own aggregate line, per bank.
+    pub own_aggregate: [(usize, usize); 2],
+    /// Value slots of other partitions' masters that its replicas read, per bank.
+    pub remote_values: [Vec<(usize, usize)>; 2],
     /// Partial slots of its masters' replicas on other partitions.
     pub remote_partials: Vec<(usize, usize)>,
-    /// Other partitions' aggregate lines.
-    pub remote_aggregates: Vec<(usize, usize)>,
+    /// Other partitions' aggregate lines, per bank.
+    pub remote_aggregates: [Vec<(usize, usize)>; 2],
 }
 
 /// What a partition hands back.
@@ -84,30 +89,29 @@ fn mem_err(e: MemError) -> GraphError {
     GraphError::Runtime(bi_core::runtime::BiError::from(e))
 }
 
-/// The meta word of a value or partial: the superstep that wrote it and one flag.
-fn meta(stamp: u64, flag: bool) -> u64 {
-    stamp << 1 | u64::from(flag)
-}
-
-/// A meta word's stamp.
-fn stamp_of(meta: u64) -> u64 {
-    meta >> 1
-}
-
 pub(crate) struct Worker<'a, P: VertexProgram, X> {
     ctx: &'a Ctx<'a, P>,
     p: usize,
     plan: &'a PartPlan,
     exchange: X,
-    /// Per local vertex: word of the value slot its reads go to.
+    /// Per local vertex: word of the value slot its reads go to (bank 0).
     slot: Vec<u32>,
-    /// The gather edges, per direction gathered over.
-    gather: Vec<GatherEdges<'a>>,
+    /// The masters' gather edges, by master index.
+    masters: Gatherers,
+    /// The gather edges of the replicas that feed their master, by feeder index.
+    feeders: Gatherers,
+    /// Master indices of the masters that replicas feed, ascending.
+    fed: Vec<u32>,
+    /// Whether replicas feed each master.
+    is_fed: Vec<bool>,
     /// This partition's masters' data, by master index.
     mdata: Vec<P::Data>,
     /// This partition's masters as the program sees them, by master index.
     minfo: Vec<VertexInfo>,
+    /// The masters' own partials, by master index.
     partial: Vec<P::Gather>,
+    /// The feeding replicas' partials, by feeder index.
+    feeder_partial: Vec<P::Gather>,
     signal: Vec<bool>,
     /// Work proportional to the frontier (signalling programs read fresh): the local
     /// vertices a neighbour's change put out of date, the only ones gathered next.
@@ -119,28 +123,62 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     max_staleness: u64,
 }
 
-/// One direction of a partition's gather edges: local vertex `l`'s neighbours are
-/// `slots[offsets[l]..offsets[l + 1]]`, as the words of their value slots.
-struct GatherEdges<'a> {
-    offsets: &'a [usize],
-    slots: Vec<u32>,
-    weights: Option<&'a [f64]>,
+/// The gather edges of one group of local vertices, gatherer `k` being local vertex
+/// `locals[k]`.
+struct Gatherers {
+    locals: Vec<u32>,
+    /// One per direction gathered over.
+    dirs: Vec<GatherEdges>,
 }
 
-/// Folds the gather edges of local vertices into `out`, reading neighbours from `src`:
-/// every vertex, or with `dirty` only those marked (clearing the marks; the others keep
-/// their partial). With `MEASURE`, also reads each neighbour's stamp and records the
-/// staleness. Returns the number of edges gathered.
-#[allow(clippy::too_many_arguments)]
-fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
+/// One direction of a group's gather edges: gatherer `k`'s neighbours are
+/// `slots[offsets[k]..offsets[k + 1]]`, as the words of their value slots.
+struct GatherEdges {
+    offsets: Vec<usize>,
+    slots: Vec<u32>,
+    weights: Option<Vec<f64>>,
+}
+
+impl Gatherers {
+    /// The edges of `locals` across `csrs`, each neighbour as its value slot's word.
+    fn new(locals: Vec<u32>, csrs: &[&Csr], slot: &[u32]) -> Self {
+        let dirs = csrs
+            .iter()
+            .map(|csr| {
+                let mut dir = GatherEdges {
+                    offsets: Vec::with_capacity(locals.len() + 1),
+                    slots: Vec::new(),
+                    weights: csr.weights.as_ref().map(|_| Vec::new()),
+                };
+                dir.offsets.push(0);
+                for &l in &locals {
+                    let range = csr.range(l as usize);
+                    dir.slots
+                        .extend(csr.cols[range.clone()].iter().map(|&c| slot[c as usize]));
+                    if let (Some(out), Some(w)) = (&mut dir.weights, &csr.weights) {
+                        out.extend_from_slice(&w[range]);
+                    }
+                    dir.offsets.push(dir.slots.len());
+                }
+                dir
+            })
+            .collect();
+        Gatherers { locals, dirs }
+    }
+}
+
+/// Folds gatherer `k`'s edges, reading its neighbours' values from `src`; returns the
+/// sum and the number of edges. With `MEASURE`, also reads each neighbour's stamp and
+/// records how far it lags `expect` in `staleness`.
+#[inline(always)]
+fn fold<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     program: &P,
-    dirs: &[GatherEdges<'_>],
+    dirs: &[GatherEdges],
+    k: usize,
     src: &S,
-    out: &mut [P::Gather],
-    mut dirty: Option<&mut [bool]>,
     expect: u64,
     staleness: &mut u64,
-) -> Result<u64, MemError> {
+) -> Result<(P::Gather, u64), MemError> {
     let dw = words_of::<P::Data>();
     let mut read = |c: u32| -> Result<P::Data, MemError> {
         let c = c as usize;
@@ -150,46 +188,36 @@ fn gather_all<P: VertexProgram, S: WordSource, const MEASURE: bool>(
         }
         src.value(c)
     };
-    // The common case in one tight loop: one direction, no weights, every vertex.
-    if let ([one], None) = (dirs, dirty.as_deref())
-        && one.weights.is_none()
-    {
-        for (slot, ends) in out.iter_mut().zip(one.offsets.windows(2)) {
-            let mut acc = program.zero();
-            for &c in &one.slots[ends[0]..ends[1]] {
-                acc = program.sum(acc, program.gather(1.0, &read(c)?));
-            }
-            *slot = acc;
-        }
-        return Ok(one.slots.len() as u64);
-    }
+    let mut acc = program.zero();
     let mut edges = 0;
-    for (l, slot) in out.iter_mut().enumerate() {
-        if let Some(dirty) = dirty.as_deref_mut()
-            && !std::mem::take(&mut dirty[l])
-        {
-            continue;
-        }
-        let mut acc = program.zero();
-        for dir in dirs {
-            let range = dir.offsets[l]..dir.offsets[l + 1];
-            edges += range.len() as u64;
-            match dir.weights {
-                None => {
-                    for &c in &dir.slots[range] {
-                        acc = program.sum(acc, program.gather(1.0, &read(c)?));
-                    }
+    for dir in dirs {
+        let range = dir.offsets[k]..dir.offsets[k + 1];
+        edges += range.len() as u64;
+        match &dir.weights {
+            None => {
+                for &c in &dir.slots[range] {
+                    acc = program.sum(acc, program.gather(1.0, &read(c)?));
                 }
-                Some(w) => {
-                    for (&c, &w) in dir.slots[range.clone()].iter().zip(&w[range]) {
-                        acc = program.sum(acc, program.gather(w, &read(c)?));
-                    }
+            }
+            Some(w) => {
+                for (&c, &w) in dir.slots[range.clone()].iter().zip(&w[range]) {
+                    acc = program.sum(acc, program.gather(w, &read(c)?));
                 }
             }
         }
-        *slot = acc;
     }
-    Ok(edges)
+    Ok((acc, edges))
+}
+
+/// Masters folded before any of them applies: enough to amortise taking the exchange's
+/// source, few enough that their partials stay in the L1 cache.
+const BLOCK: usize = 256;
+
+/// Whether local vertex `l` gathers this superstep (every vertex without `dirty`),
+/// clearing its mark.
+#[inline(always)]
+fn take_dirty(dirty: &mut Option<Vec<bool>>, l: usize) -> bool {
+    dirty.as_mut().is_none_or(|d| std::mem::take(&mut d[l]))
 }
 
 /// Visits the edges of local vertices changed at stamp `stamp`: across scatter edges
@@ -256,25 +284,35 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let slot: Vec<u32> = (0..locals).map(|l| exchange.value_word(l) as u32).collect();
         let program = ctx.program;
         let gdir = program.gather_direction();
-        let gather = [
+        let csrs: Vec<&Csr> = [
             (plan.incoming.as_ref(), gdir.incoming()),
             (plan.outgoing.as_ref(), gdir.outgoing()),
         ]
         .into_iter()
         .filter_map(|(csr, wanted)| csr.filter(|_| wanted))
-        .map(|csr| GatherEdges {
-            offsets: &csr.offsets,
-            slots: csr.cols.iter().map(|&c| slot[c as usize]).collect(),
-            weights: csr.weights.as_deref(),
-        })
         .collect();
+        let feeding: Vec<u32> = (0..locals as u32)
+            .filter(|&l| plan.feeds[l as usize])
+            .collect();
+        let is_fed: Vec<bool> = (0..plan.masters.len())
+            .map(|i| {
+                let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
+                plan.mirror_feeds[mirrors].iter().any(|&f| f)
+            })
+            .collect();
         Worker {
             ctx,
             p,
             plan,
             exchange,
+            masters: Gatherers::new(plan.masters.clone(), &csrs, &slot),
+            feeder_partial: vec![program.zero(); feeding.len()],
+            feeders: Gatherers::new(feeding, &csrs, &slot),
+            fed: (0..plan.masters.len() as u32)
+                .filter(|&i| is_fed[i as usize])
+                .collect(),
+            is_fed,
             slot,
-            gather,
             mdata: Vec::with_capacity(plan.masters.len()),
             minfo: plan
                 .masters
@@ -288,7 +326,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                     }
                 })
                 .collect(),
-            partial: vec![program.zero(); locals],
+            partial: vec![program.zero(); plan.masters.len()],
             signal: vec![false; locals],
             // Every vertex gathers in the first superstep.
             dirty: (!program.always_active() && !ctx.stale_reads).then(|| vec![true; locals]),
@@ -299,17 +337,18 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         }
     }
 
-    /// Exchanges values and aggregates: returns the combined aggregate and the number of
-    /// masters that changed everywhere.
+    /// Exchanges the values of `bank` and the aggregates: returns the combined aggregate
+    /// and the number of masters that changed everywhere.
     fn exchange_values(
         &mut self,
+        bank: usize,
         agg: P::Aggregate,
         changed: u64,
         fresh: bool,
     ) -> Result<(P::Aggregate, u64), GraphError> {
         let program = self.ctx.program;
         self.exchange
-            .exchange_values(encode(&agg), changed, fresh, &mut self.aggregates)?;
+            .exchange_values(bank, encode(&agg), changed, fresh, &mut self.aggregates)?;
         let mut total = program.aggregate_zero();
         let mut changed_total = 0;
         for &(a, c) in &self.aggregates {
@@ -332,13 +371,13 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             self.exchange.put_value(i, encode(&d), meta(0, initially))?;
             self.mdata.push(d);
         }
-        let (total, _) = self.exchange_values(agg, active, true)?;
+        let (total, _) = self.exchange_values(bank(0), agg, active, true)?;
         self.globals = program.globals(total);
         Ok(())
     }
 
     fn scatter(&mut self, step: usize) -> Result<(), GraphError> {
-        let src = self.exchange.source();
+        let src = self.exchange.source(bank(step as u64));
         scatter_all(
             self.ctx.program,
             self.plan,
@@ -353,48 +392,108 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         .map_err(mem_err)
     }
 
-    fn gather(&mut self, step: usize, fresh: bool) -> Result<(), GraphError> {
-        let (program, plan) = (self.ctx.program, self.plan);
-        let dirs = &self.gather[..];
-        let out = &mut self.partial[..];
-        let dirty = self.dirty.as_deref_mut();
-        let expect = step as u64;
-        let mut st = 0;
-        self.edges_gathered += {
-            let src = self.exchange.source();
-            if self.ctx.stale_reads {
-                gather_all::<P, _, true>(program, dirs, &src, out, dirty, expect, &mut st)
-            } else {
-                gather_all::<P, _, false>(program, dirs, &src, out, dirty, expect, &mut st)
-            }
-            .map_err(mem_err)?
+    /// Master `i` applies `acc` (if active) and puts its new value with stamp `stamp`;
+    /// returns whether the value changed.
+    #[inline(always)]
+    fn apply_master(
+        &mut self,
+        i: usize,
+        acc: P::Gather,
+        active: bool,
+        stamp: u64,
+        agg: &mut P::Aggregate,
+    ) -> Result<bool, GraphError> {
+        let program = self.ctx.program;
+        let info = &self.minfo[i];
+        let old = self.mdata[i];
+        let new = if active {
+            program.apply(info, &old, acc, &self.globals)
+        } else {
+            old
         };
-        self.max_staleness = self.max_staleness.max(st);
-        // Replicas that feed put their partials, stamped with this superstep and their
-        // signal.
-        let stamp = step as u64 + 1;
-        for l in 0..plan.locals() {
-            if !plan.feeds[l] {
-                continue;
-            }
-            let signalled = std::mem::take(&mut self.signal[l]);
-            self.exchange
-                .put_partial(l, encode(&self.partial[l]), meta(stamp, signalled))?;
-        }
-        self.exchange.exchange_partials(fresh)
+        let words = encode(&new);
+        let changed = encode(&old) != words;
+        *agg = program.combine(*agg, program.aggregate(info, &old, &new));
+        self.mdata[i] = new;
+        self.exchange.put_value(i, words, meta(stamp, changed))?;
+        Ok(changed)
     }
 
-    /// Folds partials, applies, puts the new values; returns this partition's aggregate
-    /// and number of changed masters.
-    fn apply(&mut self, step: usize, force: bool) -> Result<(P::Aggregate, u64), GraphError> {
+    /// Superstep `step`'s gather and apply (phases 2 and 3); returns this partition's
+    /// aggregate and number of changed masters. `force` applies every master, signalled
+    /// or not (the periodic mode's confirming superstep).
+    fn gather_apply<const MEASURE: bool>(
+        &mut self,
+        step: usize,
+        fresh: bool,
+        force: bool,
+    ) -> Result<(P::Aggregate, u64), GraphError> {
         let program = self.ctx.program;
         let always = program.always_active() || force;
-        let plan = self.plan;
+        let (expect, stamp) = (step as u64, step as u64 + 1);
+        let read = bank(expect);
         let mut agg = program.aggregate_zero();
-        let mut changed_count = 0;
-        let stamp = step as u64 + 1;
-        let globals = self.globals;
-        for i in 0..plan.masters.len() {
+        let (mut changed, mut edges, mut staleness) = (0, 0, 0);
+        // Replicas that feed fold their edges, then put their partials stamped with this
+        // superstep and their signal.
+        {
+            let src = self.exchange.source(read);
+            let dirs = &self.feeders.dirs;
+            for (k, &l) in self.feeders.locals.iter().enumerate() {
+                if take_dirty(&mut self.dirty, l as usize) {
+                    let (acc, e) =
+                        fold::<P, _, MEASURE>(program, dirs, k, &src, expect, &mut staleness)
+                            .map_err(mem_err)?;
+                    self.feeder_partial[k] = acc;
+                    edges += e;
+                }
+            }
+        }
+        for (k, &l) in self.feeders.locals.iter().enumerate() {
+            let signalled = std::mem::take(&mut self.signal[l as usize]);
+            let partial = encode(&self.feeder_partial[k]);
+            self.exchange
+                .put_partial(l as usize, partial, meta(stamp, signalled))?;
+        }
+        // Masters fold their edges, a block at a time; those no replica feeds apply at
+        // once.
+        let masters = self.masters.locals.len();
+        for block in (0..masters).step_by(BLOCK) {
+            let block = block..masters.min(block + BLOCK);
+            {
+                let src = self.exchange.source(read);
+                let dirs = &self.masters.dirs;
+                for i in block.clone() {
+                    if take_dirty(&mut self.dirty, self.masters.locals[i] as usize) {
+                        let (acc, e) =
+                            fold::<P, _, MEASURE>(program, dirs, i, &src, expect, &mut staleness)
+                                .map_err(mem_err)?;
+                        self.partial[i] = acc;
+                        edges += e;
+                    }
+                }
+            }
+            for i in block {
+                if self.is_fed[i] {
+                    continue;
+                }
+                let l = self.masters.locals[i] as usize;
+                let active = always || std::mem::take(&mut self.signal[l]);
+                let acc = self.partial[i];
+                changed += u64::from(self.apply_master(i, acc, active, stamp, &mut agg)?);
+            }
+        }
+        self.edges_gathered += edges;
+        self.max_staleness = self.max_staleness.max(staleness);
+        if !self.ctx.partials {
+            return Ok((agg, changed));
+        }
+        // The others fold their partials in increasing partition order, their own
+        // included, then apply.
+        self.exchange.exchange_partials(fresh)?;
+        let plan = self.plan;
+        for f in 0..self.fed.len() {
+            let i = self.fed[f] as usize;
             let l = plan.masters[i] as usize;
             let mut acc = program.zero();
             let mut signalled = std::mem::take(&mut self.signal[l]);
@@ -403,7 +502,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             for m in mirrors.filter(|&m| plan.mirror_feeds[m]) {
                 let q = usize::from(plan.mirror_part[m]);
                 if q > self.p && !own_done {
-                    acc = program.sum(acc, self.partial[l]);
+                    acc = program.sum(acc, self.partial[i]);
                     own_done = true;
                 }
                 let (partial_meta, g) = self.exchange.next_partial(q, i)?;
@@ -417,23 +516,12 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 acc = program.sum(acc, decode(&g));
             }
             if !own_done {
-                acc = program.sum(acc, self.partial[l]);
+                acc = program.sum(acc, self.partial[i]);
             }
-            let info = self.minfo[i];
-            let old = self.mdata[i];
-            let new = if always || signalled {
-                program.apply(&info, &old, acc, &globals)
-            } else {
-                old
-            };
-            let words = encode(&new);
-            let changed = encode(&old) != words;
-            changed_count += u64::from(changed);
-            agg = program.combine(agg, program.aggregate(&info, &old, &new));
-            self.mdata[i] = new;
-            self.exchange.put_value(i, words, meta(stamp, changed))?;
+            changed +=
+                u64::from(self.apply_master(i, acc, always || signalled, stamp, &mut agg)?);
         }
-        Ok((agg, changed_count))
+        Ok((agg, changed))
     }
 
     pub fn run(mut self) -> Result<Outcome<P::Data>, GraphError> {
@@ -451,9 +539,14 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             if !program.always_active() {
                 self.scatter(step)?;
             }
-            self.gather(step, fresh)?;
-            let (agg, changed) = self.apply(step, stale_reads && confirming)?;
-            let (total, changed_total) = self.exchange_values(agg, changed, fresh)?;
+            let force = stale_reads && confirming;
+            let (agg, changed) = if stale_reads {
+                self.gather_apply::<true>(step, fresh, force)?
+            } else {
+                self.gather_apply::<false>(step, fresh, force)?
+            };
+            let (total, changed_total) =
+                self.exchange_values(bank(step as u64 + 1), agg, changed, fresh)?;
             self.globals = program.globals(total);
             if self.p == 0
                 && let Some(o) = self.ctx.observer
@@ -465,7 +558,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             step += 1;
             if done && !fresh {
                 // Stale reads may have hidden work: confirm with one fresh superstep.
-                self.exchange.refresh_values()?;
+                self.exchange.refresh_values(bank(step as u64))?;
                 confirming = true;
                 continue;
             }

@@ -1,6 +1,6 @@
 //! The stock exchange: private replica copies, and messages for everything that crosses.
 
-use super::{Exchange, Words};
+use super::{Exchange, Words, bank, stamp_of};
 use crate::engine::barrier::{Aborted, Barrier};
 use crate::engine::memory::LocalWords;
 use crate::engine::plan::PartPlan;
@@ -106,11 +106,14 @@ impl<V: MemView> Transport for Channels<'_, V> {
     }
 }
 
-/// One partition's messages of a phase: what it sends every partition, what it received
-/// from every partition, and how many it expects from each in either phase.
+/// One partition's messages of a superstep: what it sends every partition in each phase,
+/// what it received from every partition in the last one, and how many it expects from
+/// each in either phase. A phase's messages wait in their own outbox until the phase's
+/// exchange: values put before the partials are exchanged still travel with the values.
 pub(crate) struct Mailbox {
     p: usize,
-    pub out: Vec<Vec<Msg>>,
+    /// `out[values][q]`: what the partials (0) or values (1) phase sends partition `q`.
+    out: [Vec<Vec<Msg>>; 2],
     inbox: Vec<Vec<Msg>>,
     expect_partials: Vec<usize>,
     expect_values: Vec<usize>,
@@ -127,7 +130,7 @@ impl Mailbox {
         let parts = expect_values.len();
         Mailbox {
             p,
-            out: vec![Vec::new(); parts],
+            out: [0, 1].map(|_| vec![Vec::new(); parts]),
             inbox: vec![Vec::new(); parts],
             expect_partials,
             expect_values,
@@ -150,8 +153,9 @@ impl Mailbox {
         } else {
             &self.expect_partials
         };
-        transport.exchange(&self.out, &mut self.inbox, expect)?;
-        for b in &mut self.out {
+        let out = &mut self.out[usize::from(values)];
+        transport.exchange(out, &mut self.inbox, expect)?;
+        for b in out {
             self.sent += b.len() as u64;
             b.clear();
         }
@@ -159,9 +163,19 @@ impl Mailbox {
         Ok(())
     }
 
+    /// Sends `msg` to partition `q` in the partials phase.
+    pub fn send_partial(&mut self, q: usize, msg: Msg) {
+        self.out[0][q].push(msg);
+    }
+
+    /// Sends `msg` to partition `q` in the values phase.
+    pub fn send_value(&mut self, q: usize, msg: Msg) {
+        self.out[1][q].push(msg);
+    }
+
     /// Ends this partition's values to every other partition with its aggregate.
     pub fn push_aggregate(&mut self, aggregate: Words, changed: u64) {
-        for (q, out) in self.out.iter_mut().enumerate() {
+        for (q, out) in self.out[1].iter_mut().enumerate() {
             if q != self.p {
                 out.push([AGGREGATE, changed, aggregate[0], aggregate[1]]);
             }
@@ -230,9 +244,10 @@ pub(crate) struct Messages<'a, T> {
     copies: Copies,
 }
 
-/// A partition's private value slots, `stride` words per local vertex.
+/// A partition's private value slots, `stride` words per local vertex, in two banks
+/// (the values of stamp `s` in bank `s % 2`, as in shared memory).
 struct Copies {
-    words: Vec<u64>,
+    words: [Vec<u64>; 2],
     stride: usize,
     dw: usize,
     meta: bool,
@@ -241,9 +256,10 @@ struct Copies {
 impl Copies {
     fn put(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
         let stride = self.stride;
+        let words = &mut self.words[bank(stamp_of(meta))];
         let slot = l
             .checked_mul(stride)
-            .and_then(|base| self.words.get_mut(base..)?.get_mut(..stride))
+            .and_then(|base| words.get_mut(base..)?.get_mut(..stride))
             .ok_or(GraphError::Exchange {
                 what: "replica index out of range",
             })?;
@@ -281,7 +297,7 @@ impl<'a, T: Transport> Messages<'a, T> {
                 others(&|q| plans[q].mirrors_on(p) + 1),
             ),
             copies: Copies {
-                words: vec![0; plan.locals() * layout.value_stride],
+                words: [0, 1].map(|_| vec![0; plan.locals() * layout.value_stride]),
                 stride: layout.value_stride,
                 dw: data_words,
                 meta: layout.value_meta,
@@ -297,8 +313,8 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         Self: 's;
 
     #[inline]
-    fn source(&self) -> LocalWords<'_> {
-        LocalWords(&self.copies.words)
+    fn source(&self, bank: usize) -> LocalWords<'_> {
+        LocalWords(&self.copies.words[bank])
     }
 
     fn value_word(&self, l: usize) -> usize {
@@ -312,7 +328,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         for m in mirrors {
             let q = usize::from(plan.mirror_part[m]);
             let local = u64::from(plan.mirror_local[m]);
-            self.mail.out[q].push([local, meta, value[0], value[1]]);
+            self.mail.send_value(q, [local, meta, value[0], value[1]]);
         }
         Ok(())
     }
@@ -320,7 +336,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let i = u64::from(self.plan.master_index[l]);
-        self.mail.out[m].push([i, meta, partial[0], partial[1]]);
+        self.mail.send_partial(m, [i, meta, partial[0], partial[1]]);
         Ok(())
     }
 
@@ -334,6 +350,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
 
     fn exchange_values(
         &mut self,
+        _bank: usize,
         aggregate: Words,
         changed: u64,
         _fresh: bool,
@@ -351,7 +368,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         Ok(())
     }
 
-    fn refresh_values(&mut self) -> Result<(), GraphError> {
+    fn refresh_values(&mut self, _bank: usize) -> Result<(), GraphError> {
         // Copies are refreshed by every value exchange: nothing is ever stale here.
         Ok(())
     }

@@ -12,10 +12,13 @@
 //!   phase ends (on demand: write back, barrier, invalidate what will be read) or in the
 //!   background (periodic: the runtime's passes; the phase ends only wait).
 //!
-//! Either way the order of a superstep is: `put_partial` for every replica in increasing
-//! local order, `exchange_partials`, then for every master in master order
-//! `next_partial` for each of its replicas in increasing partition order and
-//! `put_value`, then `exchange_values`.
+//! Either way the order of a superstep `t` is: `put_partial` for every feeding replica in
+//! increasing local order and `put_value` for the masters no replica feeds, in master
+//! order; then, if any replica anywhere feeds, `exchange_partials` and for every other
+//! master in master order `next_partial` for each of its feeding replicas in increasing
+//! partition order and `put_value`; then `exchange_values`. Gather reads the values of
+//! stamp `t` from one bank of value slots while `put_value` writes stamp `t + 1` to the
+//! other ([`bank`]), so a master can be applied while others still read its old value.
 
 pub(crate) mod messages;
 #[cfg(feature = "mpi")]
@@ -32,6 +35,25 @@ use crate::error::GraphError;
 /// ([`encode`](super::memory::encode)).
 pub(crate) type Words = [u64; 2];
 
+/// The meta word of a value or partial: the superstep that wrote it and one flag
+/// ("changed" for a value, "signalled" for a partial).
+#[inline]
+pub(crate) fn meta(stamp: u64, flag: bool) -> u64 {
+    stamp << 1 | u64::from(flag)
+}
+
+/// A meta word's stamp.
+#[inline]
+pub(crate) fn stamp_of(meta: u64) -> u64 {
+    meta >> 1
+}
+
+/// The bank of value slots that holds the values of stamp `stamp`.
+#[inline]
+pub(crate) fn bank(stamp: u64) -> usize {
+    (stamp & 1) as usize
+}
+
 /// How one partition's values and partials reach the others.
 pub(crate) trait Exchange {
     /// Where gather and scatter read vertex values (data words, then the meta word).
@@ -39,13 +61,15 @@ pub(crate) trait Exchange {
     where
         Self: 's;
 
-    /// The source of this superstep's reads.
-    fn source(&self) -> Self::Source<'_>;
+    /// Where the value slots of `bank` are read (and, for the shared exchanges, the
+    /// partial slots, whatever the bank).
+    fn source(&self, bank: usize) -> Self::Source<'_>;
 
     /// Word index, in [`source`](Exchange::source), of local vertex `l`'s value slot.
     fn value_word(&self, l: usize) -> usize;
 
-    /// Publishes master `i`'s value with its meta word (`stamp << 1 | changed`).
+    /// Publishes master `i`'s value with its meta word ([`meta`]), in the bank of the
+    /// meta word's stamp.
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError>;
 
     /// Publishes replica `l`'s partial with its meta word (`stamp << 1 | signalled`).
@@ -60,21 +84,22 @@ pub(crate) trait Exchange {
     /// signals nothing).
     fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError>;
 
-    /// Ends apply: the values put and this partition's aggregate (with its count of
-    /// changed masters) become readable everywhere. Fills `all[q]` with partition `q`'s
-    /// aggregate and count, this one's included. With `fresh`, every value read
-    /// afterwards is this superstep's.
+    /// Ends apply: the values put in `bank` and this partition's aggregate (with its
+    /// count of changed masters) become readable everywhere. Fills `all[q]` with
+    /// partition `q`'s aggregate and count, this one's included. With `fresh`, every
+    /// value read from `bank` afterwards is this superstep's.
     fn exchange_values(
         &mut self,
+        bank: usize,
         aggregate: Words,
         changed: u64,
         fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError>;
 
-    /// Makes the values published so far readable everywhere, fresh (before the
+    /// Makes the values published in `bank` readable everywhere, fresh (before the
     /// confirming superstep of the periodic mode).
-    fn refresh_values(&mut self) -> Result<(), GraphError>;
+    fn refresh_values(&mut self, bank: usize) -> Result<(), GraphError>;
 
     /// Messages sent so far.
     fn messages(&self) -> u64;

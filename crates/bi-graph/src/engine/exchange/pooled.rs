@@ -1,10 +1,10 @@
 //! The two-level exchange: shared slots inside a pool, messages between pools.
 
 use super::messages::{Mailbox, Transport};
-use super::slots::{Loads, meet};
-use super::{Exchange, Words};
+use super::slots::{Access, meet, write_slot};
+use super::{Exchange, Words, bank, stamp_of};
 use crate::engine::barrier::Barrier;
-use crate::engine::memory::{read_slot, write_slot};
+use crate::engine::memory::read_slot;
 use crate::engine::plan::PartPlan;
 use crate::engine::pools::Pools;
 use crate::engine::shared::SharedLayout;
@@ -36,9 +36,11 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     transport: T,
     mail: Mailbox,
     view: V,
-    loads: R,
-    /// The lines each phase writes back and drops: partials, then values.
-    lines: [PhaseLines; 2],
+    access: R,
+    /// The lines the partials phase writes back and drops.
+    partial_lines: PhaseLines,
+    /// The lines the values phase writes back and drops, by bank.
+    value_lines: [PhaseLines; 2],
     words: [usize; 3],
     /// Value slot word of each local vertex (own slot, a pool peer's, or a mirror).
     slots: Vec<u32>,
@@ -48,7 +50,7 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     cursor: Vec<usize>,
 }
 
-impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
+impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         p: usize,
@@ -59,7 +61,7 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
         faults: Faults,
         transport: T,
         view: V,
-        loads: R,
+        access: R,
         words: [usize; 3],
     ) -> Self {
         let parts = plans.len();
@@ -94,10 +96,12 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
                 .filter(|&(_, len)| len > 0)
                 .collect(),
         };
-        let values = PhaseLines {
-            own: vec![ext(layout.values[p]), ext(layout.mirrors[p])],
-            remote: layout.runs(remote_values),
-        };
+        let own_values = [ext(layout.values[p]), ext(layout.mirrors[p])];
+        let remote_values = layout.runs(remote_values);
+        let value_lines = [0, 1].map(|b| PhaseLines {
+            own: layout.in_bank(&own_values, b),
+            remote: layout.in_bank(&remote_values, b),
+        });
         let expect_partials = (0..parts)
             .map(|q| if same(q) { 0 } else { plans[q].feeders_of(p) })
             .collect();
@@ -120,8 +124,9 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
             faults,
             transport,
             view,
-            loads,
-            lines: [partials, values],
+            access,
+            partial_lines: partials,
+            value_lines,
             words,
             slots,
             next: layout.segments[p].clone(),
@@ -134,11 +139,11 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
         self.pools.of(q) == self.pools.of(self.p)
     }
 
-    /// Sends and receives this phase's messages (values land in mirror slots), then
-    /// quiescence inside the pool over the phase's lines.
-    fn exchange(&mut self, values: bool) -> Result<(), GraphError> {
-        self.mail.exchange(&mut self.transport, values)?;
-        if values {
+    /// Sends and receives this phase's messages (values land in the mirror slots of
+    /// `values`' bank), then quiescence inside the pool over the phase's lines.
+    fn exchange(&mut self, values: Option<usize>) -> Result<(), GraphError> {
+        self.mail.exchange(&mut self.transport, values.is_some())?;
+        if values.is_some() {
             // Values from other pools land in this partition's mirror slots first.
             let (dw, meta) = (self.words[0], self.layout.value_meta);
             for q in (0..self.pools.mirrors.len()).filter(|&q| q != self.p) {
@@ -150,13 +155,23 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
                             what: "a value for a mirror slot this partition does not have",
                         });
                     }
-                    let at = self.layout.mirror_word(self.p, k);
-                    write_slot(&self.view, at, &[m[2], m[3]][..dw], meta.then_some(m[1]))
-                        .map_err(mem)?;
+                    let at = self.layout.mirror_word(self.p, k)
+                        + self.layout.bank_words(bank(stamp_of(m[1])));
+                    write_slot(
+                        &self.access,
+                        &self.view,
+                        at,
+                        &[m[2], m[3]][..dw],
+                        meta.then_some(m[1]),
+                    )
+                    .map_err(mem)?;
                 }
             }
         }
-        let lines = &self.lines[usize::from(values)];
+        let lines = match values {
+            Some(b) => &self.value_lines[b],
+            None => &self.partial_lines,
+        };
         let invalidate = !self.faults.has(Fault::GraphBarrier);
         meet(
             &self.view,
@@ -170,15 +185,15 @@ impl<'a, V: MemView, R: Loads<V>, T: Transport> PooledSlots<'a, V, R, T> {
     }
 }
 
-impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T> {
+impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T> {
     type Source<'s>
         = R::Source<'s>
     where
         Self: 's;
 
     #[inline]
-    fn source(&self) -> R::Source<'_> {
-        self.loads.source(&self.view)
+    fn source(&self, bank: usize) -> R::Source<'_> {
+        self.access.source(&self.view, self.layout.bank_words(bank))
     }
 
     fn value_word(&self, l: usize) -> usize {
@@ -186,13 +201,21 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
     }
 
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
-        let base = self.layout.value_word(self.p, i);
+        let base = self.layout.value_word(self.p, i) + self.layout.bank_words(bank(stamp_of(meta)));
         let slot_meta = self.layout.value_meta.then_some(meta);
-        write_slot(&self.view, base, &value[..self.words[0]], slot_meta).map_err(mem)?;
+        write_slot(
+            &self.access,
+            &self.view,
+            base,
+            &value[..self.words[0]],
+            slot_meta,
+        )
+        .map_err(mem)?;
         let starts = &self.pools.send_start[self.p];
         let sends = starts[i] as usize..starts[i + 1] as usize;
         for &(r, k) in &self.pools.sends[self.p][sends] {
-            self.mail.out[r as usize].push([u64::from(k), meta, value[0], value[1]]);
+            self.mail
+                .send_value(r as usize, [u64::from(k), meta, value[0], value[1]]);
         }
         Ok(())
     }
@@ -201,18 +224,25 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
         let m = usize::from(self.plan.master_of[l]);
         if !self.same_pool(m) {
             let i = u64::from(self.plan.master_index[l]);
-            self.mail.out[m].push([i, meta, partial[0], partial[1]]);
+            self.mail.send_partial(m, [i, meta, partial[0], partial[1]]);
             return Ok(());
         }
         let base = self.layout.partial_word(self.p, self.next[m]);
         self.next[m] += 1;
         let slot_meta = self.layout.partial_meta.then_some(meta);
-        write_slot(&self.view, base, &partial[..self.words[1]], slot_meta).map_err(mem)
+        write_slot(
+            &self.access,
+            &self.view,
+            base,
+            &partial[..self.words[1]],
+            slot_meta,
+        )
+        .map_err(mem)
     }
 
     fn exchange_partials(&mut self, _fresh: bool) -> Result<(), GraphError> {
         self.next.clone_from(&self.layout.segments[self.p]);
-        self.exchange(false)
+        self.exchange(None)
     }
 
     fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
@@ -222,22 +252,23 @@ impl<V: MemView, R: Loads<V>, T: Transport> Exchange for PooledSlots<'_, V, R, T
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
         self.cursor[q] += 1;
-        read_slot(&self.source(), base, self.words[1], layout.partial_meta).map_err(mem)
+        read_slot(&self.source(0), base, self.words[1], layout.partial_meta).map_err(mem)
     }
 
     fn exchange_values(
         &mut self,
+        bank: usize,
         aggregate: Words,
         changed: u64,
         _fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
         self.mail.push_aggregate(aggregate, changed);
-        self.exchange(true)?;
+        self.exchange(Some(bank))?;
         self.mail.aggregates((aggregate, changed), all)
     }
 
-    fn refresh_values(&mut self) -> Result<(), GraphError> {
+    fn refresh_values(&mut self, _bank: usize) -> Result<(), GraphError> {
         // Every exchange is fresh here.
         Ok(())
     }

@@ -1,56 +1,90 @@
 //! The BI exchange: every value and partial in one slot of its writer's lines, read in
 //! place by the others.
 
-use super::{Exchange, Words};
+use super::{Exchange, Words, bank, stamp_of};
 use crate::engine::barrier::Barrier;
-use crate::engine::memory::{DirectWords, ViewWords, WordSource, read_slot, write_slot};
+use crate::engine::memory::{DirectWords, ViewWords, WordSource, out_of_bounds, read_slot};
 use crate::engine::plan::PartPlan;
 use crate::engine::shared::SharedLayout;
 use crate::engine::worker::SyncPlan;
 use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
 use bi_core::runtime::{Fault, Faults};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// How a partition loads shared words in its hot loops.
-pub(crate) trait Loads<V>: Send {
+/// How a partition loads and stores shared words in its hot loops.
+pub(crate) trait Access<V>: Send {
     /// The loads' source, borrowing the view.
     type Source<'s>: WordSource
     where
         Self: 's,
         V: 's;
-    /// The source over `view`.
-    fn source<'s>(&'s self, view: &'s V) -> Self::Source<'s>;
+    /// The source over `view` whose word 0 is the view's word `base`.
+    fn source<'s>(&'s self, view: &'s V, base: usize) -> Self::Source<'s>;
+    /// Stores `x` at word `i` of `view`.
+    fn store(&self, view: &V, i: usize, x: u64) -> Result<(), MemError>;
 }
 
-/// Plain loads of the region's words (hardware: what the view does, without its checks
-/// of alignment and range on every word). Not under loom, whose words are its atomics.
+/// Plain loads and stores of the region's words (hardware: what the view does, with the
+/// same orderings, without its checks of alignment on every word). Not under loom, whose
+/// words are its atomics.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct Direct<'a>(pub &'a [AtomicU64]);
 
-impl<V> Loads<V> for Direct<'_> {
+impl<V> Access<V> for Direct<'_> {
     type Source<'s>
         = DirectWords<'s>
     where
         Self: 's,
         V: 's;
     #[inline]
-    fn source<'s>(&'s self, _view: &'s V) -> DirectWords<'s> {
-        DirectWords(self.0)
+    fn source<'s>(&'s self, _view: &'s V, base: usize) -> DirectWords<'s> {
+        DirectWords(self.0.get(base..).unwrap_or_default())
+    }
+    #[inline(always)]
+    fn store(&self, _view: &V, i: usize, x: u64) -> Result<(), MemError> {
+        let word = self
+            .0
+            .get(i)
+            .ok_or_else(|| out_of_bounds(i, self.0.len()))?;
+        word.store(x, Ordering::Release);
+        Ok(())
     }
 }
 
-/// Loads through the view (the emulator, whose caches the view is).
+/// Loads and stores through the view (the emulator, whose caches the view is).
 pub(crate) struct Viewed;
 
-impl<V: MemView> Loads<V> for Viewed {
+impl<V: MemView> Access<V> for Viewed {
     type Source<'s>
         = ViewWords<'s, V>
     where
         V: 's;
     #[inline]
-    fn source<'s>(&'s self, view: &'s V) -> ViewWords<'s, V> {
-        ViewWords(view)
+    fn source<'s>(&'s self, view: &'s V, base: usize) -> ViewWords<'s, V> {
+        ViewWords { view, base }
+    }
+    #[inline]
+    fn store(&self, view: &V, i: usize, x: u64) -> Result<(), MemError> {
+        view.store_u64(i.saturating_mul(8), x)
+    }
+}
+
+/// Writes a slot from word `base`: the value words, then the meta word when given.
+#[inline(always)]
+pub(crate) fn write_slot<V, A: Access<V>>(
+    access: &A,
+    view: &V,
+    base: usize,
+    words: &[u64],
+    meta: Option<u64>,
+) -> Result<(), MemError> {
+    for (k, &x) in words.iter().enumerate() {
+        access.store(view, base + k, x)?;
+    }
+    match meta {
+        Some(m) => access.store(view, base + words.len(), m),
+        None => Ok(()),
     }
 }
 
@@ -91,10 +125,12 @@ pub(crate) struct SharedSlots<'a, V, R> {
     barrier: &'a dyn Barrier,
     faults: Faults,
     view: V,
-    loads: R,
+    access: R,
     dw: usize,
     gw: usize,
     aw: usize,
+    /// Word of this partition's first value slot, in each bank.
+    own_values: [usize; 2],
     /// Next slot, in this partition's partial array, for each master partition.
     next: Vec<usize>,
     /// Next slot to read in each partition's segment for this partition's masters.
@@ -105,7 +141,7 @@ fn mem(e: MemError) -> GraphError {
     GraphError::Runtime(e.into())
 }
 
-impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
+impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         p: usize,
@@ -115,7 +151,7 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
         barrier: &'a dyn Barrier,
         faults: Faults,
         view: V,
-        loads: R,
+        access: R,
         words: [usize; 3],
     ) -> Self {
         let [dw, gw, aw] = words;
@@ -127,10 +163,11 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
             barrier,
             faults,
             view,
-            loads,
+            access,
             dw,
             gw,
             aw,
+            own_values: [0, 1].map(|b| layout.value_word(p, 0) + layout.bank_words(b)),
             next: layout.segments.get(p).cloned().unwrap_or_default(),
             cursor: vec![0; plans.len()],
         }
@@ -138,7 +175,7 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
 
     /// Writes the slot at word `base`, with its meta word when the layout keeps one.
     fn put(&self, base: usize, w: &[u64], meta: Option<u64>) -> Result<(), GraphError> {
-        write_slot(&self.view, base, w, meta).map_err(mem)
+        write_slot(&self.access, &self.view, base, w, meta).map_err(mem)
     }
 
     fn writeback(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
@@ -159,15 +196,15 @@ impl<'a, V: MemView, R: Loads<V>> SharedSlots<'a, V, R> {
     }
 }
 
-impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
+impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
     type Source<'s>
         = R::Source<'s>
     where
         Self: 's;
 
     #[inline]
-    fn source(&self) -> R::Source<'_> {
-        self.loads.source(&self.view)
+    fn source(&self, bank: usize) -> R::Source<'_> {
+        self.access.source(&self.view, self.layout.bank_words(bank))
     }
 
     fn value_word(&self, l: usize) -> usize {
@@ -178,7 +215,7 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
 
     #[inline]
     fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
-        let base = self.layout.value_word(self.p, i);
+        let base = self.own_values[bank(stamp_of(meta))] + i * self.layout.value_stride;
         let meta = self.layout.value_meta.then_some(meta);
         self.put(base, &value[..self.dw], meta)
     }
@@ -208,34 +245,41 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
         self.cursor[q] += 1;
-        read_slot(&self.source(), base, self.gw, layout.partial_meta).map_err(mem)
+        read_slot(&self.source(0), base, self.gw, layout.partial_meta).map_err(mem)
     }
 
     fn exchange_values(
         &mut self,
+        bank: usize,
         aggregate: Words,
         changed: u64,
         fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
         let sync = &self.sync[self.p];
-        let base = sync.own_aggregate.0 / 8;
+        let base = sync.own_aggregate[bank].0 / 8;
         self.put(base, &aggregate[..self.aw], Some(changed))?;
-        // Aggregates are always exchanged fresh; values only when asked.
+        // Aggregates are always exchanged fresh, in the line of `bank` (a partition that
+        // is done reading them may already write the next superstep's, in the other
+        // line); values only when asked.
         if fresh && self.parts() > 1 {
-            self.writeback(&[sync.own_values])?;
+            self.writeback(&[sync.own_values[bank]])?;
         }
-        let remote_values: &[(usize, usize)] = if fresh { &sync.remote_values } else { &[] };
+        let remote_values: &[(usize, usize)] = if fresh {
+            &sync.remote_values[bank]
+        } else {
+            &[]
+        };
         self.meet(
-            &[sync.own_aggregate],
-            &[&sync.remote_aggregates, remote_values],
+            &[sync.own_aggregate[bank]],
+            &[&sync.remote_aggregates[bank], remote_values],
         )?;
         for (q, slot) in all.iter_mut().enumerate() {
             if q == self.p {
                 *slot = (aggregate, changed);
                 continue;
             }
-            let base = self.sync[q].own_aggregate.0 / 8;
+            let base = self.sync[q].own_aggregate[bank].0 / 8;
             let mut w = [0u64; 2];
             for (k, x) in w.iter_mut().enumerate().take(self.aw) {
                 *x = self.view.load_u64((base + k) * 8).map_err(mem)?;
@@ -246,9 +290,9 @@ impl<V: MemView, R: Loads<V>> Exchange for SharedSlots<'_, V, R> {
         Ok(())
     }
 
-    fn refresh_values(&mut self) -> Result<(), GraphError> {
+    fn refresh_values(&mut self, bank: usize) -> Result<(), GraphError> {
         let sync = &self.sync[self.p];
-        self.meet(&[sync.own_values], &[&sync.remote_values])
+        self.meet(&[sync.own_values[bank]], &[&sync.remote_values[bank]])
     }
 
     fn messages(&self) -> u64 {
