@@ -213,11 +213,51 @@ fn fold<P: VertexProgram, S: WordSource, const MEASURE: bool>(
 /// source, few enough that their partials stay in the L1 cache.
 const BLOCK: usize = 256;
 
-/// Whether local vertex `l` gathers this superstep (every vertex without `dirty`),
-/// clearing its mark.
+/// Folds the edges of gatherers `range` of `group` into `out` (one sum per gatherer),
+/// reading neighbours from `src`: every gatherer, or with `dirty` only those whose local
+/// vertex is marked (clearing the marks; the others keep their sum). Returns the number
+/// of edges folded.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn take_dirty(dirty: &mut Option<Vec<bool>>, l: usize) -> bool {
-    dirty.as_mut().is_none_or(|d| std::mem::take(&mut d[l]))
+fn fold_range<P: VertexProgram, S: WordSource, const MEASURE: bool>(
+    program: &P,
+    group: &Gatherers,
+    range: std::ops::Range<usize>,
+    src: &S,
+    out: &mut [P::Gather],
+    mut dirty: Option<&mut [bool]>,
+    expect: u64,
+    staleness: &mut u64,
+) -> Result<u64, MemError> {
+    // The common case in one tight loop: one direction, no weights, every vertex, no
+    // stamps read.
+    if let ([one], None) = (&group.dirs[..], &dirty)
+        && one.weights.is_none()
+        && !MEASURE
+    {
+        let offsets = &one.offsets[range.start..=range.end];
+        for (sum, ends) in out.iter_mut().zip(offsets.windows(2)) {
+            let mut acc = program.zero();
+            for &c in &one.slots[ends[0]..ends[1]] {
+                acc = program.sum(acc, program.gather(1.0, &src.value(c as usize)?));
+            }
+            *sum = acc;
+        }
+        return Ok((offsets[offsets.len() - 1] - offsets[0]) as u64);
+    }
+    let mut edges = 0;
+    for (k, sum) in range.zip(out) {
+        let l = group.locals[k] as usize;
+        if let Some(dirty) = dirty.as_deref_mut()
+            && !std::mem::take(&mut dirty[l])
+        {
+            continue;
+        }
+        let (acc, e) = fold::<P, S, MEASURE>(program, &group.dirs, k, src, expect, staleness)?;
+        *sum = acc;
+        edges += e;
+    }
+    Ok(edges)
 }
 
 /// Visits the edges of local vertices changed at stamp `stamp`: across scatter edges
@@ -368,7 +408,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let initially = program.initially_active(&info);
             active += u64::from(initially);
             agg = program.combine(agg, program.aggregate(&info, &d, &d));
-            self.exchange.put_value(i, encode(&d), meta(0, initially))?;
+            let words = encode(&d);
+            let words = &words[..words_of::<P::Data>()];
+            self.exchange.put_value(i, words, meta(0, initially))?;
             self.mdata.push(d);
         }
         let (total, _) = self.exchange_values(bank(0), agg, active, true)?;
@@ -415,6 +457,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let changed = encode(&old) != words;
         *agg = program.combine(*agg, program.aggregate(info, &old, &new));
         self.mdata[i] = new;
+        let words = &words[..words_of::<P::Data>()];
         self.exchange.put_value(i, words, meta(stamp, changed))?;
         Ok(changed)
     }
@@ -436,19 +479,17 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let (mut changed, mut edges, mut staleness) = (0, 0, 0);
         // Replicas that feed fold their edges, then put their partials stamped with this
         // superstep and their signal.
-        {
-            let src = self.exchange.source(read);
-            let dirs = &self.feeders.dirs;
-            for (k, &l) in self.feeders.locals.iter().enumerate() {
-                if take_dirty(&mut self.dirty, l as usize) {
-                    let (acc, e) =
-                        fold::<P, _, MEASURE>(program, dirs, k, &src, expect, &mut staleness)
-                            .map_err(mem_err)?;
-                    self.feeder_partial[k] = acc;
-                    edges += e;
-                }
-            }
-        }
+        edges += fold_range::<P, _, MEASURE>(
+            program,
+            &self.feeders,
+            0..self.feeders.locals.len(),
+            &self.exchange.source(read),
+            &mut self.feeder_partial,
+            self.dirty.as_deref_mut(),
+            expect,
+            &mut staleness,
+        )
+        .map_err(mem_err)?;
         for (k, &l) in self.feeders.locals.iter().enumerate() {
             let signalled = std::mem::take(&mut self.signal[l as usize]);
             let partial = encode(&self.feeder_partial[k]);
@@ -460,19 +501,17 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let masters = self.masters.locals.len();
         for block in (0..masters).step_by(BLOCK) {
             let block = block..masters.min(block + BLOCK);
-            {
-                let src = self.exchange.source(read);
-                let dirs = &self.masters.dirs;
-                for i in block.clone() {
-                    if take_dirty(&mut self.dirty, self.masters.locals[i] as usize) {
-                        let (acc, e) =
-                            fold::<P, _, MEASURE>(program, dirs, i, &src, expect, &mut staleness)
-                                .map_err(mem_err)?;
-                        self.partial[i] = acc;
-                        edges += e;
-                    }
-                }
-            }
+            edges += fold_range::<P, _, MEASURE>(
+                program,
+                &self.masters,
+                block.clone(),
+                &self.exchange.source(read),
+                &mut self.partial[block.clone()],
+                self.dirty.as_deref_mut(),
+                expect,
+                &mut staleness,
+            )
+            .map_err(mem_err)?;
             for i in block {
                 if self.is_fed[i] {
                     continue;

@@ -1,6 +1,6 @@
 //! The stock exchange: private replica copies, and messages for everything that crosses.
 
-use super::{Exchange, Words, bank, stamp_of};
+use super::{Exchange, Words, bank, padded, stamp_of};
 use crate::engine::barrier::{Aborted, Barrier};
 use crate::engine::memory::LocalWords;
 use crate::engine::plan::PartPlan;
@@ -321,8 +321,9 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         l * self.copies.stride
     }
 
-    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
         let plan = self.plan;
+        let value = padded(value);
         self.copies.put(plan.masters[i] as usize, value, meta)?;
         let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
         for m in mirrors {

@@ -35,6 +35,16 @@ use crate::error::GraphError;
 /// ([`encode`](super::memory::encode)).
 pub(crate) type Words = [u64; 2];
 
+/// `value`'s words (at most two) as [`Words`], zero padded.
+#[inline]
+pub(crate) fn padded(value: &[u64]) -> Words {
+    let mut w = [0; 2];
+    for (x, &v) in w.iter_mut().zip(value) {
+        *x = v;
+    }
+    w
+}
+
 /// The meta word of a value or partial: the superstep that wrote it and one flag
 /// ("changed" for a value, "signalled" for a partial).
 #[inline]
@@ -68,9 +78,9 @@ pub(crate) trait Exchange {
     /// Word index, in [`source`](Exchange::source), of local vertex `l`'s value slot.
     fn value_word(&self, l: usize) -> usize;
 
-    /// Publishes master `i`'s value with its meta word ([`meta`]), in the bank of the
-    /// meta word's stamp.
-    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError>;
+    /// Publishes master `i`'s value (its data words) with its meta word ([`meta`]), in
+    /// the bank of the meta word's stamp.
+    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError>;
 
     /// Publishes replica `l`'s partial with its meta word (`stamp << 1 | signalled`).
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError>;

@@ -2,7 +2,7 @@
 
 use super::messages::{Mailbox, Transport};
 use super::slots::{Access, meet, write_slot};
-use super::{Exchange, Words, bank, stamp_of};
+use super::{Exchange, Words, bank, padded, stamp_of};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::read_slot;
 use crate::engine::plan::PartPlan;
@@ -200,17 +200,11 @@ impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, 
         self.slots[l] as usize
     }
 
-    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
         let base = self.layout.value_word(self.p, i) + self.layout.bank_words(bank(stamp_of(meta)));
         let slot_meta = self.layout.value_meta.then_some(meta);
-        write_slot(
-            &self.access,
-            &self.view,
-            base,
-            &value[..self.words[0]],
-            slot_meta,
-        )
-        .map_err(mem)?;
+        write_slot(&self.access, &self.view, base, value, slot_meta).map_err(mem)?;
+        let value = padded(value);
         let starts = &self.pools.send_start[self.p];
         let sends = starts[i] as usize..starts[i + 1] as usize;
         for &(r, k) in &self.pools.sends[self.p][sends] {

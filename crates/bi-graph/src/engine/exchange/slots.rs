@@ -126,11 +126,13 @@ pub(crate) struct SharedSlots<'a, V, R> {
     faults: Faults,
     view: V,
     access: R,
-    dw: usize,
     gw: usize,
     aw: usize,
     /// Word of this partition's first value slot, in each bank.
     own_values: [usize; 2],
+    /// The layout's value slot shape, at hand for `put_value`.
+    value_stride: usize,
+    value_meta: bool,
     /// Next slot, in this partition's partial array, for each master partition.
     next: Vec<usize>,
     /// Next slot to read in each partition's segment for this partition's masters.
@@ -154,7 +156,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
         access: R,
         words: [usize; 3],
     ) -> Self {
-        let [dw, gw, aw] = words;
+        let [_, gw, aw] = words;
         SharedSlots {
             p,
             plan: &plans[p],
@@ -164,16 +166,18 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
             faults,
             view,
             access,
-            dw,
             gw,
             aw,
             own_values: [0, 1].map(|b| layout.value_word(p, 0) + layout.bank_words(b)),
+            value_stride: layout.value_stride,
+            value_meta: layout.value_meta,
             next: layout.segments.get(p).cloned().unwrap_or_default(),
             cursor: vec![0; plans.len()],
         }
     }
 
     /// Writes the slot at word `base`, with its meta word when the layout keeps one.
+    #[inline(always)]
     fn put(&self, base: usize, w: &[u64], meta: Option<u64>) -> Result<(), GraphError> {
         write_slot(&self.access, &self.view, base, w, meta).map_err(mem)
     }
@@ -213,11 +217,11 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
             .value_word(m, self.plan.master_index[l] as usize)
     }
 
-    #[inline]
-    fn put_value(&mut self, i: usize, value: Words, meta: u64) -> Result<(), GraphError> {
-        let base = self.own_values[bank(stamp_of(meta))] + i * self.layout.value_stride;
-        let meta = self.layout.value_meta.then_some(meta);
-        self.put(base, &value[..self.dw], meta)
+    #[inline(always)]
+    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
+        let base = self.own_values[bank(stamp_of(meta))] + i * self.value_stride;
+        let meta = self.value_meta.then_some(meta);
+        self.put(base, value, meta)
     }
 
     #[inline]
