@@ -52,6 +52,7 @@ mod stalled_lock;
 mod torn_object;
 mod torn_snapshot;
 mod type_confusion;
+mod value_overwritten_while_read;
 mod writer_lease;
 
 use bi_core::mem::EmulatorConfig;
@@ -206,6 +207,7 @@ pub fn catalog() -> Vec<Hazard> {
         stale_parcel::INVALIDATE,
         barrier_without_invalidation::HAZARD,
         frontier_without_marks::HAZARD,
+        value_overwritten_while_read::HAZARD,
         clock_skew::HAZARD,
         half_written_line::HAZARD,
         first_declaration::HAZARD,

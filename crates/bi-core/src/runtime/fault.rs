@@ -210,6 +210,12 @@ switches! {
         /// the neighbours a changed vertex puts out of date, so they keep a partial
         /// gathered from values that have since changed (`bi_graph::RunOptions::faults`).
         FrontierMarks,
+        /// A graph engine's partition writes a superstep's new values into the bank of
+        /// value slots the superstep reads instead of the other one, so a master applied
+        /// as soon as its own gather is done overwrites a value that later gathers of the
+        /// same superstep, on its partition or another, still read: the superstep folds a
+        /// mix of old and new values (`bi_graph::RunOptions::faults`).
+        ValueBanks,
     }
 }
 

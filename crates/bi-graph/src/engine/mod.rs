@@ -4,7 +4,7 @@
 //!
 //! A [`VertexProgram`] is written in PowerGraph's gather-apply-scatter shape. The engine
 //! runs it in bulk-synchronous supersteps: every vertex gathers over its edges, its master
-//! applies, changed vertices scatter signals; phases are separated by barriers. The graph
+//! applies, changed vertices scatter signals; supersteps are separated by barriers. The graph
 //! is cut by vertex ([`VertexCut`]): each partition owns a share of the edges, and a vertex
 //! whose edges span several partitions has a master on one of them and a replica on each
 //! of the others. Each partition stands for one node (a socket, a host on a CXL pool) and
@@ -45,8 +45,18 @@
 //!   algorithms such as PageRank converge regardless; to make sure a run does not stop
 //!   on stale evidence, the superstep that would end it is repeated with quiescence in
 //!   the barrier (and, for signalling programs, with every vertex applied), and the run
-//!   stops only if that fresh superstep agrees. Aggregates (one line per partition) are
-//!   always exchanged fresh.
+//!   stops only if that fresh superstep agrees. Aggregates are always exchanged fresh.
+//!
+//! # Two banks of values
+//!
+//! Every value slot exists twice: superstep `t` reads the values of bank `t % 2` and
+//! writes its new values into the other bank, and the banks swap at the superstep's
+//! barrier (so do the aggregate lines). A master whose replicas feed it nothing (every
+//! master on a cut that keeps a vertex's gather edges beside it, [`Partitioner::ByTarget`])
+//! therefore applies as soon as its own gather is done, in the same pass, and a superstep
+//! has one barrier; with one bank it would overwrite a value that later gathers of the
+//! same superstep still read ([`Fault::ValueBanks`] is that negative control). Masters
+//! that replicas feed still wait for the partials' exchange, a second barrier.
 //!
 //! In the code, each partition's loop (`worker.rs`) is the GAS loop and nothing else;
 //! how values cross partitions is one trait with an implementation for messages and one
@@ -69,10 +79,12 @@
 //! values, and is put again as it was. Signals decide which masters apply and when a run
 //! has reached its fixed point. In the periodic mode reads may be stale, so a change can
 //! go unseen: there every vertex gathers every superstep. What stays per superstep is a
-//! pass over the local vertices' flags and the exchange of every replica's partial and
-//! every master's value.
+//! pass over the local vertices' flags and the exchange of every feeding replica's
+//! partial and every master's value.
 //!
 //! [`VertexCut`]: crate::VertexCut
+//! [`Partitioner::ByTarget`]: crate::Partitioner::ByTarget
+//! [`Fault::ValueBanks`]: bi_core::runtime::Fault::ValueBanks
 //! [`Region`]: bi_core::region::Region
 //! [`Placement`]: crate::Placement
 //! [`Backend::Hardware`]: crate::Backend::Hardware

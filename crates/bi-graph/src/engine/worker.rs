@@ -398,8 +398,19 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         Ok((total, changed_total))
     }
 
+    /// The banks of value slots superstep `step` reads (the values of stamp `step`) and
+    /// writes (those of stamp `step + 1`): the two banks in turn, or with
+    /// [`Fault::ValueBanks`] (the negative control) one bank for everything.
+    fn banks(&self, step: usize) -> (usize, usize) {
+        if self.ctx.faults.has(Fault::ValueBanks) {
+            return (0, 0);
+        }
+        (bank(step as u64), bank(step as u64 + 1))
+    }
+
     fn init(&mut self) -> Result<(), GraphError> {
         let program = self.ctx.program;
+        let (first, _) = self.banks(0);
         let mut agg = program.aggregate_zero();
         let mut active = 0;
         for i in 0..self.plan.masters.len() {
@@ -410,16 +421,17 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             agg = program.combine(agg, program.aggregate(&info, &d, &d));
             let words = encode(&d);
             let words = &words[..words_of::<P::Data>()];
-            self.exchange.put_value(i, words, meta(0, initially))?;
+            self.exchange
+                .put_value(i, first, words, meta(0, initially))?;
             self.mdata.push(d);
         }
-        let (total, _) = self.exchange_values(bank(0), agg, active, true)?;
+        let (total, _) = self.exchange_values(first, agg, active, true)?;
         self.globals = program.globals(total);
         Ok(())
     }
 
     fn scatter(&mut self, step: usize) -> Result<(), GraphError> {
-        let src = self.exchange.source(bank(step as u64));
+        let src = self.exchange.source(self.banks(step).0);
         scatter_all(
             self.ctx.program,
             self.plan,
@@ -442,7 +454,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         i: usize,
         acc: P::Gather,
         active: bool,
-        stamp: u64,
+        (bank, stamp): (usize, u64),
         agg: &mut P::Aggregate,
     ) -> Result<bool, GraphError> {
         let program = self.ctx.program;
@@ -458,7 +470,8 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         *agg = program.combine(*agg, program.aggregate(info, &old, &new));
         self.mdata[i] = new;
         let words = &words[..words_of::<P::Data>()];
-        self.exchange.put_value(i, words, meta(stamp, changed))?;
+        self.exchange
+            .put_value(i, bank, words, meta(stamp, changed))?;
         Ok(changed)
     }
 
@@ -474,7 +487,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let program = self.ctx.program;
         let always = program.always_active() || force;
         let (expect, stamp) = (step as u64, step as u64 + 1);
-        let read = bank(expect);
+        let (read, write) = self.banks(step);
         let mut agg = program.aggregate_zero();
         let (mut changed, mut edges, mut staleness) = (0, 0, 0);
         // Replicas that feed fold their edges, then put their partials stamped with this
@@ -519,7 +532,8 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 let l = self.masters.locals[i] as usize;
                 let active = always || std::mem::take(&mut self.signal[l]);
                 let acc = self.partial[i];
-                changed += u64::from(self.apply_master(i, acc, active, stamp, &mut agg)?);
+                changed +=
+                    u64::from(self.apply_master(i, acc, active, (write, stamp), &mut agg)?);
             }
         }
         self.edges_gathered += edges;
@@ -557,8 +571,13 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             if !own_done {
                 acc = program.sum(acc, self.partial[i]);
             }
-            changed +=
-                u64::from(self.apply_master(i, acc, always || signalled, stamp, &mut agg)?);
+            changed += u64::from(self.apply_master(
+                i,
+                acc,
+                always || signalled,
+                (write, stamp),
+                &mut agg,
+            )?);
         }
         Ok((agg, changed))
     }
@@ -585,7 +604,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 self.gather_apply::<false>(step, fresh, force)?
             };
             let (total, changed_total) =
-                self.exchange_values(bank(step as u64 + 1), agg, changed, fresh)?;
+                self.exchange_values(self.banks(step).1, agg, changed, fresh)?;
             self.globals = program.globals(total);
             if self.p == 0
                 && let Some(o) = self.ctx.observer
@@ -597,7 +616,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             step += 1;
             if done && !fresh {
                 // Stale reads may have hidden work: confirm with one fresh superstep.
-                self.exchange.refresh_values(bank(step as u64))?;
+                self.exchange.refresh_values(self.banks(step).0)?;
                 confirming = true;
                 continue;
             }

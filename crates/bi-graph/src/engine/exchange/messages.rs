@@ -1,6 +1,6 @@
 //! The stock exchange: private replica copies, and messages for everything that crosses.
 
-use super::{Exchange, Words, bank, padded, stamp_of};
+use super::{Exchange, Words, padded};
 use crate::engine::barrier::{Aborted, Barrier};
 use crate::engine::memory::LocalWords;
 use crate::engine::plan::PartPlan;
@@ -254,20 +254,30 @@ struct Copies {
 }
 
 impl Copies {
-    fn put(&mut self, l: usize, value: Words, meta: u64) -> Result<(), GraphError> {
+    #[inline(always)]
+    fn put(&mut self, l: usize, bank: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
         let stride = self.stride;
-        let words = &mut self.words[bank(stamp_of(meta))];
-        let slot = l
+        let words = &mut self.words[bank];
+        let Some(slot) = l
             .checked_mul(stride)
             .and_then(|base| words.get_mut(base..)?.get_mut(..stride))
-            .ok_or(GraphError::Exchange {
-                what: "replica index out of range",
-            })?;
-        slot[..self.dw].copy_from_slice(&value[..self.dw]);
+        else {
+            return Err(out_of_range());
+        };
+        for (x, &v) in slot.iter_mut().zip(value) {
+            *x = v;
+        }
         if self.meta {
-            slot[self.dw] = meta;
+            slot[value.len()] = meta;
         }
         Ok(())
+    }
+}
+
+#[cold]
+fn out_of_range() -> GraphError {
+    GraphError::Exchange {
+        what: "replica index out of range",
     }
 }
 
@@ -321,10 +331,18 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         l * self.copies.stride
     }
 
-    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
+    #[inline(always)]
+    fn put_value(
+        &mut self,
+        i: usize,
+        bank: usize,
+        value: &[u64],
+        meta: u64,
+    ) -> Result<(), GraphError> {
         let plan = self.plan;
+        self.copies
+            .put(plan.masters[i] as usize, bank, value, meta)?;
         let value = padded(value);
-        self.copies.put(plan.masters[i] as usize, value, meta)?;
         let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
         for m in mirrors {
             let q = usize::from(plan.mirror_part[m]);
@@ -351,7 +369,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
 
     fn exchange_values(
         &mut self,
-        _bank: usize,
+        bank: usize,
         aggregate: Words,
         changed: u64,
         _fresh: bool,
@@ -362,7 +380,8 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         for q in (0..all.len()).filter(|&q| q != self.p) {
             for m in self.mail.values_from(q)?.0 {
                 let l = usize::try_from(m[0]).unwrap_or(usize::MAX);
-                self.copies.put(l, [m[2], m[3]], m[1])?;
+                let dw = self.copies.dw;
+                self.copies.put(l, bank, &[m[2], m[3]][..dw], m[1])?;
             }
         }
         self.mail.aggregates((aggregate, changed), all)?;

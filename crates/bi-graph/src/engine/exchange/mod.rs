@@ -78,9 +78,15 @@ pub(crate) trait Exchange {
     /// Word index, in [`source`](Exchange::source), of local vertex `l`'s value slot.
     fn value_word(&self, l: usize) -> usize;
 
-    /// Publishes master `i`'s value (its data words) with its meta word ([`meta`]), in
-    /// the bank of the meta word's stamp.
-    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError>;
+    /// Publishes master `i`'s value (its data words) with its meta word ([`meta`]) in
+    /// `bank` (that of the meta word's stamp, [`bank`]).
+    fn put_value(
+        &mut self,
+        i: usize,
+        bank: usize,
+        value: &[u64],
+        meta: u64,
+    ) -> Result<(), GraphError>;
 
     /// Publishes replica `l`'s partial with its meta word (`stamp << 1 | signalled`).
     fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError>;

@@ -2,7 +2,7 @@
 
 use super::messages::{Mailbox, Transport};
 use super::slots::{Access, meet, write_slot};
-use super::{Exchange, Words, bank, padded, stamp_of};
+use super::{Exchange, Words, padded};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::read_slot;
 use crate::engine::plan::PartPlan;
@@ -143,7 +143,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
     /// `values`' bank), then quiescence inside the pool over the phase's lines.
     fn exchange(&mut self, values: Option<usize>) -> Result<(), GraphError> {
         self.mail.exchange(&mut self.transport, values.is_some())?;
-        if values.is_some() {
+        if let Some(bank) = values {
             // Values from other pools land in this partition's mirror slots first.
             let (dw, meta) = (self.words[0], self.layout.value_meta);
             for q in (0..self.pools.mirrors.len()).filter(|&q| q != self.p) {
@@ -155,8 +155,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
                             what: "a value for a mirror slot this partition does not have",
                         });
                     }
-                    let at = self.layout.mirror_word(self.p, k)
-                        + self.layout.bank_words(bank(stamp_of(m[1])));
+                    let at = self.layout.mirror_word(self.p, k) + self.layout.bank_words(bank);
                     write_slot(
                         &self.access,
                         &self.view,
@@ -200,8 +199,14 @@ impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, 
         self.slots[l] as usize
     }
 
-    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
-        let base = self.layout.value_word(self.p, i) + self.layout.bank_words(bank(stamp_of(meta)));
+    fn put_value(
+        &mut self,
+        i: usize,
+        bank: usize,
+        value: &[u64],
+        meta: u64,
+    ) -> Result<(), GraphError> {
+        let base = self.layout.value_word(self.p, i) + self.layout.bank_words(bank);
         let slot_meta = self.layout.value_meta.then_some(meta);
         write_slot(&self.access, &self.view, base, value, slot_meta).map_err(mem)?;
         let value = padded(value);

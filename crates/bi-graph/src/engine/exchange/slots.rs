@@ -1,7 +1,7 @@
 //! The BI exchange: every value and partial in one slot of its writer's lines, read in
 //! place by the others.
 
-use super::{Exchange, Words, bank, stamp_of};
+use super::{Exchange, Words};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::{DirectWords, ViewWords, WordSource, out_of_bounds, read_slot};
 use crate::engine::plan::PartPlan;
@@ -218,8 +218,14 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
     }
 
     #[inline(always)]
-    fn put_value(&mut self, i: usize, value: &[u64], meta: u64) -> Result<(), GraphError> {
-        let base = self.own_values[bank(stamp_of(meta))] + i * self.value_stride;
+    fn put_value(
+        &mut self,
+        i: usize,
+        bank: usize,
+        value: &[u64],
+        meta: u64,
+    ) -> Result<(), GraphError> {
+        let base = self.own_values[bank] + i * self.value_stride;
         let meta = self.value_meta.then_some(meta);
         self.put(base, value, meta)
     }
