@@ -29,6 +29,7 @@
 //! ```
 
 mod adoption;
+mod barrier_read_from_cache;
 mod barrier_without_invalidation;
 mod clock_skew;
 mod dangling_reference;
@@ -208,6 +209,7 @@ pub fn catalog() -> Vec<Hazard> {
         barrier_without_invalidation::HAZARD,
         frontier_without_marks::HAZARD,
         value_overwritten_while_read::HAZARD,
+        barrier_read_from_cache::HAZARD,
         clock_skew::HAZARD,
         half_written_line::HAZARD,
         first_declaration::HAZARD,

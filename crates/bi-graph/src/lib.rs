@@ -47,7 +47,8 @@ pub mod partition;
 mod programs;
 pub mod reference;
 pub use engine::{
-    DetailedRun, EdgeDirection, Run, RunOptions, VertexInfo, VertexProgram, run, run_detailed,
+    Aborted, DetailedRun, EdgeDirection, RegionBarrier, Run, RunOptions, VertexInfo, VertexProgram,
+    run, run_detailed,
 };
 pub use partition::{MAX_PARTITIONS, VertexCut};
 

@@ -216,6 +216,12 @@ switches! {
         /// same superstep, on its partition or another, still read: the superstep folds a
         /// mix of old and new values (`bi_graph::RunOptions::faults`).
         ValueBanks,
+        /// A graph partition that is a process reads the other partitions' lines of the
+        /// region barrier through its cache instead of dropping them first, so it keeps
+        /// seeing the arrival counts it cached a superstep ago and waits until its cache
+        /// happens to evict them: forever, on a cache that keeps them
+        /// (`bi_graph::RegionBarrier`).
+        RegionBarrierRead,
     }
 }
 

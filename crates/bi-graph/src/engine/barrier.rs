@@ -1,12 +1,14 @@
 //! The superstep barrier, which a failing partition can break so no one waits forever.
 
 use bi_core::mem::MemView;
+use bi_core::runtime::{Fault, Faults};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
-/// The barrier was broken because some partition failed.
+/// The barrier was broken because some partition failed (or, for a [`RegionBarrier`],
+/// the launcher gave up on the run or is gone).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Aborted;
+pub struct Aborted;
 
 impl From<Aborted> for crate::error::GraphError {
     fn from(_: Aborted) -> Self {
@@ -81,13 +83,32 @@ impl Barrier for PhaseBarrier {
 /// The word a node writes in its own line when it gives up: above any arrival count.
 const ABORT: u64 = u64::MAX;
 
-/// A barrier in the region for partitions that are processes, with no cross-node atomic
+/// A barrier in shared memory for nodes that are processes, with no cross-node atomic
 /// operation: each node writes only its own line (its count of arrivals, written back),
 /// and waits until every other node's line, invalidated and read again, shows at least
-/// as many. A node that fails writes [`ABORT`] there instead; so does the launcher, in a
-/// line of its own, when a partition's process dies. A node whose launcher is gone (it
+/// as many. A node that fails writes an abort mark there instead; so does the launcher,
+/// in a line of its own, when a node's process dies. A node whose launcher is gone (it
 /// was adopted by another parent) gives up too, so no process ever waits forever.
-pub(crate) struct RegionBarrier<V> {
+///
+/// The graph engine's partitions meet here when they are processes over a region file;
+/// the barrier needs only [`lines`](Self::lines) line-aligned lines of the memory every
+/// node maps, zeroed before the first node arrives.
+///
+/// ```
+/// use bi_core::mem::{Emulator, EmulatorConfig};
+/// use bi_graph::RegionBarrier;
+///
+/// // Two emulated nodes, each with its own non-coherent cache over the same memory.
+/// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+/// let a = RegionBarrier::new(emu.node(0), 0, 2, 0);
+/// let b = RegionBarrier::new(emu.node(1), 0, 2, 1);
+/// let round = a.arrive()?;
+/// assert!(!a.poll(round)?); // node 1 has not arrived yet
+/// assert_eq!(b.arrive()?, round);
+/// assert!(a.poll(round)? && b.poll(round)?);
+/// # Ok::<(), bi_graph::Aborted>(())
+/// ```
+pub struct RegionBarrier<V> {
     view: V,
     /// Offset of each node's line, then the launcher's.
     lines: Vec<usize>,
@@ -96,11 +117,19 @@ pub(crate) struct RegionBarrier<V> {
     arrivals: AtomicU64,
     aborted: AtomicBool,
     parent: Option<u32>,
+    faults: Faults,
+}
+
+impl<V> RegionBarrier<V> {
+    /// Lines the barrier of `nodes` nodes takes: one per node, then the launcher's.
+    pub fn lines(nodes: usize) -> usize {
+        nodes + 1
+    }
 }
 
 impl<V: MemView> RegionBarrier<V> {
-    /// Node `me`'s side of the barrier whose lines start at `offset` (one per node of
-    /// `nodes`, then the launcher's).
+    /// Node `me`'s side of the barrier of `nodes` nodes whose lines start at `offset`
+    /// (line-aligned) in `view`.
     pub fn new(view: V, offset: usize, nodes: usize, me: usize) -> Self {
         let line = view.line_size().get();
         RegionBarrier {
@@ -114,11 +143,18 @@ impl<V: MemView> RegionBarrier<V> {
             parent: Some(std::os::unix::process::parent_id()),
             #[cfg(not(unix))]
             parent: None,
+            faults: Faults::default(),
         }
     }
 
+    /// The barrier with the mechanisms `faults` names switched off (negative controls).
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
+    }
+
     /// The launcher's side: marks the run aborted for every node.
-    pub fn abort_all(view: &V, offset: usize, nodes: usize) {
+    pub(crate) fn abort_all(view: &V, offset: usize, nodes: usize) {
         let at = offset + nodes * view.line_size().get();
         Self::publish(view, at, ABORT);
     }
@@ -131,14 +167,46 @@ impl<V: MemView> RegionBarrier<V> {
         view.fence();
     }
 
-    /// Node `q`'s word (`lines.len() - 1` is the launcher), read fresh.
+    /// Node `q`'s word (`lines.len() - 1` is the launcher), read fresh (through this
+    /// node's cache with [`Fault::RegionBarrierRead`], the negative control).
     fn read(&self, q: usize) -> u64 {
         let at = self.lines[q];
-        if self.view.invalidate(at, self.line).is_err() {
-            return ABORT;
+        if !self.faults.has(Fault::RegionBarrierRead) {
+            if self.view.invalidate(at, self.line).is_err() {
+                return ABORT;
+            }
+            self.view.fence();
         }
-        self.view.fence();
         self.view.load_u64(at).unwrap_or(ABORT)
+    }
+
+    /// Arrives: publishes this node's next arrival count in its line, and returns it (the
+    /// round to [`poll`](Self::poll) for).
+    pub fn arrive(&self) -> Result<u64, Aborted> {
+        if self.aborted.load(Ordering::SeqCst) {
+            return Err(Aborted);
+        }
+        let count = self.arrivals.fetch_add(1, Ordering::Relaxed) + 1;
+        Self::publish(&self.view, self.lines[self.me], count);
+        Ok(count)
+    }
+
+    /// One look at the other nodes' lines: whether every node has arrived for `round`.
+    /// An abort mark in any line, or a launcher that is gone, ends the wait.
+    pub fn poll(&self, round: u64) -> Result<bool, Aborted> {
+        let mut behind = false;
+        for q in (0..self.lines.len()).filter(|&q| q != self.me) {
+            let word = self.read(q);
+            if word == ABORT {
+                return Err(self.give_up());
+            }
+            // The launcher's line only ever holds 0 or ABORT.
+            behind |= q + 1 < self.lines.len() && word < round;
+        }
+        if behind && self.launcher_gone() {
+            return Err(self.give_up());
+        }
+        Ok(!behind)
     }
 
     fn launcher_gone(&self) -> bool {
@@ -161,31 +229,9 @@ impl<V: MemView> RegionBarrier<V> {
 
 impl<V: MemView> Barrier for RegionBarrier<V> {
     fn wait(&self) -> Result<(), Aborted> {
-        if self.aborted.load(Ordering::SeqCst) {
-            return Err(Aborted);
-        }
-        let count = self.arrivals.fetch_add(1, Ordering::Relaxed) + 1;
-        Self::publish(&self.view, self.lines[self.me], count);
+        let round = self.arrive()?;
         let mut spins = 0u32;
-        loop {
-            let mut behind = false;
-            for q in 0..self.lines.len() {
-                if q == self.me {
-                    continue;
-                }
-                let word = self.read(q);
-                if word == ABORT {
-                    return Err(self.give_up());
-                }
-                // The launcher's line only ever holds 0 or ABORT.
-                behind |= q + 1 < self.lines.len() && word < count;
-            }
-            if !behind {
-                return Ok(());
-            }
-            if self.launcher_gone() {
-                return Err(self.give_up());
-            }
+        while !self.poll(round)? {
             spins = spins.saturating_add(1);
             if spins < 64 {
                 std::hint::spin_loop();
@@ -193,6 +239,7 @@ impl<V: MemView> Barrier for RegionBarrier<V> {
                 std::thread::yield_now();
             }
         }
+        Ok(())
     }
 
     fn abort(&self) {

@@ -109,6 +109,7 @@ mod shared;
 mod threads;
 mod worker;
 
+pub use barrier::{Aborted, RegionBarrier};
 pub use program::{EdgeDirection, VertexInfo, VertexProgram};
 
 use crate::config::{EngineConfig, Placement, RunStats};

@@ -154,7 +154,8 @@ pub(crate) fn run_pools<P: VertexProgram>(
         prepared.layout.meeting.offset,
         members,
         rank - leader,
-    );
+    )
+    .with_faults(prepared.faults);
     #[cfg(loom)]
     let access = Viewed;
     #[cfg(not(loom))]

@@ -260,7 +260,8 @@ where
     let parts = prepared.parts();
     let counters = Arc::new(LineCounters::default());
     let counted = || Counted::new(view.clone(), counters.clone());
-    let barrier = RegionBarrier::new(view.clone(), prepared.layout.meeting.offset, parts, p);
+    let barrier = RegionBarrier::new(view.clone(), prepared.layout.meeting.offset, parts, p)
+        .with_faults(prepared.faults);
     let mut passes = Passes::new();
     let result = (|| {
         if prepared.mode == Mode::BiPeriodic && parts > 1 {

@@ -26,6 +26,7 @@
 //! only where someone reads them: PageRank in the stock and on-demand modes has 8-byte
 //! value slots, eight to a line, like a plain array of ranks.
 
+use super::barrier::RegionBarrier;
 use super::memory::words_of;
 use super::plan::PartPlan;
 use super::report::REPORT_WORDS;
@@ -161,7 +162,7 @@ impl SharedLayout {
         let reports = (0..parts)
             .map(|_| take(REPORT_WORDS * 8))
             .collect::<Result<_, _>>()?;
-        let meeting = take((parts + 1) * l)?;
+        let meeting = take(RegionBarrier::<()>::lines(parts) * l)?;
         let mut chans = vec![None; parts * parts];
         if channels {
             for p in 0..parts {
