@@ -11,13 +11,12 @@
 //! values of earlier supersteps. BI: after each barrier it drops exactly the remote lines
 //! it reads next and fences once, so the ranks equal the coherent run's bit for bit.
 //! Counted: vertices whose rank differs from the coherent run's.
+//!
+//! [`Mode::BiOnDemand`]: bi_graph::Mode::BiOnDemand
 
-use super::Hazard;
+use super::{Hazard, pagerank_against_coherent};
 use bi_core::runtime::{Fault, RuntimeConfig};
-use bi_graph::generate::Uniform;
-use bi_graph::{
-    Backend, EngineConfig, Mode, PageRank, Partitioner, RunOptions, pagerank, run_detailed,
-};
+use bi_graph::{Partitioner, RunOptions};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "barrier_without_invalidation",
@@ -27,20 +26,6 @@ pub(super) const HAZARD: Hazard = Hazard {
 };
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
-    let graph = Uniform::new(30, 90, seed).generate().expect("graph");
-    let engine = |backend| EngineConfig {
-        nodes: 3,
-        partitioner: Partitioner::Random,
-        mode: Mode::BiOnDemand,
-        backend,
-        seed,
-        max_iterations: 10,
-        tolerance: None,
-        ..EngineConfig::default()
-    };
-    let coherent = pagerank(&graph, &engine(Backend::Hardware))
-        .expect("coherent run")
-        .values;
     // Caches that neither evict nor prefetch: a copy stays until it is dropped.
     let options = RunOptions {
         eviction_rate: 0.0,
@@ -49,15 +34,5 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
         faults: config.faults(),
         ..RunOptions::default()
     };
-    let program = PageRank::new(graph.num_vertices(), None);
-    let emulated = run_detailed(
-        &program,
-        &graph,
-        &engine(Backend::Emulated { seed }),
-        &options,
-    )
-    .expect("emulated run");
-    let ranks = PageRank::ranks(&graph, &emulated.run.values);
-    let differ = ranks.iter().zip(&coherent).filter(|(a, b)| a != b).count();
-    differ as u64
+    pagerank_against_coherent(Partitioner::Random, &options, seed)
 }

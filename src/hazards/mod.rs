@@ -274,6 +274,44 @@ pub(crate) fn adversarial(size: usize, nodes: usize, seed: u64) -> EmulatorConfi
     hostile(EmulatorConfig::new(size, nodes).seed(seed))
 }
 
+/// The shipped graph engine's PageRank over a small random graph (30 vertices, 90 edges,
+/// drawn with `seed`) on three emulated nodes ([`Mode::BiOnDemand`], cut by
+/// `partitioner`, run with `options`): the number of vertices whose rank differs from the
+/// same run over the machine's coherent memory.
+///
+/// [`Mode::BiOnDemand`]: bi_graph::Mode::BiOnDemand
+pub(crate) fn pagerank_against_coherent(
+    partitioner: bi_graph::Partitioner,
+    options: &bi_graph::RunOptions,
+    seed: u64,
+) -> u64 {
+    use bi_graph::{Backend, EngineConfig, Mode, PageRank, generate::Uniform};
+    let graph = Uniform::new(30, 90, seed).generate().expect("graph");
+    let engine = |backend| EngineConfig {
+        nodes: 3,
+        partitioner,
+        mode: Mode::BiOnDemand,
+        backend,
+        seed,
+        max_iterations: 10,
+        tolerance: None,
+        ..EngineConfig::default()
+    };
+    let coherent = bi_graph::pagerank(&graph, &engine(Backend::Hardware))
+        .expect("coherent run")
+        .values;
+    let program = PageRank::new(graph.num_vertices(), None);
+    let emulated = bi_graph::run_detailed(
+        &program,
+        &graph,
+        &engine(Backend::Emulated { seed }),
+        options,
+    )
+    .expect("emulated run");
+    let ranks = PageRank::ranks(&graph, &emulated.run.values);
+    ranks.iter().zip(&coherent).filter(|(a, b)| a != b).count() as u64
+}
+
 /// `config` on adversarial hardware ([`EmulatorConfig::adversarial`]) with small caches.
 pub(crate) fn hostile(config: EmulatorConfig) -> EmulatorConfig {
     config.cache_lines(64).adversarial()
