@@ -180,7 +180,8 @@ fn a_killed_partition_stops_the_run_with_a_clear_error() {
 #[test]
 fn partitions_stop_when_their_launcher_dies() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut launcher, children) = endless_run(2, &dir.path().join("run.bi"));
+    let region = dir.path().join("run.bi");
+    let (mut launcher, children) = endless_run(2, &region);
     kill(launcher.id());
     let _ = launcher.wait();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -191,4 +192,8 @@ fn partitions_stop_when_their_launcher_dies() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert!(
+        !region.exists(),
+        "the partitions of a killed launcher remove its region file"
+    );
 }

@@ -216,10 +216,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             on_partition_start: None,
         };
         let run = run_task(task, &graph, &config);
-        if worker.is_none()
-            && let Some(path) = region
-        {
-            processes::remove_region(&path);
+        match (&worker, region) {
+            (None, Some(path)) => processes::remove_region(&path),
+            (Some(worker), _) => worker.clean_up_if_orphaned(),
+            (None, None) => {}
         }
         let (values, stats) = run?;
         if worker.is_some() {

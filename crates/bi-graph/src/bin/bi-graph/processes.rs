@@ -22,6 +22,8 @@ pub struct Worker {
     pub mode: Mode,
     partition: usize,
     region: PathBuf,
+    /// The launcher's process id, when this system has one to compare.
+    launcher: Option<u32>,
 }
 
 impl Worker {
@@ -48,7 +50,17 @@ impl Worker {
             mode,
             partition,
             region,
+            launcher: parent_id(),
         }))
+    }
+
+    /// Removes the run's region file if the launcher that would have is gone (this
+    /// process was adopted by another parent): the partitions of a killed launcher
+    /// leave nothing behind.
+    pub fn clean_up_if_orphaned(&self) {
+        if self.launcher.is_some() && self.launcher != parent_id() {
+            remove_region(&self.region);
+        }
     }
 
     pub fn placement(&self) -> Placement {
@@ -57,6 +69,13 @@ impl Worker {
             partition: self.partition,
         })
     }
+}
+
+fn parent_id() -> Option<u32> {
+    #[cfg(unix)]
+    return Some(std::os::unix::process::parent_id());
+    #[cfg(not(unix))]
+    None
 }
 
 /// The launcher's placement for one mode: a fresh region file (`region`, or one in
