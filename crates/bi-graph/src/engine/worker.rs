@@ -94,7 +94,8 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     p: usize,
     plan: &'a PartPlan,
     exchange: X,
-    /// Per local vertex: word of the value slot its reads go to (bank 0).
+    /// Per local vertex: word of the value slot its reads go to, in the source of either
+    /// bank ([`Exchange::source`]).
     slot: Vec<u32>,
     /// The masters' gather edges, by master index.
     masters: Gatherers,
