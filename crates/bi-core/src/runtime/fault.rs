@@ -245,6 +245,10 @@ pub struct Faults {
 #[cfg(not(feature = "faults"))]
 const _: () = assert!(size_of::<Faults>() == 0);
 
+// Every switch is one bit of `Faults::bits`.
+#[cfg(feature = "faults")]
+const _: () = assert!(Fault::ALL.len() <= u64::BITS as usize);
+
 impl Faults {
     /// Whether `fault` is switched on (always `false` without the `faults` feature).
     ///
