@@ -31,7 +31,7 @@
 
 use crate::shared::OpenWrites;
 use bi_alloc::{AllocError, Extents, NodeHeap};
-use bi_collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
+use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{CollectionError, Stored};
 use bi_core::mem::{EmulatedNode, EmulatorConfig, Hardware, MemView, NodeStats};
@@ -71,7 +71,8 @@ pub struct PoolConfig {
     /// instead of running a node ([`bi_core::runtime::share`]): the runner's pass covers
     /// this process's readers. Overrides `node`.
     pub join: Option<usize>,
-    /// The runtime's parameters (leases, skew bound).
+    /// The runtime's parameters (leases, skew bound). A pool always runs with
+    /// [`RuntimeConfig::extents_only`]: its structures live in granted extents.
     pub runtime: RuntimeConfig,
     /// How often the background pass runs.
     pub pass_period: Duration,
@@ -345,6 +346,10 @@ impl<M: MemView + 'static> Pool<M> {
     ) -> Result<Pool<M>, PoolError> {
         let region = Region::open_or_create(path, config.region)?;
         let layout = *region.layout();
+        // Every structure of a pool lives in extents granted to it: passes and first
+        // readers drop those, not the whole heap (opening a large pool costs what is used).
+        let mut config = config;
+        config.runtime = config.runtime.extents_only(true);
         if let Some(n) = config.join {
             let clock = Arc::new(TickClock::new());
             let rt = NodeRuntime::join(view(&region, n)?, layout, n, config.runtime, clock)?;
@@ -494,8 +499,17 @@ impl<M: MemView + 'static> Pool<M> {
         &self,
         name: &str,
     ) -> Result<MapWriteHandle<K, V, M, NodeHeap>, PoolError> {
+        self.map_writer_with(name, MapConfig::default())
+    }
+
+    /// [`map_writer`](Self::map_writer), sizing the table as `config` says.
+    pub(crate) fn map_writer_with<K: Stored + Eq + Hash, V: Stored>(
+        &self,
+        name: &str,
+        config: MapConfig,
+    ) -> Result<MapWriteHandle<K, V, M, NodeHeap>, PoolError> {
         let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(map.take_writer(&self.rt, self.writer_for(map.slot())?)?)
+        Ok(map.take_writer_with(&self.rt, self.writer_for(map.slot())?, config)?)
     }
 
     /// A reader of the map named `name` (made, empty, if missing), for the calling

@@ -57,10 +57,16 @@
 //!
 //! # What reads see
 //!
-//! A local handle's reads see its own writes at once. A remote write is published when
-//! it returns; this node's reads find a key it inserted at once (a miss reads memory),
-//! and a value it replaced after the node's next pass (the pass period, a millisecond by
-//! default).
+//! Reads never leave the reading node and never wait: [`get`](Shared::get) answers
+//! from the version this node's cache holds, hits and misses alike, at most one
+//! staleness bound old (the pool's pass period, a millisecond by default, plus the
+//! runtime's skew allowance). On top of that, **a process reads its own writes**: the
+//! writer's process applies them in its node's cache; a remote handle, once the writer
+//! acknowledges a write, reads the key's path again from memory (a few hundred
+//! nanoseconds on the write, nothing on reads), so the next `get` of that key on this
+//! node finds the write. [`get_fresh`](SharedMap::get_fresh) finds every insertion
+//! published before the call, whoever made it, at the price of reading a miss again from
+//! memory.
 //!
 //! # Trade-offs
 //!
@@ -83,10 +89,10 @@ use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
     DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome, ServeTotals,
 };
-use bi_collections::map::{MapReadHandle, MapWriteHandle};
+use bi_collections::map::{MapConfig, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
 use bi_collections::{
-    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Stored, compared_value,
+    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Refresh, Stored, compared_value,
     found_value,
 };
 use bi_core::mem::{Hardware, MemView};
@@ -219,7 +225,7 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug, M: MemView> fmt::Debug for Shared<K
     }
 }
 
-impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R, M: MemView> Shared<K, V, W, R, M> {
+impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Shared<K, V, W, R, M> {
     /// Inserts or replaces; returns the value the key had.
     ///
     /// ```
@@ -329,6 +335,10 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R, M: MemView> Shared<K, V, W, R
     /// Returns how many entries were inserted. On an error the batches before it are
     /// applied (from another process: sent, and applied unless the writer died).
     ///
+    /// Read-your-writes does not cover a batch sent from another process: this node
+    /// reads its entries once it has passed after `extend` returned (the pass period),
+    /// or at once through `get_fresh`.
+    ///
     /// ```
     /// use bi::{Pool, PoolConfig};
     ///
@@ -379,7 +389,16 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R, M: MemView> Shared<K, V, W, R
                         reason: "the writer's handle reported no old value",
                     }))
             }
-            Writes::Remote(client) => Ok(lock(client)?.request(op, guard)?),
+            Writes::Remote(client) => {
+                let key = match &op {
+                    Op::Insert(k, _) | Op::Remove(k) => k.clone(),
+                };
+                let found = lock(client)?.request(op, guard)?;
+                // Acknowledged, so published: this node now reads the key as memory has
+                // it (read-your-writes), not as its cache had it before the write.
+                self.reads.refresh(&key)?;
+                Ok(found)
+            }
             Writes::ReadOnly { node } => Err(BiError::NotRunner { node: *node }.into()),
         }
     }
@@ -444,16 +463,23 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R, M: MemView> Shared<K, V, W, R
 }
 
 impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
-    /// The value of `key` as this node reads it.
+    /// The value of `key` as this node reads it: the version its cache holds, at most
+    /// one staleness bound old, with this process's own writes (see
+    /// [What reads see](crate::shared#what-reads-see)). A miss costs what a hit costs.
     ///
     /// ```
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
-    /// let m = pool.map::<u32, u32>("m").unwrap();
-    /// m.insert(1, 2).unwrap();
-    /// assert_eq!(m.get(&1).unwrap(), Some(2));
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap(); // another process
+    /// let writer = here.map::<u32, u32>("m").unwrap();
+    /// let remote = there.map::<u32, u32>("m").unwrap();
+    /// assert_eq!(remote.get(&1).unwrap(), None);
+    /// remote.insert(1, 2).unwrap(); // applied by the writer's process
+    /// assert_eq!(remote.get(&1).unwrap(), Some(2)); // its own write, read at once
+    /// assert_eq!(writer.get(&1).unwrap(), Some(2));
     /// ```
     pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
     where
@@ -461,6 +487,97 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
         Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
     {
         Ok(self.reads.get(key)?)
+    }
+
+    /// The value of `key`, finding every insertion published before the call by any
+    /// process: a miss in this node's cache is read again from memory (a few hundred
+    /// nanoseconds more than [`get`](Self::get) on a miss; a hit costs the same).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u32, u32>("m").unwrap();
+    /// let remote = there.map::<u32, u32>("m").unwrap();
+    /// assert_eq!(remote.get(&1).unwrap(), None); // now cached as absent there
+    /// writer.insert(1, 2).unwrap();
+    /// assert_eq!(remote.get_fresh(&1).unwrap(), Some(2));
+    /// ```
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    where
+        K: Borrow<Q>,
+        Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
+    {
+        Ok(self.reads.get_fresh(key)?)
+    }
+
+    /// The values of `keys`, in order, into `out` (cleared first), each as
+    /// [`get`](Self::get) reads it, in one read section. The bucket lines of up to
+    /// [`BATCH_AHEAD`](bi_collections::map::BATCH_AHEAD) keys are requested from memory
+    /// before any of them is read, so their trips to memory overlap: where most lookups
+    /// miss in the cache (large maps; memory far away, as on a CXL pool) a batch costs a
+    /// fraction of a loop of `get`s per key. None of the maps `bi` is measured against
+    /// offers this.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let m = pool.map::<u64, u64>("m").unwrap();
+    /// m.extend((0..1000).map(|k| (k, k + 1))).unwrap();
+    /// let mut out = Vec::new();
+    /// m.get_many(&[5, 5000, 999], &mut out).unwrap();
+    /// assert_eq!(out, [Some(6), None, Some(1000)]);
+    /// ```
+    pub fn get_many<Q>(&self, keys: &[Q], out: &mut Vec<Option<V>>) -> Result<(), PoolError>
+    where
+        K: Borrow<Q>,
+        Q: bi_collections::Query<K> + Hash + Eq,
+    {
+        Ok(self.reads.get_many(keys, out)?)
+    }
+
+    /// Replaces the value of `key` with `f` of it, only if the key is present; returns
+    /// the value it replaced (`None`: absent, nothing written). The writer's process
+    /// applies it in one step; another process reads the value, then sets `f` of it
+    /// only if the key still holds what it read ([`compare_and_set`](Self::compare_and_set)),
+    /// and starts again if another write came between, so `f` may run more than once.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.map::<u64, u64>("visits").unwrap();
+    /// let remote = there.map::<u64, u64>("visits").unwrap();
+    /// writer.insert(7, 1).unwrap();
+    /// assert_eq!(writer.update(7, |n| n + 1).unwrap(), Some(1));
+    /// assert_eq!(remote.update(7, |n| n + 1).unwrap(), Some(2));
+    /// assert_eq!(remote.update(8, |n| n + 1).unwrap(), None); // absent: nothing written
+    /// assert_eq!(writer.get(&7).unwrap(), Some(3));
+    /// ```
+    pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, PoolError> {
+        if let Writes::Local { writer, .. } = &*self.writes {
+            return Ok(lock(writer)?.update(key, f)?);
+        }
+        loop {
+            let Some(seen) = self.reads.get_fresh(&key)? else {
+                return Ok(None);
+            };
+            let new = f(&seen);
+            match self.compare_and_set(key.clone(), seen, new)? {
+                Ok(old) => return Ok(Some(old)),
+                Err(None) => return Ok(None),
+                // Another write came between the read and the set: read again.
+                Err(Some(_)) => {}
+            }
+        }
     }
 }
 
@@ -510,9 +627,45 @@ impl<M: MemView + 'static> Pool<M> {
         &self,
         name: &str,
     ) -> Result<SharedMap<K, V, M>, PoolError> {
+        self.map_with_config(name, MapConfig::default())
+    }
+
+    /// [`map`](Self::map), sized for `capacity` keys the way `HashMap::with_capacity` is:
+    /// if this process makes the map (or adopts it), its table starts large enough that
+    /// loading `capacity` keys never resizes it, and it never shrinks below that. A map
+    /// that another process writes keeps the size its writer chose.
+    ///
+    /// The pool must hold the table: a `u64 -> u64` map takes about 43 bytes per key of
+    /// capacity at the start (a 64-byte line for every 1.5 keys), and strings that do not fit their
+    /// 16-byte word take their length rounded up to 64 bytes, plus a line per entry for
+    /// keys and values over 48 bytes together. A table the heap cannot hold is
+    /// [`PoolError::Collection`] with the heap's error.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let m = pool.map_with_capacity::<u64, u64>("sized", 100_000).unwrap();
+    /// let w = m.writer().unwrap().unwrap();
+    /// assert!(w.capacity() * 3 / 2 >= 100_000); // buckets of three entries, grown at half
+    /// ```
+    pub fn map_with_capacity<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
+        &self,
+        name: &str,
+        capacity: usize,
+    ) -> Result<SharedMap<K, V, M>, PoolError> {
+        self.map_with_config(name, MapConfig::for_keys::<K, V>(capacity))
+    }
+
+    fn map_with_config<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
+        &self,
+        name: &str,
+        config: MapConfig,
+    ) -> Result<SharedMap<K, V, M>, PoolError> {
         Ok(Shared {
             reads: self.map_reader(name)?,
-            writes: self.writes(name, || self.map_writer(name))?,
+            writes: self.writes(name, || self.map_writer_with(name, config))?,
         })
     }
 

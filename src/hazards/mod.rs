@@ -42,6 +42,7 @@ mod liveness;
 mod log_overflow;
 mod lost_update;
 mod node_claim;
+mod own_writes;
 mod pool_lock;
 mod prefetch_after_invalidate;
 mod resolution_failure;
@@ -197,6 +198,7 @@ pub fn catalog() -> Vec<Hazard> {
         torn_object::HAZARD,
         resolution_failure::MAP,
         resolution_failure::TREE,
+        own_writes::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,
         log_overflow::HAZARD,

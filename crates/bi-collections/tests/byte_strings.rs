@@ -225,7 +225,14 @@ fn map_of_strings_agrees_with_a_model() {
             all.sort();
             all
         };
-        drive(&s, seed, 300, &mut w, &|k| r.get(k).unwrap(), &contents);
+        drive(
+            &s,
+            seed,
+            300,
+            &mut w,
+            &|k| r.get_fresh(k).unwrap(),
+            &contents,
+        );
         assert!(w.writer().heap().stats().reuses > 0, "memory was reused");
         assert_eq!(r.enter().len().unwrap(), contents().len());
     }

@@ -60,10 +60,23 @@
 //! see an older version of a line (by at most the runtime's staleness bound): the value
 //! it returns was current at some moment since its node's last pass.
 //!
-//! **Lazy invalidation on a miss**: a lookup that does not find its key (or meets a stale
-//! link) invalidates each line before reading it, fences, and searches again from
-//! memory. So a key whose insertion was published before the lookup began is always
-//! found, even between passes. A hit costs no cache operation at all.
+//! **Misses are bounded-stale, like hits** ([`MapRef::get`]): a key the cached version
+//! lacks is reported absent, at the cost of a hit, so a key inserted on another node is
+//! found once the reader's node has passed after the insertion (the pass period, 1 ms by
+//! default, plus the skew allowance). Caches, de-duplication tables and session stores
+//! mostly miss, and a miss that went to memory every time would cost several trips there.
+//! Two things come on top:
+//!
+//! - **A fresh read on request**: [`MapRef::get_fresh`] checks a miss again from memory
+//!   (lazy invalidation: the root slot, header and bucket lines invalidated, fenced and
+//!   read again), so a key whose insertion was published before the call is always found.
+//! - **A process reads its own writes**: a writer's lines are in its node's cache, so its
+//!   node reads them at once; a process that sends a write to another node's writer
+//!   (`bi::SharedMap`) reads the key fresh once the write is acknowledged, which leaves
+//!   its node's cache holding the new version.
+//!
+//! A stale link met on the way (the array replaced, a pair retired) always sends the
+//! search to memory: that is a validation failure, not a miss.
 //!
 //! **Snapshots**: `len` reads each partition's counters, one line, so it is the count of
 //! one published version. Iteration reads each partition twice from memory and checks
@@ -100,9 +113,9 @@
 //! w.insert(1, 10).unwrap();
 //! assert_eq!(w.insert(1, 11).unwrap(), Some(10));
 //!
-//! // Another node: a miss re-reads fresh, so the key is found even before a pass.
+//! // Another node: a fresh read finds the key even before the node's pass.
 //! let r = map.read_handle(&s.nodes[1]).unwrap();
-//! assert_eq!(r.get(&1).unwrap(), Some(11));
+//! assert_eq!(r.get_fresh(&1).unwrap(), Some(11));
 //! s.quiesce_all().unwrap();
 //! let m = r.enter();
 //! assert_eq!((m.get(&1).unwrap(), m.len().unwrap()), (Some(11), 1));
@@ -116,7 +129,7 @@ pub mod snapshot;
 mod write;
 
 pub use hash::{MAP_HASH_SEED, key_hash};
-pub use read::{Iter, MapReadHandle, MapRef};
+pub use read::{BATCH_AHEAD, Iter, MapReadHandle, MapRef};
 pub use write::MapWriteHandle;
 
 use crate::CollectionError;
@@ -193,6 +206,23 @@ impl MapConfig {
     pub fn initial_buckets(mut self, buckets: usize) -> Self {
         self.initial_buckets = buckets;
         self
+    }
+
+    /// Buckets for `keys` keys of `K -> V` (see [`initial_buckets`](Self::initial_buckets)):
+    /// enough that loading them never grows the table, which grows past half its entries.
+    ///
+    /// ```
+    /// use bi_collections::map::MapConfig;
+    ///
+    /// // Three u64 -> u64 entries per bucket line, half of them used: 2,000 buckets
+    /// // (a write handle rounds them up to a power of two).
+    /// assert_eq!(MapConfig::for_keys::<u64, u64>(3_000), MapConfig::new().initial_buckets(2_000));
+    /// assert_eq!(MapConfig::for_keys::<u64, u64>(0), MapConfig::new().initial_buckets(1));
+    /// ```
+    pub fn for_keys<K: Stored, V: Stored>(keys: usize) -> Self {
+        let per = bucket::Words::<K, V>::PER_LINE;
+        let buckets = keys.saturating_mul(2).div_ceil(per).max(1);
+        MapConfig::new().initial_buckets(buckets)
     }
 
     pub(crate) fn start_buckets(&self, max: usize) -> usize {

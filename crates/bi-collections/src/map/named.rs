@@ -73,10 +73,33 @@ impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
     pub fn take_writer<M: MemView, H: Heap>(
         &self,
         rt: &NodeRuntime<M>,
+        writer: Writer<M, H>,
+    ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
+        self.take_writer_with(rt, writer, MapConfig::default())
+    }
+
+    /// [`take_writer`](Self::take_writer), sizing the table as `config` says (a fresh
+    /// map starts with its buckets, an adopted one never shrinks below them).
+    ///
+    /// ```
+    /// use bi_alloc::NodeHeap;
+    /// use bi_collections::map::{BiHashMap, MapConfig};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    /// let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "orders").unwrap();
+    /// let config = MapConfig::for_keys::<u64, u64>(3_000);
+    /// let w = map.take_writer_with(&s.nodes[0], s.nodes[0].writer(heap).unwrap(), config).unwrap();
+    /// assert_eq!(w.capacity(), 2048);
+    /// ```
+    pub fn take_writer_with<M: MemView, H: Heap>(
+        &self,
+        rt: &NodeRuntime<M>,
         mut writer: Writer<M, H>,
+        config: MapConfig,
     ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
         let (role, start) = take_role(rt, self.first_slot, self.named, self.scope(), &mut writer)?;
-        let config = MapConfig::default();
         let handle = match start {
             Start::Fresh => MapWriteHandle::new(*self, writer, 0..1, config)?,
             Start::Adopt { foreign } => {

@@ -140,7 +140,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
         }
     }
 
-    /// The value of `key`, in a section of its own.
+    /// The value of `key`, in a section of its own, as [`MapRef::get`] reads it: a hit
+    /// or a miss of the version this node's cache holds (at most one staleness bound
+    /// old).
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -152,7 +154,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
     /// let r = map.read_handle(&s.nodes[1]).unwrap();
     /// assert_eq!(r.get(&4).unwrap(), None);
     /// w.insert(4, 40).unwrap();
-    /// // Published before the lookup: the miss re-reads from memory and finds it.
+    /// s.quiesce_all().unwrap(); // node 1's pass: what was published before it is read
     /// assert_eq!(r.get(&4).unwrap(), Some(40));
     /// ```
     #[inline]
@@ -162,6 +164,40 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
         Q: Query<K> + Hash + ?Sized,
     {
         self.enter().get(key)
+    }
+
+    /// The value of `key`, in a section of its own, finding every insertion published
+    /// before the call ([`MapRef::get_fresh`]).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.get_fresh(&4).unwrap(), None);
+    /// w.insert(4, 40).unwrap();
+    /// // Published before the lookup: the miss re-reads from memory and finds it.
+    /// assert_eq!(r.get_fresh(&4).unwrap(), Some(40));
+    /// ```
+    #[inline]
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
+        self.enter().get_fresh(key)
+    }
+
+    /// The values of `keys` into `out`, in one section ([`MapRef::get_many`]).
+    pub fn get_many<Q>(&self, keys: &[Q], out: &mut Vec<Option<V>>) -> Result<(), CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash,
+    {
+        self.enter().get_many(keys, out)
     }
 
     /// Whether `key` is present, in a section of its own.
@@ -282,6 +318,10 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
     }
 }
 
+/// How many keys [`MapRef::get_many`] issues the bucket lines of before it reads any:
+/// enough misses in flight to cover a trip to memory, no more than a core tracks at once.
+pub const BATCH_AHEAD: usize = 16;
+
 /// Most lines one chain may have before the map is taken for corrupt (a cycle).
 const MAX_CHAIN: usize = 1 << 20;
 
@@ -329,14 +369,50 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         &self.guard
     }
 
-    /// The value of `key`.
+    /// The value of `key`, as this node's cache holds the map: a hit and a miss alike are
+    /// the answer of a version at most one staleness bound old (the node's pass period,
+    /// plus the runtime's skew allowance), and this process's own writes are read at once
+    /// (a writer's lines are in its node's cache; a shared handle refreshes a key after
+    /// each write it sends to another process).
     ///
-    /// The hit path reads the root slot, the array's header line and the key's bucket
-    /// line through this node's cache, with no cache operation: for keys and values
-    /// that fit a line together, the bucket line holds the value itself. On a miss (or
-    /// a stale link), it reads the lines again from memory and searches once more
-    /// ([`BiGuard::lazy`]): a key whose insertion was published before this call began
-    /// is always found.
+    /// It reads the partition's root slot, the array's header line and the key's bucket
+    /// line through this node's cache, with no cache operation and no fence: for keys and
+    /// values that fit a line together, the bucket line holds the value itself. Only a
+    /// stale link (the writer replaced the array, or a linked pair, since this node's
+    /// copy was fetched) sends the search to memory. [`get_fresh`](Self::get_fresh) also
+    /// finds a key inserted since this node's last pass.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().get(&9).unwrap(), None);
+    /// w.insert(9, 90).unwrap();
+    /// assert_eq!(r.enter().get(&9).unwrap(), None); // node 1 has not passed yet
+    /// s.quiesce_all().unwrap();
+    /// assert_eq!(r.enter().get(&9).unwrap(), Some(90));
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
+        let h = key_hash(key);
+        let slot = self
+            .map
+            .partition_slot(partition_of(h, self.map.partitions()));
+        self.guard.bounded(|entry| self.search(slot, h, key, entry))
+    }
+
+    /// The value of `key`, finding every insertion published before the call: a miss
+    /// through the cache is checked again from memory (the root slot, header and bucket
+    /// lines invalidated and read again: lazy invalidation, [`BiGuard::lazy`]). A hit
+    /// costs what [`get`](Self::get)'s does; a miss three reads from memory more.
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
@@ -347,12 +423,12 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     /// let mut w = map.write_handle(s.writer(0)).unwrap();
     /// let r = map.read_handle(&s.nodes[1]).unwrap();
     /// let m = r.enter();
-    /// assert_eq!(m.get(&9).unwrap(), None);
+    /// assert_eq!(m.get_fresh(&9).unwrap(), None);
     /// w.insert(9, 90).unwrap();
-    /// assert_eq!(m.get(&9).unwrap(), Some(90)); // the miss re-read the lines from memory
+    /// assert_eq!(m.get_fresh(&9).unwrap(), Some(90)); // the miss re-read the lines from memory
     /// ```
     #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
     where
         K: Borrow<Q>,
         Q: Query<K> + Hash + ?Sized,
@@ -371,6 +447,83 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             missed = matches!(found, Search::Missing);
             Ok(found)
         })
+    }
+
+    /// The values of `keys`, in order, into `out` (cleared first), each read as
+    /// [`get`](Self::get) reads it. Before it reads any key of a group of
+    /// [`BATCH_AHEAD`], it asks for all of their bucket lines (a software prefetch), so
+    /// their trips to memory overlap instead of following one another: where nearly
+    /// every bucket line misses in the cache (a large map, or memory far away, as on a
+    /// CXL pool), a batch costs a fraction of a loop of `get`s per key.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// for k in 0..100 {
+    ///     w.insert(k, k * 2).unwrap();
+    /// }
+    /// let r = map.read_handle(&s.nodes[0]).unwrap();
+    /// let mut out = Vec::new();
+    /// r.enter().get_many(&[3, 1000, 99], &mut out).unwrap();
+    /// assert_eq!(out, [Some(6), None, Some(198)]);
+    /// ```
+    pub fn get_many<Q>(&self, keys: &[Q], out: &mut Vec<Option<V>>) -> Result<(), CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash,
+    {
+        out.clear();
+        out.reserve(keys.len());
+        let partitions = self.map.partitions();
+        for group in keys.chunks(BATCH_AHEAD) {
+            let mut hashes = [0u64; BATCH_AHEAD];
+            for (h, key) in hashes.iter_mut().zip(group) {
+                *h = key_hash(key);
+                self.prefetch_bucket(*h)?;
+            }
+            for (key, &h) in group.iter().zip(&hashes) {
+                let slot = self.map.partition_slot(partition_of(h, partitions));
+                out.push(
+                    self.guard
+                        .bounded(|entry| self.search(slot, h, key, entry))?,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the path to `key` from memory (root slot, header, the chain's lines up to
+    /// the key or the chain's end), so this node's cache holds the version memory holds
+    /// now ([`Refresh`](crate::Refresh)).
+    pub(crate) fn refresh<Q>(&self, key: &Q) -> Result<(), CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + Hash + ?Sized,
+    {
+        let h = key_hash(key);
+        let slot = self
+            .map
+            .partition_slot(partition_of(h, self.map.partitions()));
+        self.guard
+            .fresh(|entry| self.search(slot, h, key, entry))
+            .map(drop)
+    }
+
+    /// Asks for the bucket line of hash `h` in the array this node's cache holds.
+    #[inline(always)]
+    fn prefetch_bucket(&self, h: u64) -> Result<(), CollectionError> {
+        let slot = self
+            .map
+            .partition_slot(partition_of(h, self.map.partitions()));
+        if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
+            self.guard
+                .prefetch(self.guard.line(array, 1 + bucket_of(h, buckets))?);
+        }
+        Ok(())
     }
 
     /// One search for `key` from the partition's root slot read through `entry`.

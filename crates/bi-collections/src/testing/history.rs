@@ -145,6 +145,25 @@ impl<K: Ord + Clone + Debug, V: Eq + Clone + Debug> History<K, V> {
         Ok(())
     }
 
+    /// A bounded-stale lookup (`MapRef::get`) of `key` on `node` returned `got`: a value,
+    /// or an absence, current at some instant since the node's last pass (a key first
+    /// inserted after that pass may still read as absent).
+    pub fn check_get_bounded(&self, node: usize, key: &K, got: Option<V>) -> Result<(), Violation> {
+        let since = self.since(node)?;
+        let mut ok = self.allowed(node, key)?;
+        let first = self.versions.get(key).and_then(|v| v.first());
+        if first.is_some_and(|(s, _)| *s > since) {
+            ok.insert(0, None);
+        }
+        if ok.contains(&got) {
+            Ok(())
+        } else {
+            Err(Violation::new(format!(
+                "node {node} read key {key:?} as {got:?}; allowed since its last pass: {ok:?}"
+            )))
+        }
+    }
+
     /// `len` on `node` returned `got`: it must be the length at some publication since
     /// the node's last pass.
     pub fn check_len(&self, node: usize, got: usize) -> Result<(), Violation> {

@@ -210,6 +210,27 @@ impl MemView for Hardware {
         self.words * 8
     }
 
+    #[inline(always)]
+    fn prefetch(&self, offset: usize) -> Result<(), MemError> {
+        let Some(word) = self.word(offset & !7) else {
+            return Err(MemError::OutOfBounds {
+                offset,
+                len: 1,
+                size: self.size(),
+            });
+        };
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        // SAFETY: a prefetch only hints the cache; the address is inside the memory
+        // (checked above), and no prefetch ever faults.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(word).cast::<i8>());
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        let _ = word;
+        Ok(())
+    }
+
     #[inline]
     fn line_size(&self) -> LineSize {
         self.ops.line_size()

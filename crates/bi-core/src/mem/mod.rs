@@ -479,6 +479,27 @@ pub trait MemView: Clone + Send + Sync {
         }
     }
 
+    /// Asks for the line holding `offset` to be brought into this node's cache ahead of
+    /// a load that will need it, without waiting for it: a hint, which a view may ignore
+    /// (the default does). A batch of lookups issues its lines this way before reading
+    /// any, so their trips to memory overlap. Like any prefetch, it may fill a line with
+    /// an older version than a later load would want: readers validate what they read
+    /// as they always do.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// MemView::prefetch(&a, 200).unwrap();
+    /// assert!(a.is_cached(192));
+    /// assert!(MemView::prefetch(&a, 4096).is_err()); // outside the memory
+    /// ```
+    #[inline]
+    fn prefetch(&self, offset: usize) -> Result<(), MemError> {
+        check_range(offset, 1, self.size())
+    }
+
     /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap
     /// calls it when it hands out memory that held an object before.
     ///

@@ -104,6 +104,9 @@ impl<V: MemView> MemView for Observed<V> {
         (self.observe)(Access::Store(offset))?;
         self.view.store(offset, value)
     }
+    fn prefetch(&self, offset: usize) -> Result<(), MemError> {
+        self.view.prefetch(offset)
+    }
     fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
         (self.observe)(Access::WriteBack(offset, len))?;
         self.view.writeback(offset, len)

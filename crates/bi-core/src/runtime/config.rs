@@ -126,6 +126,7 @@ pub struct RuntimeConfig {
     pub(crate) track_objects: bool,
     pub(crate) log_full_timeout: Duration,
     pub(crate) ordering: ReaderOrdering,
+    pub(crate) extents_only: bool,
     pub(crate) faults: Faults,
 }
 
@@ -140,6 +141,7 @@ impl Default for RuntimeConfig {
             track_objects: true,
             log_full_timeout: Duration::from_millis(100),
             ordering: ReaderOrdering::Membarrier,
+            extents_only: false,
             faults: Faults::default(),
         }
     }
@@ -224,6 +226,29 @@ impl RuntimeConfig {
     /// ```
     pub fn log_full_timeout(mut self, d: Duration) -> Self {
         self.log_full_timeout = d;
+        self
+    }
+
+    /// Whether every heap byte the structures use lies in an extent the region's extent
+    /// table marks granted, as a pool's structures do (`bi::Pool` sets it). Then a
+    /// whole-heap invalidation (a node's first pass, a lapsed lease, a log overflow, a
+    /// first declaration of a structure) drops the root directory and the granted
+    /// extents only, from a copy of the table read from memory, instead of every line of
+    /// the heap: a node that opens a large pool touches only the memory in use. An extent
+    /// is never given back, so one the table shows free was never written; a line of it
+    /// that a prefetch left in a cache holds zeros, which no stamp matches. Off by
+    /// default: heaps cut into arenas ([`testing::Setup`](super::testing::Setup)) use
+    /// memory the table does not record.
+    ///
+    /// ```
+    /// use bi_core::runtime::RuntimeConfig;
+    ///
+    /// let c = RuntimeConfig::default().extents_only(true);
+    /// assert_ne!(c, RuntimeConfig::default());
+    /// assert!(c.validate().is_ok());
+    /// ```
+    pub fn extents_only(mut self, on: bool) -> Self {
+        self.extents_only = on;
         self
     }
 

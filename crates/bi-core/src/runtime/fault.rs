@@ -141,13 +141,18 @@ switches! {
         /// key absent instead of reading the partition's root slot and bucket lines again
         /// from memory, so a key whose insertion was published before the lookup began is
         /// missed until the node's next pass ([`lazy`](super::lazy),
-        /// `bi_collections::map::MapRef::get`).
+        /// `bi_collections::map::MapRef::get_fresh`).
         LazyMap,
         /// A tree's lookup that misses in the version its node's cache holds reports the
         /// key absent instead of reading the root slot again from memory, so a key whose
         /// insertion was published before the lookup began is missed until the node's next
         /// pass ([`lazy`](super::lazy), `bi_collections::tree::TreeRef::get`).
         LazyTree,
+        /// A process that had another node's writer apply a write does not read the key's
+        /// path again from memory once the write is acknowledged, so its node may read
+        /// the key as it was before the write until its next pass
+        /// (`bi_collections::Refresh`, `bi::SharedMap::insert`).
+        OwnWrites,
         /// A channel's consumer polls the tail from its cache without dropping the line
         /// first, so its copy keeps answering with the tail it read when it attached and
         /// it never sees another message (a polling loop keeps the line hot, so not even

@@ -119,6 +119,83 @@ impl<V: MemView> BiGuard<'_, V> {
         }
     }
 
+    /// Runs `search` through the cache, and trusts a miss: the answer is that of the
+    /// version this node's cache holds, at most one staleness bound old (a key inserted
+    /// since this node's last pass may not be found yet, exactly as a value replaced since
+    /// may still show). Only a stale link sends the search to fresh entry points, as
+    /// [`lazy`](Self::lazy) does. A miss then costs what a hit costs: one search, no cache
+    /// operation; [`lazy`](Self::lazy) is the read that finds everything published
+    /// before the call.
+    ///
+    /// ```
+    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::object::Fetch;
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::{BiError, Link};
+    ///
+    /// let s = Setup::new(2, 3);
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let search = |g: &bi_core::runtime::BiGuard<'_, _>, entry| {
+    ///     let link = Link::<u64>::from_raw(g.slot_word(s.slot(0), entry)?);
+    ///     Ok::<_, BiError>(match g.fetch(link)? {
+    ///         Fetch::Value(v) => Search::Found(*v),
+    ///         Fetch::Null => Search::Missing,
+    ///         Fetch::Stale => Search::Stale,
+    ///     })
+    /// };
+    /// let g = r.enter();
+    /// assert_eq!(g.bounded(|e| search(&g, e)).unwrap(), None); // node 1 caches the empty slot
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// assert_eq!(g.bounded(|e| search(&g, e)).unwrap(), None); // not before node 1's pass
+    /// assert_eq!(g.lazy(|e| search(&g, e)).unwrap(), Some(5)); // the fresh read finds it
+    /// drop(g);
+    /// s.quiesce_all().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(g.bounded(|e| search(&g, e)).unwrap(), Some(5));
+    /// ```
+    #[inline]
+    pub fn bounded<T, E: From<BiError>>(
+        &self,
+        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+    ) -> Result<Option<T>, E> {
+        match search(Entry::Cached)? {
+            Search::Found(v) => Ok(Some(v)),
+            Search::Missing => Ok(None),
+            Search::Stale => self.lazy_fresh(search),
+        }
+    }
+
+    /// Runs `search` from entry points read fresh from memory (its lines invalidated
+    /// and fenced before they are read), until it finds the answer or misses; a stale
+    /// link starts it over, as in [`lazy`](Self::lazy). What it reads stays in this
+    /// node's cache: a process that had another node's writer apply a write reads the
+    /// key's path this way, so its node reads the write from then on.
+    ///
+    /// ```
+    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::testing::Setup;
+    /// use bi_core::runtime::BiError;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let mut tries = Vec::new();
+    /// let found = g.fresh(|entry| {
+    ///     tries.push(entry);
+    ///     Ok::<_, BiError>(Search::<u64>::Missing)
+    /// });
+    /// assert_eq!((found.unwrap(), tries), (None, vec![Entry::Fresh]));
+    /// ```
+    #[inline(never)]
+    pub fn fresh<T, E: From<BiError>>(
+        &self,
+        search: impl FnMut(Entry) -> Result<Search<T>, E>,
+    ) -> Result<Option<T>, E> {
+        self.lazy_fresh(search)
+    }
+
     /// The part of [`lazy`](Self::lazy) past the cached attempt.
     #[inline(never)]
     fn lazy_fresh<T, E: From<BiError>>(

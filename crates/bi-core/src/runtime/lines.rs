@@ -399,6 +399,30 @@ impl<V: MemView> BiGuard<'_, V> {
         line_link(array, i, self.inner().line)
     }
 
+    /// Asks for the first line of the object `link` names to be brought into this
+    /// node's cache, without waiting ([`MemView::prefetch`](crate::mem::MemView::prefetch)):
+    /// a batch of lookups issues every line it will read before reading any. A null link,
+    /// or one outside the heap, is ignored (the read that follows reports it).
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// let l = g.line(a, 1).unwrap();
+    /// g.prefetch(l);
+    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// ```
+    #[inline(always)]
+    pub fn prefetch<T>(&self, link: Link<T>) {
+        if !link.is_null() {
+            let _ = self.inner().view.prefetch(link.offset());
+        }
+    }
+
     /// [`fetch_with`](Self::fetch_with) through the cache ([`Entry::Cached`]) or from
     /// memory ([`Entry::Fresh`]: the object's lines are invalidated and fenced first, so
     /// an older version that still validates is not what is read).

@@ -185,11 +185,41 @@ impl<V> PassState<V> {
     }
 }
 
+/// Drops this node's copies of the root directory and of the heap: every line of it, or
+/// only the extents the table marks granted ([`RuntimeConfig::extents_only`]).
+///
+/// [`RuntimeConfig::extents_only`]: super::RuntimeConfig::extents_only
 pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
-    let heap = inner.layout.heap();
-    let dir = inner.layout.root_directory();
+    let layout = &inner.layout;
+    let dir = layout.root_directory();
     inner.view.invalidate(dir.offset, dir.len)?;
-    inner.view.invalidate(heap.offset, heap.len)?;
+    if !inner.config.extents_only {
+        let heap = layout.heap();
+        inner.view.invalidate(heap.offset, heap.len)?;
+        return Ok(());
+    }
+    // The table as memory has it now: an extent granted later was never written before.
+    let table = layout.extent_table();
+    inner.view.invalidate(table.offset, table.len)?;
+    inner.view.fence();
+    let mut run: Option<(usize, usize)> = None;
+    for i in 0..layout.extents() {
+        let owner = inner.view.load_u64(table.offset + 8 * i)?;
+        let Some(extent) = layout.extent(i).filter(|_| owner != 0) else {
+            continue;
+        };
+        run = match run {
+            Some((at, len)) if at + len == extent.offset => Some((at, len + extent.len)),
+            Some((at, len)) => {
+                inner.view.invalidate(at, len)?;
+                Some((extent.offset, extent.len))
+            }
+            None => Some((extent.offset, extent.len)),
+        };
+    }
+    if let Some((at, len)) = run {
+        inner.view.invalidate(at, len)?;
+    }
     Ok(())
 }
 

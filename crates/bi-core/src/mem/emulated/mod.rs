@@ -765,6 +765,10 @@ impl MemView for EmulatedNode {
         self.machine.size
     }
 
+    fn prefetch(&self, offset: usize) -> Result<(), MemError> {
+        EmulatedNode::prefetch(self, offset)
+    }
+
     fn line_size(&self) -> LineSize {
         self.machine.line
     }
