@@ -34,6 +34,7 @@ mod barrier_without_invalidation;
 mod clock_skew;
 mod dangling_reference;
 mod delegation;
+mod extent_table;
 mod first_declaration;
 mod frontier_without_marks;
 mod half_written_line;
@@ -215,6 +216,7 @@ pub fn catalog() -> Vec<Hazard> {
         clock_skew::HAZARD,
         half_written_line::HAZARD,
         first_declaration::HAZARD,
+        extent_table::HAZARD,
         pool_lock::HAZARD,
         stalled_lock::HAZARD,
         node_claim::HAZARD,

@@ -2,7 +2,7 @@
 //! structures none of its readers declared, and acts on what was logged for the others.
 
 use bi_core::heap::BumpHeap;
-use bi_core::mem::EmulatedNode;
+use bi_core::mem::{EmulatedNode, MemView};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{Policy, RuntimeConfig, Scope, Writer};
@@ -95,4 +95,42 @@ fn the_modified_policy_ignores_scopes() {
     let pass = s.nodes[1].quiesce().unwrap();
     assert_eq!(pass.skipped, 0);
     assert!(pass.modified > 0 && pass.freed > 0);
+}
+
+/// With `extents_only` (how a pool runs), a whole-heap invalidation (here: a node's
+/// first declaration of a structure) drops the root directory and the extents the table
+/// marks granted, reading the table from memory (a copy the node cached before the grant
+/// does not hide it), and leaves the lines of never-granted extents alone; without it,
+/// every line of the heap goes.
+#[test]
+fn a_whole_heap_invalidation_covers_the_granted_extents_only() {
+    for extents_only in [false, true] {
+        let s = Setup::with(
+            RegionConfig::new(1 << 20).with_nodes(2),
+            |c| c.seed(3),
+            RuntimeConfig::default().extents_only(extents_only),
+        );
+        let layout = *s.region.layout();
+        assert!(layout.extents() >= 3, "{} extents", layout.extents());
+        let (granted, never) = (layout.extent(1).unwrap(), layout.extent(2).unwrap());
+        let (n0, n1) = (s.emu.node(0), s.emu.node(1));
+        let owner_word = layout.extent_table().offset + 8;
+        // Node 1 caches the table while extent 1 is free, then node 0 grants it.
+        assert_eq!(n1.load::<u64>(owner_word).unwrap(), 0);
+        n0.store(owner_word, &1u64).unwrap();
+        n0.writeback(owner_word, 8).unwrap();
+        n0.fence();
+        n1.load::<u64>(granted.offset).unwrap();
+        n1.load::<u64>(never.offset).unwrap();
+        let dir = layout.root_directory().offset;
+        n1.load::<u64>(dir).unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        assert!(r.use_scope(Scope::of_slot(s.slot(0))).unwrap());
+        assert!(
+            !n1.is_cached(granted.offset),
+            "extents_only: {extents_only}"
+        );
+        assert!(!n1.is_cached(dir), "extents_only: {extents_only}");
+        assert_eq!(n1.is_cached(never.offset), extents_only);
+    }
 }

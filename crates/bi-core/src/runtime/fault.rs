@@ -148,6 +148,11 @@ switches! {
         /// insertion was published before the lookup began is missed until the node's next
         /// pass ([`lazy`](super::lazy), `bi_collections::tree::TreeRef::get`).
         LazyTree,
+        /// A whole-heap invalidation of a pool's node (`extents_only`) reads the extent
+        /// table through the node's cache, so the lines of an extent granted after the
+        /// node cached the table stay in its cache
+        /// ([`RuntimeConfig::extents_only`](super::RuntimeConfig::extents_only)).
+        ExtentTableRead,
         /// A process that had another node's writer apply a write does not read the key's
         /// path again from memory once the write is acknowledged, so its node may read
         /// the key as it was before the write until its next pass
