@@ -49,7 +49,7 @@ impl Bench {
 }
 
 /// Every bench, in the order the report runs them.
-pub const BENCHES: [Bench; 9] = [
+pub const BENCHES: [Bench; 10] = [
     Bench::root("cache_ops"),
     Bench::root("emulator"),
     Bench::root("read_section"),
@@ -57,6 +57,7 @@ pub const BENCHES: [Bench; 9] = [
     Bench::root("invalidation"),
     Bench::of("bi-collections", "tree"),
     Bench::of("bi-collections", "map"),
+    Bench::root("workloads"),
     Bench::of("bi-collections", "delegate"),
     Bench::of("bi-graph", "pagerank"),
 ];
