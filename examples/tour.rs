@@ -29,7 +29,7 @@ use bi::alloc::NodeHeap;
 use bi::collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
 use bi::collections::map::{BiHashMap, MapReadHandle, MapWriteHandle};
 use bi::collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
-use bi::collections::{ApplyBatch, Op};
+use bi::collections::{ApplyBatch, Op, Refresh};
 use bi::core::cache::{CacheOps, Instruction};
 use bi::core::heap::Heap;
 use bi::core::mem::{Backing, EmulatedNode, Emulator, EmulatorConfig, MemView, NodeStats};
@@ -535,7 +535,9 @@ impl Driven for TreeParts {
         if served.ops != ops.len() || self.client.poll_applied()? != self.client.sent() {
             return Err("a delegated batch was not applied and acknowledged at once".into());
         }
-        // The client's own node finds its acknowledged key at once.
+        // The client's own node finds its acknowledged key at once: it reads the key's
+        // path from memory once the writer acknowledged (what a shared handle does).
+        self.readers[1].refresh(&fresh)?;
         let seen = self.readers[1].get(&fresh)?;
         published.judge(2, fresh, seen, emu.now())?;
         Ok(ops.len())
@@ -611,9 +613,11 @@ impl Driven for MapParts {
         Ok(0)
     }
 
+    /// The fresh read: a miss is checked again from memory, so a key published before
+    /// the lookup is always found (`get` answers from the node's cache, misses too).
     fn lookup(&self, reader: usize, key: u64) -> Result<Option<u64>, Box<dyn Error>> {
         self.readers[reader]
-            .get(&key)?
+            .get_fresh(&key)?
             .map(|v| MapParts::seq_of(key, v))
             .transpose()
     }

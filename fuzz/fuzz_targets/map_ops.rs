@@ -154,8 +154,14 @@ fn run(input: Input) {
             }
             Step::Get(n, k) => {
                 let (n, k) = (reader(*n), key(*k));
-                let got = readers[n - 1].get(&k).unwrap();
-                check(h.check_get(n, &k, got));
+                // Even keys by the fresh read (a miss only for a key absent now), odd keys
+                // by the bounded one (a value or an absence since the node's last pass).
+                let r = &readers[n - 1];
+                check(if k % 2 == 0 {
+                    h.check_get(n, &k, r.get_fresh(&k).unwrap())
+                } else {
+                    h.check_get_bounded(n, &k, r.get(&k).unwrap())
+                });
             }
             Step::Iter(n) => {
                 let n = reader(*n);
