@@ -1281,7 +1281,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// where they are: the new lines link to them.
     fn resize(&mut self, pi: usize, buckets: usize) -> Result<(), CollectionError> {
         let part = &self.partitions[pi];
-        let mut chains: Vec<Vec<BucketLine>> = vec![vec![BucketLine::default()]; buckets];
+        // Each bucket's first line in one array, and the lines after it only for the
+        // buckets that need them (a few percent): no allocation per bucket.
+        let mut firsts = vec![BucketLine::default(); buckets];
+        let mut tails: HashMap<usize, Vec<BucketLine>, FixedState> = HashMap::default();
         for b in 0..part.buckets {
             let first = self.bucket_line(pi, b)?;
             let rest = overflow_of(part, b).iter().map(|o| &o.line);
@@ -1292,16 +1295,19 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     } else {
                         l.linked::<K::Word, V::Word>(j).0
                     };
-                    let chain = &mut chains[bucket_of(h, buckets)];
-                    let last = chain.len() - 1;
-                    let (i, e) = match chain[last].free_entry::<K::Word, V::Word>() {
-                        Some(e) => (last, e),
-                        None => {
-                            chain.push(BucketLine::default());
-                            (last + 1, 0)
-                        }
+                    let nb = bucket_of(h, buckets);
+                    let last = match tails.get_mut(&nb).and_then(|t| t.last_mut()) {
+                        Some(line) => line,
+                        None => &mut firsts[nb],
                     };
-                    copy_entry::<K::Word, V::Word>(l, j, &mut chain[i], e);
+                    match last.free_entry::<K::Word, V::Word>() {
+                        Some(e) => copy_entry::<K::Word, V::Word>(l, j, last, e),
+                        None => {
+                            let mut line = BucketLine::default();
+                            copy_entry::<K::Word, V::Word>(l, j, &mut line, 0);
+                            tails.entry(nb).or_default().push(line);
+                        }
+                    }
                 }
             }
         }
@@ -1310,10 +1316,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let mut overflow: HashMap<usize, Vec<ChainLine>, FixedState> = HashMap::default();
         let mut heads = vec![None; buckets];
         let mut built = Ok(());
-        'build: for (b, chain) in chains.iter_mut().enumerate() {
+        'build: for (&b, tail) in tails.iter_mut() {
             let mut next = LineLink::null();
             let mut rest = Vec::new();
-            for line in chain[1..].iter_mut().rev() {
+            for line in tail.iter_mut().rev() {
                 line.set_next(next);
                 match self.writer.alloc_lines(&[*line]) {
                     Ok(link) => {
@@ -1330,17 +1336,15 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     }
                 }
             }
-            if !rest.is_empty() {
-                rest.reverse();
-                overflow.insert(b, rest);
-            }
-            heads[b] = (!next.is_null()).then_some(next);
+            rest.reverse();
+            overflow.insert(b, rest);
+            heads[b] = Some(next);
         }
         let len = self.partitions[pi].len;
         let published = built
             .and_then(|()| Ok(stamp_sum(&self.writer, allocated.iter().map(|&l| (l, 0)))?))
             .and_then(|overflow| {
-                self.build_array(buckets, len, heads, overflow, |b| Some(chains[b][0]))
+                self.build_array(buckets, len, heads, overflow, |b| Some(firsts[b]))
             })
             .and_then(|(array, sum)| {
                 let slot = self.partitions[pi].slot;
