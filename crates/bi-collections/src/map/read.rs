@@ -403,9 +403,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Q: Query<K> + Hash + ?Sized,
     {
         let h = key_hash(key);
-        let slot = self
-            .map
-            .partition_slot(partition_of(h, self.map.partitions()));
+        let slot = self.slot_of(h);
         self.guard.bounded(|entry| self.search(slot, h, key, entry))
     }
 
@@ -434,9 +432,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Q: Query<K> + Hash + ?Sized,
     {
         let h = key_hash(key);
-        let slot = self
-            .map
-            .partition_slot(partition_of(h, self.map.partitions()));
+        let slot = self.slot_of(h);
         // Set once a search missed: with `Fault::LazyMap` the miss is trusted as is.
         let mut missed = false;
         self.guard.lazy(|entry| {
@@ -478,7 +474,6 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     {
         out.clear();
         out.reserve(keys.len());
-        let partitions = self.map.partitions();
         for group in keys.chunks(BATCH_AHEAD) {
             let mut hashes = [0u64; BATCH_AHEAD];
             for (h, key) in hashes.iter_mut().zip(group) {
@@ -486,7 +481,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                 self.prefetch_bucket(*h)?;
             }
             for (key, &h) in group.iter().zip(&hashes) {
-                let slot = self.map.partition_slot(partition_of(h, partitions));
+                let slot = self.slot_of(h);
                 out.push(
                     self.guard
                         .bounded(|entry| self.search(slot, h, key, entry))?,
@@ -505,20 +500,23 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Q: Query<K> + Hash + ?Sized,
     {
         let h = key_hash(key);
-        let slot = self
-            .map
-            .partition_slot(partition_of(h, self.map.partitions()));
+        let slot = self.slot_of(h);
         self.guard
             .fresh(|entry| self.search(slot, h, key, entry))
             .map(drop)
     }
 
+    /// The root slot of the partition of hash `h`.
+    #[inline(always)]
+    fn slot_of(&self, h: u64) -> usize {
+        self.map
+            .partition_slot(partition_of(h, self.map.partitions()))
+    }
+
     /// Asks for the bucket line of hash `h` in the array this node's cache holds.
     #[inline(always)]
     fn prefetch_bucket(&self, h: u64) -> Result<(), CollectionError> {
-        let slot = self
-            .map
-            .partition_slot(partition_of(h, self.map.partitions()));
+        let slot = self.slot_of(h);
         if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
             self.guard
                 .prefetch(self.guard.line(array, 1 + bucket_of(h, buckets))?);
