@@ -76,7 +76,12 @@
 //!   its node's cache holding the new version.
 //!
 //! A stale link met on the way (the array replaced, a pair retired) always sends the
-//! search to memory: that is a validation failure, not a miss.
+//! search to memory: that is a validation failure, not a miss. So does a miss in a
+//! chain of more than one line: each line read through the cache is one version of it,
+//! but two lines may be versions of different moments, between which the writer moved
+//! the key from one to the other (a key removed and put back takes the chain's first
+//! free entry); only a chain of one line (nearly every bucket) answers a miss from the
+//! cache.
 //!
 //! **Snapshots**: `len` reads each partition's counters, one line, so it is the count of
 //! one published version. Iteration reads each partition twice from memory and checks
