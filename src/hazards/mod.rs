@@ -31,6 +31,7 @@
 mod adoption;
 mod barrier_read_from_cache;
 mod barrier_without_invalidation;
+mod chain_miss;
 mod clock_skew;
 mod dangling_reference;
 mod delegation;
@@ -200,6 +201,7 @@ pub fn catalog() -> Vec<Hazard> {
         resolution_failure::MAP,
         resolution_failure::TREE,
         own_writes::HAZARD,
+        chain_miss::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,
         log_overflow::HAZARD,

@@ -572,7 +572,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                 // another (removed it, then put it in the chain's first free entry): such
                 // a miss is checked from memory.
                 return Ok(match (entry, read) {
-                    (Entry::Cached, 1..) => Search::Stale,
+                    (Entry::Cached, 1..) if !g.faults().has(Fault::ChainMiss) => Search::Stale,
                     _ => Search::Missing,
                 });
             }
