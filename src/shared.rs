@@ -62,9 +62,9 @@
 //! staleness bound old (the pool's pass period, a millisecond by default, plus the
 //! runtime's skew allowance). On top of that, **a process reads its own writes**: the
 //! writer's process applies them in its node's cache; a remote handle, once the writer
-//! acknowledges a write, reads the key's path again from memory (a few hundred
-//! nanoseconds on the write, nothing on reads), so the next `get` of that key on this
-//! node finds the write. [`get_fresh`](SharedMap::get_fresh) finds every insertion
+//! acknowledges a write, drops its node's copies of the key's path (a few invalidations
+//! and one fence on the write, nothing on reads), so the next `get` of that key on this
+//! node reads it from memory and finds the write. [`get_fresh`](SharedMap::get_fresh) finds every insertion
 //! published before the call, whoever made it, at the price of reading a miss again from
 //! memory.
 //!
@@ -394,8 +394,8 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
                     Op::Insert(k, _) | Op::Remove(k) => k.clone(),
                 };
                 let found = lock(client)?.request(op, guard)?;
-                // Acknowledged, so published: this node now reads the key as memory has
-                // it (read-your-writes), not as its cache had it before the write.
+                // Acknowledged, so published: this node's next read of the key comes from
+                // memory (read-your-writes), not from what its cache had before the write.
                 self.reads.refresh(&key)?;
                 Ok(found)
             }

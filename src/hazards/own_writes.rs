@@ -10,9 +10,9 @@
 //! or with an older value), inserts it through its shared handle, and looks it up again;
 //! every other key it then removes and looks up once more. Broken ([`Fault::OwnWrites`]):
 //! after the acknowledgement the handle does nothing, so the second lookup reads the
-//! cached line. BI: the handle reads the key's path again from memory once the writer
-//! acknowledges ([`bi_collections::Refresh`]), so its node holds the version with the
-//! write. Counted: lookups right after the process's own acknowledged write that did not
+//! cached line. BI: once the writer acknowledges, the handle drops its node's copies of
+//! the key's path ([`bi_collections::Refresh`]), so the next lookup reads them from
+//! memory, which holds the write. Counted: lookups right after the process's own acknowledged write that did not
 //! see it.
 
 use super::Hazard;
@@ -28,8 +28,9 @@ pub(super) const HAZARD: Hazard = Hazard {
     run,
 };
 
-/// Keys written per run.
-const KEYS: u64 = 12;
+/// Keys written per run: enough that the map grows twice on the way (a new array in the
+/// root slot: the dropped path must include the slot).
+const KEYS: u64 = 60;
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -47,7 +48,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let writer = writer_pool.map::<u64, u64>("own").expect("writer handle");
     let other = other_pool.map::<u64, u64>("own").expect("remote handle");
     assert!(writer.is_writer() && !other.is_writer());
-    let key = |i: u64| (i * 7 + seed * 13) % 64;
+    let key = |i: u64| (i * 7 + seed * 13) % 64; // distinct for i < 64
     let mut missed = 0;
     for i in 0..KEYS {
         let k = key(i);

@@ -5,10 +5,11 @@
 //! reader's node may still cache the lines the write replaced, until its next pass. A
 //! process that wrote through another node's writer would then read its own write back
 //! as missing, or as the value before it. So, once the writer has acknowledged, the
-//! process reads the key's path through its structure again from memory: its node's
-//! cache then holds a version with the write, and every read after it on this node sees
-//! that version or a later one (the staleness bound starts over from the acknowledgement).
-//! A miss costs no more for it: nothing is read from memory on the read path.
+//! process drops its node's copies of the key's path through the structure (the lines
+//! it caches of it, under one fence): the next read of the key on this node fetches them
+//! from memory, which holds the write, and every read after it sees that version or a
+//! later one. Reads pay nothing for it; a remote write pays a few invalidations and one
+//! fence.
 
 use crate::CollectionError;
 use crate::map::MapReadHandle;
@@ -18,9 +19,9 @@ use bi_core::mem::MemView;
 use bi_core::runtime::Fault;
 use std::hash::Hash;
 
-/// A read handle that can bring one key's path into its node's cache fresh from memory,
-/// so that its node reads a write to the key that another node's writer has published
-/// (switched off by [`Fault::OwnWrites`]).
+/// A read handle that can drop its node's copies of one key's path, so that its node
+/// reads a write to the key that another node's writer has published (switched off by
+/// [`Fault::OwnWrites`]).
 ///
 /// ```
 /// use bi_collections::map::BiHashMap;
@@ -42,8 +43,8 @@ use std::hash::Hash;
 /// assert_eq!((r.get(&1).unwrap(), r.get(&2).unwrap()), (Some(11), Some(20)));
 /// ```
 pub trait Refresh<K> {
-    /// Reads the path to `key` again from memory, leaving this node's cache with the
-    /// version memory holds now.
+    /// Drops this node's copies of the path to `key`: its next read of the key comes
+    /// from memory as it is now.
     fn refresh(&self, key: &K) -> Result<(), CollectionError>;
 }
 
@@ -59,7 +60,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> Refresh<K> for MapReadHandle<
 
 impl<K: Stored + Ord, V: Stored, M: MemView> Refresh<K> for TreeReadHandle<K, V, M> {
     /// The tree's nodes are never rewritten in place (a write copies the path and
-    /// publishes a new root), so the root slot read from memory is all it takes.
+    /// publishes a new root), so dropping the root slot's line is all it takes.
     fn refresh(&self, _key: &K) -> Result<(), CollectionError> {
         let t = self.enter();
         if t.guard().faults().has(Fault::OwnWrites) {

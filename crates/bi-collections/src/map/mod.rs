@@ -72,8 +72,8 @@
 //!   read again), so a key whose insertion was published before the call is always found.
 //! - **A process reads its own writes**: a writer's lines are in its node's cache, so its
 //!   node reads them at once; a process that sends a write to another node's writer
-//!   (`bi::SharedMap`) reads the key fresh once the write is acknowledged, which leaves
-//!   its node's cache holding the new version.
+//!   (`bi::SharedMap`) drops its node's copies of the key's path once the write is
+//!   acknowledged, so its next read of the key comes from memory.
 //!
 //! A stale link met on the way (the array replaced, a pair retired) always sends the
 //! search to memory: that is a validation failure, not a miss. So does a miss in a

@@ -322,6 +322,10 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
 /// enough misses in flight to cover a trip to memory, no more than a core tracks at once.
 pub const BATCH_AHEAD: usize = 16;
 
+/// Lines of one chain [`MapRef::refresh`] drops under one fence; a longer chain is read
+/// again from memory whole.
+const REFRESH_LINES: usize = 6;
+
 /// Most lines one chain may have before the map is taken for corrupt (a cycle).
 const MAX_CHAIN: usize = 1 << 20;
 
@@ -491,9 +495,11 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Ok(())
     }
 
-    /// Reads the path to `key` from memory (root slot, header, the chain's lines up to
-    /// the key or the chain's end), so this node's cache holds the version memory holds
-    /// now ([`Refresh`](crate::Refresh)).
+    /// Drops this node's copies of the path to `key` (the root slot and the lines of the
+    /// key's chain as this node caches them) under one fence, so
+    /// that its next read of the key comes from memory as it is now
+    /// ([`Refresh`](crate::Refresh)). Lines the chain gained since (a new overflow line,
+    /// a new array) are new memory, which no stale copy can pass for: their stamps say so.
     pub(crate) fn refresh<Q>(&self, key: &Q) -> Result<(), CollectionError>
     where
         K: Borrow<Q>,
@@ -501,9 +507,28 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     {
         let h = key_hash(key);
         let slot = self.slot_of(h);
-        self.guard
-            .fresh(|entry| self.search(slot, h, key, entry))
-            .map(drop)
+        let g = &self.guard;
+        // The array's header is written once, before the array is published: a cached
+        // copy of it is never older than the array the root slot names.
+        let mut path = [slot; 1 + REFRESH_LINES];
+        let mut len = 1;
+        if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
+            let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
+            loop {
+                if len == path.len() {
+                    // A chain longer than any map keeps: read it all from memory instead.
+                    g.drop_lines(path)?;
+                    return g.fresh(|entry| self.search(slot, h, key, entry)).map(drop);
+                }
+                path[len] = line.offset();
+                len += 1;
+                match g.fetch_via(Entry::Cached, line, |l| l.next())? {
+                    Fetch::Value(next) if !next.is_null() => line = g.line(next, 0)?,
+                    _ => break,
+                }
+            }
+        }
+        Ok(g.drop_lines(path[..len].iter().copied())?)
     }
 
     /// The root slot of the partition of hash `h`.

@@ -7,7 +7,7 @@ use crate::CollectionError;
 use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
-use bi_core::runtime::{BiError, BiGuard, Entry, Fault, Link, Reader, Search, Shared};
+use bi_core::runtime::{BiError, BiGuard, Fault, Link, Reader, Search, Shared};
 use bytemuck::Pod;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -421,12 +421,11 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         &self.guard
     }
 
-    /// Reads the root slot from memory, so this node's cache names the version memory
-    /// holds now ([`Refresh`](crate::Refresh)): nodes are never rewritten in place, so
-    /// everything below a fresh root is that version.
+    /// Drops this node's copy of the root slot, so its next read names the version
+    /// memory holds then ([`Refresh`](crate::Refresh)): nodes are never rewritten in
+    /// place, so everything below a fresh root is that version.
     pub(crate) fn refresh_root(&self) -> Result<(), CollectionError> {
-        self.guard.slot_word(self.slot, Entry::Fresh)?;
-        Ok(())
+        Ok(self.guard.drop_lines([self.slot])?)
     }
 
     fn source(&self) -> GuardSource<'_, 'r, K, V, M> {

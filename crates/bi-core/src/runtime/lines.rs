@@ -517,6 +517,34 @@ impl<V: MemView> BiGuard<'_, V> {
         Ok(())
     }
 
+    /// Drops this node's copies of the lines holding each of `offsets` (slots, or the
+    /// first lines of objects) and fences once: what is read of them next comes from
+    /// memory as it is now or later. Offsets outside the region are an error, nothing
+    /// after them dropped.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
+    /// let r = s.nodes[1].reader().unwrap();
+    /// let g = r.enter();
+    /// let (l0, l1) = (g.line(a, 0).unwrap(), g.line(a, 1).unwrap());
+    /// assert_eq!(g.fetch_via(Entry::Cached, l1, |v| *v).unwrap(), Fetch::Value(2));
+    /// w.rewrite_lines(&[(a, 1, 20)]).unwrap();
+    /// g.drop_lines([l0.offset(), l1.offset()]).unwrap();
+    /// assert_eq!(g.fetch_via(Entry::Cached, l1, |v| *v).unwrap(), Fetch::Value(20));
+    /// ```
+    pub fn drop_lines(&self, offsets: impl IntoIterator<Item = usize>) -> Result<(), BiError> {
+        let inner = self.inner();
+        let dropped = offsets
+            .into_iter()
+            .try_for_each(|at| inner.view.invalidate(at, 1));
+        inner.view.fence();
+        Ok(dropped?)
+    }
+
     /// With [`Entry::Fresh`], drops this node's copy of the object `link` names and
     /// fences.
     #[inline(always)]
