@@ -170,8 +170,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// Runs `search` from entry points read fresh from memory (its lines invalidated
     /// and fenced before they are read), until it finds the answer or misses; a stale
     /// link starts it over, as in [`lazy`](Self::lazy). What it reads stays in this
-    /// node's cache: a process that had another node's writer apply a write reads the
-    /// key's path this way, so its node reads the write from then on.
+    /// node's cache, so later reads through the cache see that version or a newer one.
     ///
     /// ```
     /// use bi_core::runtime::lazy::{Entry, Search};
