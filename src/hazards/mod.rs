@@ -201,6 +201,7 @@ pub fn catalog() -> Vec<Hazard> {
         resolution_failure::MAP,
         resolution_failure::TREE,
         own_writes::HAZARD,
+        own_writes::TREE,
         chain_miss::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,

@@ -98,39 +98,56 @@ fn the_modified_policy_ignores_scopes() {
 }
 
 /// With `extents_only` (how a pool runs), a whole-heap invalidation (here: a node's
-/// first declaration of a structure) drops the root directory and the extents the table
-/// marks granted, reading the table from memory (a copy the node cached before the grant
-/// does not hide it), and leaves the lines of never-granted extents alone; without it,
-/// every line of the heap goes.
+/// first declaration of a structure) drops the root directory and every line of the
+/// extents the table marks granted (two adjacent ones and a third apart), reading the
+/// table from memory (a copy the node cached before the grants does not hide them), and
+/// leaves the lines of never-granted extents alone, also one between granted ones;
+/// without it, every line of the heap goes.
 #[test]
 fn a_whole_heap_invalidation_covers_the_granted_extents_only() {
     for extents_only in [false, true] {
         let s = Setup::with(
-            RegionConfig::new(1 << 20).with_nodes(2),
+            RegionConfig::new(4 << 20).with_nodes(2),
             |c| c.seed(3),
             RuntimeConfig::default().extents_only(extents_only),
         );
         let layout = *s.region.layout();
-        assert!(layout.extents() >= 3, "{} extents", layout.extents());
-        let (granted, never) = (layout.extent(1).unwrap(), layout.extent(2).unwrap());
+        assert!(layout.extents() >= 6, "{} extents", layout.extents());
         let (n0, n1) = (s.emu.node(0), s.emu.node(1));
-        let owner_word = layout.extent_table().offset + 8;
-        // Node 1 caches the table while extent 1 is free, then node 0 grants it.
-        assert_eq!(n1.load::<u64>(owner_word).unwrap(), 0);
-        n0.store(owner_word, &1u64).unwrap();
-        n0.writeback(owner_word, 8).unwrap();
+        let line = layout.line_size().get();
+        let owner_word = |i: usize| layout.extent_table().offset + 8 * i;
+        // Node 1 caches the table while every extent is free, then node 0 grants three.
+        assert_eq!(n1.load::<u64>(owner_word(1)).unwrap(), 0);
+        let granted = [1, 2, 4];
+        for i in granted {
+            n0.store(owner_word(i), &1u64).unwrap();
+            n0.writeback(owner_word(i), 8).unwrap();
+        }
         n0.fence();
-        n1.load::<u64>(granted.offset).unwrap();
-        n1.load::<u64>(never.offset).unwrap();
+        // Node 1 caches the first and the last line of extents 1 to 5.
+        let ends = |i: usize| {
+            let e = layout.extent(i).unwrap();
+            [e.offset, e.offset + e.len - line]
+        };
+        for i in 1..=5 {
+            for at in ends(i) {
+                n1.load::<u64>(at).unwrap();
+            }
+        }
         let dir = layout.root_directory().offset;
         n1.load::<u64>(dir).unwrap();
         let r = s.nodes[1].reader().unwrap();
         assert!(r.use_scope(Scope::of_slot(s.slot(0))).unwrap());
-        assert!(
-            !n1.is_cached(granted.offset),
-            "extents_only: {extents_only}"
-        );
         assert!(!n1.is_cached(dir), "extents_only: {extents_only}");
-        assert_eq!(n1.is_cached(never.offset), extents_only);
+        for i in 1..=5 {
+            for at in ends(i) {
+                let kept = extents_only && !granted.contains(&i);
+                assert_eq!(
+                    n1.is_cached(at),
+                    kept,
+                    "extent {i} at {at}, extents_only: {extents_only}"
+                );
+            }
+        }
     }
 }
