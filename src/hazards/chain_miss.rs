@@ -1,17 +1,18 @@
 //! A miss read from lines of different moments: a map's lookup answers from its node's
 //! cache, misses included, and one bucket line is one version of itself; but a chain of
-//! two lines read through the cache may be two versions of different moments, and the
-//! writer may have moved the key from one line to the other in between (a key removed
-//! and put back takes the chain's first free entry).
+//! two lines read through the cache may be two versions of different moments. If the
+//! writer could move a key from one line to the other within one batch (a key removed
+//! and put back takes the chain's first free entry), the key would be in neither copy.
 //!
 //! The schedule: four keys of one bucket fill its line and start an overflow line; node
 //! 1 passes and reads them all (its cache holds both lines); the writer then, in one
-//! batch, removes the first key, inserts a fifth key of the same bucket (which takes the
-//! freed entry of the first line) and puts the first key back (into the overflow line);
-//! node 1's cache drops the first line (an eviction), so its next lookup reads that line
-//! as memory has it now and the overflow line as it was before the batch. Broken
-//! ([`Fault::ChainMiss`]): the lookup trusts the miss, so a key present in every version
-//! is reported absent. BI: a miss in a chain of several lines is checked from memory.
+//! batch, removes the first key, inserts a fifth key of the same bucket and puts the
+//! first key back; node 1's cache drops the first line (an eviction), so its next lookup
+//! reads that line as memory has it now and the overflow line as it was before the
+//! batch. Broken ([`Fault::ChainMiss`]): the fifth key takes the freed entry of the first
+//! line and the first key goes to the overflow line, so a key present in every version
+//! is reported absent. BI: an entry a batch empties stays empty for the rest of the
+//! batch unless its own key comes back, so a key never changes line while it is present.
 //! Counted: lookups of the moved key that reported it absent.
 
 use super::{Hazard, two_runtimes};

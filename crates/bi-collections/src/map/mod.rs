@@ -32,8 +32,11 @@
 //!   pair is retired; an emptied overflow line stays in its chain for the bucket's next
 //!   keys, until the array is rebuilt).
 //! - **A key that stays never moves**: a new key only takes a free entry, and a present
-//!   key is rewritten in its place. A reader that walks a chain while its lines are
-//!   rewritten one by one therefore always meets every key that stays.
+//!   key is rewritten in its place. An entry a batch empties stays empty for the rest of
+//!   the batch unless its own key is put back (then into that entry), so no key changes
+//!   line between two versions that both hold it. A reader that walks a chain while its
+//!   lines are rewritten one by one, or reads them as versions of different moments,
+//!   therefore always meets every key that stays.
 //! - *Resize* (grow once a partition holds more than half as many keys as its buckets
 //!   have entries, shrink under an eighth, never below the configured start): the writer
 //!   builds a whole new array and its overflow lines, seals them, publishes the array into
@@ -76,12 +79,11 @@
 //!   acknowledged, so its next read of the key comes from memory.
 //!
 //! A stale link met on the way (the array replaced, a pair retired) always sends the
-//! search to memory: that is a validation failure, not a miss. So does a miss in a
-//! chain of more than one line: each line read through the cache is one version of it,
-//! but two lines may be versions of different moments, between which the writer moved
-//! the key from one to the other (a key removed and put back takes the chain's first
-//! free entry); only a chain of one line (nearly every bucket) answers a miss from the
-//! cache.
+//! search to memory: that is a validation failure, not a miss. A miss in a chain of
+//! several lines is answered from the cache too: each line read is one version of it,
+//! two lines may be versions of different moments, but a key present in every version
+//! between them sits in one entry throughout, so the miss is the answer of a version in
+//! between.
 //!
 //! **Snapshots**: `len` reads each partition's counters, one line, so it is the count of
 //! one published version. Iteration reads each partition twice from memory and checks

@@ -566,7 +566,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             return Ok(Search::Stale);
         };
         let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
-        for read in 0..MAX_CHAIN {
+        for _ in 0..MAX_CHAIN {
             let found = g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))?;
             let next = match found {
                 Fetch::Value(Ok(Probe::Found(v))) => return stale_or(V::from_word(&v, g)),
@@ -591,15 +591,11 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                 Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
             };
             if next.is_null() {
-                // One line is one version: a miss in it is the chain's answer at some
-                // moment. Lines of a longer chain read through the cache may come from
-                // different moments, between which the writer moved the key from one to
-                // another (removed it, then put it in the chain's first free entry): such
-                // a miss is checked from memory.
-                return Ok(match (entry, read) {
-                    (Entry::Cached, 1..) if !g.faults().has(Fault::ChainMiss) => Search::Stale,
-                    _ => Search::Missing,
-                });
+                // The lines of a chain read through the cache may be versions of
+                // different moments; a miss across them is still the answer of a moment
+                // between them, since a key never changes line while it stays present
+                // (the writer keeps a removed key's entry for it through the batch).
+                return Ok(Search::Missing);
             }
             line = g.line(next, 0)?;
         }

@@ -29,7 +29,7 @@ use crate::strings::Strings;
 use crate::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, Link, ReclaimReport, Role, Stamp, Writer, lines};
+use bi_core::runtime::{BiError, Fault, Link, ReclaimReport, Role, Stamp, Writer, lines};
 use bytemuck::Pod;
 use foldhash::fast::FixedState;
 use std::borrow::Borrow;
@@ -134,8 +134,26 @@ struct Staged<K, V> {
     superseded: Vec<PairLink<K, V>>,
     retire: Vec<PairLink<K, V>>,
     pairs: Vec<NewPair<K, V>>,
+    /// Entries the batch emptied (line of the chain, entry, the key that was there):
+    /// each stays empty for the rest of the batch unless its own key comes back.
+    freed: Vec<(usize, usize, K)>,
     /// The byte strings the batch wrote and dropped in this bucket.
     strings: Strings,
+}
+
+impl<K, V> Staged<K, V> {
+    /// The first entry of the chain that a new key may take: empty, and not emptied by
+    /// this batch. A key present in the published version and again after the batch
+    /// (removed, then put back) thus never changes line, so a lookup that reads the
+    /// chain's lines as versions of different moments still meets it.
+    fn free_entry<KW: Pod, VW: Pod>(&self, keep_freed: bool) -> Option<(usize, usize)> {
+        self.chain.iter().enumerate().find_map(|(i, l)| {
+            (0..Format::<KW, VW>::PER_LINE).find_map(|j| {
+                let reserved = keep_freed && self.freed.iter().any(|f| (f.0, f.1) == (i, j));
+                (!l.line.is_used(j) && !reserved).then_some((i, j))
+            })
+        })
+    }
 }
 
 /// A staged bucket ready to publish: the line rewrites, the lines it allocated and what
@@ -921,6 +939,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         superseded: Vec::new(),
                         retire: Vec::new(),
                         pairs: Vec::new(),
+                        freed: Vec::new(),
                         strings: Strings::default(),
                     },
                 ));
@@ -950,9 +969,25 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     // The stored key stays.
                     Some((i, j, k, _)) => (i, j, k),
                     None => {
-                        let free = staged.chain.iter().enumerate().find_map(|(i, l)| {
-                            l.line.free_entry::<K::Word, V::Word>().map(|j| (i, j))
-                        });
+                        // `Fault::ChainMiss`: emptied entries are anyone's.
+                        let keep_freed = !w.faults().has(Fault::ChainMiss);
+                        let mut own = None;
+                        if keep_freed {
+                            for (at, f) in staged.freed.iter().enumerate() {
+                                if key.matches(&f.2, w)? {
+                                    own = Some(at);
+                                    break;
+                                }
+                            }
+                        }
+                        let free = match own {
+                            // The key was removed earlier in the batch: back to its entry.
+                            Some(at) => {
+                                let (i, j, _) = staged.freed.swap_remove(at);
+                                Some((i, j))
+                            }
+                            None => staged.free_entry::<K::Word, V::Word>(keep_freed),
+                        };
                         let (i, j) = free.unwrap_or_else(|| {
                             staged.chain.push(ChainLine {
                                 link: None,
@@ -1008,6 +1043,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     drop_pair(staged, pair);
                 }
                 staged.chain[i].line.clear::<K::Word, V::Word>(j);
+                staged.freed.push((i, j, k));
                 staged.strings.dropped::<K>(&k);
                 staged.strings.dropped::<V>(&v);
                 Ok(old.map_or(Outcome::Absent, Outcome::Removed))

@@ -148,10 +148,11 @@ switches! {
         /// insertion was published before the lookup began is missed until the node's next
         /// pass ([`lazy`](super::lazy), `bi_collections::tree::TreeRef::get`).
         LazyTree,
-        /// A map's lookup trusts a miss in a chain of several lines read through the cache,
-        /// although the lines may be versions of different moments between which the
-        /// writer moved the key from one line to another
-        /// (`bi_collections::map::MapRef::get`).
+        /// A map's writer gives an entry a batch emptied to another key of the same
+        /// batch, so a key removed and put back in one batch may change line without
+        /// being absent from any version: a lookup that reads the chain's lines through
+        /// the cache, as versions of different moments, can then miss a key present in
+        /// every version (`bi_collections::map::MapRef::get`).
         ChainMiss,
         /// A whole-heap invalidation of a pool's node (`extents_only`) reads the extent
         /// table through the node's cache, so the lines of an extent granted after the

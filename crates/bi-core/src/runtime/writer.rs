@@ -360,6 +360,19 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.scope
     }
 
+    /// The mechanisms switched off in this node's runtime (none outside tests; see
+    /// [`Fault`]), for structures that write through the writer.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fault, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// assert!(!s.writer(0).faults().has(Fault::ChainMiss));
+    /// ```
+    pub fn faults(&self) -> super::Faults {
+        self.inner.config.faults
+    }
+
     /// The heap.
     ///
     /// ```
