@@ -16,7 +16,7 @@
 //! Counted: lookups of the moved key that reported it absent.
 
 use super::{Hazard, two_runtimes};
-use bi_collections::map::{BiHashMap, MapConfig, key_hash};
+use bi_collections::map::{BiHashMap, MapConfig, bucket_of, key_hash};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::runtime::{Entry, Fault, Link, RuntimeConfig};
 
@@ -42,7 +42,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     // Five keys of one bucket (bucket = the hash's low bits), starting from the seed.
     let bucket = seed % BUCKETS;
     let keys: Vec<u64> = (seed * 1000..)
-        .filter(|k| key_hash(k) % BUCKETS == bucket)
+        .filter(|k| bucket_of(key_hash(k), BUCKETS as usize) as u64 == bucket)
         .take(5)
         .collect();
     for &k in &keys[..4] {

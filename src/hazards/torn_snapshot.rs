@@ -24,7 +24,7 @@
 //! that are no published version.
 
 use super::Hazard;
-use bi_collections::map::{BiHashMap, MapConfig, MapWriteHandle, key_hash};
+use bi_collections::map::{BiHashMap, MapConfig, MapWriteHandle, bucket_of, key_hash};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::heap::BumpHeap;
 use bi_core::mem::{Access, EmulatedNode, MemError, MemView, Observed};
@@ -205,6 +205,6 @@ impl Scene {
 /// The first key from 0 in bucket `b` of a `BUCKETS`-bucket array.
 fn key_in_bucket(b: usize) -> u64 {
     (0..)
-        .find(|k| key_hash(k) as usize & (BUCKETS - 1) == b)
+        .find(|k| bucket_of(key_hash(k), BUCKETS) == b)
         .expect("every bucket has keys")
 }

@@ -7,7 +7,7 @@
 //! A scripted schedule adds the case two threads rarely produce: a commit's counters line
 //! lands before another of its lines while the reader is between them.
 
-use bi_collections::map::{BiHashMap, MapConfig, key_hash};
+use bi_collections::map::{BiHashMap, MapConfig, bucket_of, key_hash};
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::mem::{Access, MemView, Observed};
 use bi_core::region::RegionConfig;
@@ -125,7 +125,7 @@ const BUCKETS: usize = 8;
 /// The first key from 0 in bucket `b` of a `BUCKETS`-bucket array.
 fn key_in_bucket(b: usize) -> u64 {
     (0..)
-        .find(|k| key_hash(k) as usize & (BUCKETS - 1) == b)
+        .find(|k| bucket_of(key_hash(k), BUCKETS) == b)
         .unwrap()
 }
 

@@ -417,9 +417,8 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             self.structure
                 .apply_guarded(ops, guards, V::same, &mut self.olds)?
         };
-        // Results and acknowledgements are written back before one fence; a client
-        // that reads its result before the line lands sees the previous lap's sequence
-        // number and reads again.
+        // Outcomes beside the acknowledgement are written back with it, before one
+        // fence; outcomes elsewhere are fenced before the acknowledgement is stored.
         self.write_results(self.olds.len() == self.ops.len())?;
         self.acknowledge()?;
         Ok(ServeReport {
@@ -850,8 +849,10 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             replied |= self.write_outcomes(index, seqs, outcome)?;
         }
         if replied && !self.faults.has(Fault::ParcelWriteback) {
-            // A client reads its reply once it sees the acknowledgement, whose line
-            // can land before the reply's lines unless a fence comes between.
+            // A client reads its reply, or a result record that spans two lines, once
+            // it sees the acknowledgement, whose line can land before theirs unless a
+            // fence comes between (a record's sequence number shows only whether its
+            // first line landed).
             self.view.fence();
         }
         Ok(())
@@ -860,7 +861,8 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// Stores the outcome of the last of `seqs` beside client `index`'s acknowledgement
     /// when it fits there (written back with it), else `outcome(seq)` in the result slot
     /// of each of `seqs`, written back (in at most two ranges, the second when they
-    /// wrap). Says whether it put a reply in the client's reply area.
+    /// wrap). Says whether it wrote lines other than the acknowledgement's: a reply in
+    /// the client's reply area, or result slots.
     fn write_outcomes(
         &self,
         index: usize,
@@ -901,7 +903,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             .map_err(mem)?;
         v.writeback(self.layout.result_offset(index, 1)?, rest * size)
             .map_err(mem)?;
-        Ok(replied)
+        Ok(true)
     }
 
     /// `outcome` as client `index` reads it: the value as its word, put at the start of

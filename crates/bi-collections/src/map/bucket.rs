@@ -35,7 +35,7 @@ pub(crate) const HEADER_LAYOUT: usize = 1;
 /// Header word: the entry format.
 pub(crate) const HEADER_FORMAT: usize = 2;
 /// The layout word of arrays whose counters are their last line ("BIMAP" 2).
-pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x02\0");
+pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x03\0");
 /// Counters word: the number of keys.
 pub(crate) const COUNTERS_LEN: usize = 0;
 /// Counters word: the sum (wrapping) of the stamps of the bucket lines and of every

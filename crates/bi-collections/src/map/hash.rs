@@ -28,9 +28,21 @@ pub(crate) fn partition_of(hash: u64, partitions: usize) -> usize {
     (((hash >> 32) * partitions as u64) >> 32) as usize
 }
 
-/// Bucket of a hash among `buckets` (a power of two).
-pub(crate) fn bucket_of(hash: u64, buckets: usize) -> usize {
-    (hash as usize) & (buckets - 1)
+/// Bucket of a hash among `buckets` (any count up to 2^32): the low half of the hash,
+/// scaled to the count by one multiplication (independent of the partition, which uses
+/// the high half). Any count, not only powers of two, so a table sized for `n` keys
+/// takes the lines `n` keys need and no more than that.
+///
+/// ```
+/// use bi_collections::map::{bucket_of, key_hash};
+///
+/// let h = key_hash(&7u64);
+/// assert!(bucket_of(h, 1000) < 1000);
+/// assert_eq!(bucket_of(h, 1), 0);
+/// ```
+#[inline(always)]
+pub fn bucket_of(hash: u64, buckets: usize) -> usize {
+    ((hash & 0xffff_ffff) * buckets as u64 >> 32) as usize
 }
 
 #[cfg(test)]
@@ -45,7 +57,14 @@ mod tests {
             let p = partition_of(h, 3);
             counts[p] += 1;
             assert!(bucket_of(h, 64) < 64);
+            assert!(bucket_of(h, 699_051) < 699_051);
         }
         assert!(counts.iter().all(|&c| c > 800), "{counts:?}");
+        // An uneven count spreads too: no bucket of 7 takes more than twice its share.
+        let mut per = [0usize; 7];
+        for k in 0..7000u64 {
+            per[bucket_of(key_hash(&k), 7)] += 1;
+        }
+        assert!(per.iter().all(|&c| c > 500 && c < 2000), "{per:?}");
     }
 }

@@ -135,7 +135,7 @@ mod read;
 pub mod snapshot;
 mod write;
 
-pub use hash::{MAP_HASH_SEED, key_hash};
+pub use hash::{MAP_HASH_SEED, bucket_of, key_hash};
 pub use read::{BATCH_AHEAD, Iter, MapReadHandle, MapRef};
 pub use write::MapWriteHandle;
 
@@ -162,9 +162,9 @@ pub const MIN_BUCKETS: usize = 8;
 /// use bi_core::runtime::testing::Setup;
 ///
 /// let s = Setup::new(1, 0);
-/// let config = MapConfig::new().initial_buckets(100); // rounded up to 128
+/// let config = MapConfig::new().initial_buckets(100);
 /// let w = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle_with(s.writer(0), config).unwrap();
-/// assert_eq!(w.capacity(), 128);
+/// assert_eq!(w.capacity(), 100);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapConfig {
@@ -192,8 +192,7 @@ impl MapConfig {
         MapConfig::default()
     }
 
-    /// Buckets per partition to start with (rounded up to a power of two, at least
-    /// [`MIN_BUCKETS`]), and the fewest it shrinks back to: size it for the expected keys
+    /// Buckets per partition to start with (any count of at least [`MIN_BUCKETS`]), and the fewest it shrinks back to: size it for the expected keys
     /// to avoid resizes while loading. A bucket is one line holding a few entries (three
     /// `u64 -> u64` pairs); the table grows once a partition holds more than half as many
     /// keys as its buckets have entries.
@@ -206,9 +205,9 @@ impl MapConfig {
     /// let small = MapConfig::new().initial_buckets(1); // raised to the minimum
     /// let w = BiHashMap::<u64, u64>::at(s.slot(0)).write_handle_with(s.writer(0), small).unwrap();
     /// assert_eq!(w.capacity(), MIN_BUCKETS);
-    /// let big = MapConfig::new().initial_buckets(1000); // rounded up to a power of two
+    /// let big = MapConfig::new().initial_buckets(1000); // exactly that many
     /// let w = BiHashMap::<u64, u64>::at(s.slot(1)).write_handle_with(s.writer(1), big).unwrap();
-    /// assert_eq!(w.capacity(), 1024);
+    /// assert_eq!(w.capacity(), 1000);
     /// ```
     pub fn initial_buckets(mut self, buckets: usize) -> Self {
         self.initial_buckets = buckets;
@@ -221,8 +220,7 @@ impl MapConfig {
     /// ```
     /// use bi_collections::map::MapConfig;
     ///
-    /// // Three u64 -> u64 entries per bucket line, half of them used: 2,000 buckets
-    /// // (a write handle rounds them up to a power of two).
+    /// // Three u64 -> u64 entries per bucket line, half of them used: 2,000 buckets.
     /// assert_eq!(MapConfig::for_keys::<u64, u64>(3_000), MapConfig::new().initial_buckets(2_000));
     /// assert_eq!(MapConfig::for_keys::<u64, u64>(0), MapConfig::new().initial_buckets(1));
     /// ```
@@ -233,12 +231,7 @@ impl MapConfig {
     }
 
     pub(crate) fn start_buckets(&self, max: usize) -> usize {
-        let b = self
-            .initial_buckets
-            .max(MIN_BUCKETS)
-            .checked_next_power_of_two()
-            .unwrap_or(usize::MAX / 2 + 1);
-        b.min(max)
+        self.initial_buckets.max(MIN_BUCKETS).min(max)
     }
 }
 

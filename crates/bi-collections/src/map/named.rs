@@ -91,7 +91,7 @@ impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
     /// let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "orders").unwrap();
     /// let config = MapConfig::for_keys::<u64, u64>(3_000);
     /// let w = map.take_writer_with(&s.nodes[0], s.nodes[0].writer(heap).unwrap(), config).unwrap();
-    /// assert_eq!(w.capacity(), 2048);
+    /// assert_eq!(w.capacity(), 2000);
     /// ```
     pub fn take_writer_with<M: MemView, H: Heap>(
         &self,

@@ -345,9 +345,9 @@ pub(super) fn buckets_of<K: Stored, V: Stored>(
             "the map was built with key and value types of other sizes",
         ));
     }
-    if !buckets.is_power_of_two() || buckets as usize >= lines::MAX_LINES {
+    if buckets == 0 || buckets as usize >= lines::MAX_LINES {
         return Err(corrupt(
-            "a bucket array whose bucket count is not a power of two",
+            "a bucket array with no bucket or more than a table may have",
         ));
     }
     Ok(buckets as usize)

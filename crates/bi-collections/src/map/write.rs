@@ -1255,9 +1255,11 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         for pi in 0..self.partitions.len() {
             let part = &self.partitions[pi];
             let (len, buckets) = (part.len, part.buckets);
-            // Grow past half full (a bucket's line then rarely overflows), to half that.
+            // Grow past half full (a bucket's line then rarely overflows) to at least
+            // twice the buckets; shrink under an eighth full to a quarter to half full.
             let target = (len * 2 / per + 1).next_power_of_two();
             if len > buckets * per / 2 && buckets < self.max_buckets && len >= part.grow_after {
+                let target = target.max(buckets.saturating_mul(2));
                 if self.resize(pi, target.min(self.max_buckets)).is_err() {
                     // The map stays correct with longer chains; retry after more growth.
                     self.partitions[pi].grow_after = len + len / 2 + 1;

@@ -97,8 +97,9 @@ switches! {
         SnapshotRecollect,
         /// A delegation client does not write back the parcel holding a long key or value
         /// before it publishes the record that names it, nor the server a long old value's
-        /// reply (nor does it fence between the reply and the acknowledgement), so the
-        /// other side can read memory without them (`bi_collections::delegate`).
+        /// reply (nor does it fence between the reply or the result slots and the
+        /// acknowledgement), so the other side can read memory without them
+        /// (`bi_collections::delegate`).
         ParcelWriteback,
         /// A delegation server reads a parcel, and a client a reply, from its own cache
         /// without dropping the lines first, so a copy of what an earlier request left at
