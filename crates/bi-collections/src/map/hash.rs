@@ -42,7 +42,7 @@ pub(crate) fn partition_of(hash: u64, partitions: usize) -> usize {
 /// ```
 #[inline(always)]
 pub fn bucket_of(hash: u64, buckets: usize) -> usize {
-    ((hash & 0xffff_ffff) * buckets as u64 >> 32) as usize
+    (((hash & 0xffff_ffff) * buckets as u64) >> 32) as usize
 }
 
 #[cfg(test)]
