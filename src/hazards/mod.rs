@@ -49,6 +49,7 @@ mod pool_lock;
 mod prefetch_after_invalidate;
 mod resolution_failure;
 mod reuse_under_reader;
+mod second_bank_start;
 mod spinning_reader;
 mod stale_beyond_bound;
 mod stale_parcel;
@@ -215,6 +216,7 @@ pub fn catalog() -> Vec<Hazard> {
         barrier_without_invalidation::HAZARD,
         frontier_without_marks::HAZARD,
         value_overwritten_while_read::HAZARD,
+        second_bank_start::HAZARD,
         barrier_read_from_cache::HAZARD,
         clock_skew::HAZARD,
         half_written_line::HAZARD,

@@ -233,6 +233,12 @@ switches! {
         /// same superstep, on its partition or another, still read: the superstep folds a
         /// mix of old and new values (`bi_graph::RunOptions::faults`).
         ValueBanks,
+        /// A graph engine's partition in the periodic mode puts its initial values into
+        /// the first bank of value slots only, so a replica that reads the second bank
+        /// before a superstep's values reach memory reads the region's zeros as a value
+        /// (a distance of 0, a label of 0) that no superstep ever had
+        /// (`bi_graph::RunOptions::faults`).
+        SecondBankStart,
         /// A graph partition that is a process reads the other partitions' lines of the
         /// region barrier through its cache instead of dropping them first, so it keeps
         /// seeing the arrival counts it cached a superstep ago and waits until its cache

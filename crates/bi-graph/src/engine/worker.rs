@@ -411,7 +411,12 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
 
     fn init(&mut self) -> Result<(), GraphError> {
         let program = self.ctx.program;
-        let (first, _) = self.banks(0);
+        let (first, second) = self.banks(0);
+        // Reads that may be stale may also come before a bank's first values reach
+        // memory: both banks start with the initial values, so a stale read finds a
+        // value some superstep had, never the region's zeros.
+        let both =
+            self.ctx.stale_reads && second != first && !self.ctx.faults.has(Fault::SecondBankStart);
         let mut agg = program.aggregate_zero();
         let mut active = 0;
         for i in 0..self.plan.masters.len() {
@@ -424,7 +429,14 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let words = &words[..words_of::<P::Data>()];
             self.exchange
                 .put_value(i, first, words, meta(0, initially))?;
+            if both {
+                self.exchange
+                    .put_value(i, second, words, meta(0, initially))?;
+            }
             self.mdata.push(d);
+        }
+        if both {
+            self.exchange.refresh_values(second)?;
         }
         let (total, _) = self.exchange_values(first, agg, active, true)?;
         self.globals = program.globals(total);
