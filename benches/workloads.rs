@@ -32,7 +32,6 @@
 mod common;
 
 use bi::{Pool, PoolConfig, SharedMap};
-use bi_core::region::RegionConfig;
 use bi_kit::bench::{self as kit, Findings, Settings, Target};
 use bustle::{Collection, CollectionHandle, Mix, Workload};
 use std::collections::HashMap;
@@ -73,11 +72,8 @@ fn fresh_pool() -> Pool {
     let n = place.made.fetch_add(1, Ordering::Relaxed);
     let path = place.dir.path().join(format!("pool-{n}.bi"));
     let config = PoolConfig {
-        region: RegionConfig::new(POOL_BYTES)
-            .with_nodes(2)
-            .with_readers_per_node(64),
         pass_period: place.period,
-        ..PoolConfig::default()
+        ..PoolConfig::with_size(POOL_BYTES)
     };
     Pool::open(path, config).expect("a pool")
 }

@@ -96,6 +96,29 @@ impl Default for PoolConfig {
     }
 }
 
+impl PoolConfig {
+    /// The default configuration with a region of `bytes` bytes: every other parameter
+    /// of the pool's region (8 nodes, 512 readers per node, 16,384-entry log rings) stays.
+    /// Prefer it to a [`RegionConfig::new`] of that size, whose parameters suit small test
+    /// regions (its 1,024-entry log rings let a busy writer wait for room every few
+    /// hundred writes).
+    ///
+    /// ```
+    /// use bi::PoolConfig;
+    ///
+    /// let config = PoolConfig::with_size(1 << 30);
+    /// assert_eq!(config.region.size(), 1 << 30);
+    /// assert_eq!(config.region.log_ring_entries(), PoolConfig::default().region.log_ring_entries());
+    /// ```
+    pub fn with_size(bytes: usize) -> PoolConfig {
+        let default = PoolConfig::default();
+        PoolConfig {
+            region: default.region.with_size(bytes),
+            ..default
+        }
+    }
+}
+
 /// Why a pool could not be opened or used.
 ///
 /// ```

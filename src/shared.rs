@@ -514,6 +514,31 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
         Ok(self.reads.get_fresh(key)?)
     }
 
+    /// How many times the map's writer needed a larger table and the pool's heap could
+    /// not hold one (as this node reads the map). Writes still succeed then, with longer
+    /// bucket chains and slower lookups: a count above zero means the pool is too small
+    /// for the map (size it with [`Pool::map_with_capacity`](crate::Pool::map_with_capacity)'s
+    /// figures, or open a larger pool).
+    ///
+    /// ```
+    /// use bi::core::region::RegionConfig;
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let region = RegionConfig::new(1 << 20).with_nodes(2); // a small pool
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig { region, ..PoolConfig::default() }).unwrap();
+    /// let m = pool.map::<u64, u64>("m").unwrap();
+    /// let mut k = 0;
+    /// while m.failed_grows().unwrap() == 0 {
+    ///     m.insert(k, k).unwrap(); // never fails for lack of room to grow
+    ///     k += 1;
+    /// }
+    /// assert_eq!(m.get(&(k - 1)).unwrap(), Some(k - 1));
+    /// ```
+    pub fn failed_grows(&self) -> Result<u64, PoolError> {
+        Ok(self.reads.enter().failed_grows()?)
+    }
+
     /// The values of `keys`, in order, into `out` (cleared first), each as
     /// [`get`](Self::get) reads it, in one read section. The bucket lines of up to
     /// [`BATCH_AHEAD`](bi_collections::map::BATCH_AHEAD) keys are requested from memory

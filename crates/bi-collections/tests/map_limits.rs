@@ -294,3 +294,52 @@ fn iterate_after_resize(seed: u64) {
     all.sort();
     assert_eq!(all.len(), 40);
 }
+
+#[test]
+fn a_grow_the_heap_cannot_hold_is_counted_where_every_node_sees_it() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 17).with_nodes(2),
+        |c| c.seed(5),
+        config(),
+    );
+    let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    let mut k = 0u64;
+    // Until a grow fails, every insert succeeds; the one that needed it too.
+    while w.failed_grows() == 0 {
+        assert_eq!(w.insert(k, k).unwrap(), None, "key {k}");
+        k += 1;
+        assert!(k < 100_000, "the heap never ran short");
+    }
+    assert_eq!(w.failed_grows(), 1);
+    // The table holds more than it grows at (three entries a bucket, grown at half).
+    assert!(
+        w.len() > w.capacity() * 3 / 2,
+        "{} keys, {} buckets",
+        w.len(),
+        w.capacity()
+    );
+    s.quiesce_all().unwrap();
+    let r = map.read_handle(&s.nodes[1]).unwrap();
+    assert_eq!(r.enter().failed_grows().unwrap(), 1);
+    for j in 0..k {
+        assert_eq!(r.get(&j).unwrap(), Some(j), "key {j}");
+    }
+    // The same keys in a heap large enough: no grow fails.
+    let roomy = Setup::with(
+        RegionConfig::new(1 << 22).with_nodes(2),
+        |c| c.seed(5),
+        config(),
+    );
+    let map = BiHashMap::<u64, u64>::at(roomy.slot(0));
+    let mut w = map.write_handle(roomy.writer(0)).unwrap();
+    for j in 0..k {
+        w.insert(j, j).unwrap();
+    }
+    roomy.quiesce_all().unwrap();
+    let r = map.read_handle(&roomy.nodes[1]).unwrap();
+    assert_eq!(
+        (w.failed_grows(), r.enter().failed_grows().unwrap()),
+        (0, 0)
+    );
+}

@@ -34,7 +34,8 @@ pub(crate) const HEADER_BUCKETS: usize = 0;
 pub(crate) const HEADER_LAYOUT: usize = 1;
 /// Header word: the entry format.
 pub(crate) const HEADER_FORMAT: usize = 2;
-/// The layout word of arrays whose counters are their last line ("BIMAP" 2).
+/// The layout word of arrays whose counters are their last line, whose buckets are any
+/// count and whose counters record failed grows ("BIMAP" 3).
 pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x03\0");
 /// Counters word: the number of keys.
 pub(crate) const COUNTERS_LEN: usize = 0;
@@ -42,6 +43,9 @@ pub(crate) const COUNTERS_LEN: usize = 0;
 /// overflow line linked from them. A reader that finds the lines it read summing to
 /// another value read a mix of versions ([`snapshot`](super::snapshot)).
 pub(crate) const COUNTERS_SUM: usize = 1;
+/// Counters word: how many times the partition needed a larger table and the heap could
+/// not hold one, since the map was made (it then lives on with longer chains).
+pub(crate) const COUNTERS_FAILED_GROWS: usize = 2;
 
 /// The index of the counters line of an array of `buckets` buckets: its last.
 pub(crate) const fn counters_line(buckets: usize) -> usize {
@@ -130,10 +134,11 @@ impl BucketLine {
     }
 
     /// A counters line.
-    pub(crate) fn counters(len: usize, sum: u64) -> BucketLine {
+    pub(crate) fn counters(len: usize, sum: u64, failed_grows: u64) -> BucketLine {
         let mut c = BucketLine::default();
         c.0[COUNTERS_LEN] = len as u64;
         c.0[COUNTERS_SUM] = sum;
+        c.0[COUNTERS_FAILED_GROWS] = failed_grows;
         c
     }
 

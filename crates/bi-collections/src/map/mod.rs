@@ -96,10 +96,13 @@
 //!
 //! - **Memory**: a bucket is a whole line even for one key, and the table grows at half
 //!   its entries: about 64 to 128 bytes per `u64 -> u64` key (hashbrown uses about 20).
+//!   A grow the heap cannot hold leaves the table as it is, with longer chains; the
+//!   counters line counts it for every reader ([`MapRef::failed_grows`]).
+//! - **Writes pay two fences each** (a batch pays them once per 256 lines): the
+//!   rewritten lines and their log entries reach memory before the log's tail says they
+//!   are there.
 //! - **Large entries cost a line more**: keys and values over 48 bytes together live in
 //!   their own objects, and every update of one allocates and retires an object.
-//! - **Writes pay a fence each** (a batch pays one per 256 lines): a rewrite must reach
-//!   memory before it is logged.
 //! - **Line size**: at least 64 bytes; a larger line wastes the rest of each bucket.
 //!
 //! # Partitions

@@ -2,8 +2,8 @@
 //! invalidation on a miss, `len` and iteration.
 
 use super::bucket::{
-    ARRAY_LAYOUT, BucketLine, COUNTERS_LEN, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LAYOUT, LineLink,
-    Pair, Words, code, counters_line,
+    ARRAY_LAYOUT, BucketLine, COUNTERS_FAILED_GROWS, COUNTERS_LEN, HEADER_BUCKETS, HEADER_FORMAT,
+    HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, key_hash};
@@ -680,10 +680,36 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     /// assert_eq!(r.enter().len().unwrap(), 99);
     /// ```
     pub fn len(&self) -> Result<usize, CollectionError> {
-        let mut total = 0usize;
+        Ok(self.counters_total(COUNTERS_LEN)? as usize)
+    }
+
+    /// How many times a writer of the map needed a larger table and the heap could not
+    /// hold one, since the map was made (summed over partitions, each as published).
+    /// The map stays correct when a grow fails, but its chains grow longer and its
+    /// lookups slower: a count above zero says the pool is too small for the map (see
+    /// the map's [trade-offs](super#trade-offs) for what a key takes).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 1).unwrap();
+    /// let r = map.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().failed_grows().unwrap(), 0);
+    /// ```
+    pub fn failed_grows(&self) -> Result<u64, CollectionError> {
+        self.counters_total(COUNTERS_FAILED_GROWS)
+    }
+
+    /// The sum over partitions of word `word` of each partition's counters line.
+    fn counters_total(&self, word: usize) -> Result<u64, CollectionError> {
+        let mut total = 0u64;
         for p in 0..self.map.partitions() {
             let slot = self.map.partition_slot(p);
-            let len = self.guard.lazy(|entry| {
+            let value = self.guard.lazy(|entry| {
                 let (array, buckets) = match self.array(slot, entry)? {
                     None => return Ok(Search::Found(0)),
                     Some((None, _)) => return Ok(Search::Stale),
@@ -691,11 +717,11 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                 };
                 let counters = self.guard.line(array, counters_line(buckets))?;
                 Ok::<_, CollectionError>(match self.guard.fetch_via(entry, counters, |l| *l)? {
-                    Fetch::Value(c) => Search::Found(c.0[COUNTERS_LEN]),
+                    Fetch::Value(c) => Search::Found(c.0[word]),
                     Fetch::Null | Fetch::Stale => Search::Stale,
                 })
             })?;
-            total += len.unwrap_or(0) as usize;
+            total = total.wrapping_add(value.unwrap_or(0));
         }
         Ok(total)
     }

@@ -19,8 +19,8 @@
 //! meets every key that stays (see the [map docs](super)).
 
 use super::bucket::{
-    ARRAY_LAYOUT, BucketLine, Format, HEADER_BUCKETS, HEADER_FORMAT, HEADER_LAYOUT, LineLink, Pair,
-    Words, code, counters_line,
+    ARRAY_LAYOUT, BucketLine, COUNTERS_FAILED_GROWS, Format, HEADER_BUCKETS, HEADER_FORMAT,
+    HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
 use super::{BiHashMap, MapConfig, key_hash};
@@ -106,6 +106,8 @@ struct Partition<K, V> {
     sum: u64,
     /// A failed grow is not retried before the partition holds this many keys.
     grow_after: usize,
+    /// Grows the heap could not hold, as the counters say.
+    failed_grows: u64,
 }
 
 impl<K, V> Partition<K, V> {
@@ -120,6 +122,7 @@ impl<K, V> Partition<K, V> {
             len: 0,
             sum: 0,
             grow_after: 0,
+            failed_grows: 0,
         }
     }
 }
@@ -253,7 +256,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let buckets = handle.min_buckets;
         for p in parts {
             let slot = map.partition_slot(p);
-            let (array, sum) = handle.build_array(buckets, 0, Vec::new(), 0, |_| None)?;
+            let (array, sum) = handle.build_array(buckets, 0, Vec::new(), 0, 0, |_| None)?;
             if let Err(e) = handle.writer.publish_lines(slot, array) {
                 let _ = handle.writer.discard_lines(array);
                 return Err(e.into());
@@ -364,7 +367,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             part.sum = stamp_sum(&writer, buckets.chain(overflow.map(|l| (l, 0))))?;
             let at = counters_line(part.buckets);
             let counters: BucketLine = writer.read_own_line(part.array, at)?;
-            let fixed = BucketLine::counters(part.len, part.sum);
+            part.failed_grows = counters.0[COUNTERS_FAILED_GROWS];
+            let fixed = BucketLine::counters(part.len, part.sum, part.failed_grows);
             if counters != fixed {
                 writer.rewrite_lines(&[(part.array, at, fixed)])?;
             }
@@ -451,6 +455,23 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// ```
     pub fn into_writer(self) -> Writer<M, H> {
         self.writer
+    }
+
+    /// Grows of the partitions this handle writes that the heap could not hold
+    /// ([`MapRef::failed_grows`](super::MapRef::failed_grows) reads it on any node).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.insert(1, 1).unwrap();
+    /// assert_eq!(w.failed_grows(), 0);
+    /// ```
+    pub fn failed_grows(&self) -> u64 {
+        self.partitions.iter().map(|p| p.failed_grows).sum()
     }
 
     /// Keys in the partitions this handle writes.
@@ -1121,7 +1142,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             Some(e) => Err(e),
             None => {
                 let at = counters_line(self.partitions[pi].buckets);
-                rewrites.push((array, at, BucketLine::counters(len, sum)));
+                let failed = self.partitions[pi].failed_grows;
+                rewrites.push((array, at, BucketLine::counters(len, sum, failed)));
                 self.writer
                     .rewrite_lines(&rewrites)
                     .map_err(CollectionError::from)
@@ -1262,7 +1284,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 let target = target.max(buckets.saturating_mul(2));
                 if self.resize(pi, target.min(self.max_buckets)).is_err() {
                     // The map stays correct with longer chains; retry after more growth.
-                    self.partitions[pi].grow_after = len + len / 2 + 1;
+                    // The counters say so, for every reader to see.
+                    let part = &mut self.partitions[pi];
+                    part.grow_after = len + len / 2 + 1;
+                    part.failed_grows += 1;
+                    let failed = part.failed_grows;
+                    let (array, at) = (part.array, counters_line(part.buckets));
+                    let counters = BucketLine::counters(len, part.sum, failed);
+                    self.writer.rewrite_lines(&[(array, at, counters)])?;
                 }
             } else if len < buckets * per / 8 && buckets > self.min_buckets {
                 // A failed shrink (heap exhausted) leaves the larger table in place.
@@ -1283,6 +1312,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         len: usize,
         heads: Vec<Option<LineLink>>,
         overflow: u64,
+        failed_grows: u64,
         first: impl Fn(usize) -> Option<BucketLine>,
     ) -> Result<(LineLink, u64), CollectionError> {
         let mut lines = Vec::with_capacity(counters_line(buckets) + 1);
@@ -1292,7 +1322,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
             lines.push(l);
         }
-        lines.push(BucketLine::counters(len, 0));
+        lines.push(BucketLine::counters(len, 0, failed_grows));
         let array = self.writer.alloc_lines(&lines)?;
         let counted = self.writer.line_stamp(array, 1).and_then(|stamp| {
             // Every line of a new array carries the array's one stamp.
@@ -1300,7 +1330,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 .raw()
                 .wrapping_mul(buckets as u64)
                 .wrapping_add(overflow);
-            let counters = BucketLine::counters(len, sum);
+            let counters = BucketLine::counters(len, sum, failed_grows);
             self.writer
                 .rewrite_lines(&[(array, counters_line(buckets), counters)])?;
             Ok(sum)
@@ -1378,11 +1408,11 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             overflow.insert(b, rest);
             heads[b] = Some(next);
         }
-        let len = self.partitions[pi].len;
+        let (len, failed) = (self.partitions[pi].len, self.partitions[pi].failed_grows);
         let published = built
             .and_then(|()| Ok(stamp_sum(&self.writer, allocated.iter().map(|&l| (l, 0)))?))
             .and_then(|overflow| {
-                self.build_array(buckets, len, heads, overflow, |b| Some(firsts[b]))
+                self.build_array(buckets, len, heads, overflow, failed, |b| Some(firsts[b]))
             })
             .and_then(|(array, sum)| {
                 let slot = self.partitions[pi].slot;

@@ -998,11 +998,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         &mut self,
         mut f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
-        let start = Instant::now();
+        // Read the clock only once the log is full: most calls never wait.
+        let mut start = None;
         loop {
             match f(self) {
                 Err(BiError::LogFull { .. })
-                    if start.elapsed() < self.inner.config.log_full_timeout =>
+                    if start.get_or_insert_with(Instant::now).elapsed()
+                        < self.inner.config.log_full_timeout =>
                 {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
