@@ -12,7 +12,7 @@ use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::{BiError, BiGuard, Entry, Fault, Fetch, Link, Reader, Search, Stamp, lines};
 use std::borrow::Borrow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::hash::Hash;
 
@@ -48,6 +48,11 @@ fn stale_or<T>(r: Result<T, CollectionError>) -> Result<Search<T>, CollectionErr
 pub struct MapReadHandle<K, V, M: MemView> {
     map: BiHashMap<K, V>,
     reader: Reader<M>,
+    /// The last array this handle validated the header of (its link) and its bucket
+    /// count: a header is written once, before its array is published, and a link's
+    /// generation names one array, so a lookup that finds the same link in the root slot
+    /// need not read the header again.
+    known: Cell<(u64, usize)>,
 }
 
 /// The entries as this node reads them (in no particular order).
@@ -75,7 +80,11 @@ where
 
 impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
     pub(super) fn new(map: BiHashMap<K, V>, reader: Reader<M>) -> Self {
-        MapReadHandle { map, reader }
+        MapReadHandle {
+            map,
+            reader,
+            known: Cell::new((0, 0)),
+        }
     }
 
     /// The map.
@@ -137,6 +146,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
         MapRef {
             map: self.map,
             guard: self.reader.enter(),
+            known: &self.known,
         }
     }
 
@@ -247,6 +257,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapReadHandle<K, V, M> {
 pub struct MapRef<'r, K, V, M: MemView> {
     pub(super) map: BiHashMap<K, V>,
     pub(super) guard: BiGuard<'r, M>,
+    /// The handle's last validated array and its bucket count.
+    known: &'r Cell<(u64, usize)>,
 }
 
 /// The entries as a map (`{k: v, ...}`, in no particular order); a failed read shows as
@@ -628,36 +640,31 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     }
 
     /// The array in the partition's root slot and its bucket count, read through `entry`:
-    /// `None` for an empty slot, `Some((None, _))` when the array does not validate.
+    /// `None` for an empty slot, `Some((None, _))` when the array does not validate. The
+    /// header is read only for an array this handle has not validated before.
     #[inline(always)]
     fn array(
         &self,
         slot: usize,
         entry: Entry,
     ) -> Result<Option<(Option<LineLink>, usize)>, CollectionError> {
-        Ok(self
-            .header(slot, entry)?
-            .map(|(array, header)| (array, header.0[HEADER_BUCKETS] as usize)))
-    }
-
-    /// The array in the partition's root slot and its header line, read through `entry`.
-    #[inline(always)]
-    fn header(
-        &self,
-        slot: usize,
-        entry: Entry,
-    ) -> Result<Option<(Option<LineLink>, BucketLine)>, CollectionError> {
         let g = &self.guard;
-        let array = LineLink::from_raw(g.slot_word(slot, entry)?);
+        let raw = g.slot_word(slot, entry)?;
+        let array = LineLink::from_raw(raw);
         if array.is_null() {
             return Ok(None);
         }
+        let (known, buckets) = self.known.get();
+        if known == raw {
+            return Ok(Some((Some(array), buckets)));
+        }
         let header = match g.fetch_via(entry, g.line(array, 0)?, |l| *l)? {
             Fetch::Value(h) => h,
-            Fetch::Null | Fetch::Stale => return Ok(Some((None, BucketLine::default()))),
+            Fetch::Null | Fetch::Stale => return Ok(Some((None, 0))),
         };
-        buckets_of::<K, V>(&header)?;
-        Ok(Some((Some(array), header)))
+        let buckets = buckets_of::<K, V>(&header)?;
+        self.known.set((raw, buckets));
+        Ok(Some((Some(array), buckets)))
     }
 
     /// Number of keys, as published: each partition's count is one line (its array's
