@@ -491,16 +491,7 @@ impl<M: MemView + 'static> Pool<M> {
 
     /// The node's writer, over a heap of the extents of the structure at `slot`.
     fn writer_for(&self, slot: usize) -> Result<bi_core::runtime::Writer<M, NodeHeap>, PoolError> {
-        if self.rt.is_joined() {
-            let node = self.rt.node();
-            return Err(BiError::NotRunner { node }.into());
-        }
-        let extents = Extents::new(self.rt.clone(), slot as u64).map_err(AllocError::Heap)?;
-        let heap = extents.heap().map_err(AllocError::Heap)?;
-        match self.rt.writer(heap) {
-            Err(BiError::WriterTaken { .. }) => Err(PoolError::WriterTaken),
-            r => Ok(r?),
-        }
+        writer_in(&self.rt, slot)
     }
 
     /// The map named `name` (made if missing), as its writer: a live writer elsewhere is
@@ -599,5 +590,23 @@ impl<M: MemView + 'static> Pool<M> {
     ) -> Result<TreeReadHandle<K, V, M>, PoolError> {
         let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
         Ok(tree.read_handle(&self.rt)?)
+    }
+}
+
+/// The writer of `rt`'s node for the structure whose slot is `slot`, over the heap of
+/// the extents granted to it.
+pub(crate) fn writer_in<M: MemView + 'static>(
+    rt: &NodeRuntime<M>,
+    slot: usize,
+) -> Result<bi_core::runtime::Writer<M, NodeHeap>, PoolError> {
+    if rt.is_joined() {
+        let node = rt.node();
+        return Err(BiError::NotRunner { node }.into());
+    }
+    let extents = Extents::new(rt.clone(), slot as u64).map_err(AllocError::Heap)?;
+    let heap = extents.heap().map_err(AllocError::Heap)?;
+    match rt.writer(heap) {
+        Err(BiError::WriterTaken { .. }) => Err(PoolError::WriterTaken),
+        r => Ok(r?),
     }
 }

@@ -47,14 +47,23 @@
 //!
 //! # When the writer dies
 //!
-//! A remote write waiting on a dead writer times out
-//! ([`DelegationError::Timeout`]); it stays in the channel. The process that takes the
-//! role next reports every request it finds unacknowledged as failed
-//! ([`DelegationError::WriterDied`]) and applies none of them, so no request is applied
-//! twice; the dead writer may have applied some before dying (the outcome of a request
-//! to a process that died is unknown, as with any RPC), so read the structure before
-//! sending again.
+//! **A structure always gets a writer back.** A remote handle watches its writer: an
+//! acknowledgement shows it alive; after half a node lease without one, the handle reads
+//! the writer's record before it sends. Once the writer's lease has lapsed (its process
+//! died, or gave the role up), the next write of any handle of the process takes the
+//! role, adopting what the dead writer left, and applies the write here; the process
+//! serves the others from then on. So a writer restarted while its dead predecessor's
+//! lease runs, which opens as a remote handle, becomes the writer on its first write
+//! after the lease, with no loop in user code.
 //!
+//! A write sent before the lease lapsed waits for the dead process until the client
+//! timeout and fails ([`DelegationError::Timeout`]); the handle then takes the role if
+//! the lease has lapsed. The process that takes the role (this one or another) reports
+//! every request it finds unacknowledged as failed ([`DelegationError::WriterDied`]) and
+//! applies none of them, so no request is applied twice; the dead writer may have
+//! applied some before dying (the outcome of a request to a process that died is
+//! unknown, as with any RPC), so read the structure before sending again.
+
 //! # What reads see
 //!
 //! Reads never leave the reading node and never wait: [`get`](Shared::get) answers
@@ -84,26 +93,28 @@
 //! - **One serving thread per writer process**, taking the same lock as the process's
 //!   own writes: writes are serialized, as with any single writer.
 
+use crate::pool::writer_in;
 use crate::pool::{Pool, PoolError};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
     DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome, ServeTotals,
 };
-use bi_collections::map::{MapConfig, MapReadHandle, MapWriteHandle};
-use bi_collections::tree::{TreeReadHandle, TreeWriteHandle};
+use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
+use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{
     ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Refresh, Stored, compared_value,
     found_value,
 };
 use bi_core::mem::{Hardware, MemView};
-use bi_core::runtime::BiError;
+use bi_core::runtime::{BiError, NodeRuntime};
 use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A map every process of the pool reads and writes ([`Pool::map`]).
 pub type SharedMap<K, V, M = Hardware> =
@@ -120,18 +131,122 @@ pub struct Shared<K: Stored, V: Stored, W, R, M: MemView = Hardware> {
     writes: Arc<Writes<K, V, W, M>>,
 }
 
-/// How this process writes a structure.
-enum Writes<K: Stored, V: Stored, W, M: MemView> {
-    /// It holds the writer role: writes apply here, and a thread serves the others.
-    Local {
-        writer: Arc<Mutex<W>>,
-        /// The thread serving the other processes (it stops with the last handle).
-        serving: Server,
-    },
-    /// Another process holds it: writes go through this node's client.
-    Remote(Box<Mutex<DelegationClient<M, K, V>>>),
+/// How this process writes a structure: shared by every handle of it in the process.
+struct Writes<K: Stored, V: Stored, W, M: MemView> {
+    /// Set once this process holds the writer role, and then for good.
+    local: OnceLock<Local<W>>,
+    /// While another process holds the role: this node's client of its area.
+    remote: Option<Remote<K, V, W, M>>,
     /// This process joined another's node: it reads only.
-    ReadOnly { node: usize },
+    read_only: Option<usize>,
+}
+
+/// This process holds the writer role: writes apply here, and a thread serves the
+/// others.
+struct Local<W> {
+    writer: Arc<Mutex<W>>,
+    /// The thread serving the other processes (it stops with the last handle).
+    serving: Server,
+}
+
+/// Another process holds the writer role: writes go through this node's client, and
+/// the role is taken here once that process is gone.
+struct Remote<K: Stored, V: Stored, W, M: MemView> {
+    client: Mutex<DelegationClient<M, K, V>>,
+    layout: DelegationLayout<K, V>,
+    /// Takes the writer role (adopting the structure), or says who holds it.
+    take: TakeWriter<W>,
+    /// Held while the role is being taken, so that one thread takes it.
+    taking: Mutex<()>,
+    name: String,
+    /// This node's runtime and the structure's slot, to tell whether its writer lives.
+    rt: NodeRuntime<M>,
+    slot: usize,
+    /// When the writer last showed it was alive (an acknowledgement, or its record),
+    /// and how long that stands: half the node lease.
+    seen_alive: Mutex<Instant>,
+    trust: Duration,
+}
+
+impl<K: Stored, V: Stored, W, M: MemView> Remote<K, V, W, M> {
+    /// Whether the writer may be gone: an earlier write of this node is unanswered, or
+    /// nothing showed it alive for half a lease and its record, read now, says so.
+    fn writer_may_be_gone(&self) -> Result<bool, PoolError> {
+        let stuck = {
+            let client = lock(&self.client)?;
+            client.sent() > client.applied()
+        };
+        let mut seen = lock(&self.seen_alive)?;
+        if !stuck && seen.elapsed() < self.trust {
+            return Ok(false);
+        }
+        if self.rt.writer_held(self.slot)? && !stuck {
+            *seen = Instant::now();
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// An acknowledgement came: the writer lives.
+    fn answered(&self) -> Result<(), PoolError> {
+        *lock(&self.seen_alive)? = Instant::now();
+        Ok(())
+    }
+}
+
+/// How a process takes a structure's writer role.
+type TakeWriter<W> = Box<dyn Fn() -> Result<W, PoolError> + Send + Sync>;
+
+/// What a handle does with a write now.
+enum Now<'a, K: Stored, V: Stored, W, M: MemView> {
+    Local(&'a Local<W>),
+    Remote(&'a Remote<K, V, W, M>),
+    ReadOnly(usize),
+}
+
+impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
+    fn now(&self) -> Now<'_, K, V, W, M> {
+        match (self.local.get(), &self.remote) {
+            (Some(local), _) => Now::Local(local),
+            (None, Some(remote)) => Now::Remote(remote),
+            (None, None) => Now::ReadOnly(self.read_only.unwrap_or(0)),
+        }
+    }
+}
+
+impl<K, V, W, M> Writes<K, V, W, M>
+where
+    K: Stored + Send + Sync,
+    V: Stored + Send + Sync,
+    W: ApplyBatch<K, V> + Send + 'static,
+    M: MemView + 'static,
+{
+    /// Takes the writer role if the process that held it is gone (its lease lapsed, or
+    /// it gave the role up): from then on this process applies the writes, its own and
+    /// the other processes'. Whether this process now writes.
+    fn take_role(&self) -> Result<bool, PoolError> {
+        let Some(remote) = &self.remote else {
+            return Ok(self.local.get().is_some());
+        };
+        let _one = lock(&remote.taking)?;
+        if self.local.get().is_some() {
+            return Ok(true);
+        }
+        match (remote.take)() {
+            Ok(writer) => {
+                let view = lock(&remote.client)?.view().clone();
+                let local = serve(&remote.name, view, remote.layout, writer)?;
+                // Only this thread sets it (under `taking`).
+                let _ = self.local.set(local);
+                Ok(true)
+            }
+            Err(
+                PoolError::WriterTaken
+                | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive { .. })),
+            ) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// The serving thread of a writer process; stopped (after draining what was sent) when
@@ -213,10 +328,10 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// ```
 impl<K: Stored, V: Stored, W, R: fmt::Debug, M: MemView> fmt::Debug for Shared<K, V, W, R, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let role = match &*self.writes {
-            Writes::Local { .. } => "writer",
-            Writes::Remote(_) => "remote",
-            Writes::ReadOnly { .. } => "read-only",
+        let role = match self.writes.now() {
+            Now::Local(_) => "writer",
+            Now::Remote(_) => "remote",
+            Now::ReadOnly(_) => "read-only",
         };
         f.debug_struct("Shared")
             .field("role", &role)
@@ -225,7 +340,14 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug, M: MemView> fmt::Debug for Shared<K
     }
 }
 
-impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Shared<K, V, W, R, M> {
+impl<K, V, W, R, M> Shared<K, V, W, R, M>
+where
+    K: Stored + Send + Sync,
+    V: Stored + Send + Sync,
+    W: ApplyBatch<K, V> + Send + 'static,
+    R: Refresh<K>,
+    M: MemView + 'static,
+{
     /// Inserts or replaces; returns the value the key had.
     ///
     /// ```
@@ -358,19 +480,23 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
         while entries.peek().is_some() {
             ops.clear();
             ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
-            match &*self.writes {
-                Writes::Local { writer, .. } => {
-                    lock(writer)?.apply_batch(&ops)?;
+            match self.writes.now() {
+                Now::Local(local) => {
+                    lock(&local.writer)?.apply_batch(&ops)?;
                 }
-                Writes::Remote(client) => {
-                    lock(client)?.send_batch(&ops)?;
+                Now::Remote(remote) => {
+                    lock(&remote.client)?.send_batch(&ops)?;
                 }
-                Writes::ReadOnly { node } => return Err(BiError::NotRunner { node: *node }.into()),
+                Now::ReadOnly(node) => return Err(BiError::NotRunner { node }.into()),
             }
             total += ops.len();
         }
-        if let Writes::Remote(client) = &*self.writes {
-            lock(client)?.flush()?;
+        if let Now::Remote(remote) = self.writes.now() {
+            let flushed = lock(&remote.client)?.flush();
+            if let Err(e) = flushed {
+                self.after_failure(&e)?;
+                return Err(e.into());
+            }
         }
         Ok(total)
     }
@@ -378,8 +504,15 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
     /// Applies `op` under `guard` here or at the writer; the value found at the key,
     /// `Ok` if the operation applied, `Err` if the guard refused it.
     fn write(&self, op: Op<K, V>, guard: Guard<V>) -> Result<Decided<V>, PoolError> {
-        match &*self.writes {
-            Writes::Local { writer, .. } => {
+        if let Now::Remote(remote) = self.writes.now()
+            && remote.writer_may_be_gone()?
+        {
+            // Its lease lapsed (or it gave the role up): this process takes the role
+            // before it sends anything more, and applies the write itself.
+            self.writes.take_role()?;
+        }
+        match self.writes.now() {
+            Now::Local(Local { writer, .. }) => {
                 let mut found = Vec::with_capacity(1);
                 let guards = std::slice::from_ref(&guard);
                 lock(writer)?.apply_guarded(&[op], guards, V::same, &mut found)?;
@@ -389,18 +522,42 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
                         reason: "the writer's handle reported no old value",
                     }))
             }
-            Writes::Remote(client) => {
+            Now::Remote(remote) => {
                 let key = match &op {
                     Op::Insert(k, _) | Op::Remove(k) => k.clone(),
                 };
-                let found = lock(client)?.request(op, guard)?;
+                // The client's lock goes before a failure is handled (taking the role
+                // takes it again).
+                let sent = lock(&remote.client)?.request(op, guard);
+                let found = match sent {
+                    Ok(found) => {
+                        remote.answered()?;
+                        found
+                    }
+                    Err(e) => {
+                        self.after_failure(&e)?;
+                        return Err(e.into());
+                    }
+                };
                 // Acknowledged, so published: this node's next read of the key comes from
                 // memory (read-your-writes), not from what its cache had before the write.
                 self.reads.refresh(&key)?;
                 Ok(found)
             }
-            Writes::ReadOnly { node } => Err(BiError::NotRunner { node: *node }.into()),
+            Now::ReadOnly(node) => Err(BiError::NotRunner { node }.into()),
         }
+    }
+
+    /// After a remote write failed: if the writer timed out or died, take its role
+    /// when its lease has lapsed, so that the next write applies here.
+    fn after_failure(&self, e: &CollectionError) -> Result<(), PoolError> {
+        if let CollectionError::Delegation(
+            DelegationError::Timeout { .. } | DelegationError::WriterDied { .. },
+        ) = e
+        {
+            self.writes.take_role()?;
+        }
+        Ok(())
     }
 
     /// The nodes whose channels this process's serving thread found holding what no
@@ -418,8 +575,9 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
     /// assert!(m.broken_clients().is_empty());
     /// ```
     pub fn broken_clients(&self) -> Vec<(usize, String)> {
-        match &*self.writes {
-            Writes::Local { serving, .. } => serving
+        match self.writes.now() {
+            Now::Local(local) => local
+                .serving
                 .broken
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -430,7 +588,7 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
 
     /// Whether this process is the structure's writer (writes apply here).
     pub fn is_writer(&self) -> bool {
-        matches!(&*self.writes, Writes::Local { .. })
+        matches!(self.writes.now(), Now::Local(_))
     }
 
     /// The writer's own handle, locked, for everything else it offers (`retain`,
@@ -450,8 +608,8 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
     /// assert_eq!(counts.insert(7, 0).unwrap(), Some(2));
     /// ```
     pub fn writer(&self) -> Result<Option<MutexGuard<'_, W>>, PoolError> {
-        match &*self.writes {
-            Writes::Local { writer, .. } => Ok(Some(lock(writer)?)),
+        match self.writes.now() {
+            Now::Local(local) => Ok(Some(lock(&local.writer)?)),
             _ => Ok(None),
         }
     }
@@ -462,7 +620,9 @@ impl<K: Stored, V: Stored, W: ApplyBatch<K, V>, R: Refresh<K>, M: MemView> Share
     }
 }
 
-impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
+impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 'static>
+    SharedMap<K, V, M>
+{
     /// The value of `key` as this node reads it: the version its cache holds, at most
     /// one staleness bound old, with this process's own writes (see
     /// [What reads see](crate::shared#what-reads-see)). A miss costs what a hit costs.
@@ -588,8 +748,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> SharedMap<K, V, M> {
     /// assert_eq!(writer.get(&7).unwrap(), Some(3));
     /// ```
     pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, PoolError> {
-        if let Writes::Local { writer, .. } = &*self.writes {
-            return Ok(lock(writer)?.update(key, f)?);
+        if let Now::Local(local) = self.writes.now() {
+            return Ok(lock(&local.writer)?.update(key, f)?);
         }
         loop {
             let Some(seen) = self.reads.get_fresh(&key)? else {
@@ -688,9 +848,12 @@ impl<M: MemView + 'static> Pool<M> {
         name: &str,
         config: MapConfig,
     ) -> Result<SharedMap<K, V, M>, PoolError> {
+        let map = BiHashMap::<K, V>::named(self.region(), self.runtime(), name)?;
+        let rt = self.runtime().clone();
+        let take = move || Ok(map.take_writer_with(&rt, writer_in(&rt, map.slot())?, config)?);
         Ok(Shared {
             reads: self.map_reader(name)?,
-            writes: self.writes(name, || self.map_writer_with(name, config))?,
+            writes: self.writes(name, map.slot(), take)?,
         })
     }
 
@@ -709,9 +872,12 @@ impl<M: MemView + 'static> Pool<M> {
         &self,
         name: &str,
     ) -> Result<SharedTree<K, V, M>, PoolError> {
+        let tree = BiTree::<K, V>::named(self.region(), self.runtime(), name)?;
+        let rt = self.runtime().clone();
+        let take = move || Ok(tree.take_writer(&rt, writer_in(&rt, tree.slot())?)?);
         Ok(Shared {
             reads: self.tree_reader(name)?,
-            writes: self.writes(name, || self.tree_writer(name))?,
+            writes: self.writes(name, tree.slot(), take)?,
         })
     }
 
@@ -719,7 +885,8 @@ impl<M: MemView + 'static> Pool<M> {
     fn writes<K, V, W>(
         &self,
         name: &str,
-        take: impl FnOnce() -> Result<W, PoolError>,
+        slot: usize,
+        take: impl Fn() -> Result<W, PoolError> + Send + Sync + 'static,
     ) -> Result<Arc<Writes<K, V, W, M>>, PoolError>
     where
         K: Stored + Send + Sync,
@@ -743,7 +910,7 @@ impl<M: MemView + 'static> Pool<M> {
                 return Ok(w);
             }
         }
-        let writes = Arc::new(self.new_writes(name, take)?);
+        let writes = Arc::new(self.new_writes(name, slot, take)?);
         let any: Arc<dyn Any + Send + Sync> = writes.clone();
         open.push((name.to_owned(), Arc::downgrade(&any)));
         Ok(writes)
@@ -752,7 +919,8 @@ impl<M: MemView + 'static> Pool<M> {
     fn new_writes<K, V, W>(
         &self,
         name: &str,
-        take: impl FnOnce() -> Result<W, PoolError>,
+        slot: usize,
+        take: impl Fn() -> Result<W, PoolError> + Send + Sync + 'static,
     ) -> Result<Writes<K, V, W, M>, PoolError>
     where
         K: Stored + Send + Sync,
@@ -760,54 +928,29 @@ impl<M: MemView + 'static> Pool<M> {
         W: ApplyBatch<K, V> + Send + 'static,
     {
         let rt = self.runtime();
+        let mut writes = Writes {
+            local: OnceLock::new(),
+            remote: None,
+            read_only: None,
+        };
         if rt.is_joined() {
-            return Ok(Writes::ReadOnly { node: rt.node() });
+            writes.read_only = Some(rt.node());
+            return Ok(writes);
         }
         let clients = self.region().layout().config().nodes() as usize;
         let view = rt.view().clone();
         match take() {
             Ok(w) => {
-                let writer = Arc::new(Mutex::new(w));
                 let layout = DelegationLayout::named(self.region(), rt, name, clients, true)?
                     .ok_or(CollectionError::Corrupt {
                         reason: "the writer was granted no delegation area",
                     })?;
-                let structure = Locked(writer.clone());
-                let mut server = match DelegationServer::resume(view.clone(), layout, structure) {
-                    Err(CollectionError::Delegation(DelegationError::HeaderMismatch {
-                        field: "magic",
-                        found: 0,
-                        ..
-                    })) => DelegationServer::new(view, layout, Locked(writer.clone()))?,
-                    r => r?,
-                };
-                let stop = Arc::new(AtomicBool::new(false));
-                let stopping = stop.clone();
-                let broken = Arc::new(Mutex::new(Vec::new()));
-                let telling = broken.clone();
-                let tell = move |now: &[(usize, CollectionError)]| {
-                    let now = now.iter().map(|(node, e)| (*node, e.to_string())).collect();
-                    // A poisoned list is replaced whole: nothing of it is read.
-                    *telling.lock().unwrap_or_else(|e| e.into_inner()) = now;
-                };
-                let thread = std::thread::Builder::new()
-                    .name(format!("bi-serve-{name}"))
-                    .spawn(move || server.run_until_observed(&stopping, tell))
-                    .map_err(|_| CollectionError::Corrupt {
-                        reason: "no thread could be started to serve other processes",
-                    })?;
-                Ok(Writes::Local {
-                    writer,
-                    serving: Server {
-                        stop,
-                        thread: Some(thread),
-                        broken,
-                    },
-                })
+                let _ = writes.local.set(serve(name, view, layout, w)?);
+                Ok(writes)
             }
             // Another process writes it; or this process writes another structure (a
             // node runs one writer), and the structure has been served before: its
-            // writer is taken to be alive, and a request to a dead one times out.
+            // writer is taken to be alive until a write finds it gone.
             Err(
                 e @ (PoolError::WriterTaken
                 | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive {
@@ -821,9 +964,72 @@ impl<M: MemView + 'static> Pool<M> {
                     (None, _) => return Err(PoolError::NoWriterYet),
                 };
                 let client = DelegationClient::new(view, layout, rt.node())?;
-                Ok(Writes::Remote(Box::new(Mutex::new(client))))
+                let lease = rt.config().node_lease_ticks();
+                writes.remote = Some(Remote {
+                    client: Mutex::new(client),
+                    layout,
+                    take: Box::new(take),
+                    taking: Mutex::new(()),
+                    name: name.to_owned(),
+                    rt: rt.clone(),
+                    slot,
+                    seen_alive: Mutex::new(Instant::now()),
+                    trust: Duration::from_nanos(lease / 2),
+                });
+                Ok(writes)
             }
             Err(e) => Err(e),
         }
     }
+}
+
+/// Starts serving the other processes' writes of the structure `name` with `w`, this
+/// process's writer handle, through the delegation area `layout`: resumes the area a
+/// previous writer served (reporting what it left unacknowledged as failed), or sets up
+/// a new one.
+fn serve<K, V, W, M>(
+    name: &str,
+    view: M,
+    layout: DelegationLayout<K, V>,
+    w: W,
+) -> Result<Local<W>, PoolError>
+where
+    K: Stored + Send + Sync,
+    V: Stored + Send + Sync,
+    W: ApplyBatch<K, V> + Send + 'static,
+    M: MemView + 'static,
+{
+    let writer = Arc::new(Mutex::new(w));
+    let structure = Locked(writer.clone());
+    let mut server = match DelegationServer::resume(view.clone(), layout, structure) {
+        Err(CollectionError::Delegation(DelegationError::HeaderMismatch {
+            field: "magic",
+            found: 0,
+            ..
+        })) => DelegationServer::new(view, layout, Locked(writer.clone()))?,
+        r => r?,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    let broken = Arc::new(Mutex::new(Vec::new()));
+    let telling = broken.clone();
+    let tell = move |now: &[(usize, CollectionError)]| {
+        let now = now.iter().map(|(node, e)| (*node, e.to_string())).collect();
+        // A poisoned list is replaced whole: nothing of it is read.
+        *telling.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("bi-serve-{name}"))
+        .spawn(move || server.run_until_observed(&stopping, tell))
+        .map_err(|_| CollectionError::Corrupt {
+            reason: "no thread could be started to serve other processes",
+        })?;
+    Ok(Local {
+        writer,
+        serving: Server {
+            stop,
+            thread: Some(thread),
+            broken,
+        },
+    })
 }

@@ -123,8 +123,10 @@ pub enum DelegationError {
     },
     /// A client waited longer than its configured timeout (see
     /// [`ClientConfig`](super::ClientConfig)); the server is gone, stopped or
-    /// overloaded. Nothing is lost: a sent operation stays in the channel and may still
-    /// be applied later.
+    /// overloaded. The operation stays in the channel: a live server applies it later;
+    /// a server that takes the area over from a dead one reports it failed
+    /// ([`WriterDied`](Self::WriterDied)) and never applies it; the dead one may have
+    /// applied it before dying.
     Timeout {
         /// What the client was waiting for.
         waiting_for: WaitingFor,

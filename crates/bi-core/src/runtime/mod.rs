@@ -904,6 +904,27 @@ impl<V: MemView> NodeRuntime<V> {
         lock::lock(&self.inner, timeout)
     }
 
+    /// Whether the named structure whose slot is at `slot` has a writer now (this
+    /// process, or another whose node's lease runs), read from memory without the pool
+    /// lock: a process that sends its writes to another can tell that it is gone and
+    /// take the role ([`take_writer_role`](Self::take_writer_role)) instead of waiting.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let (slot, _) = s.region.structure(s.nodes[0].view(), "orders", 7, true).unwrap().unwrap();
+    /// assert!(!s.nodes[1].writer_held(slot).unwrap()); // never written
+    /// let role = s.nodes[0].take_writer_role(slot, Duration::from_secs(1)).unwrap();
+    /// assert!(s.nodes[1].writer_held(slot).unwrap());
+    /// drop(role);
+    /// assert!(!s.nodes[1].writer_held(slot).unwrap());
+    /// ```
+    pub fn writer_held(&self, slot: usize) -> Result<bool, BiError> {
+        role::held(self, slot)
+    }
+
     /// Takes the writer role of the named structure whose slot is at `slot` ([`role`]),
     /// under the pool lock (waiting at most `timeout` for it). A writer that is still
     /// alive (in this process or another) makes it [`BiError::WriterAlive`].

@@ -129,6 +129,13 @@ impl<V: MemView> Drop for Role<V> {
     }
 }
 
+/// Whether the structure whose slot is at `slot` has a writer now: its record, read from
+/// memory, names a holder that is this process or alive.
+pub(crate) fn held<V: MemView>(rt: &NodeRuntime<V>, slot: usize) -> Result<bool, BiError> {
+    let r = read(rt, slot + WRITER_RECORD_OFFSET)?;
+    Ok(r.holder != 0 && (r.holder == rt.inner.token || alive(rt, &r)?))
+}
+
 fn read<V: MemView>(rt: &NodeRuntime<V>, at: usize) -> Result<WriterRecord, BiError> {
     Ok(rt.view().load_from_memory(at)?)
 }
