@@ -1,5 +1,5 @@
 //! Whole workloads, as conc-map-bench runs them: `bi`'s map used the way a service uses
-//! it (`Pool::open`, then `pool.map::<u64, u64>`, one handle per thread) against
+//! it (`Pool::open`, then `pool.map::<u64, u64>`, one handle shared by the threads) against
 //! dashmap, papaya and `RwLock<HashMap>`, under `bustle`'s harness (the workload
 //! generator behind conc-map-bench, not written here).
 //!
@@ -78,12 +78,11 @@ fn fresh_pool() -> Pool {
     Pool::open(path, config).expect("a pool")
 }
 
-/// `bi`'s map: one pool per table, its writer's handle kept open (this process is the
-/// writer) and a handle per thread.
+/// `bi`'s map: one pool per table and one handle (this process is the writer), a clone
+/// of it per thread, as a service shares one handle.
 struct BiTable {
-    pool: Pool,
-    /// Keeps this process the writer (a handle is `Send`, not `Sync`).
-    _writer: std::sync::Mutex<SharedMap<u64, u64>>,
+    _pool: Pool,
+    map: SharedMap<u64, u64>,
 }
 
 struct BiHandle(SharedMap<u64, u64>);
@@ -96,12 +95,12 @@ impl Collection for BiTable {
             .map_with_capacity::<u64, u64>("workload", capacity)
             .expect("the map");
         BiTable {
-            pool,
-            _writer: std::sync::Mutex::new(writer),
+            _pool: pool,
+            map: writer,
         }
     }
     fn pin(&self) -> BiHandle {
-        BiHandle(self.pool.map::<u64, u64>("workload").expect("a handle"))
+        BiHandle(self.map.clone())
     }
 }
 

@@ -115,6 +115,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use thread_local::ThreadLocal;
 
 /// A map every process of the pool reads and writes ([`Pool::map`]).
 pub type SharedMap<K, V, M = Hardware> =
@@ -126,9 +127,53 @@ pub type SharedTree<K, V, M = Hardware> =
 
 /// A structure's handle in one process of the pool: reads on this node, writes applied
 /// here if this process is the writer, else sent to it. See the [module](self) docs.
-pub struct Shared<K: Stored, V: Stored, W, R, M: MemView = Hardware> {
-    reads: R,
+///
+/// A handle is `Send + Sync + Clone`: one handle (or its clones, which share everything)
+/// serves every thread and task of the process. Each thread that reads gets a read
+/// handle of its own (a reader record of the node) on its first read; when the thread
+/// ends, the next new thread reuses it, so short-lived threads take no more records
+/// than run at once.
+pub struct Shared<K: Stored, V: Stored, W, R: Send, M: MemView = Hardware> {
+    reads: Arc<Reads<R>>,
     writes: Arc<Writes<K, V, W, M>>,
+}
+
+impl<K: Stored, V: Stored, W, R: Send, M: MemView> Clone for Shared<K, V, W, R, M> {
+    fn clone(&self) -> Self {
+        Shared {
+            reads: self.reads.clone(),
+            writes: self.writes.clone(),
+        }
+    }
+}
+
+/// A structure's read handles in this process, one per thread that reads.
+struct Reads<R: Send> {
+    per_thread: ThreadLocal<R>,
+    /// Makes the calling thread's read handle.
+    open: OpenReader<R>,
+}
+
+/// How a thread's read handle is made.
+type OpenReader<R> = Box<dyn Fn() -> Result<R, PoolError> + Send + Sync>;
+
+impl<R: Send> Reads<R> {
+    /// The read handles made by `open`, the calling thread's made now (so that a
+    /// handle that cannot read fails when it is opened).
+    fn new(open: OpenReader<R>) -> Result<Arc<Self>, PoolError> {
+        let reads = Reads {
+            per_thread: ThreadLocal::new(),
+            open,
+        };
+        reads.here()?;
+        Ok(Arc::new(reads))
+    }
+
+    /// The calling thread's read handle, made on its first read.
+    #[inline]
+    fn here(&self) -> Result<&R, PoolError> {
+        self.per_thread.get_or_try(|| (self.open)())
+    }
 }
 
 /// How this process writes a structure: shared by every handle of it in the process.
@@ -326,17 +371,22 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// t.insert(1, 10).unwrap();
 /// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
 /// ```
-impl<K: Stored, V: Stored, W, R: fmt::Debug, M: MemView> fmt::Debug for Shared<K, V, W, R, M> {
+impl<K: Stored, V: Stored, W, R: fmt::Debug + Send, M: MemView> fmt::Debug
+    for Shared<K, V, W, R, M>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match self.writes.now() {
             Now::Local(_) => "writer",
             Now::Remote(_) => "remote",
             Now::ReadOnly(_) => "read-only",
         };
-        f.debug_struct("Shared")
-            .field("role", &role)
-            .field("entries", &self.reads)
-            .finish()
+        let mut d = f.debug_struct("Shared");
+        d.field("role", &role);
+        match self.reads.here() {
+            Ok(reads) => d.field("entries", reads),
+            Err(e) => d.field("entries", &format_args!("<unreadable: {e}>")),
+        };
+        d.finish()
     }
 }
 
@@ -345,7 +395,7 @@ where
     K: Stored + Send + Sync,
     V: Stored + Send + Sync,
     W: ApplyBatch<K, V> + Send + 'static,
-    R: Refresh<K>,
+    R: Refresh<K> + Send,
     M: MemView + 'static,
 {
     /// Inserts or replaces; returns the value the key had.
@@ -541,7 +591,7 @@ where
                 };
                 // Acknowledged, so published: this node's next read of the key comes from
                 // memory (read-your-writes), not from what its cache had before the write.
-                self.reads.refresh(&key)?;
+                self.reads.here()?.refresh(&key)?;
                 Ok(found)
             }
             Now::ReadOnly(node) => Err(BiError::NotRunner { node }.into()),
@@ -614,9 +664,9 @@ where
         }
     }
 
-    /// This node's read handle.
-    pub fn reads(&self) -> &R {
-        &self.reads
+    /// The calling thread's read handle on this node (made on its first read).
+    pub fn reads(&self) -> Result<&R, PoolError> {
+        self.reads.here()
     }
 }
 
@@ -646,7 +696,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
     {
-        Ok(self.reads.get(key)?)
+        Ok(self.reads.here()?.get(key)?)
     }
 
     /// The value of `key`, finding every insertion published before the call by any
@@ -671,7 +721,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
     {
-        Ok(self.reads.get_fresh(key)?)
+        Ok(self.reads.here()?.get_fresh(key)?)
     }
 
     /// How many times the map's writer needed a larger table and the pool's heap could
@@ -696,7 +746,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// assert_eq!(m.get(&(k - 1)).unwrap(), Some(k - 1));
     /// ```
     pub fn failed_grows(&self) -> Result<u64, PoolError> {
-        Ok(self.reads.enter().failed_grows()?)
+        Ok(self.reads.here()?.enter().failed_grows()?)
     }
 
     /// The values of `keys`, in order, into `out` (cleared first), each as
@@ -723,7 +773,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq,
     {
-        Ok(self.reads.get_many(keys, out)?)
+        Ok(self.reads.here()?.get_many(keys, out)?)
     }
 
     /// Replaces the value of `key` with `f` of it, only if the key is present; returns
@@ -752,7 +802,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
             return Ok(lock(&local.writer)?.update(key, f)?);
         }
         loop {
-            let Some(seen) = self.reads.get_fresh(&key)? else {
+            let Some(seen) = self.reads.here()?.get_fresh(&key)? else {
                 return Ok(None);
             };
             let new = f(&seen);
@@ -783,7 +833,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Ord + ?Sized,
     {
-        Ok(self.reads.get(key)?)
+        Ok(self.reads.here()?.get(key)?)
     }
 }
 
@@ -795,8 +845,9 @@ pub(crate) type OpenWrites = Mutex<Vec<(String, std::sync::Weak<dyn Any + Send +
 impl<M: MemView + 'static> Pool<M> {
     /// A handle of the map named `name` that reads on this node and writes from here
     /// whoever the writer is: this process becomes the writer if no live process is
-    /// (see [`shared`](crate::shared)). Every call makes a read handle of its own (one
-    /// per reading thread); the writes are shared by the process's handles.
+    /// (see [`shared`](crate::shared)). The handle is `Send + Sync + Clone`: share one
+    /// (or clones of it) between every thread of the process; each thread that reads
+    /// gets a reader record of its own. Handles opened again share the process's writes.
     ///
     /// ```
     /// use bi::{Pool, PoolConfig};
@@ -851,8 +902,10 @@ impl<M: MemView + 'static> Pool<M> {
         let map = BiHashMap::<K, V>::named(self.region(), self.runtime(), name)?;
         let rt = self.runtime().clone();
         let take = move || Ok(map.take_writer_with(&rt, writer_in(&rt, map.slot())?, config)?);
+        let rt = self.runtime().clone();
+        let open = move || Ok(map.read_handle(&rt)?);
         Ok(Shared {
-            reads: self.map_reader(name)?,
+            reads: Reads::new(Box::new(open))?,
             writes: self.writes(name, map.slot(), take)?,
         })
     }
@@ -875,8 +928,10 @@ impl<M: MemView + 'static> Pool<M> {
         let tree = BiTree::<K, V>::named(self.region(), self.runtime(), name)?;
         let rt = self.runtime().clone();
         let take = move || Ok(tree.take_writer(&rt, writer_in(&rt, tree.slot())?)?);
+        let rt = self.runtime().clone();
+        let open = move || Ok(tree.read_handle(&rt)?);
         Ok(Shared {
-            reads: self.tree_reader(name)?,
+            reads: Reads::new(Box::new(open))?,
             writes: self.writes(name, tree.slot(), take)?,
         })
     }

@@ -524,3 +524,40 @@ fn the_writer_reports_a_node_whose_channel_is_corrupt() {
         "the writer goes on"
     );
 }
+
+/// One handle serves every thread of a process: it is `Send + Sync + Clone`, 64 threads
+/// write and read through it at once, and 1,000 short-lived threads (more than the
+/// node's 512 reader records) read through it one batch after another, each thread's
+/// reader record handed on when it ends.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn one_handle_serves_every_thread() {
+    fn shareable<T: Send + Sync + Clone>() {}
+    shareable::<bi::SharedMap<u64, u64>>();
+    shareable::<bi::SharedTree<String, String>>();
+    let (_dir, here, there) = two_pools("threads");
+    let writer = here.map::<u64, u64>("m").unwrap();
+    let remote = there.map::<u64, u64>("m").unwrap();
+    std::thread::scope(|s| {
+        for t in 0..64u64 {
+            let (w, r) = (writer.clone(), &remote);
+            s.spawn(move || {
+                assert_eq!(r.insert(t, t).unwrap(), None);
+                assert_eq!(r.get(&t).unwrap(), Some(t)); // its own write, at once
+                assert_eq!(w.insert(1000 + t, t).unwrap(), None);
+            });
+        }
+    });
+    for batch in 0..125u64 {
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let r = remote.clone();
+                s.spawn(move || {
+                    let k = (batch * 8 + t) % 64;
+                    assert_eq!(r.get_fresh(&k).unwrap(), Some(k), "key {k}");
+                });
+            }
+        });
+    }
+    assert_eq!(writer.writer().unwrap().unwrap().len(), 128);
+}
