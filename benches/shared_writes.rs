@@ -22,6 +22,7 @@ use bi_kit::bench::{self as kit, Findings, Settings, Target};
 use bi::{Pool, PoolConfig};
 use std::hint::black_box;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 const NAME: &str = "shared_writes";
 const KEYS: u64 = 4096;
@@ -112,6 +113,9 @@ fn main() {
     );
     println!("  ratio remote / writer's shared       {:.2}", r / l);
     let strings = strings(&settings, &path, runs, n / 4);
+    pin(1);
+    let latency = latencies(&remote, quick);
+    latency.print();
 
     findings.ratio(
         "remote synchronous insert / local insert",
@@ -128,7 +132,122 @@ fn main() {
         strings,
         None,
     );
+    latency.record(&mut findings);
     common::write(&findings);
+}
+
+/// One remote insert at a time, timed one by one: back to back, then one every 2 ms
+/// (the serving thread has gone idle in between), and what the serving thread cost
+/// while idle.
+struct Latencies {
+    back_to_back: (f64, f64, usize),
+    paced: (f64, f64, usize),
+    /// The serving thread's share of a core while warm and once cold.
+    idle_cpu: Option<(f64, f64)>,
+}
+
+/// Remote insert latencies through `remote`: p50 and p99 in microseconds, back to back
+/// and paced; and the serving thread's share of a core over a second without requests.
+fn latencies(remote: &bi::SharedMap<u64, u64>, quick: bool) -> Latencies {
+    let (n, paced_n) = if quick {
+        (20_000, 500)
+    } else {
+        (100_000, 2_500)
+    };
+    let timed = |n: u64, gap: Option<Duration>| {
+        let mut us = Vec::with_capacity(n as usize);
+        let mut next = Instant::now();
+        for i in 0..n {
+            if let Some(gap) = gap {
+                next += gap;
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            let start = Instant::now();
+            black_box(remote.insert(i % KEYS, i).expect("insert"));
+            us.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        us.sort_by(f64::total_cmp);
+        let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+        (at(0.5), at(0.99), us.len())
+    };
+    let back_to_back = timed(n, None);
+    let paced = timed(paced_n, Some(Duration::from_millis(2)));
+    // The serving thread's share of a core over `span` from now.
+    let share = |span: Duration| {
+        let before = serving_cpu_ns()?;
+        let start = Instant::now();
+        std::thread::sleep(span);
+        let after = serving_cpu_ns()?;
+        Some(after.saturating_sub(before) as f64 / start.elapsed().as_nanos() as f64)
+    };
+    // Warm: within the first 100 ms after a request (less the spin and yields); cold:
+    // long after.
+    black_box(remote.insert(0, 0).expect("insert"));
+    std::thread::sleep(Duration::from_millis(5));
+    let warm = share(Duration::from_millis(80));
+    std::thread::sleep(Duration::from_millis(200));
+    let cold = share(Duration::from_secs(1));
+    let idle_cpu = warm.zip(cold);
+    Latencies {
+        back_to_back,
+        paced,
+        idle_cpu,
+    }
+}
+
+impl Latencies {
+    fn print(&self) {
+        let (b50, b99, bn) = self.back_to_back;
+        let (p50, p99, pn) = self.paced;
+        println!("remote insert latency, us (one at a time)");
+        println!("  back to back ({bn})        p50 {b50:7.1}  p99 {b99:7.1}  (targets 3 / 30)");
+        println!("  one every 2 ms ({pn})      p50 {p50:7.1}  p99 {p99:7.1}  (targets 20 / 200)");
+        match self.idle_cpu {
+            Some((warm, cold)) => println!(
+                "  serving thread while idle: {:.1}% of a core warm (within 100 ms of a request), {:.2}% cold",
+                warm * 100.0,
+                cold * 100.0
+            ),
+            None => println!("  serving thread while idle: not measured (no /proc)"),
+        }
+    }
+
+    fn record(&self, findings: &mut Findings) {
+        let (b50, b99, _) = self.back_to_back;
+        let (p50, p99, _) = self.paced;
+        let at_most = |t| Some(Target::AtMost(t));
+        findings.ratio("remote insert p50, back to back, us", b50, at_most(3.0));
+        findings.ratio("remote insert p99, back to back, us", b99, at_most(30.0));
+        findings.ratio("remote insert p50, one every 2 ms, us", p50, at_most(20.0));
+        findings.ratio("remote insert p99, one every 2 ms, us", p99, at_most(200.0));
+        if let Some((warm, cold)) = self.idle_cpu {
+            findings.ratio(
+                "serving thread's share of a core, idle and warm",
+                warm,
+                None,
+            );
+            findings.ratio(
+                "serving thread's share of a core, idle and cold",
+                cold,
+                None,
+            );
+        }
+    }
+}
+
+/// CPU time of the map's serving thread (named `bi-serve-shared`), from the kernel's
+/// scheduler statistics; `None` where there are none.
+fn serving_cpu_ns() -> Option<u64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == "bi-serve-shared" {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            return stat.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
 }
 
 /// Three pools of the region file at `path`, running nodes `first`, `first + 1` and

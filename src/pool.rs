@@ -29,8 +29,9 @@
 //! assert_ne!(writer_pool.node(), reader_pool.node());
 //! ```
 
-use crate::shared::OpenWrites;
+use crate::shared::{OpenWrites, Writing};
 use bi_alloc::{AllocError, Extents, NodeHeap};
+use bi_collections::delegate::{ClientConfig, Idle};
 use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{CollectionError, Stored};
@@ -76,12 +77,21 @@ pub struct PoolConfig {
     pub runtime: RuntimeConfig,
     /// How often the background pass runs.
     pub pass_period: Duration,
+    /// How a writer's serving thread waits while no other process writes (by default
+    /// 15 us naps for 100 ms after a request, then up to 1 ms: see [`Idle`] for the
+    /// latency and the CPU it costs).
+    pub serving: Idle,
+    /// How long a write from a process that does not hold the writer role waits for the
+    /// writer (for room in its channel, then for the acknowledgement) before it fails
+    /// with [`DelegationError::Timeout`](bi_collections::delegate::DelegationError::Timeout).
+    pub write_timeout: Duration,
 }
 
 impl Default for PoolConfig {
     /// A 64 MiB region of 8 nodes with 512 reader records each (one per reading thread:
     /// a pass reads them all, about a nanosecond each) when one must be created, the first
-    /// free node, the runtime's defaults, a pass every millisecond.
+    /// free node, the runtime's defaults, a pass every millisecond, [`Idle::default`]
+    /// serving and a one-second write timeout.
     fn default() -> Self {
         PoolConfig {
             region: RegionConfig::new(64 << 20)
@@ -92,6 +102,8 @@ impl Default for PoolConfig {
             join: None,
             runtime: RuntimeConfig::default(),
             pass_period: DEFAULT_PASS_PERIOD,
+            serving: Idle::default(),
+            write_timeout: ClientConfig::default().timeout_value(),
         }
     }
 }
@@ -265,6 +277,9 @@ pub struct Pool<M: MemView = Hardware> {
     /// The writes of the shared handles open in this process (weak: the handles own
     /// them, and stop a serving thread before the pool can go).
     open: OpenWrites,
+    /// How this process serves and sends writes ([`PoolConfig::serving`] and
+    /// [`PoolConfig::write_timeout`]).
+    writing: Writing,
     background: Option<Background>,
     rt: NodeRuntime<M>,
     region: Region,
@@ -373,11 +388,13 @@ impl<M: MemView + 'static> Pool<M> {
         // readers drop those, not the whole heap (opening a large pool costs what is used).
         let mut config = config;
         config.runtime = config.runtime.extents_only(true);
+        let writing = Writing::of(&config);
         if let Some(n) = config.join {
             let clock = Arc::new(TickClock::new());
             let rt = NodeRuntime::join(view(&region, n)?, layout, n, config.runtime, clock)?;
             return Ok(Pool {
                 open: OpenWrites::default(),
+                writing,
                 background: None,
                 rt,
                 region,
@@ -407,6 +424,7 @@ impl<M: MemView + 'static> Pool<M> {
             let background = Some(rt.start_background(config.pass_period));
             return Ok(Pool {
                 open: OpenWrites::default(),
+                writing,
                 background,
                 rt,
                 region,
@@ -433,6 +451,11 @@ impl<M: MemView + 'static> Pool<M> {
     /// The writes of this process's shared handles, by structure name.
     pub(crate) fn open_writes(&self) -> &OpenWrites {
         &self.open
+    }
+
+    /// How this process serves and sends writes.
+    pub(crate) fn writing(&self) -> Writing {
+        self.writing
     }
 
     /// The region.

@@ -80,8 +80,12 @@
 //! # Trade-offs
 //!
 //! - **Latency of a remote write**: a round trip through shared memory to the writer's
-//!   serving thread, which spins while requests keep coming and sleeps (up to a
-//!   millisecond) once idle: the first write after a quiet time waits for it.
+//!   serving thread, which spins while requests keep coming, then naps
+//!   ([`PoolConfig::serving`](crate::PoolConfig::serving): 10 us naps for 100 ms after
+//!   a request, then up to a millisecond). A writer of the same host rings the server
+//!   awake; one of another host waits out the nap. Idling costs CPU: on a 2-core KVM
+//!   guest, half a core or more while warm and about 1.5% once cold (see
+//!   [`Idle`](bi_collections::delegate::Idle)); longer naps cost less.
 //! - **A remote write carries strings of up to 256 KiB** (less 8 bytes; keys, values
 //!   and a compare-and-set's expected value together): a request is a fixed-size
 //!   record, and a string longer than its 16-byte word travels in the sending node's
@@ -97,7 +101,8 @@ use crate::pool::writer_in;
 use crate::pool::{Pool, PoolError};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
-    DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome, ServeTotals,
+    ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, Idle,
+    Outcome, ServeTotals,
 };
 use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
@@ -211,6 +216,8 @@ struct Remote<K: Stored, V: Stored, W, M: MemView> {
     /// and how long that stands: half the node lease.
     seen_alive: Mutex<Instant>,
     trust: Duration,
+    /// How this process serves once it takes the role.
+    serving: Idle,
 }
 
 impl<K: Stored, V: Stored, W, M: MemView> Remote<K, V, W, M> {
@@ -280,7 +287,7 @@ where
         match (remote.take)() {
             Ok(writer) => {
                 let view = lock(&remote.client)?.view().clone();
-                let local = serve(&remote.name, view, remote.layout, writer)?;
+                let local = serve(&remote.name, view, remote.layout, writer, remote.serving)?;
                 // Only this thread sets it (under `taking`).
                 let _ = self.local.set(local);
                 Ok(true)
@@ -290,6 +297,24 @@ where
                 | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive { .. })),
             ) => Ok(false),
             Err(e) => Err(e),
+        }
+    }
+}
+
+/// How a process serves the other processes' writes and sends its own: the pool's
+/// [`PoolConfig::serving`](crate::PoolConfig::serving) and
+/// [`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Writing {
+    serving: Idle,
+    timeout: Duration,
+}
+
+impl Writing {
+    pub(crate) fn of(config: &crate::PoolConfig) -> Writing {
+        Writing {
+            serving: config.serving,
+            timeout: config.write_timeout,
         }
     }
 }
@@ -1000,7 +1025,8 @@ impl<M: MemView + 'static> Pool<M> {
                     .ok_or(CollectionError::Corrupt {
                         reason: "the writer was granted no delegation area",
                     })?;
-                let _ = writes.local.set(serve(name, view, layout, w)?);
+                let serving = self.writing().serving;
+                let _ = writes.local.set(serve(name, view, layout, w, serving)?);
                 Ok(writes)
             }
             // Another process writes it; or this process writes another structure (a
@@ -1018,7 +1044,9 @@ impl<M: MemView + 'static> Pool<M> {
                     (None, PoolError::WriterTaken) => return Err(PoolError::WriterTaken),
                     (None, _) => return Err(PoolError::NoWriterYet),
                 };
-                let client = DelegationClient::new(view, layout, rt.node())?;
+                let writing = self.writing();
+                let config = ClientConfig::default().timeout(writing.timeout);
+                let client = DelegationClient::with_config(view, layout, rt.node(), config)?;
                 let lease = rt.config().node_lease_ticks();
                 writes.remote = Some(Remote {
                     client: Mutex::new(client),
@@ -1030,6 +1058,7 @@ impl<M: MemView + 'static> Pool<M> {
                     slot,
                     seen_alive: Mutex::new(Instant::now()),
                     trust: Duration::from_nanos(lease / 2),
+                    serving: writing.serving,
                 });
                 Ok(writes)
             }
@@ -1047,6 +1076,7 @@ fn serve<K, V, W, M>(
     view: M,
     layout: DelegationLayout<K, V>,
     w: W,
+    serving: Idle,
 ) -> Result<Local<W>, PoolError>
 where
     K: Stored + Send + Sync,
@@ -1063,7 +1093,8 @@ where
             ..
         })) => DelegationServer::new(view, layout, Locked(writer.clone()))?,
         r => r?,
-    };
+    }
+    .with_idle(serving);
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
     let broken = Arc::new(Mutex::new(Vec::new()));

@@ -561,3 +561,44 @@ fn one_handle_serves_every_thread() {
     }
     assert_eq!(writer.writer().unwrap().unwrap().len(), 128);
 }
+
+/// `PoolConfig::write_timeout` is what a remote write waits: with 50 ms against a
+/// 300 ms lease, writes to a killed writer fail several times over before its lease
+/// lapses and the handle takes the role (with the default second, the first failure
+/// would outlast the lease and the next write would succeed).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_remote_write_waits_the_pools_write_timeout() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timeout.bi");
+    let quick = PoolConfig {
+        write_timeout: Duration::from_millis(50),
+        ..config(0)
+    };
+    let client_pool = Pool::open(&path, quick).unwrap();
+    let mut child = spawn_writer(&path, false);
+    let m = client_pool.map::<u64, u64>("m").unwrap();
+    assert!(!m.is_writer());
+    assert_eq!(m.insert(1, 1).unwrap(), None);
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let mut timeouts = 0;
+    let mut k = 2;
+    loop {
+        match m.insert(k, k) {
+            Ok(_) => break,
+            Err(PoolError::Collection(CollectionError::Delegation(
+                DelegationError::Timeout { .. } | DelegationError::WriterDied { .. },
+            ))) => timeouts += 1,
+            Err(e) => panic!("{e}"),
+        }
+        k += 1;
+        assert!(k < 10_000, "the role was never taken");
+    }
+    assert!(m.is_writer());
+    assert!(timeouts >= 2, "{timeouts} timed-out writes");
+    assert_eq!(m.get(&1).unwrap(), Some(1));
+}

@@ -4,7 +4,7 @@
 mod delegate_mock;
 
 use bi_collections::delegate::{
-    ClientConfig, DelegationClient, DelegationLayout, DelegationServer, ServeTotals,
+    ClientConfig, DelegationClient, DelegationLayout, DelegationServer, Idle, ServeTotals,
 };
 use bi_core::mem::{Emulator, EmulatorConfig, MemView};
 use bi_core::region::{Region, RegionConfig};
@@ -121,4 +121,47 @@ fn threads_on_emulated_nodes_with_random_evictions_apply_everything_once_in_orde
             "the caches did interfere"
         );
     }
+}
+
+/// A server deep in a nap far longer than a client's timeout still answers the client
+/// of its own host in time: the client rings the area's doorbell when its first polls
+/// find no answer. Without the ring each write would wait out the minute-long nap and
+/// fail with a timeout.
+#[test]
+#[cfg_attr(miri, ignore = "futex waits and real time")]
+fn a_napping_server_is_woken_by_a_client_of_its_host() {
+    let region = Region::anonymous(RegionConfig::new(1 << 20).with_nodes(1)).unwrap();
+    let heap = region.layout().heap();
+    let line = region.layout().line_size();
+    let layout = DelegationLayout::<u64, u64>::new(heap.offset..heap.end(), 1, 8, line).unwrap();
+    let minute = Duration::from_secs(60);
+    let idle = Idle {
+        nap: minute,
+        warm: Duration::ZERO,
+        longest_nap: minute,
+    };
+    let mut server = DelegationServer::new(region.hardware(), layout, RecordingMap::default())
+        .unwrap()
+        .with_idle(idle);
+    let config = ClientConfig::default().timeout(Duration::from_secs(10));
+    let mut client = DelegationClient::with_config(region.hardware(), layout, 0, config).unwrap();
+    let stop = AtomicBool::new(false);
+    thread::scope(|t| {
+        let serving = t.spawn(|| server.run_until(&stop));
+        let sent: Vec<_> = (0..5u64)
+            .map(|k| {
+                // Long enough for the server to spin, yield and fall into its nap.
+                thread::sleep(Duration::from_millis(50));
+                client.insert_sync(k, k)
+            })
+            .collect();
+        stop.store(true, Ordering::Release);
+        // The server may be asleep again: one more ring ends its nap.
+        while !serving.is_finished() {
+            region.hardware().ring_doorbell(heap.offset).unwrap();
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(sent.iter().all(Result::is_ok), "{sent:?}");
+        assert_eq!(serving.join().unwrap().unwrap().ops, 5);
+    });
 }

@@ -3,6 +3,11 @@
 use super::backoff::Backoff;
 use super::error::{DelegationError, WaitingFor, mem};
 use super::layout::DelegationLayout;
+
+/// A client waiting for an acknowledgement rings the server's doorbell after this many
+/// polls (a server that is awake answers within them), then once in [`RING_EVERY`].
+const RING_AFTER: u32 = 6;
+const RING_EVERY: u32 = 64;
 use super::parcel::{self, Parcels};
 use super::record::{OpRecord, Outcome, WireRecord, WireResult};
 use crate::stored::out_of_line_len;
@@ -652,10 +657,18 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             return Err(DelegationError::NotSent { seq, sent }.into());
         }
         let mut backoff = Backoff::with_timeout(self.config.timeout);
+        let mut waits = 0u32;
         while self.poll_applied()? < seq {
+            // Not answered at once: the server may be napping. Ring its doorbell (it
+            // hears it if it runs on this host), and again now and then in case it
+            // fell asleep just after a ring.
+            if waits % RING_EVERY == RING_AFTER {
+                let _ = self.sender.view().ring_doorbell(self.layout.doorbell());
+            }
             if !backoff.wait() {
                 return Err(self.timeout(WaitingFor::Acknowledgement, seq));
             }
+            waits = waits.wrapping_add(1);
         }
         self.report_failures(seq)
     }

@@ -315,6 +315,13 @@ impl<K: Stored, V: Stored> DelegationLayout<K, V> {
         Ok(ChannelLayout::new(block, self.capacity, self.line)?)
     }
 
+    /// The word a server naps on and clients of its host ring
+    /// ([`MemView::wait_doorbell`]): the area's magic, which stays as it is while the
+    /// area is served.
+    pub(super) fn doorbell(&self) -> usize {
+        self.offset
+    }
+
     /// The acknowledgement word of client `index` (the first word of its own line).
     ///
     /// ```

@@ -180,6 +180,7 @@ mod parcel;
 mod record;
 mod server;
 
+pub use backoff::Idle;
 pub use client::{ClientConfig, DelegationClient};
 pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};

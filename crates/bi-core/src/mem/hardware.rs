@@ -205,6 +205,25 @@ impl Hardware {
 }
 
 impl MemView for Hardware {
+    fn wait_doorbell(&self, offset: usize, timeout: std::time::Duration) -> Result<(), MemError> {
+        check_range(offset, 8, self.size())?;
+        match self.word(offset) {
+            #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+            Some(word) => futex::wait(word, timeout),
+            _ => std::thread::sleep(timeout),
+        }
+        Ok(())
+    }
+
+    fn ring_doorbell(&self, offset: usize) -> Result<(), MemError> {
+        check_range(offset, 8, self.size())?;
+        #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+        if let Some(word) = self.word(offset) {
+            futex::wake(word);
+        }
+        Ok(())
+    }
+
     #[inline]
     fn size(&self) -> usize {
         self.words * 8
@@ -485,5 +504,67 @@ mod tests {
         assert_eq!(v.load::<u64>(40).unwrap(), 5);
         assert_eq!(v.line_size().get(), 32);
         assert!(v.ops().is_nop());
+    }
+}
+
+/// The doorbell of [`Hardware`] on Linux: a shared futex on the 32-bit half of a region
+/// word that sits at the word's address, so the threads of every process mapping the
+/// region meet on it.
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
+mod futex {
+    use super::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    /// The half of `word` at its own address, and its value.
+    fn half(word: &AtomicU64) -> (*const u32, u32) {
+        let v = word.load(Ordering::Relaxed);
+        let first = if cfg!(target_endian = "little") {
+            v
+        } else {
+            v >> 32
+        };
+        (std::ptr::from_ref(word).cast::<u32>(), first as u32)
+    }
+
+    /// Sleeps until woken or `timeout` passed (at once, if the word changed).
+    pub(super) fn wait(word: &AtomicU64, timeout: Duration) {
+        let (addr, value) = half(word);
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+            tv_nsec: timeout.subsec_nanos().into(),
+        };
+        // SAFETY: `addr` is the 4-aligned address of the first half of a live, 8-aligned
+        // atomic word of the mapping (borrowed for the call); FUTEX_WAIT only reads it,
+        // atomically, and sleeps; `ts` outlives the call. Any error (a signal, the value
+        // changed, a timeout) just ends the nap.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                addr,
+                libc::FUTEX_WAIT,
+                value,
+                &raw const ts,
+                std::ptr::null::<u32>(),
+                0u32,
+            );
+        }
+    }
+
+    /// Wakes every sleeper on `word`.
+    pub(super) fn wake(word: &AtomicU64) {
+        let (addr, _) = half(word);
+        // SAFETY: as in `wait`: a live, aligned word of the mapping; FUTEX_WAKE neither
+        // reads nor writes it (it only names the wait queue).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                addr,
+                libc::FUTEX_WAKE,
+                i32::MAX,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                0u32,
+            );
+        }
     }
 }

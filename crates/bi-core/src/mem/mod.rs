@@ -500,6 +500,59 @@ pub trait MemView: Clone + Send + Sync {
         check_range(offset, 1, self.size())
     }
 
+    /// Sleeps for up to `timeout`, or until a thread or process of this host calls
+    /// [`ring_doorbell`](Self::ring_doorbell) on the same `offset`: how a server that
+    /// polls memory naps without missing a client of its own host that is waiting for
+    /// it. The word at `offset` must not change while anyone sleeps on it (a header's
+    /// magic, say). A wake-up says nothing about memory: the caller polls as it would
+    /// after any nap. Nothing crosses hosts (nodes without coherence can only be polled),
+    /// and a ring just before the sleep starts may be missed, so callers keep their
+    /// timeouts short enough to poll by. The default sleeps the whole `timeout`;
+    /// [`Hardware`] on Linux waits on the word with a futex (shared, so processes
+    /// mapping one region file wake each other).
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::region::{Region, RegionConfig};
+    /// use std::time::Duration;
+    ///
+    /// let region = Region::anonymous(RegionConfig::new(1 << 20)).unwrap();
+    /// let view = region.hardware();
+    /// let at = region.layout().heap().offset;
+    /// std::thread::scope(|t| {
+    ///     // Without a ring it would sleep a minute.
+    ///     let sleeper = t.spawn(|| view.wait_doorbell(at, Duration::from_secs(60)));
+    ///     for _ in 0..5000 {
+    ///         view.ring_doorbell(at).unwrap(); // until the sleeper has heard it
+    ///         std::thread::sleep(Duration::from_millis(1));
+    ///         if sleeper.is_finished() {
+    ///             break;
+    ///         }
+    ///     }
+    ///     # #[cfg(target_os = "linux")]
+    ///     assert!(sleeper.is_finished());
+    /// });
+    /// ```
+    fn wait_doorbell(&self, offset: usize, timeout: std::time::Duration) -> Result<(), MemError> {
+        check_range(offset, 8, self.size())?;
+        std::thread::sleep(timeout);
+        Ok(())
+    }
+
+    /// Wakes whoever of this host sleeps in [`wait_doorbell`](Self::wait_doorbell) on
+    /// `offset` (the default does nothing: its sleepers wake at their timeouts).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// emu.node(0).ring_doorbell(64).unwrap(); // no sleeper: nothing happens
+    /// assert!(emu.node(0).ring_doorbell(4096).is_err());
+    /// ```
+    fn ring_doorbell(&self, offset: usize) -> Result<(), MemError> {
+        check_range(offset, 8, self.size())
+    }
+
     /// Tells the memory that `offset .. offset + len` now holds a *new* object: a heap
     /// calls it when it hands out memory that held an object before.
     ///

@@ -107,6 +107,12 @@ impl<V: MemView> MemView for Observed<V> {
     fn prefetch(&self, offset: usize) -> Result<(), MemError> {
         self.view.prefetch(offset)
     }
+    fn wait_doorbell(&self, offset: usize, timeout: std::time::Duration) -> Result<(), MemError> {
+        self.view.wait_doorbell(offset, timeout)
+    }
+    fn ring_doorbell(&self, offset: usize) -> Result<(), MemError> {
+        self.view.ring_doorbell(offset)
+    }
     fn writeback(&self, offset: usize, len: usize) -> Result<(), MemError> {
         (self.observe)(Access::WriteBack(offset, len))?;
         self.view.writeback(offset, len)
