@@ -18,9 +18,9 @@
 //!
 //! ```
 //! use bi::core::mem::MemView;
-//! use bi::{Emulation, Pool, PoolConfig, PoolError};
+//! use bi::{Emulation, Pool, PoolConfig};
 //!
-//! fn work<M: MemView + 'static>(pool: Pool<M>) -> Result<u64, PoolError> {
+//! fn work<M: MemView + 'static>(pool: Pool<M>) -> Result<u64, bi::Error> {
 //!     let mut w = pool.map_writer::<u64, u64>("counts")?;
 //!     w.insert(1, 41)?;
 //!     Ok(w.get(&1).map_or(0, |v| v + 1))
@@ -33,12 +33,13 @@
 //!     None => work(Pool::open(&path, PoolConfig::default())?),
 //! }?;
 //! assert_eq!(answer, 42);
-//! # Ok::<(), PoolError>(())
+//! # Ok::<(), bi::Error>(())
 //! ```
 
 #[cfg(doc)]
 use crate::Pool;
 use crate::PoolError;
+use crate::error::Error;
 use bi_core::mem::EmulatorConfig;
 
 /// Emulated hardware for a program's pools, from `BI_EMULATE` ([`from_env`](Self::from_env)).
@@ -64,32 +65,35 @@ impl Emulation {
     /// `Some` when `BI_EMULATE` holds a seed, `None` when it is unset or empty; an error
     /// for anything else ([`parse`](Self::parse)), so a typo does not silently run on the
     /// hardware.
-    pub fn from_env() -> Result<Option<Emulation>, PoolError> {
+    pub fn from_env() -> Result<Option<Emulation>, Error> {
         match std::env::var(Self::VAR) {
             Err(std::env::VarError::NotPresent) => Ok(None),
             Ok(v) => Emulation::parse(&v),
-            Err(std::env::VarError::NotUnicode(v)) => Err(bad(&v.to_string_lossy())),
+            Err(std::env::VarError::NotUnicode(v)) => Err(bad(&v.to_string_lossy()).into()),
         }
     }
 
     /// What a value of `BI_EMULATE` asks for: a seed (a decimal number), or nothing (an
-    /// empty value) to run on the hardware. [`PoolError::BadEnvironment`] otherwise.
+    /// empty value) to run on the hardware. An [`ErrorKind::InvalidInput`](crate::ErrorKind)
+    /// otherwise (its cause: [`PoolError::BadEnvironment`]).
     ///
     /// ```
-    /// use bi::{Emulation, PoolError};
+    /// use bi::{Emulation, ErrorKind, PoolError};
     ///
     /// assert_eq!(Emulation::parse("12").unwrap(), Some(Emulation { seed: 12 }));
     /// assert_eq!(Emulation::parse(" ").unwrap(), None);
-    /// assert!(matches!(Emulation::parse("yes"), Err(PoolError::BadEnvironment { .. })));
+    /// let err = Emulation::parse("yes").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    /// assert!(matches!(err.cause(), PoolError::BadEnvironment { .. }));
     /// ```
-    pub fn parse(value: &str) -> Result<Option<Emulation>, PoolError> {
+    pub fn parse(value: &str) -> Result<Option<Emulation>, Error> {
         let v = value.trim();
         if v.is_empty() {
             return Ok(None);
         }
         v.parse()
             .map(|seed| Some(Emulation { seed }))
-            .map_err(|_| bad(value))
+            .map_err(|_| bad(value).into())
     }
 
     /// The machine to give [`Pool::open_emulated`]: this seed, adversarial events.

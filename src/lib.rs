@@ -33,12 +33,14 @@
 //! ```
 
 mod emulation;
+mod error;
 #[cfg(feature = "hazards")]
 pub mod hazards;
 mod pool;
 pub mod shared;
 
 pub use emulation::Emulation;
+pub use error::{Error, ErrorKind};
 pub use pool::{Pool, PoolConfig, PoolError};
 pub use shared::{Shared, SharedMap, SharedTree};
 

@@ -29,6 +29,7 @@
 //! assert_ne!(writer_pool.node(), reader_pool.node());
 //! ```
 
+use crate::error::{Error, structure};
 use crate::shared::{OpenWrites, Writing};
 use bi_alloc::{AllocError, Extents, NodeHeap};
 use bi_collections::delegate::{ClientConfig, Idle};
@@ -131,11 +132,13 @@ impl PoolConfig {
     }
 }
 
-/// Why a pool could not be opened or used.
+/// Why a pool could not be opened or used: the [`cause`](crate::Error::cause) of a
+/// [`bi::Error`](crate::Error), each variant carrying the error of the layer that failed.
+/// Match on [`Error::kind`](crate::Error::kind) to decide; on this for the details.
 ///
 /// ```
 /// use bi::core::region::RegionConfig;
-/// use bi::{Pool, PoolConfig, PoolError};
+/// use bi::{ErrorKind, Pool, PoolConfig, PoolError};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("one-node.bi");
@@ -144,9 +147,12 @@ impl PoolConfig {
 /// let pool = Pool::open(&path, config.clone()).unwrap();
 /// // The only node is run by a live process (this one).
 /// let err = Pool::open(&path, config).unwrap_err();
-/// assert!(matches!(err, PoolError::NoFreeNode { nodes: 1 }));
+/// assert_eq!(err.kind(), ErrorKind::Busy);
+/// assert!(matches!(err.cause(), PoolError::NoFreeNode { nodes: 1 }));
 /// let _w = pool.map_writer::<u64, u64>("a").unwrap();
-/// assert!(matches!(pool.tree_writer::<u64, u64>("b"), Err(PoolError::WriterTaken)));
+/// let err = pool.tree_writer::<u64, u64>("b").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::WriterAlive);
+/// assert!(matches!(err.cause(), PoolError::WriterTaken));
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -305,11 +311,14 @@ impl Pool<Hardware> {
     /// Opens the region at `path` (creating it from `config.region` if there is no file)
     /// and runs one of its nodes in this process.
     ///
-    /// Errors: [`PoolError::Region`] for a file that is not a valid region (nothing is
-    /// written to it), [`PoolError::NoFreeNode`] when every node is run by a live process,
-    /// [`PoolError::Runtime`] with [`BiError::NodeTaken`] when `config.node` is, or
+    /// Errors, by [`kind`](crate::Error::kind): [`Corrupt`](crate::ErrorKind::Corrupt)
+    /// for a file that is not a valid region (nothing is written to it; the cause is
+    /// [`PoolError::Region`]), [`Busy`](crate::ErrorKind::Busy) when every node is run by
+    /// a live process ([`PoolError::NoFreeNode`]) or `config.node` is
+    /// ([`BiError::NodeTaken`]), [`Other`](crate::ErrorKind::Other) with
     /// [`BiError::NodeNotRunning`] / [`BiError::NodeOnAnotherHost`] when the node
-    /// `config.join` names cannot be joined.
+    /// `config.join` names cannot be joined, [`Io`](crate::ErrorKind::Io) when the file
+    /// system refuses.
     ///
     /// Joining: a second process of a host that already runs a node reads through it
     /// (it writes nothing, runs no pass):
@@ -330,8 +339,10 @@ impl Pool<Hardware> {
     /// assert_eq!(joined.map_reader::<u64, u64>("orders").unwrap().get(&7).unwrap(), Some(70));
     /// assert!(joined.map_writer::<u64, u64>("orders").is_err()); // reads only
     /// ```
-    pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, PoolError> {
-        Pool::open_with(path.as_ref(), config, |region, _| Ok(region.hardware()))
+    pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, Error> {
+        Ok(Pool::open_with(path.as_ref(), config, |region, _| {
+            Ok(region.hardware())
+        })?)
     }
 }
 
@@ -362,10 +373,10 @@ impl Pool<EmulatedNode> {
         path: impl AsRef<Path>,
         config: PoolConfig,
         configure: impl Fn(EmulatorConfig) -> EmulatorConfig,
-    ) -> Result<Pool<EmulatedNode>, PoolError> {
-        Pool::open_with(path.as_ref(), config, |region, node| {
+    ) -> Result<Pool<EmulatedNode>, Error> {
+        Ok(Pool::open_with(path.as_ref(), config, |region, node| {
             Ok(region.emulated(node, &configure)?)
-        })
+        })?)
     }
 
     /// What the emulator's oracle counted for this process's node so far: loads, stale
@@ -535,8 +546,9 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn map_writer<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<MapWriteHandle<K, V, M, NodeHeap>, PoolError> {
+    ) -> Result<MapWriteHandle<K, V, M, NodeHeap>, Error> {
         self.map_writer_with(name, MapConfig::default())
+            .map_err(|e| Error::from(e).about(|| structure::<K, V>("map", name)))
     }
 
     /// [`map_writer`](Self::map_writer), sizing the table as `config` says.
@@ -566,9 +578,11 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn map_reader<K: Stored + Eq + Hash, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<MapReadHandle<K, V, M>, PoolError> {
-        let map = BiHashMap::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(map.read_handle(&self.rt)?)
+    ) -> Result<MapReadHandle<K, V, M>, Error> {
+        let about = |e: PoolError| Error::from(e).about(|| structure::<K, V>("map", name));
+        let map =
+            BiHashMap::<K, V>::named(&self.region, &self.rt, name).map_err(|e| about(e.into()))?;
+        map.read_handle(&self.rt).map_err(|e| about(e.into()))
     }
 
     /// The tree named `name` (made if missing), as its writer ([`BiTree::take_writer`]).
@@ -588,9 +602,12 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn tree_writer<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<TreeWriteHandle<K, V, M, NodeHeap>, PoolError> {
-        let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(tree.take_writer(&self.rt, self.writer_for(tree.slot())?)?)
+    ) -> Result<TreeWriteHandle<K, V, M, NodeHeap>, Error> {
+        let take = || -> Result<_, PoolError> {
+            let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
+            Ok(tree.take_writer(&self.rt, self.writer_for(tree.slot())?)?)
+        };
+        take().map_err(|e| Error::from(e).about(|| structure::<K, V>("tree", name)))
     }
 
     /// A reader of the tree named `name` (made, empty, if missing), for the calling
@@ -610,9 +627,11 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn tree_reader<K: Stored + Ord, V: Stored>(
         &self,
         name: &str,
-    ) -> Result<TreeReadHandle<K, V, M>, PoolError> {
-        let tree = BiTree::<K, V>::named(&self.region, &self.rt, name)?;
-        Ok(tree.read_handle(&self.rt)?)
+    ) -> Result<TreeReadHandle<K, V, M>, Error> {
+        let about = |e: PoolError| Error::from(e).about(|| structure::<K, V>("tree", name));
+        let tree =
+            BiTree::<K, V>::named(&self.region, &self.rt, name).map_err(|e| about(e.into()))?;
+        tree.read_handle(&self.rt).map_err(|e| about(e.into()))
     }
 }
 

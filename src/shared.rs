@@ -97,6 +97,7 @@
 //! - **One serving thread per writer process**, taking the same lock as the process's
 //!   own writes: writes are serialized, as with any single writer.
 
+use crate::error::{Error, structure};
 use crate::pool::writer_in;
 use crate::pool::{Pool, PoolError};
 use bi_alloc::NodeHeap;
@@ -440,14 +441,14 @@ where
     /// assert_eq!(writer.insert(1, 11).unwrap(), Some(10));
     /// assert_eq!(remote.remove(&1).unwrap(), Some(11));
     /// ```
-    pub fn insert(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
+    pub fn insert(&self, key: K, value: V) -> Result<Option<V>, Error> {
         let found = self.write(Op::Insert(key, value), Guard::Always)?;
         Ok(found_value(found))
     }
 
     /// Removes; returns the value the key had. Takes the key's borrowed form (`&str`
     /// for a `String` key).
-    pub fn remove<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    pub fn remove<Q>(&self, key: &Q) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + ?Sized,
@@ -473,7 +474,7 @@ where
     /// assert_eq!(remote.insert_if_absent(7, 2).unwrap(), None);
     /// assert_eq!(writer.insert_if_absent(7, 1).unwrap(), Some(2));
     /// ```
-    pub fn insert_if_absent(&self, key: K, value: V) -> Result<Option<V>, PoolError> {
+    pub fn insert_if_absent(&self, key: K, value: V) -> Result<Option<V>, Error> {
         let found = self.write(Op::Insert(key, value), Guard::Absent)?;
         Ok(found_value(found))
     }
@@ -506,18 +507,14 @@ where
         key: K,
         expected: V,
         new: V,
-    ) -> Result<Result<V, Option<V>>, PoolError> {
+    ) -> Result<Result<V, Option<V>>, Error> {
         let found = self.write(Op::Insert(key, new), Guard::Equals(expected))?;
         Ok(compared_value(found))
     }
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
     /// with the value found. Example at [`compare_and_set`](Self::compare_and_set).
-    pub fn compare_and_remove<Q>(
-        &self,
-        key: &Q,
-        expected: V,
-    ) -> Result<Result<V, Option<V>>, PoolError>
+    pub fn compare_and_remove<Q>(&self, key: &Q, expected: V) -> Result<Result<V, Option<V>>, Error>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + ?Sized,
@@ -548,7 +545,7 @@ where
     /// assert_eq!(remote.extend((0..10_000).map(|k| (k, k * k))).unwrap(), 10_000);
     /// assert_eq!(writer.get(&99).unwrap(), Some(9_801));
     /// ```
-    pub fn extend(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<usize, PoolError> {
+    pub fn extend(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<usize, Error> {
         const BATCH: usize = 4096;
         let (mut ops, mut total) = (Vec::with_capacity(BATCH), 0);
         let mut entries = entries.into_iter().peekable();
@@ -682,7 +679,7 @@ where
     /// drop(w);
     /// assert_eq!(counts.insert(7, 0).unwrap(), Some(2));
     /// ```
-    pub fn writer(&self) -> Result<Option<MutexGuard<'_, W>>, PoolError> {
+    pub fn writer(&self) -> Result<Option<MutexGuard<'_, W>>, Error> {
         match self.writes.now() {
             Now::Local(local) => Ok(Some(lock(&local.writer)?)),
             _ => Ok(None),
@@ -690,8 +687,8 @@ where
     }
 
     /// The calling thread's read handle on this node (made on its first read).
-    pub fn reads(&self) -> Result<&R, PoolError> {
-        self.reads.here()
+    pub fn reads(&self) -> Result<&R, Error> {
+        Ok(self.reads.here()?)
     }
 }
 
@@ -716,7 +713,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// assert_eq!(remote.get(&1).unwrap(), Some(2)); // its own write, read at once
     /// assert_eq!(writer.get(&1).unwrap(), Some(2));
     /// ```
-    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
@@ -741,7 +738,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// writer.insert(1, 2).unwrap();
     /// assert_eq!(remote.get_fresh(&1).unwrap(), Some(2));
     /// ```
-    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq + ?Sized,
@@ -770,7 +767,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// }
     /// assert_eq!(m.get(&(k - 1)).unwrap(), Some(k - 1));
     /// ```
-    pub fn failed_grows(&self) -> Result<u64, PoolError> {
+    pub fn failed_grows(&self) -> Result<u64, Error> {
         Ok(self.reads.here()?.enter().failed_grows()?)
     }
 
@@ -793,7 +790,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// m.get_many(&[5, 5000, 999], &mut out).unwrap();
     /// assert_eq!(out, [Some(6), None, Some(1000)]);
     /// ```
-    pub fn get_many<Q>(&self, keys: &[Q], out: &mut Vec<Option<V>>) -> Result<(), PoolError>
+    pub fn get_many<Q>(&self, keys: &[Q], out: &mut Vec<Option<V>>) -> Result<(), Error>
     where
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Hash + Eq,
@@ -822,7 +819,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// assert_eq!(remote.update(8, |n| n + 1).unwrap(), None); // absent: nothing written
     /// assert_eq!(writer.get(&7).unwrap(), Some(3));
     /// ```
-    pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, PoolError> {
+    pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, Error> {
         if let Now::Local(local) = self.writes.now() {
             return Ok(lock(&local.writer)?.update(key, f)?);
         }
@@ -853,7 +850,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
     /// t.insert(1, 2).unwrap();
     /// assert_eq!(t.get(&1).unwrap(), Some(2));
     /// ```
-    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, PoolError>
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, Error>
     where
         K: Borrow<Q>,
         Q: bi_collections::Query<K> + Ord + ?Sized,
@@ -887,8 +884,9 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn map<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
-    ) -> Result<SharedMap<K, V, M>, PoolError> {
+    ) -> Result<SharedMap<K, V, M>, Error> {
         self.map_with_config(name, MapConfig::default())
+            .map_err(|e| Error::from(e).about(|| structure::<K, V>("map", name)))
     }
 
     /// [`map`](Self::map), sized for `capacity` keys the way `HashMap::with_capacity` is:
@@ -915,8 +913,9 @@ impl<M: MemView + 'static> Pool<M> {
         &self,
         name: &str,
         capacity: usize,
-    ) -> Result<SharedMap<K, V, M>, PoolError> {
+    ) -> Result<SharedMap<K, V, M>, Error> {
         self.map_with_config(name, MapConfig::for_keys::<K, V>(capacity))
+            .map_err(|e| Error::from(e).about(|| structure::<K, V>("map", name)))
     }
 
     fn map_with_config<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync>(
@@ -949,16 +948,19 @@ impl<M: MemView + 'static> Pool<M> {
     pub fn tree<K: Stored + Ord + Send + Sync, V: Stored + Send + Sync>(
         &self,
         name: &str,
-    ) -> Result<SharedTree<K, V, M>, PoolError> {
-        let tree = BiTree::<K, V>::named(self.region(), self.runtime(), name)?;
-        let rt = self.runtime().clone();
-        let take = move || Ok(tree.take_writer(&rt, writer_in(&rt, tree.slot())?)?);
-        let rt = self.runtime().clone();
-        let open = move || Ok(tree.read_handle(&rt)?);
-        Ok(Shared {
-            reads: Reads::new(Box::new(open))?,
-            writes: self.writes(name, tree.slot(), take)?,
-        })
+    ) -> Result<SharedTree<K, V, M>, Error> {
+        let shared = || -> Result<_, PoolError> {
+            let tree = BiTree::<K, V>::named(self.region(), self.runtime(), name)?;
+            let rt = self.runtime().clone();
+            let take = move || Ok(tree.take_writer(&rt, writer_in(&rt, tree.slot())?)?);
+            let rt = self.runtime().clone();
+            let open = move || Ok(tree.read_handle(&rt)?);
+            Ok(Shared {
+                reads: Reads::new(Box::new(open))?,
+                writes: self.writes(name, tree.slot(), take)?,
+            })
+        };
+        shared().map_err(|e| Error::from(e).about(|| structure::<K, V>("tree", name)))
     }
 
     /// This process's writes of `name`: the ones already open, or new ones.

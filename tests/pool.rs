@@ -33,7 +33,11 @@ fn a_restarted_writer_adopts_its_map_and_a_second_writer_is_refused() {
     // A second writer (another node) is refused; nothing is wiped.
     let other = Pool::open(&path, small()).unwrap();
     assert!(matches!(
-        other.map_writer::<u64, u64>("m"),
+        other
+            .map_writer::<u64, u64>("m")
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::Collection(CollectionError::Runtime(
             BiError::WriterAlive { .. }
         )))
@@ -71,7 +75,11 @@ fn a_restarted_writer_adopts_its_map_and_a_second_writer_is_refused() {
     assert_eq!(reader.get(&1000).unwrap(), Some(1));
     // One writer handle per pool.
     assert!(matches!(
-        restarted.tree_writer::<u64, u64>("t"),
+        restarted
+            .tree_writer::<u64, u64>("t")
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::WriterTaken)
     ));
 }
@@ -149,7 +157,10 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
     let a = Pool::open(&path, one.clone()).unwrap();
     assert_eq!(a.node(), 2);
     assert!(matches!(
-        Pool::open(&path, one),
+        Pool::open(&path, one)
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::Runtime(BiError::NodeTaken { node: 2 }))
     ));
     let pools: Vec<_> = (0..3)
@@ -159,14 +170,20 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
     nodes.sort();
     assert_eq!(nodes, [0, 1, 3]);
     assert!(matches!(
-        Pool::open(&path, small()),
+        Pool::open(&path, small())
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::NoFreeNode { nodes: 4 })
     ));
 
     let junk = dir.path().join("junk");
     std::fs::write(&junk, b"not a region").unwrap();
     assert!(matches!(
-        Pool::open(&junk, small()),
+        Pool::open(&junk, small())
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::Region(
             RegionError::Truncated { .. } | RegionError::BadMagic { .. }
         ))
@@ -190,7 +207,7 @@ fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
     };
     // A node nobody runs cannot be joined.
     assert!(matches!(
-        join(3),
+        join(3).as_ref().map(drop).map_err(bi::Error::cause),
         Err(PoolError::Runtime(BiError::NodeNotRunning { node: 3 }))
     ));
     let joined = join(runner.node()).unwrap();
@@ -208,11 +225,19 @@ fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
     }
     // It reads only, and makes nothing.
     assert!(matches!(
-        joined.map_writer::<u64, u64>("m"),
+        joined
+            .map_writer::<u64, u64>("m")
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::Runtime(BiError::NotRunner { .. }))
     ));
     assert!(matches!(
-        joined.tree_reader::<u64, u64>("absent"),
+        joined
+            .tree_reader::<u64, u64>("absent")
+            .as_ref()
+            .map(drop)
+            .map_err(bi::Error::cause),
         Err(PoolError::Collection(CollectionError::NotFound { .. }))
     ));
     // Its end leaves the runner running its node.

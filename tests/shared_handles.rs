@@ -7,7 +7,7 @@
 
 use bi::collections::CollectionError;
 use bi::collections::delegate::DelegationError;
-use bi::{Pool, PoolConfig, PoolError};
+use bi::{ErrorKind, Pool, PoolConfig, PoolError};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -49,10 +49,9 @@ fn writes_from_any_process_return_the_old_value_and_honour_guards() {
     let remote = there.map::<u64, u64>("m").unwrap();
     // A node runs one writer: the tree's is the other pool, and this one is a remote
     // of it once it serves.
-    assert!(matches!(
-        here.tree::<u32, u64>("t"),
-        Err(PoolError::WriterTaken)
-    ));
+    let err = here.tree::<u32, u64>("t").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WriterAlive);
+    assert!(matches!(err.cause(), PoolError::WriterTaken));
     let wt = there.tree::<u32, u64>("t").unwrap();
     let rt = here.tree::<u32, u64>("t").unwrap();
     assert!(writer.is_writer() && !remote.is_writer() && wt.is_writer() && !rt.is_writer());
@@ -169,7 +168,9 @@ fn a_remote_handle_needs_a_serving_writer() {
     // The writer uses its plain handle: it serves nobody.
     let _plain = here.map_writer::<u64, u64>("m").unwrap();
     let r = there.map::<u64, u64>("m");
-    assert!(matches!(r, Err(PoolError::NoWriterYet)), "{r:?}");
+    let err = r.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NoWriter);
+    assert!(matches!(err.cause(), PoolError::NoWriterYet), "{err:?}");
 }
 
 /// A child process killed when the test ends, passed or failed (the writer child serves
@@ -243,9 +244,10 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     child.0.wait().unwrap();
     // The request goes into the channel; nobody serves it.
     let err = m.insert(1000, 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(
         matches!(
-            err,
+            err.cause(),
             PoolError::Collection(CollectionError::Delegation(DelegationError::Timeout { .. }))
         ),
         "{err}"
@@ -302,9 +304,7 @@ fn a_writer_restarted_within_the_dead_ones_lease_takes_the_role_back() {
     // role is taken as soon as the lease lapsed.
     match m.insert(1000, 1) {
         Ok(None) => {}
-        Err(PoolError::Collection(CollectionError::Delegation(
-            DelegationError::Timeout { .. } | DelegationError::WriterDied { .. },
-        ))) => {}
+        Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::NoWriter) => {}
         r => panic!("a write to a dead writer: {r:?}"),
     }
     std::thread::sleep(LEASE * 2);
@@ -430,14 +430,19 @@ fn remote_string_writes_have_a_typed_limit() {
     let writer = here.map::<String, Vec<u8>>("s").unwrap();
     let remote = there.map::<String, Vec<u8>>("s").unwrap();
     let limit = bi::collections::delegate::DEFAULT_PARCEL_BYTES - 8;
-    let too_large = |r: Result<Option<Vec<u8>>, PoolError>| match r {
-        Err(PoolError::Collection(CollectionError::Delegation(
-            DelegationError::ItemTooLarge { len, limit: l },
-        ))) => {
-            assert_eq!(l, limit);
-            len
+    let too_large = |r: Result<Option<Vec<u8>>, bi::Error>| {
+        let err = r.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TooLarge);
+        match err.cause() {
+            PoolError::Collection(CollectionError::Delegation(DelegationError::ItemTooLarge {
+                len,
+                limit: l,
+            })) => {
+                assert_eq!(*l, limit);
+                *len
+            }
+            other => panic!("not ItemTooLarge: {other:?}"),
         }
-        other => panic!("not ItemTooLarge: {other:?}"),
     };
     assert_eq!(remote.insert("edge".into(), vec![1; limit]).unwrap(), None);
     assert_eq!(
@@ -590,9 +595,7 @@ fn a_remote_write_waits_the_pools_write_timeout() {
     loop {
         match m.insert(k, k) {
             Ok(_) => break,
-            Err(PoolError::Collection(CollectionError::Delegation(
-                DelegationError::Timeout { .. } | DelegationError::WriterDied { .. },
-            ))) => timeouts += 1,
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::NoWriter) => timeouts += 1,
             Err(e) => panic!("{e}"),
         }
         k += 1;

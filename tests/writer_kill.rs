@@ -17,7 +17,7 @@
 //! checks that no write-back overwrote newer bytes.
 
 use bi::core::mem::MemView;
-use bi::{Emulation, Pool, PoolConfig, PoolError};
+use bi::{Emulation, Pool, PoolConfig};
 use rand::Rng;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ macro_rules! with_pool {
 /// Opens the pool as the writer's node, waiting for a killed predecessor's claim to lapse.
 fn open_writer_pool<M: MemView + 'static>(
     path: &Path,
-    open: impl Fn(&Path, PoolConfig) -> Result<Pool<M>, PoolError>,
+    open: impl Fn(&Path, PoolConfig) -> Result<Pool<M>, bi::Error>,
 ) -> Pool<M> {
     common::open_when_free(|| open(path, config(WRITER_NODE)))
 }

@@ -17,7 +17,7 @@
 //! after the process's own acknowledged write that did not see it.
 
 use super::Hazard;
-use crate::{Pool, PoolConfig, PoolError};
+use crate::{Error, Pool, PoolConfig};
 use bi_core::mem::{EmulatedNode, EmulatorConfig};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::{Fault, RuntimeConfig};
@@ -90,9 +90,9 @@ fn pools(
 /// and a lookup that must not find it. Returns the lookups that missed the write.
 fn count_misses(
     seed: u64,
-    get: impl Fn(&u64) -> Result<Option<u64>, PoolError>,
-    insert: impl Fn(u64, u64) -> Result<(), PoolError>,
-    remove: impl Fn(&u64) -> Result<(), PoolError>,
+    get: impl Fn(&u64) -> Result<Option<u64>, Error>,
+    insert: impl Fn(u64, u64) -> Result<(), Error>,
+    remove: impl Fn(&u64) -> Result<(), Error>,
 ) -> u64 {
     let key = |i: u64| (i * 7 + seed * 13) % 64; // distinct for i < 64
     let mut missed = 0;

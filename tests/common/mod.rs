@@ -38,7 +38,7 @@ pub fn child(test: &str) -> Command {
 /// # Panics
 ///
 /// On any other error, or if the node is still taken after ten seconds.
-pub fn open_when_free<M>(open: impl Fn() -> Result<Pool<M>, PoolError>) -> Pool<M>
+pub fn open_when_free<M>(open: impl Fn() -> Result<Pool<M>, bi::Error>) -> Pool<M>
 where
     M: bi::core::mem::MemView + 'static,
 {
@@ -46,7 +46,10 @@ where
     loop {
         match open() {
             Ok(p) => return p,
-            Err(PoolError::Runtime(BiError::NodeTaken { .. })) if Instant::now() < deadline => {
+            Err(e)
+                if matches!(e.cause(), PoolError::Runtime(BiError::NodeTaken { .. }))
+                    && Instant::now() < deadline =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => panic!("opening the pool: {e}"),
