@@ -256,6 +256,7 @@ fn collection_kind(e: &CollectionError) -> ErrorKind {
             DelegationError::WriterDied { .. } | DelegationError::CombinerDied => {
                 ErrorKind::NoWriter
             }
+            DelegationError::NoRoom { .. } => ErrorKind::HeapExhausted,
             DelegationError::ItemTooLarge { .. } | DelegationError::TooLarge { .. } => {
                 ErrorKind::TooLarge
             }

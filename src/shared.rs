@@ -359,6 +359,10 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         lock(&self.0).ok()?.longest_value()
     }
 
+    fn reports_applied_prefix(&self) -> bool {
+        lock(&self.0).is_ok_and(|w| w.reports_applied_prefix())
+    }
+
     fn old_values(
         &self,
         ops: &[Op<K, V>],
@@ -549,26 +553,36 @@ where
         const BATCH: usize = 4096;
         let (mut ops, mut total) = (Vec::with_capacity(BATCH), 0);
         let mut entries = entries.into_iter().peekable();
-        while entries.peek().is_some() {
+        let mut next_chunk = |ops: &mut Vec<Op<K, V>>| {
             ops.clear();
             ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
-            match self.writes.now() {
-                Now::Local(local) => {
+            !ops.is_empty()
+        };
+        match self.writes.now() {
+            Now::Local(local) => {
+                while next_chunk(&mut ops) {
                     lock(&local.writer)?.apply_batch(&ops)?;
+                    total += ops.len();
                 }
-                Now::Remote(remote) => {
-                    lock(&remote.client)?.send_batch(&ops)?;
+            }
+            Now::Remote(remote) => {
+                // One hold of the node's client from the first send to the flush: the
+                // flush then reports every refusal of this batch, and none of another
+                // thread's.
+                let sent = {
+                    let mut client = lock(&remote.client)?;
+                    let mut sent = Ok(());
+                    while sent.is_ok() && next_chunk(&mut ops) {
+                        sent = client.send_batch(&ops).map(|_| total += ops.len());
+                    }
+                    sent.and_then(|()| client.flush().map(drop))
+                };
+                if let Err(e) = sent {
+                    self.after_failure(&e)?;
+                    return Err(e.into());
                 }
-                Now::ReadOnly(node) => return Err(BiError::NotRunner { node }.into()),
             }
-            total += ops.len();
-        }
-        if let Now::Remote(remote) = self.writes.now() {
-            let flushed = lock(&remote.client)?.flush();
-            if let Err(e) = flushed {
-                self.after_failure(&e)?;
-                return Err(e.into());
-            }
+            Now::ReadOnly(node) => return Err(BiError::NotRunner { node }.into()),
         }
         Ok(total)
     }

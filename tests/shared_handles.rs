@@ -605,3 +605,60 @@ fn a_remote_write_waits_the_pools_write_timeout() {
     assert!(timeouts >= 2, "{timeouts} timed-out writes");
     assert_eq!(m.get(&1).unwrap(), Some(1));
 }
+
+/// A remote write into a full pool fails with the heap's error (nothing written), not a
+/// timeout; once room is freed, remote writes go through again.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
+    let (_dir, here, there) = two_pools("full");
+    let writer = here.map::<String, Vec<u8>>("s").unwrap();
+    let remote = there.map::<String, Vec<u8>>("s").unwrap();
+    let value = vec![7u8; 100 << 10];
+    let mut stored = 0;
+    let refused = loop {
+        match remote.insert(format!("key-{stored}"), value.clone()) {
+            Ok(None) => stored += 1,
+            Ok(Some(_)) => panic!("a new key replaced a value"),
+            Err(e) => break e,
+        }
+        assert!(stored < 10_000, "the pool never filled");
+    };
+    assert_eq!(refused.kind(), bi::ErrorKind::HeapExhausted, "{refused}");
+    assert!(stored > 10, "{stored} values fitted");
+    assert_eq!(remote.get(format!("key-{stored}").as_str()).unwrap(), None);
+    // A batch that runs out part way: what went in is whole, the rest is refused.
+    let batch = (0..20).map(|i| (format!("batch-{i}"), vec![i as u8; 100 << 10]));
+    let err = remote.extend(batch).unwrap_err();
+    assert_eq!(err.kind(), bi::ErrorKind::HeapExhausted, "{err}");
+    for i in 0..20u8 {
+        let got = writer.get(format!("batch-{i}").as_str()).unwrap();
+        assert!(got.is_none_or(|v| v == vec![i; 100 << 10]), "batch-{i}");
+    }
+    // Free room from the remote side, then write again from both sides.
+    for k in 0..stored / 2 {
+        assert!(
+            remote
+                .remove(format!("key-{k}").as_str())
+                .unwrap()
+                .is_some()
+        );
+    }
+    // Removed values are given back after their grace period.
+    let mut written = false;
+    for _ in 0..200 {
+        match remote.insert("after".into(), value.clone()) {
+            Ok(_) => {
+                written = true;
+                break;
+            }
+            Err(e) if e.kind() == bi::ErrorKind::HeapExhausted => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(written, "remote writes never resumed");
+    assert_eq!(writer.get("after").unwrap(), Some(value.clone()));
+    assert_eq!(writer.insert("local".into(), vec![1]).unwrap(), None);
+}

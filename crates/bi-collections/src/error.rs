@@ -2,6 +2,7 @@
 
 use crate::delegate::DelegationError;
 use bi_core::channel::ChannelError;
+use bi_core::heap::HeapError;
 use bi_core::runtime::BiError;
 use std::fmt;
 
@@ -49,6 +50,29 @@ pub enum CollectionError {
         /// The attempts made.
         attempts: usize,
     },
+}
+
+impl CollectionError {
+    /// Whether the heap had no room for what the operation needed (nothing of the
+    /// operation was written; it may go through once room is freed).
+    ///
+    /// ```
+    /// use bi_collections::CollectionError;
+    /// use bi_core::heap::HeapError;
+    /// use bi_core::runtime::BiError;
+    ///
+    /// let full = CollectionError::Runtime(BiError::Heap(HeapError::OutOfMemory { requested: 64, free: 0 }));
+    /// assert!(full.is_no_room());
+    /// assert!(!CollectionError::Corrupt { reason: "x" }.is_no_room());
+    /// ```
+    pub fn is_no_room(&self) -> bool {
+        matches!(
+            self,
+            CollectionError::Runtime(BiError::Heap(
+                HeapError::OutOfMemory { .. } | HeapError::NoExtent { .. }
+            ))
+        )
+    }
 }
 
 impl fmt::Display for CollectionError {

@@ -269,6 +269,18 @@ pub trait ApplyBatch<K, V> {
         Ok(false)
     }
 
+    /// Whether a batch that fails for lack of heap ([`CollectionError::is_no_room`])
+    /// leaves in the `olds` of [`apply_reporting`](Self::apply_reporting) (and the
+    /// `found` of [`apply_guarded`](Self::apply_guarded)) exactly one value for each
+    /// operation it applied or refused: a prefix of the batch, after which nothing was
+    /// applied. A delegation server then reports the failing operation
+    /// ([`Outcome::NoRoom`](crate::delegate::Outcome::NoRoom)) and keeps the ones after
+    /// it for the next batch, instead of stopping. The default: `false` (a server stops
+    /// at such an error).
+    fn reports_applied_prefix(&self) -> bool {
+        false
+    }
+
     /// Applies `ops` as [`apply_batch`](Self::apply_batch) does, and leaves in `olds`
     /// the value each one replaced or removed ([`old_values`](Self::old_values)), or
     /// nothing if the structure cannot tell. What a delegation server calls: override it
@@ -343,9 +355,11 @@ pub trait ApplyBatch<K, V> {
         found.clear();
         let (mut total, mut told, mut run, mut one) = (BatchReport::default(), true, 0, Vec::new());
         for i in (0..=ops.len()).filter(|&i| i == ops.len() || guard(i).is_some()) {
-            total += self.apply_reporting(&ops[run..i], &mut one)?;
-            told &= one.len() == i - run;
+            let applied = self.apply_reporting(&ops[run..i], &mut one);
+            // On an error, `one` holds what the run applied before it failed.
             found.append(&mut one);
+            total += applied?;
+            told &= found.len() == i;
             run = i + 1;
             let (Some(g), Some(op)) = (guard(i), ops.get(i)) else {
                 break;

@@ -9,7 +9,7 @@ use super::layout::DelegationLayout;
 const RING_AFTER: u32 = 6;
 const RING_EVERY: u32 = 64;
 use super::parcel::{self, Parcels};
-use super::record::{OpRecord, Outcome, WireRecord, WireResult};
+use super::record::{FailedWords, OpRecord, Outcome, WireRecord, WireResult};
 use crate::stored::out_of_line_len;
 use crate::{CollectionError, Decided, Guard, Op, Stored, compared_value, found_value};
 use bi_core::channel::Sender;
@@ -121,6 +121,10 @@ pub struct DelegationClient<Vw, K: Stored, V: Stored> {
     applied: u64,
     /// The operations the last takeover reported failed, as last read.
     failed: (u64, u64),
+    /// The count of refused operations as last read.
+    refused: u16,
+    /// Whether that count changed since a wait last reported it.
+    refusals: bool,
     /// A failed range read but not yet reported by a wait that covers it.
     unreported: Option<(u64, u64)>,
     config: ClientConfig,
@@ -209,6 +213,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             ack_offset,
             applied: 0,
             failed: (0, 0),
+            refused: 0,
+            refusals: false,
             unreported: None,
             config,
             records: Vec::new(),
@@ -219,6 +225,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         client.poll_applied()?;
         // Failures of an earlier attachment are not this one's to report.
         client.unreported = None;
+        client.refusals = false;
         Ok(client)
     }
 
@@ -673,13 +680,18 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         self.report_failures(seq)
     }
 
-    /// Reports the operations up to `seq` that a takeover reported failed, once.
+    /// Reports the operations up to `seq` that a takeover reported failed, once; then
+    /// refusals for lack of heap seen since the last report.
     fn report_failures(&mut self, seq: u64) -> Result<(), CollectionError> {
         match self.unreported {
             Some((from, to)) if from < seq => {
                 self.unreported = None;
                 let (first, last) = (from + 1, to.min(seq));
                 Err(DelegationError::WriterDied { first, last }.into())
+            }
+            _ if self.refusals => {
+                self.refusals = false;
+                Err(DelegationError::NoRoom { upto: seq }.into())
             }
             _ => Ok(()),
         }
@@ -807,6 +819,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
                 len,
                 limit: parcel::capacity(&self.parcels),
             },
+            Outcome::NoRoom => DelegationError::NoRoom { upto: seq },
             Outcome::Applied | Outcome::Undecided => DelegationError::NoOldValues { seq },
         };
         Err(error.into())
@@ -937,9 +950,14 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         view.fence();
         let ack = view.load::<u64>(self.ack_offset).map_err(mem)?;
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        let [from, to] = view
+        let words = view
             .load::<[u64; 2]>(self.layout.failed_offset(self.index)?)
             .map_err(mem)?;
+        let FailedWords { from, to, refused } = FailedWords::from_words(words);
+        if refused != self.refused {
+            self.refused = refused;
+            self.refusals = true;
+        }
         if (from, to) != self.failed {
             self.failed = (from, to);
             self.unreported = (to > from).then_some((from, to));

@@ -154,6 +154,14 @@ pub enum DelegationError {
         /// The last one.
         last: u64,
     },
+    /// The writer's heap had no room for some of this client's operations up to `upto`
+    /// ([`Outcome::NoRoom`](super::Outcome::NoRoom)): nothing of those was written; the
+    /// others were applied. Send them again once room is freed (an insert sent twice
+    /// leaves what one leaves).
+    NoRoom {
+        /// The last operation the report covers.
+        upto: u64,
+    },
     /// An operation's old value was asked for, but the server's structure does not
     /// report old values ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)); it
     /// was applied.
@@ -261,6 +269,11 @@ impl fmt::Display for DelegationError {
             DelegationError::BatchFailed => f.write_str(
                 "the combined batch carrying the operation failed; it was applied once or \
                  not at all",
+            ),
+            DelegationError::NoRoom { upto } => write!(
+                f,
+                "the writer's heap had no room for some operations up to {upto}; nothing \
+                 of those was written"
             ),
             DelegationError::WriterDied { first, last } => write!(
                 f,

@@ -245,6 +245,9 @@ pub enum Outcome<V> {
         /// The length of the value found, in bytes.
         len: usize,
     },
+    /// Not applied: the writer's heap had no room for it, and nothing of it was
+    /// written. It may go through once room is freed.
+    NoRoom,
 }
 
 impl<V> Outcome<V> {
@@ -293,9 +296,11 @@ impl<V> Outcome<V> {
         match self {
             Outcome::Replaced(v) => Some(Ok(v)),
             Outcome::Refused(v) => Some(Err(v)),
-            Outcome::Applied | Outcome::Undecided | Outcome::Failed | Outcome::TooLarge { .. } => {
-                None
-            }
+            Outcome::Applied
+            | Outcome::Undecided
+            | Outcome::Failed
+            | Outcome::TooLarge { .. }
+            | Outcome::NoRoom => None,
         }
     }
 
@@ -308,7 +313,44 @@ impl<V> Outcome<V> {
             Outcome::Undecided => Outcome::Undecided,
             Outcome::Failed => Outcome::Failed,
             Outcome::TooLarge { len } => Outcome::TooLarge { len },
+            Outcome::NoRoom => Outcome::NoRoom,
         })
+    }
+}
+
+/// The two words beside a client's acknowledgement, which only the server writes: the
+/// operations a takeover reported failed (`from + 1 ..= to`, [`Outcome::Failed`]), and,
+/// in the top 16 bits of the first word, how many of the client's operations the server
+/// refused for lack of heap ([`Outcome::NoRoom`]), wrapping. A client that finds the
+/// count changed across a wait knows that some of what it sent in between was refused,
+/// whichever outcome it read last.
+///
+/// ```ignore
+/// let w = FailedWords { from: 7, to: 9, refused: 3 };
+/// assert_eq!(FailedWords::from_words(w.words()), w);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FailedWords {
+    pub(crate) from: u64,
+    pub(crate) to: u64,
+    pub(crate) refused: u16,
+}
+
+impl FailedWords {
+    const REFUSED_SHIFT: u32 = 48;
+    const RANGE_MASK: u64 = (1 << Self::REFUSED_SHIFT) - 1;
+
+    pub(crate) fn from_words([first, to]: [u64; 2]) -> FailedWords {
+        FailedWords {
+            from: first & Self::RANGE_MASK,
+            to,
+            refused: (first >> Self::REFUSED_SHIFT) as u16,
+        }
+    }
+
+    pub(crate) fn words(self) -> [u64; 2] {
+        let first = (self.from & Self::RANGE_MASK) | u64::from(self.refused) << Self::REFUSED_SHIFT;
+        [first, self.to]
     }
 }
 
@@ -342,6 +384,7 @@ const RESULT_UNDECIDED: u64 = 7;
 /// With the value's length in the bits above [`RESULT_KIND`].
 const RESULT_TOO_LARGE: u64 = 8;
 const RESULT_KIND: u64 = 0xFF;
+const RESULT_NO_ROOM: u64 = 9;
 
 /// One operation's outcome in shared memory: the operation's sequence number, a state
 /// word and the old value (zero unless the state says present). Written by the server
@@ -381,6 +424,7 @@ impl<V: Pod> ResultRecord<V> {
             Outcome::Refused(Some(v)) => (RESULT_REFUSED_PRESENT, v),
             Outcome::Undecided => (RESULT_UNDECIDED, V::zeroed()),
             Outcome::TooLarge { len } => (RESULT_TOO_LARGE | (len as u64) << 8, V::zeroed()),
+            Outcome::NoRoom => (RESULT_NO_ROOM, V::zeroed()),
         };
         ResultRecord { seq, state, value }
     }
@@ -408,6 +452,7 @@ impl<V: Pod> ResultRecord<V> {
             RESULT_REFUSED_ABSENT => Some(Outcome::Refused(None)),
             RESULT_REFUSED_PRESENT => Some(Outcome::Refused(Some(value))),
             RESULT_UNDECIDED => Some(Outcome::Undecided),
+            RESULT_NO_ROOM => Some(Outcome::NoRoom),
             _ => None,
         }
     }
@@ -455,6 +500,17 @@ mod tests {
     }
 
     #[test]
+    fn failed_words_round_trip() {
+        let w = FailedWords {
+            from: 7,
+            to: 9,
+            refused: 65535,
+        };
+        assert_eq!(FailedWords::from_words(w.words()), w);
+        assert_eq!(FailedWords::from_words([7, 9]).refused, 0); // what a takeover wrote
+    }
+
+    #[test]
     fn results_round_trip_and_zeroed_ones_do_not_decode() {
         for outcome in [
             Outcome::Replaced(None),
@@ -464,6 +520,7 @@ mod tests {
             Outcome::Refused(None),
             Outcome::Refused(Some(3)),
             Outcome::Undecided,
+            Outcome::NoRoom,
         ] {
             let rec = ResultRecord::new(5, outcome);
             let back: ResultRecord<u32> = bytemuck::pod_read_unaligned(bytemuck::bytes_of(&rec));

@@ -5,7 +5,7 @@ use super::backoff::{Backoff, Idle};
 use super::error::{DelegationError, mem};
 use super::layout::DelegationLayout;
 use super::parcel::{self, Parcels};
-use super::record::{Outcome, ResultRecord, WireRecord};
+use super::record::{FailedWords, Outcome, ResultRecord, WireRecord};
 use crate::stored::out_of_line_len;
 use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Stored};
 use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
@@ -131,6 +131,8 @@ struct ClientState<R> {
     take: usize,
     /// Polls of this client in a row that found nothing new.
     quiet: u32,
+    /// The words beside its acknowledgement, as this server last wrote (or found) them.
+    failed: FailedWords,
     /// Its channel held something no client writes (counters or a record): it is read
     /// by full polls only, until it holds sane counters and records again, and the
     /// error is in [`DelegationServer::broken_clients`].
@@ -315,6 +317,14 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         layout: DelegationLayout<K, V>,
         structure: S,
     ) -> Result<Self, CollectionError> {
+        // The words beside each acknowledgement, as a previous server left them (a
+        // new area's are zero): the count of refusals goes on from there.
+        let failed_at = |index| layout.failed_offset(index);
+        for index in 0..layout.clients() {
+            view.invalidate(failed_at(index)?, 2 * size_of::<u64>())
+                .map_err(mem)?;
+        }
+        view.fence();
         let clients = (0..layout.clients())
             .map(|index| {
                 Ok(ClientState {
@@ -324,6 +334,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                     tail: 0,
                     take: 0,
                     quiet: 0,
+                    failed: FailedWords::from_words(view.load(failed_at(index)?).map_err(mem)?),
                     broken: false,
                 })
             })
@@ -445,21 +456,40 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         if V::OUT_OF_LINE && self.may_hold_unreportable()? {
             self.refuse_unreportable()?;
         }
-        let ops = self.ops.len();
-        let clients = self.clients.iter().filter(|c| c.take > 0).count();
-        if ops == 0 {
+        if self.ops.is_empty() {
             return Ok(ServeReport::default());
         }
+        let mut no_room = None;
         let batch = if self.faults.has(Fault::GuardsAtBatchStart) {
             self.apply_guards_at_batch_start()?
         } else {
             let (ops, guards) = (&self.ops, &self.guards);
-            self.structure
-                .apply_guarded(ops, guards, V::same, &mut self.olds)?
+            match self
+                .structure
+                .apply_guarded(ops, guards, V::same, &mut self.olds)
+            {
+                Ok(batch) => batch,
+                // The heap had no room: the operations before the one that failed were
+                // applied (or refused), that one is reported, and the rest wait in their
+                // channels for the next batch, when room may have been freed.
+                Err(e) if e.is_no_room() && self.structure.reports_applied_prefix() => {
+                    let decided = self.olds.len();
+                    if decided < self.ops.len() {
+                        no_room = Some(decided);
+                        self.keep_first(decided + 1);
+                        self.count_refusal()?;
+                    }
+                    BatchReport::default()
+                }
+                Err(e) => return Err(e),
+            }
         };
+        let ops = self.ops.len();
+        let clients = self.clients.iter().filter(|c| c.take > 0).count();
         // Outcomes beside the acknowledgement are written back with it, before one
         // fence; outcomes elsewhere are fenced before the acknowledgement is stored.
-        self.write_results(self.olds.len() == self.ops.len())?;
+        let known = self.olds.len() == no_room.unwrap_or(ops);
+        self.write_results(known, no_room)?;
         self.acknowledge()?;
         Ok(ServeReport {
             ops,
@@ -884,17 +914,53 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             .is_multiple_of(size_of::<WireRecord<K, V>>())
     }
 
+    /// Counts a refusal for lack of heap for the client of the batch's last operation,
+    /// beside its acknowledgement (written back with it).
+    fn count_refusal(&mut self) -> Result<(), CollectionError> {
+        let Some(index) = self.clients.iter().rposition(|c| c.take > 0) else {
+            return Ok(());
+        };
+        let c = &mut self.clients[index];
+        c.failed.refused = c.failed.refused.wrapping_add(1);
+        let at = self.layout.failed_offset(index)?;
+        self.view.store(at, &c.failed.words()).map_err(mem)
+    }
+
+    /// Keeps the first `n` operations of the batch (in client order): the others stay
+    /// in their channels, unacknowledged, for the next batch.
+    fn keep_first(&mut self, n: usize) {
+        let mut left = n;
+        for c in &mut self.clients {
+            c.take = c.take.min(left);
+            left -= c.take;
+        }
+        self.ops.truncate(n);
+        self.guards.truncate(n);
+    }
+
     /// Step 3 (after the structure applied the batch): write and write back the outcome
     /// of every operation of the batch in its client's result slots (decided from its
-    /// guard and the value it found, in `self.olds` when `known`).
-    fn write_results(&mut self, known: bool) -> Result<(), CollectionError> {
+    /// guard and the value it found, in `self.olds` when `known`; [`Outcome::NoRoom`]
+    /// for the operation `no_room` counts, the last of the batch then).
+    fn write_results(
+        &mut self,
+        known: bool,
+        no_room: Option<usize>,
+    ) -> Result<(), CollectionError> {
         let (mut olds, mut guards) = (self.olds.iter(), self.guards.iter());
         let mut replied = false;
+        let mut at = 0;
         for (index, c) in self.clients.iter().enumerate() {
             let seqs = c.head + 1..=c.head + c.take as u64;
             let outcome = |_| {
+                let guard = guards.next().unwrap_or(&Guard::Always);
+                let this = at;
+                at += 1;
+                if no_room == Some(this) {
+                    return Outcome::NoRoom;
+                }
                 let found = olds.next().cloned().filter(|_| known);
-                Outcome::decide(guards.next().unwrap_or(&Guard::Always), found, V::same)
+                Outcome::decide(guard, found, V::same)
             };
             replied |= self.write_outcomes(index, seqs, outcome)?;
         }
@@ -982,11 +1048,14 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     fn fail_unacknowledged(&mut self) -> Result<(), CollectionError> {
         self.refresh_counters(Poll::All, true)?;
         let v = &self.view;
-        for (index, c) in self.clients.iter().enumerate() {
-            if c.tail > c.head {
-                self.write_outcomes(index, c.head + 1..=c.tail, |_| Outcome::Failed)?;
+        for index in 0..self.clients.len() {
+            let (head, tail) = (self.clients[index].head, self.clients[index].tail);
+            if tail > head {
+                self.write_outcomes(index, head + 1..=tail, |_| Outcome::Failed)?;
                 let failed = self.layout.failed_offset(index)?;
-                v.store(failed, &[c.head, c.tail]).map_err(mem)?;
+                let words = &mut self.clients[index].failed;
+                (words.from, words.to) = (head, tail);
+                v.store(failed, &words.words()).map_err(mem)?;
                 v.writeback(failed, 2 * size_of::<u64>()).map_err(mem)?;
             }
         }

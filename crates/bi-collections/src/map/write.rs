@@ -1084,52 +1084,64 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
 
     /// Publishes staged buckets, partition by partition, a chunk of lines per fence, and
     /// adopts each chunk once it is published. Each chunk rewrites the partition's counters
-    /// with the length so far. On an error, the chunks published so far stay (and are
-    /// adopted); the rest are given back.
+    /// with the length so far.
+    ///
+    /// Every bucket is prepared (its new overflow lines allocated) before anything is
+    /// published, so a heap that runs out fails the commit with nothing of it published
+    /// (and everything staged given back). A publication that fails after that leaves
+    /// the chunks published so far (adopted) and gives the rest back.
     fn commit(&mut self, stage: Stage<K::Word, V::Word>) -> Result<(), CollectionError> {
-        let mut items = stage.into_sorted().peekable();
-        let mut failure = None;
-        while let Some(first) = items.next() {
-            if failure.is_some() {
-                self.abort(std::iter::once(first).chain(items).map(|(_, s)| s));
-                break;
-            }
-            // A chunk: buckets of one partition, up to PUBLISH_CHUNK lines (at least one
-            // bucket, however long its chain).
-            let pi = first.0.0;
-            let mut lines = first.1.chain.len();
-            let mut chunk = vec![first];
-            while let Some(next) =
-                items.next_if(|((p, _), s)| *p == pi && lines + s.chain.len() <= PUBLISH_CHUNK)
-            {
-                lines += next.1.chain.len();
-                chunk.push(next);
-            }
-            if let Err(e) = self.commit_chunk(pi, chunk) {
-                failure = Some(e);
-            }
-        }
-        failure.map_or(Ok(()), Err)
-    }
-
-    /// Publishes staged buckets of partition `pi` with one rewrite (one fence).
-    fn commit_chunk(
-        &mut self,
-        pi: usize,
-        chunk: Vec<Placed<K::Word, V::Word>>,
-    ) -> Result<(), CollectionError> {
-        let mut ready: Vec<(usize, ReadyOf<K, V>)> = Vec::with_capacity(chunk.len());
-        let mut staged = chunk.into_iter();
-        let mut failure = None;
-        for ((_, b), s) in staged.by_ref() {
+        let mut staged = stage.into_sorted();
+        let mut ready: Vec<((usize, usize), ReadyOf<K, V>)> = Vec::new();
+        for ((pi, b), s) in staged.by_ref() {
             match self.prepare(pi, b, s) {
-                Ok(r) => ready.push((b, r)),
+                Ok(r) => ready.push(((pi, b), r)),
                 Err(e) => {
-                    failure = Some(e);
-                    break;
+                    self.abort_ready(ready);
+                    self.abort(staged.map(|(_, s)| s));
+                    return Err(e);
                 }
             }
         }
+        let mut items = ready.into_iter().peekable();
+        while let Some(first) = items.next() {
+            // A chunk: buckets of one partition, up to PUBLISH_CHUNK lines (at least one
+            // bucket, however long its chain).
+            let pi = first.0.0;
+            let mut lines = first.1.staged.chain.len();
+            let mut chunk = vec![(first.0.1, first.1)];
+            while let Some(next) = items
+                .next_if(|((p, _), r)| *p == pi && lines + r.staged.chain.len() <= PUBLISH_CHUNK)
+            {
+                lines += next.1.staged.chain.len();
+                chunk.push((next.0.1, next.1));
+            }
+            if let Err(e) = self.commit_chunk(pi, chunk) {
+                self.abort_ready(items.collect());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back prepared buckets that will not be published: the lines they
+    /// allocated and what they staged.
+    fn abort_ready(&mut self, ready: Vec<(impl Sized, ReadyOf<K, V>)>) {
+        for (_, r) in ready {
+            for l in r.allocated {
+                let _ = self.writer.discard_lines(l);
+            }
+            self.abort([r.staged]);
+        }
+    }
+
+    /// Publishes prepared buckets of partition `pi` with one rewrite (one fence). On an
+    /// error, nothing of them is published and they are given back.
+    fn commit_chunk(
+        &mut self,
+        pi: usize,
+        ready: Vec<(usize, ReadyOf<K, V>)>,
+    ) -> Result<(), CollectionError> {
         let array = self.partitions[pi].array;
         let (mut len, mut sum) = (self.partitions[pi].len, self.partitions[pi].sum);
         let mut rewrites = Vec::new();
@@ -1138,26 +1150,12 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
             sum = sum.wrapping_add(r.added);
         }
-        let published = match failure {
-            Some(e) => Err(e),
-            None => {
-                let at = counters_line(self.partitions[pi].buckets);
-                let failed = self.partitions[pi].failed_grows;
-                rewrites.push((array, at, BucketLine::counters(len, sum, failed)));
-                self.writer
-                    .rewrite_lines(&rewrites)
-                    .map_err(CollectionError::from)
-            }
-        };
-        if let Err(e) = published {
-            for (_, r) in ready {
-                for l in r.allocated {
-                    let _ = self.writer.discard_lines(l);
-                }
-                self.abort([r.staged]);
-            }
-            self.abort(staged.map(|(_, s)| s));
-            return Err(e);
+        let at = counters_line(self.partitions[pi].buckets);
+        let failed = self.partitions[pi].failed_grows;
+        rewrites.push((array, at, BucketLine::counters(len, sum, failed)));
+        if let Err(e) = self.writer.rewrite_lines(&rewrites) {
+            self.abort_ready(ready);
+            return Err(e.into());
         }
         let part = &mut self.partitions[pi];
         part.len = len;
@@ -1549,6 +1547,12 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
         crate::entry::old_values::<_, _, _, std::collections::HashMap<_, _>>(self, ops, olds)
     }
 
+    /// A batch that runs out of heap publishes the operations staged before the failing
+    /// one, or, if their new lines do not fit either, nothing.
+    fn reports_applied_prefix(&self) -> bool {
+        true
+    }
+
     /// The longest value this handle stored (values written back by a batch that
     /// failed count too); unknown for an adopted map.
     fn longest_value(&self) -> Option<usize> {
@@ -1633,7 +1637,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 }
             }
         }
-        self.commit(stage)?;
+        if let Err(e) = self.commit(stage) {
+            // Nothing of the batch is known to be published: say none of it was
+            // decided (a heap that ran out fails before anything is published).
+            if let Some(olds) = olds {
+                olds.clear();
+            }
+            return Err(e);
+        }
         self.after_commit()?;
         match failure {
             Some(e) => Err(e),
