@@ -167,8 +167,19 @@ fn main() -> Result<(), Box<dyn Error>> {
         Some("joined") => return joined(&args[2]),
         _ => {}
     }
+    // `--keep PATH`: the pool at PATH (replaced if there), left there afterwards for a
+    // look (`bi inspect PATH`).
     let dir = tempfile::tempdir()?;
-    let path = dir.path().join("orders.bi");
+    let path = match args.iter().position(|a| a == "--keep") {
+        Some(i) => {
+            let path = std::path::PathBuf::from(args.get(i + 1).ok_or("--keep needs a path")?);
+            if path.exists() {
+                std::fs::remove_file(&path)?;
+            }
+            path
+        }
+        None => dir.path().join("orders.bi"),
+    };
     let me = std::env::current_exe()?;
     let mut reader = Command::new(&me).arg("reader").arg(&path).spawn()?;
     let mut joined = Command::new(&me).arg("joined").arg(&path).spawn()?;

@@ -127,6 +127,12 @@ macro_rules! through_pool_error {
 }
 through_pool_error!(RegionError, BiError, AllocError, CollectionError);
 
+impl From<bi_core::mem::MemError> for Error {
+    fn from(e: bi_core::mem::MemError) -> Error {
+        Error::from(BiError::Mem(e))
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Error")

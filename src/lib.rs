@@ -90,6 +90,7 @@ mod emulation;
 mod error;
 #[cfg(feature = "hazards")]
 pub mod hazards;
+pub mod inspect;
 mod pool;
 pub mod shared;
 

@@ -469,6 +469,24 @@ impl<M: MemView + 'static> Pool<M> {
         self.writing
     }
 
+    /// What the pool holds now: every node and its passes, every structure and its
+    /// writer, the heap's grants ([`PoolReport`](crate::inspect::PoolReport), the same
+    /// report [`PoolReport::read`](crate::inspect::PoolReport::read) gives from outside).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let _m = pool.map::<u64, u64>("m").unwrap(); // held: its writer role with it
+    /// let stats = pool.stats().unwrap();
+    /// assert!(stats.nodes[pool.node()].live);
+    /// assert!(stats.structures.iter().any(|s| s.name == "m" && s.writer_live));
+    /// ```
+    pub fn stats(&self) -> Result<crate::inspect::PoolReport, Error> {
+        crate::inspect::PoolReport::of(&self.region, self.rt.view())
+    }
+
     /// The region.
     ///
     /// ```

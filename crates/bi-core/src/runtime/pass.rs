@@ -85,6 +85,31 @@ pub struct NodeRecord {
     pub holder: u64,
 }
 
+impl NodeRecord {
+    /// Whether the node is run by a live process at `now` (this host's clock), judged
+    /// with `config`'s node lease and skew: it has a holder whose heartbeat is within a
+    /// lease of now.
+    ///
+    /// ```
+    /// use bi_core::runtime::{NodeRecord, RuntimeConfig};
+    ///
+    /// let config = RuntimeConfig::default().node_lease(1_000);
+    /// let r = NodeRecord { holder: 7, heartbeat: 5_000, ..NodeRecord::default() };
+    /// assert!(r.is_live(5_500, &config));
+    /// assert!(!r.is_live(7_000, &config)); // its lease lapsed
+    /// assert!(!NodeRecord::default().is_live(0, &config)); // never claimed
+    /// ```
+    pub fn is_live(&self, now: u64, config: &super::RuntimeConfig) -> bool {
+        super::claim::live(
+            self.holder,
+            self.heartbeat,
+            now,
+            config.node_lease,
+            config.skew,
+        )
+    }
+}
+
 /// What one pass did.
 ///
 /// ```
