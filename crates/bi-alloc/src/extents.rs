@@ -31,7 +31,8 @@ use crate::node_heap::NodeHeap;
 use bi_core::heap::HeapError;
 use bi_core::mem::MemView;
 use bi_core::region::EXTENT_ENTRY_BYTES;
-use bi_core::runtime::NodeRuntime;
+use bi_core::runtime::lock::again_if_lease_lost;
+use bi_core::runtime::{BiError, NodeRuntime};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -214,7 +215,36 @@ fn no_extent(e: bi_core::runtime::BiError) -> HeapError {
 }
 
 impl<V: MemView> Grow for Extents<V> {
+    /// Grants the lowest run of free extents that holds `bytes`, under the pool lock
+    /// (taken again if this node's lease lapsed while it held it: nothing was written).
     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
+        let lost = |e: &Granting| matches!(e, Granting::LeaseLost);
+        match again_if_lease_lost(|| self.grow_once(bytes), lost) {
+            Ok(range) => Ok(range),
+            Err(Granting::LeaseLost) => Err(no_extent(BiError::LockLeaseLost {
+                node: self.rt.node(),
+            })),
+            Err(Granting::Failed(e)) => Err(e),
+        }
+    }
+}
+
+/// Why one try of a grant failed.
+enum Granting {
+    /// The node's lease lapsed while it held the pool lock, before anything was written.
+    LeaseLost,
+    Failed(HeapError),
+}
+
+impl From<HeapError> for Granting {
+    fn from(e: HeapError) -> Granting {
+        Granting::Failed(e)
+    }
+}
+
+impl<V: MemView> Extents<V> {
+    /// One try of [`grow`](Grow::grow), under one hold of the pool lock.
+    fn grow_once(&mut self, bytes: usize) -> Result<Range<usize>, Granting> {
         let guard = self.rt.lock(GRANT_LOCK_WAIT).map_err(no_extent)?;
         let table = self.read_table()?;
         let layout = self.rt.layout();
@@ -238,9 +268,12 @@ impl<V: MemView> Grow for Extents<V> {
             return Err(HeapError::OutOfMemory {
                 requested: bytes,
                 free,
-            });
+            }
+            .into());
         };
-        guard.check().map_err(no_extent)?;
+        if guard.check().is_err() {
+            return Err(Granting::LeaseLost);
+        }
         let view = self.rt.view();
         let io = |e: bi_core::mem::MemError| no_extent(e.into());
         let table_at = layout.extent_table().offset;
@@ -255,7 +288,8 @@ impl<V: MemView> Grow for Extents<V> {
         else {
             return Err(HeapError::BadArena {
                 reason: "an extent past the heap",
-            });
+            }
+            .into());
         };
         Ok(a.offset..b.end())
     }

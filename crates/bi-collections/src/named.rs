@@ -17,6 +17,7 @@ use crate::CollectionError;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;
 use bi_core::region::Region;
+use bi_core::runtime::lock::{again_if_lease_lost, is_lease_lost};
 use bi_core::runtime::{NodeRuntime, Role, Scope, Writer};
 use std::time::Duration;
 
@@ -85,15 +86,21 @@ pub(crate) fn open_slot<M: MemView>(
             Err(e) => Err(CollectionError::Runtime(e.into())),
         };
     }
-    let guard = rt.lock(LOCK_WAIT)?;
-    guard.check()?;
-    match region.structure(rt.view(), name, types, true) {
-        Ok(Some((slot, _))) => Ok(slot),
-        Ok(None) => Err(CollectionError::Corrupt {
-            reason: "the root directory made no entry",
-        }),
-        Err(e) => Err(CollectionError::Runtime(e.into())),
-    }
+    let make = || {
+        let guard = rt.lock(LOCK_WAIT)?;
+        guard.check()?;
+        match region.structure(rt.view(), name, types, true) {
+            Ok(Some((slot, _))) => Ok(slot),
+            Ok(None) => Err(CollectionError::Corrupt {
+                reason: "the root directory made no entry",
+            }),
+            Err(e) => Err(CollectionError::Runtime(e.into())),
+        }
+    };
+    again_if_lease_lost(
+        make,
+        |e| matches!(e, CollectionError::Runtime(e) if is_lease_lost(e)),
+    )
 }
 
 /// How a new writer of a named structure starts.

@@ -147,3 +147,55 @@ fn a_dead_holder_is_passed_over_after_its_lease() {
 fn advance(emu: &Emulator, ticks: u64) {
     emu.advance(ticks);
 }
+
+/// A node stalled inside the pool lock past half its lease, while it takes a writer
+/// role, has written nothing: the step runs again with the lock taken anew and the role
+/// is taken, instead of failing its caller with a lost lease (as a loaded machine's
+/// scheduler stalls a process now and then).
+#[test]
+fn a_step_stalled_inside_the_lock_runs_again_and_succeeds() {
+    use bi_core::mem::{Access, Observed};
+    use bi_core::runtime::role::WRITER_RECORD_OFFSET;
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    const LEASE: u64 = 1_000_000;
+    let config = RuntimeConfig::default()
+        .node_lease(LEASE)
+        .reader_lease(LEASE);
+    let mut s = Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(3),
+        config.clone(),
+    );
+    // Node 0 runs over an observed view (its plain runtime gives the node up first).
+    drop(s.nodes.remove(0));
+    let record = s.slot(0) + WRITER_RECORD_OFFSET;
+    let stalls = Arc::new(AtomicUsize::new(0));
+    let armed = Arc::new(AtomicBool::new(true));
+    let (arm, stalled, emu) = (armed.clone(), stalls.clone(), s.emu.clone());
+    let view = Observed::new(s.emu.node(0), move |access| {
+        // The role's record is read under the lock, before the check that guards the
+        // store: the node stalls there, once, for most of a lease.
+        if let Access::Load(at) = access
+            && at == record
+            && arm.swap(false, Ordering::SeqCst)
+        {
+            emu.advance(LEASE * 3 / 4);
+            stalled.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    });
+    let clock = Arc::new(EmulatedClock::new(s.emu.node(0)));
+    let rt = NodeRuntime::new(view, *s.region.layout(), 0, config, clock).unwrap();
+    let role = rt.take_writer_role(s.slot(0), Duration::from_millis(100));
+    assert_eq!(stalls.load(Ordering::SeqCst), 1, "the schedule ran");
+    let role = role.expect("the role, taken on the second try");
+    assert!(role.is_held().unwrap());
+    // The other node finds the role held: one holder.
+    assert!(matches!(
+        s.nodes[0].take_writer_role(s.slot(0), Duration::from_millis(100)),
+        Err(BiError::WriterAlive { node: 0 })
+    ));
+}

@@ -83,8 +83,14 @@ pub(crate) fn check<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
     renew(inner)
 }
 
-/// Renews this node's lease under the pool lock and checks the roles this process holds.
+/// Renews this node's lease under the pool lock and checks the roles this process holds
+/// (again, if the lease lapsed while it held the lock).
 fn renew<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    lock::again_if_lease_lost(|| renew_once(inner), lock::is_lease_lost)
+}
+
+/// One try of [`renew`], under one hold of the pool lock.
+fn renew_once<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
     let guard = lock::lock(inner, RENEW_WAIT)?;
     pass::quiesce(inner)?;
     guard.check()?;

@@ -226,6 +226,49 @@ fn read<V: MemView>(
     Ok(live.then_some(r))
 }
 
+/// How many times [`again_if_lease_lost`] runs a step again.
+pub const LOST_LEASE_RETRIES: u32 = 16;
+
+/// Runs `step`, a step under the pool lock that takes the lock itself and calls
+/// [`PoolLockGuard::check`] before its first store, again from the start (the lock taken
+/// anew) each time it fails for a lease lost while it held the lock (`lost` tells those
+/// errors), up to [`LOST_LEASE_RETRIES`] times. Such a failure wrote nothing, so running
+/// the step again is running it for the first time: a process stalled inside the lock
+/// on a loaded machine waits once more instead of failing its caller.
+///
+/// ```
+/// use bi_core::runtime::BiError;
+/// use bi_core::runtime::lock::again_if_lease_lost;
+///
+/// let mut tries = 0;
+/// let lost = |e: &BiError| matches!(e, BiError::LockLeaseLost { .. });
+/// let r = again_if_lease_lost(|| {
+///     tries += 1;
+///     if tries < 3 { Err(BiError::LockLeaseLost { node: 0 }) } else { Ok(tries) }
+/// }, lost);
+/// assert_eq!(r.unwrap(), 3);
+/// // Another error is the step's answer at once.
+/// let r: Result<(), _> = again_if_lease_lost(|| Err(BiError::BadNode { node: 9 }), lost);
+/// assert!(matches!(r, Err(BiError::BadNode { node: 9 })));
+/// ```
+pub fn again_if_lease_lost<T, E>(
+    mut step: impl FnMut() -> Result<T, E>,
+    lost: impl Fn(&E) -> bool,
+) -> Result<T, E> {
+    let mut tries = 0;
+    loop {
+        match step() {
+            Err(e) if lost(&e) && tries < LOST_LEASE_RETRIES => tries += 1,
+            r => return r,
+        }
+    }
+}
+
+/// Whether `e` is a lease lost while holding the pool lock.
+pub fn is_lease_lost(e: &BiError) -> bool {
+    matches!(e, BiError::LockLeaseLost { .. })
+}
+
 /// Takes the pool lock, waiting at most `timeout`.
 pub(crate) fn lock<V: MemView>(
     inner: &NodeInner<V>,

@@ -167,6 +167,15 @@ pub(crate) fn take<V: MemView>(
     timeout: Duration,
 ) -> Result<Role<V>, BiError> {
     let at = slot + WRITER_RECORD_OFFSET;
+    super::lock::again_if_lease_lost(|| take_once(rt, at, timeout), super::lock::is_lease_lost)
+}
+
+/// One try of [`take`], under one hold of the pool lock.
+fn take_once<V: MemView>(
+    rt: &NodeRuntime<V>,
+    at: usize,
+    timeout: Duration,
+) -> Result<Role<V>, BiError> {
     let guard = rt.lock(timeout)?;
     let previous = read(rt, at)?;
     // A record naming this process is a role it still holds (giving it up clears it).
