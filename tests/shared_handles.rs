@@ -662,3 +662,51 @@ fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
     assert_eq!(writer.get("after").unwrap(), Some(value.clone()));
     assert_eq!(writer.insert("local".into(), vec![1]).unwrap(), None);
 }
+
+/// The same for a tree: a remote write into a full pool gets the heap error and remote
+/// writes go through again once room is freed.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_full_pool_refuses_remote_tree_writes_and_takes_them_again_once_freed() {
+    let (_dir, here, there) = two_pools("full-tree");
+    let writer = here.tree::<String, Vec<u8>>("t").unwrap();
+    let remote = there.tree::<String, Vec<u8>>("t").unwrap();
+    let value = vec![5u8; 100 << 10];
+    let mut stored = 0;
+    let refused = loop {
+        match remote.insert(format!("key-{stored:05}"), value.clone()) {
+            Ok(None) => stored += 1,
+            Ok(Some(_)) => panic!("a new key replaced a value"),
+            Err(e) => break e,
+        }
+        assert!(stored < 10_000, "the pool never filled");
+    };
+    assert_eq!(refused.kind(), bi::ErrorKind::HeapExhausted, "{refused}");
+    assert_eq!(
+        writer.get(format!("key-{stored:05}").as_str()).unwrap(),
+        None
+    );
+    for k in 0..stored / 2 {
+        assert!(
+            remote
+                .remove(format!("key-{k:05}").as_str())
+                .unwrap()
+                .is_some()
+        );
+    }
+    let mut written = false;
+    for _ in 0..200 {
+        match remote.insert("after".into(), value.clone()) {
+            Ok(_) => {
+                written = true;
+                break;
+            }
+            Err(e) if e.kind() == bi::ErrorKind::HeapExhausted => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(written, "remote tree writes never resumed");
+    assert_eq!(writer.get("after").unwrap(), Some(value));
+}

@@ -860,6 +860,37 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     /// one are published (if that publication fails too, nothing is) and the error of
     /// the failing one is returned.
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
+        self.apply_prefix(ops).1
+    }
+
+    /// [`apply_batch`](ApplyBatch::apply_batch) after the old values; on an error,
+    /// `olds` keeps the values of the operations published before it.
+    fn apply_reporting(
+        &mut self,
+        ops: &[Op<K, V>],
+        olds: &mut Vec<Option<V>>,
+    ) -> Result<BatchReport, CollectionError> {
+        if !self.old_values(ops, olds)? {
+            olds.clear();
+        }
+        let (applied, result) = self.apply_prefix(ops);
+        if result.is_err() {
+            olds.truncate(applied);
+        }
+        result
+    }
+
+    /// A batch that runs out of heap publishes the operations before the failing one
+    /// (or, if that publication fails, nothing), and the old values say which.
+    fn reports_applied_prefix(&self) -> bool {
+        true
+    }
+}
+
+impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H> {
+    /// Applies `ops` as [`apply_batch`](ApplyBatch::apply_batch) does; with the result,
+    /// how many of them were published (a prefix).
+    fn apply_prefix(&mut self, ops: &[Op<K, V>]) -> (usize, Result<BatchReport, CollectionError>) {
         let mut edit = self.begin();
         let mut failure = None;
         for op in ops {
@@ -875,10 +906,12 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
         let report = edit.report();
         let published = self.publish(&mut edit);
         self.edit = edit;
-        published?;
+        if let Err(e) = published {
+            return (0, Err(e));
+        }
         match failure {
-            Some(e) => Err(e),
-            None => Ok(report),
+            Some(e) => (report.applied, Err(e)),
+            None => (report.applied, Ok(report)),
         }
     }
 }
