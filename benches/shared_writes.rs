@@ -264,7 +264,7 @@ fn pools(settings: &Settings, path: &Path, first: usize) -> [Pool; 3] {
             pass_period: period,
             ..PoolConfig::default()
         };
-        let pool = Pool::open(path, config).expect("a pool of the bench's region");
+        let pool = Pool::open_or_create(path, config).expect("a pool of the bench's region");
         common::bind(settings, NAME, pool.region().backing());
         pool
     })

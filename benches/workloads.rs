@@ -75,7 +75,7 @@ fn fresh_pool() -> Pool {
         pass_period: place.period,
         ..PoolConfig::with_size(POOL_BYTES)
     };
-    Pool::open(path, config).expect("a pool")
+    Pool::open_or_create(path, config).expect("a pool")
 }
 
 /// `bi`'s map: one pool per table and one handle (this process is the writer), a clone

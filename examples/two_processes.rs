@@ -57,7 +57,7 @@ const WRITER_NODE: usize = 0;
 const READER_NODE: usize = 1;
 
 fn writer(path: &str) -> Result<(), Box<dyn Error>> {
-    let pool = Pool::open(
+    let pool = Pool::open_or_create(
         path,
         PoolConfig {
             node: Some(WRITER_NODE),
@@ -88,7 +88,7 @@ fn writer(path: &str) -> Result<(), Box<dyn Error>> {
 }
 
 fn reader(path: &str) -> Result<(), Box<dyn Error>> {
-    let pool = Pool::open(
+    let pool = Pool::open_or_create(
         path,
         PoolConfig {
             node: Some(READER_NODE),
@@ -113,7 +113,7 @@ fn reader(path: &str) -> Result<(), Box<dyn Error>> {
 fn joined(path: &str) -> Result<(), Box<dyn Error>> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let pool = loop {
-        match Pool::open(
+        match Pool::open_or_create(
             path,
             PoolConfig {
                 join: Some(READER_NODE),

@@ -30,7 +30,7 @@
 //! let path = dir.path().join("counts.bi");
 //! let answer = match Emulation::from_env()? {
 //!     Some(emulation) => work(Pool::open_emulated(&path, PoolConfig::default(), emulation.machine())?),
-//!     None => work(Pool::open(&path, PoolConfig::default())?),
+//!     None => work(Pool::open_or_create(&path, PoolConfig::default())?),
 //! }?;
 //! assert_eq!(answer, 42);
 //! # Ok::<(), bi::Error>(())

@@ -11,7 +11,7 @@
 //! use bi::{ErrorKind, Pool, PoolConfig};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+//! let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
 //! let _sessions = pool.map::<u64, String>("sessions").unwrap();
 //! let err = pool.map::<u64, u64>("sessions").unwrap_err();
 //! assert_eq!(err.kind(), ErrorKind::WrongTypes);

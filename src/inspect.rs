@@ -14,7 +14,7 @@
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("pool.bi");
-//! let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
 //! let orders = pool.map::<u64, u64>("orders").unwrap();
 //! orders.insert(1, 10).unwrap();
 //!

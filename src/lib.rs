@@ -14,13 +14,13 @@
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("sessions.bi");
-//! let pool = Pool::open(&path, PoolConfig::default())?;
+//! let pool = Pool::open_or_create(&path, PoolConfig::default())?;
 //! let sessions = pool.map::<String, String>("sessions")?;
 //! sessions.insert("token-1".into(), "alice".into())?;
 //! assert_eq!(sessions.get("token-1")?, Some("alice".into()));
 //!
 //! // Another process (here: another pool of the same file, another node).
-//! let there = Pool::open(&path, PoolConfig::default())?;
+//! let there = Pool::open_or_create(&path, PoolConfig::default())?;
 //! let remote = there.map::<String, String>("sessions")?;
 //! assert!(!remote.is_writer());
 //! assert_eq!(remote.insert("token-2".into(), "bob".into())?, None); // sent to the writer

@@ -1,8 +1,9 @@
 //! A pool: one call to map a region and run this process as one of its nodes.
 //!
-//! [`Pool::open`] opens the region file (or creates it, if there is none: an existing
-//! region is never truncated; on a DAX or CXL character device, or a block device, the
-//! region takes the device's size and is made only if the device holds none), claims a node of it for this process (the first node no
+//! [`Pool::open_or_create`] opens the region file or creates it if there is none (an
+//! existing region is never truncated; on a DAX or CXL character device, or a block
+//! device, the region takes the device's size and is made only if the device holds
+//! none); [`Pool::open`] opens only a pool that exists. Either claims a node of it for this process (the first node no
 //! live process runs, or the one [`PoolConfig::node`] names), starts the node's
 //! background quiescence pass, and stops it when the pool is dropped. Structures are then
 //! found by name and type: [`Pool::map_writer`] / [`Pool::map_reader`] and the same for
@@ -18,12 +19,12 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("orders.bi");
 //! // The writer process: two statements of setup.
-//! let writer_pool = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let writer_pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
 //! let mut orders = writer_pool.map_writer::<u64, u64>("orders").unwrap();
 //! orders.insert(1, 100).unwrap();
 //!
 //! // A reader process (here the same one, as another node): two statements as well.
-//! let reader_pool = Pool::open(&path, PoolConfig::default()).unwrap();
+//! let reader_pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
 //! let orders_read = reader_pool.map_reader::<u64, u64>("orders").unwrap();
 //! assert_eq!(orders_read.get(&1).unwrap(), Some(100));
 //! assert_ne!(writer_pool.node(), reader_pool.node());
@@ -59,7 +60,7 @@ use std::time::Duration;
 ///     node: Some(1),
 ///     ..PoolConfig::default()
 /// };
-/// let pool = Pool::open(dir.path().join("small.bi"), config).unwrap();
+/// let pool = Pool::open_or_create(dir.path().join("small.bi"), config).unwrap();
 /// assert_eq!(pool.node(), 1);
 /// assert_eq!(pool.region().layout().config().nodes(), 2);
 /// ```
@@ -144,9 +145,9 @@ impl PoolConfig {
 /// let path = dir.path().join("one-node.bi");
 /// let region = RegionConfig::new(4 << 20).with_nodes(1);
 /// let config = PoolConfig { region, ..PoolConfig::default() };
-/// let pool = Pool::open(&path, config.clone()).unwrap();
+/// let pool = Pool::open_or_create(&path, config.clone()).unwrap();
 /// // The only node is run by a live process (this one).
-/// let err = Pool::open(&path, config).unwrap_err();
+/// let err = Pool::open_or_create(&path, config).unwrap_err();
 /// assert_eq!(err.kind(), ErrorKind::Busy);
 /// assert!(matches!(err.cause(), PoolError::NoFreeNode { nodes: 1 }));
 /// let _w = pool.map_writer::<u64, u64>("a").unwrap();
@@ -267,14 +268,14 @@ impl From<CollectionError> for PoolError {
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("pool.bi");
-/// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+/// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
 /// let mut prices = pool.tree_writer::<u32, u64>("prices").unwrap();
 /// prices.insert(3, 300).unwrap();
 /// let node = pool.node();
 /// drop(prices);
 /// drop(pool); // the pass stops and the node is given up: it can be claimed again
 /// let config = PoolConfig { node: Some(node), ..PoolConfig::default() };
-/// let again = Pool::open(&path, config).unwrap();
+/// let again = Pool::open_or_create(&path, config).unwrap();
 /// assert_eq!(again.tree_reader::<u32, u64>("prices").unwrap().get(&3).unwrap(), Some(300));
 /// ```
 pub struct Pool<M: MemView = Hardware> {
@@ -308,17 +309,32 @@ impl<M: MemView + 'static> fmt::Debug for Pool<M> {
 const CLAIM_SETTLE: Duration = Duration::from_millis(5);
 
 impl Pool<Hardware> {
-    /// Opens the region at `path` (creating it from `config.region` if there is no file)
-    /// and runs one of its nodes in this process.
+    /// Opens the pool at `path`, which must exist (a region file, or a device holding
+    /// one), and runs one of its nodes in this process: what a process that reads or
+    /// writes a pool another one made does, so that a wrong path is an error
+    /// ([`ErrorKind::NotFound`](crate::ErrorKind::NotFound)) rather than a new, empty pool.
+    /// [`open_or_create`](Self::open_or_create) makes it if it is missing.
     ///
-    /// Errors, by [`kind`](crate::Error::kind): [`Corrupt`](crate::ErrorKind::Corrupt)
-    /// for a file that is not a valid region (nothing is written to it; the cause is
-    /// [`PoolError::Region`]), [`Busy`](crate::ErrorKind::Busy) when every node is run by
-    /// a live process ([`PoolError::NoFreeNode`]) or `config.node` is
-    /// ([`BiError::NodeTaken`]), [`Other`](crate::ErrorKind::Other) with
-    /// [`BiError::NodeNotRunning`] / [`BiError::NodeOnAnotherHost`] when the node
-    /// `config.join` names cannot be joined, [`Io`](crate::ErrorKind::Io) when the file
-    /// system refuses.
+    /// Errors, by [`kind`](crate::Error::kind): [`NotFound`](crate::ErrorKind::NotFound)
+    /// for a missing file, [`Corrupt`](crate::ErrorKind::Corrupt) for a file that is not a
+    /// valid region (nothing is written to it; the cause is [`PoolError::Region`]),
+    /// [`Busy`](crate::ErrorKind::Busy) when every node is run by a live process
+    /// ([`PoolError::NoFreeNode`]) or `config.node` is ([`BiError::NodeTaken`]),
+    /// [`Other`](crate::ErrorKind::Other) with [`BiError::NodeNotRunning`] /
+    /// [`BiError::NodeOnAnotherHost`] when the node `config.join` names cannot be joined,
+    /// [`Io`](crate::ErrorKind::Io) when the file system refuses.
+    ///
+    /// ```
+    /// use bi::{ErrorKind, Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("orders.bi");
+    /// let err = Pool::open(&path, PoolConfig::default()).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// assert!(!path.exists()); // nothing made
+    /// let _made = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let _opened = Pool::open(&path, PoolConfig::default()).unwrap(); // another node
+    /// ```
     ///
     /// Joining: a second process of a host that already runs a node reads through it
     /// (it writes nothing, runs no pass):
@@ -328,7 +344,7 @@ impl Pool<Hardware> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("orders.bi");
-    /// let runner = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let runner = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let mut orders = runner.map_writer::<u64, u64>("orders").unwrap();
     /// orders.insert(7, 70).unwrap();
     ///
@@ -340,14 +356,39 @@ impl Pool<Hardware> {
     /// assert!(joined.map_writer::<u64, u64>("orders").is_err()); // reads only
     /// ```
     pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, Error> {
-        Ok(Pool::open_with(path.as_ref(), config, |region, _| {
-            Ok(region.hardware())
-        })?)
+        Ok(Pool::open_with(
+            path.as_ref(),
+            config,
+            false,
+            |region, _| Ok(region.hardware()),
+        )?)
+    }
+
+    /// [`open`](Self::open), making the pool from `config.region` if there is no file
+    /// at `path` (a device that holds no region yet is made one, as large as the
+    /// device). If several processes make it at the same moment, one makes it and the
+    /// others open that one.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("orders.bi");
+    /// let pool = Pool::open_or_create(&path, PoolConfig::with_size(16 << 20)).unwrap();
+    /// assert_eq!(pool.region().layout().config().size(), 16 << 20);
+    /// ```
+    pub fn open_or_create(path: impl AsRef<Path>, config: PoolConfig) -> Result<Pool, Error> {
+        Ok(Pool::open_with(
+            path.as_ref(),
+            config,
+            true,
+            |region, _| Ok(region.hardware()),
+        )?)
     }
 }
 
 impl Pool<EmulatedNode> {
-    /// Opens the region at `path` as [`Pool::open`] does, but runs the node over a
+    /// Opens (or makes) the region at `path` as [`Pool::open_or_create`] does, but runs the node over a
     /// non-coherence emulator instead of the hardware: the node's cache is private to
     /// this process, memory is the region file's, and the emulator's oracle keeps each
     /// line's history in a file beside the region ([`Region::emulated`]), so several
@@ -374,9 +415,12 @@ impl Pool<EmulatedNode> {
         config: PoolConfig,
         configure: impl Fn(EmulatorConfig) -> EmulatorConfig,
     ) -> Result<Pool<EmulatedNode>, Error> {
-        Ok(Pool::open_with(path.as_ref(), config, |region, node| {
-            Ok(region.emulated(node, &configure)?)
-        })?)
+        Ok(Pool::open_with(
+            path.as_ref(),
+            config,
+            true,
+            |region, node| Ok(region.emulated(node, &configure)?),
+        )?)
     }
 
     /// What the emulator's oracle counted for this process's node so far: loads, stale
@@ -391,9 +435,13 @@ impl<M: MemView + 'static> Pool<M> {
     fn open_with(
         path: &Path,
         config: PoolConfig,
+        create: bool,
         view: impl Fn(&Region, usize) -> Result<M, PoolError>,
     ) -> Result<Pool<M>, PoolError> {
-        let region = Region::open_or_create(path, config.region)?;
+        let region = match create {
+            true => Region::open_or_create(path, config.region)?,
+            false => Region::open(path)?,
+        };
         let layout = *region.layout();
         // Every structure of a pool lives in extents granted to it: passes and first
         // readers drop those, not the whole heap (opening a large pool costs what is used).
@@ -451,8 +499,8 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let a = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let b = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let a = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let b = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// assert_eq!((a.node(), b.node()), (0, 1)); // the first nodes no live process runs
     /// ```
     pub fn node(&self) -> usize {
@@ -477,7 +525,7 @@ impl<M: MemView + 'static> Pool<M> {
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let _m = pool.map::<u64, u64>("m").unwrap(); // held: its writer role with it
     /// let stats = pool.stats().unwrap();
     /// assert!(stats.nodes[pool.node()].live);
@@ -494,7 +542,7 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// assert_eq!(pool.region().path(), Some(path.as_path()));
     /// assert_eq!(pool.region().layout().config().nodes(), 8);
     /// ```
@@ -509,7 +557,7 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// assert_eq!(pool.runtime().node(), pool.node());
     /// assert!(!pool.runtime().is_joined());
     /// ```
@@ -525,7 +573,7 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap(); // a pass every millisecond
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap(); // a pass every millisecond
     /// let start = std::time::Instant::now();
     /// while pool.passes().0 == 0 && start.elapsed().as_secs() < 5 {
     ///     std::thread::sleep(std::time::Duration::from_millis(1));
@@ -554,11 +602,11 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let mut stock = pool.map_writer::<u64, u32>("stock").unwrap();
     /// assert_eq!(stock.insert(17, 4).unwrap(), None);
     /// // One writer per structure: another node's second writer is refused.
-    /// let other = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let other = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// assert!(other.map_writer::<u64, u32>("stock").is_err());
     /// ```
     pub fn map_writer<K: Stored + Eq + Hash, V: Stored>(
@@ -587,7 +635,7 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let stock = pool.map_reader::<u64, u32>("stock").unwrap(); // made, empty
     /// assert_eq!(stock.get(&17).unwrap(), None);
     /// // The name is bound to its key and value types.
@@ -610,7 +658,7 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let mut events = pool.tree_writer::<u64, u64>("events").unwrap();
     /// for t in [30, 10, 20] {
     ///     events.insert(t, t * 2).unwrap();
@@ -636,9 +684,9 @@ impl<M: MemView + 'static> Pool<M> {
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let writer = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let writer = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// writer.tree_writer::<u64, u64>("events").unwrap().insert(1, 2).unwrap();
-    /// let reader = Pool::open(&path, PoolConfig::default()).unwrap(); // another node
+    /// let reader = Pool::open_or_create(&path, PoolConfig::default()).unwrap(); // another node
     /// let events = reader.tree_reader::<u64, u64>("events").unwrap();
     /// assert_eq!(events.get(&1).unwrap(), Some(2));
     /// ```

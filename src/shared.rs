@@ -17,8 +17,8 @@
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("pool.bi");
-//! let here = Pool::open(&path, PoolConfig::default()).unwrap();
-//! let there = Pool::open(&path, PoolConfig::default()).unwrap(); // another process
+//! let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+//! let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap(); // another process
 //! let writer = here.map::<String, String>("sessions").unwrap();
 //! let remote = there.map::<String, String>("sessions").unwrap();
 //! let token = "a session token longer than sixteen bytes".to_string();
@@ -396,7 +396,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// use bi::{Pool, PoolConfig};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+/// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
 /// let t = pool.tree::<u32, u32>("t").unwrap();
 /// t.insert(1, 10).unwrap();
 /// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
@@ -436,8 +436,8 @@ where
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
     /// // Two processes (here two pools of one process, each its own node).
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u64, u64>("orders").unwrap(); // takes the writer role
     /// let remote = there.map::<u64, u64>("orders").unwrap(); // sends to it
     /// assert!(writer.is_writer() && !remote.is_writer());
@@ -470,8 +470,8 @@ where
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u64, u64>("owners").unwrap();
     /// let remote = there.map::<u64, u64>("owners").unwrap();
     /// // Two processes race to claim key 7: exactly one wins.
@@ -492,8 +492,8 @@ where
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u64, u64>("balances").unwrap();
     /// let remote = there.map::<u64, u64>("balances").unwrap();
     /// writer.insert(1, 100).unwrap();
@@ -542,8 +542,8 @@ where
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u64, u64>("squares").unwrap();
     /// let remote = there.map::<u64, u64>("squares").unwrap();
     /// assert_eq!(remote.extend((0..10_000).map(|k| (k, k * k))).unwrap(), 10_000);
@@ -655,7 +655,7 @@ where
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let m = pool.map::<u64, u64>("m").unwrap();
     /// m.insert(1, 1).unwrap();
     /// assert!(m.broken_clients().is_empty());
@@ -685,7 +685,7 @@ where
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let counts = pool.map::<u64, u64>("counts").unwrap();
     /// counts.insert(7, 1).unwrap();
     /// let mut w = counts.writer().unwrap().unwrap();
@@ -718,8 +718,8 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap(); // another process
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap(); // another process
     /// let writer = here.map::<u32, u32>("m").unwrap();
     /// let remote = there.map::<u32, u32>("m").unwrap();
     /// assert_eq!(remote.get(&1).unwrap(), None);
@@ -744,8 +744,8 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u32, u32>("m").unwrap();
     /// let remote = there.map::<u32, u32>("m").unwrap();
     /// assert_eq!(remote.get(&1).unwrap(), None); // now cached as absent there
@@ -772,7 +772,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let region = RegionConfig::new(1 << 20).with_nodes(2); // a small pool
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig { region, ..PoolConfig::default() }).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig { region, ..PoolConfig::default() }).unwrap();
     /// let m = pool.map::<u64, u64>("m").unwrap();
     /// let mut k = 0;
     /// while m.failed_grows().unwrap() == 0 {
@@ -797,7 +797,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let m = pool.map::<u64, u64>("m").unwrap();
     /// m.extend((0..1000).map(|k| (k, k + 1))).unwrap();
     /// let mut out = Vec::new();
@@ -823,8 +823,8 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pool.bi");
-    /// let here = Pool::open(&path, PoolConfig::default()).unwrap();
-    /// let there = Pool::open(&path, PoolConfig::default()).unwrap();
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     /// let writer = here.map::<u64, u64>("visits").unwrap();
     /// let remote = there.map::<u64, u64>("visits").unwrap();
     /// writer.insert(7, 1).unwrap();
@@ -859,7 +859,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let t = pool.tree::<u32, u32>("t").unwrap();
     /// t.insert(1, 2).unwrap();
     /// assert_eq!(t.get(&1).unwrap(), Some(2));
@@ -889,7 +889,7 @@ impl<M: MemView + 'static> Pool<M> {
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let prices = pool.map::<u64, f64>("prices").unwrap();
     /// assert_eq!(prices.insert(3, 9.5).unwrap(), None);
     /// let again = pool.map::<u64, f64>("prices").unwrap(); // shares the writer
@@ -918,7 +918,7 @@ impl<M: MemView + 'static> Pool<M> {
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let m = pool.map_with_capacity::<u64, u64>("sized", 100_000).unwrap();
     /// let w = m.writer().unwrap().unwrap();
     /// assert!(w.capacity() * 3 / 2 >= 100_000); // buckets of three entries, grown at half
@@ -954,7 +954,7 @@ impl<M: MemView + 'static> Pool<M> {
     /// use bi::{Pool, PoolConfig};
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let pool = Pool::open(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
     /// let index = pool.tree::<u64, u64>("index").unwrap();
     /// index.insert(2, 20).unwrap();
     /// assert_eq!(index.remove(&2).unwrap(), Some(20));

@@ -20,18 +20,18 @@ fn small() -> PoolConfig {
 fn a_restarted_writer_adopts_its_map_and_a_second_writer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.bi");
-    let reader_pool = Pool::open(&path, small()).unwrap();
+    let reader_pool = Pool::open_or_create(&path, small()).unwrap();
     // A reader that starts before any writer sees an empty map.
     let reader = reader_pool.map_reader::<u64, u64>("m").unwrap();
     assert_eq!(reader.get(&1).unwrap(), None);
 
-    let writer_pool = Pool::open(&path, small()).unwrap();
+    let writer_pool = Pool::open_or_create(&path, small()).unwrap();
     let mut w = writer_pool.map_writer::<u64, u64>("m").unwrap();
     for k in 0..1000 {
         w.insert(k, k * 2).unwrap();
     }
     // A second writer (another node) is refused; nothing is wiped.
-    let other = Pool::open(&path, small()).unwrap();
+    let other = Pool::open_or_create(&path, small()).unwrap();
     assert!(matches!(
         other
             .map_writer::<u64, u64>("m")
@@ -59,7 +59,7 @@ fn a_restarted_writer_adopts_its_map_and_a_second_writer_is_refused() {
     // A new process for the first writer's node takes the map back and finds every key.
     let mut again = small();
     again.node = Some(writer_node);
-    let restarted = Pool::open(&path, again).unwrap();
+    let restarted = Pool::open_or_create(&path, again).unwrap();
     let mut w = restarted.map_writer::<u64, u64>("m").unwrap();
     assert_eq!(w.len(), 1001);
     assert_eq!(w.get(&500), Some(1000));
@@ -98,7 +98,7 @@ fn adopting_one_structure_leaves_the_others_of_its_node_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.bi");
     // One process writes a map, then a tree, then ends.
-    let first = Pool::open(&path, small()).unwrap();
+    let first = Pool::open_or_create(&path, small()).unwrap();
     let mut a = first.map_writer::<u64, u64>("a").unwrap();
     for k in 0..500 {
         a.insert(k, k).unwrap();
@@ -115,7 +115,7 @@ fn adopting_one_structure_leaves_the_others_of_its_node_alone() {
     // set aside to be reused: none of it is the tree's.
     let mut config = small();
     config.node = Some(node);
-    let second = Pool::open(&path, config).unwrap();
+    let second = Pool::open_or_create(&path, config).unwrap();
     let mut a = second.map_writer::<u64, u64>("a").unwrap();
     for round in 0..20 {
         for k in 0..500 {
@@ -133,7 +133,7 @@ fn adopting_one_structure_leaves_the_others_of_its_node_alone() {
 #[cfg_attr(miri, ignore)]
 fn the_only_writer_can_use_most_of_the_heap() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = Pool::open(dir.path().join("p.bi"), small()).unwrap();
+    let pool = Pool::open_or_create(dir.path().join("p.bi"), small()).unwrap();
     let heap = pool.region().layout().heap().len;
     let mut w = pool.tree_writer::<u64, [u64; 8]>("big").unwrap();
     // Each key takes a 128-byte node (its 64-byte value and the node's links): half the
@@ -154,23 +154,23 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
     let path = dir.path().join("p.bi");
     let mut one = small();
     one.node = Some(2);
-    let a = Pool::open(&path, one.clone()).unwrap();
+    let a = Pool::open_or_create(&path, one.clone()).unwrap();
     assert_eq!(a.node(), 2);
     assert!(matches!(
-        Pool::open(&path, one)
+        Pool::open_or_create(&path, one)
             .as_ref()
             .map(drop)
             .map_err(bi::Error::cause),
         Err(PoolError::Runtime(BiError::NodeTaken { node: 2 }))
     ));
     let pools: Vec<_> = (0..3)
-        .map(|_| Pool::open(&path, small()).unwrap())
+        .map(|_| Pool::open_or_create(&path, small()).unwrap())
         .collect();
     let mut nodes: Vec<_> = pools.iter().map(Pool::node).collect();
     nodes.sort();
     assert_eq!(nodes, [0, 1, 3]);
     assert!(matches!(
-        Pool::open(&path, small())
+        Pool::open_or_create(&path, small())
             .as_ref()
             .map(drop)
             .map_err(bi::Error::cause),
@@ -180,7 +180,7 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
     let junk = dir.path().join("junk");
     std::fs::write(&junk, b"not a region").unwrap();
     assert!(matches!(
-        Pool::open(&junk, small())
+        Pool::open_or_create(&junk, small())
             .as_ref()
             .map(drop)
             .map_err(bi::Error::cause),
@@ -196,14 +196,14 @@ fn nodes_are_claimed_once_and_bad_files_are_refused_untouched() {
 fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.bi");
-    let writer_pool = Pool::open(&path, small()).unwrap();
+    let writer_pool = Pool::open_or_create(&path, small()).unwrap();
     let mut w = writer_pool.map_writer::<u64, u64>("m").unwrap();
     w.insert(1, 10).unwrap();
-    let runner = Pool::open(&path, small()).unwrap();
+    let runner = Pool::open_or_create(&path, small()).unwrap();
     let join = |node| {
         let mut c = small();
         c.join = Some(node);
-        Pool::open(&path, c)
+        Pool::open_or_create(&path, c)
     };
     // A node nobody runs cannot be joined.
     assert!(matches!(
@@ -251,7 +251,7 @@ fn a_second_process_of_a_host_joins_a_running_node_and_reads_only() {
 fn nodes_opening_one_name_at_once_find_one_structure() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.bi");
-    Pool::open(&path, small()).unwrap(); // the file exists before the race
+    Pool::open_or_create(&path, small()).unwrap(); // the file exists before the race
     for round in 0..10 {
         let name = format!("m{round}");
         let slots: Vec<usize> = std::thread::scope(|s| {
@@ -259,7 +259,7 @@ fn nodes_opening_one_name_at_once_find_one_structure() {
                 .map(|_| {
                     let (path, name) = (&path, &name);
                     s.spawn(move || {
-                        let pool = Pool::open(path, small()).unwrap();
+                        let pool = Pool::open_or_create(path, small()).unwrap();
                         let map = bi::collections::map::BiHashMap::<u64, u64>::named(
                             pool.region(),
                             pool.runtime(),
@@ -274,4 +274,43 @@ fn nodes_opening_one_name_at_once_find_one_structure() {
         });
         assert!(slots.windows(2).all(|w| w[0] == w[1]), "{name}: {slots:?}");
     }
+}
+
+/// `Pool::open` refuses a path that holds no pool (a typo must not make an empty pool);
+/// `Pool::open_or_create` from several openers at once makes one pool they all share.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn open_refuses_a_missing_pool_and_racing_creators_share_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.bi");
+    let err = Pool::open(&path, small()).unwrap_err();
+    assert_eq!(err.kind(), bi::ErrorKind::NotFound, "{err}");
+    let joined = PoolConfig {
+        join: Some(0),
+        ..small()
+    };
+    assert_eq!(
+        Pool::open(&path, joined).unwrap_err().kind(),
+        bi::ErrorKind::NotFound
+    );
+    assert!(!path.exists());
+    let pools: Vec<Pool> = std::thread::scope(|t| {
+        let openers: Vec<_> = (0..3)
+            .map(|_| t.spawn(|| Pool::open_or_create(&path, small()).unwrap()))
+            .collect();
+        openers.into_iter().map(|o| o.join().unwrap()).collect()
+    });
+    let mut nodes: Vec<usize> = pools.iter().map(Pool::node).collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, [0, 1, 2]);
+    pools[0]
+        .map::<u64, u64>("m")
+        .unwrap()
+        .insert(1, 10)
+        .unwrap();
+    let reader = pools[2].map::<u64, u64>("m").unwrap();
+    assert_eq!(reader.get_fresh(&1).unwrap(), Some(10));
+    // An existing pool opens with `open`.
+    drop(pools);
+    assert!(Pool::open(&path, small()).is_ok());
 }

@@ -36,8 +36,8 @@ fn config(node: usize) -> PoolConfig {
 fn two_pools(name: &str) -> (tempfile::TempDir, Pool, Pool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("{name}.bi"));
-    let here = Pool::open(&path, config(0)).unwrap();
-    let there = Pool::open(&path, config(1)).unwrap();
+    let here = Pool::open_or_create(&path, config(0)).unwrap();
+    let there = Pool::open_or_create(&path, config(1)).unwrap();
     (dir, here, there)
 }
 
@@ -206,7 +206,7 @@ fn writer_child_process() {
     let Ok(path) = std::env::var(CHILD_ENV) else {
         return; // not the child
     };
-    let pool = Pool::open(Path::new(&path), config(WRITER_NODE)).expect("writer pool");
+    let pool = Pool::open_or_create(Path::new(&path), config(WRITER_NODE)).expect("writer pool");
     // Held for their serving threads.
     let (_plain, _strings);
     if std::env::var(STRINGS_ENV).is_ok() {
@@ -232,7 +232,7 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.bi");
-    let client_pool = Pool::open(&path, config(0)).unwrap();
+    let client_pool = Pool::open_or_create(&path, config(0)).unwrap();
     let mut child = spawn_writer(&path, false);
     let m = client_pool.map::<u64, u64>("m").unwrap();
     assert!(!m.is_writer());
@@ -265,7 +265,7 @@ fn a_request_to_a_killed_writer_is_never_applied_twice() {
     assert_eq!(m.writer().unwrap().unwrap().len(), 101);
     // Another process finds the role held (the handle's process is alive) and sends its
     // writes there.
-    let successor = Pool::open(&path, config(WRITER_NODE)).unwrap();
+    let successor = Pool::open_or_create(&path, config(WRITER_NODE)).unwrap();
     let other = successor.map::<u64, u64>("m").unwrap();
     assert!(!other.is_writer());
     assert_eq!(other.insert(1002, 3).unwrap(), None);
@@ -287,7 +287,7 @@ fn a_writer_restarted_within_the_dead_ones_lease_takes_the_role_back() {
     let path = dir.path().join("restarted.bi");
     let mut child = spawn_writer(&path, false);
     {
-        let client_pool = Pool::open(&path, config(0)).unwrap();
+        let client_pool = Pool::open_or_create(&path, config(0)).unwrap();
         let m = client_pool.map::<u64, u64>("m").unwrap();
         for k in 0..50 {
             assert_eq!(m.insert(k, k * 10).unwrap(), None);
@@ -296,7 +296,7 @@ fn a_writer_restarted_within_the_dead_ones_lease_takes_the_role_back() {
     child.0.kill().unwrap();
     child.0.wait().unwrap();
     // Restarted at once, on any free node: the lease of the dead writer still runs.
-    let pool = Pool::open(&path, config(0)).unwrap();
+    let pool = Pool::open_or_create(&path, config(0)).unwrap();
     let m = pool.map::<u64, u64>("m").unwrap();
     assert!(!m.is_writer(), "the dead writer's lease should still run");
     // A write sent while the lease runs may fail (the dead process never answers; its
@@ -469,7 +469,7 @@ fn string_requests_cross_to_a_writer_process() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("strings.bi");
-    let client_pool = Pool::open(&path, config(0)).unwrap();
+    let client_pool = Pool::open_or_create(&path, config(0)).unwrap();
     let _child = spawn_writer(&path, true);
     let m = client_pool.map::<String, Vec<u8>>("s").unwrap();
     assert!(!m.is_writer());
@@ -583,7 +583,7 @@ fn a_remote_write_waits_the_pools_write_timeout() {
         write_timeout: Duration::from_millis(50),
         ..config(0)
     };
-    let client_pool = Pool::open(&path, quick).unwrap();
+    let client_pool = Pool::open_or_create(&path, quick).unwrap();
     let mut child = spawn_writer(&path, false);
     let m = client_pool.map::<u64, u64>("m").unwrap();
     assert!(!m.is_writer());

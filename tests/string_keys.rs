@@ -43,7 +43,7 @@ fn value(i: usize, round: u8) -> Vec<u8> {
 
 /// Opens the pool as node 1, waiting for the previous writer process's claim to lapse.
 fn open_writer_pool(path: &Path) -> Pool {
-    common::open_when_free(|| Pool::open(path, config(1)))
+    common::open_when_free(|| Pool::open_or_create(path, config(1)))
 }
 
 /// The writer process (of the map, or with the tree variable set of the tree; a node
@@ -111,7 +111,7 @@ fn strings_written_by_one_process_are_read_by_another() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("strings.bi");
-    let pool = Pool::open(&path, config(0)).unwrap();
+    let pool = Pool::open_or_create(&path, config(0)).unwrap();
     let map = pool.map_reader::<String, Vec<u8>>("blobs").unwrap();
     let tree = pool.tree_reader::<String, u64>("index").unwrap();
     // Keys repeat (key(i) for several i): the model is the last write of each.

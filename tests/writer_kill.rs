@@ -52,7 +52,7 @@ macro_rules! with_pool {
                 $then
             }
             None => {
-                let $open = |p: &Path, c| Pool::open(p, c);
+                let $open = |p: &Path, c| Pool::open_or_create(p, c);
                 $then
             }
         }
@@ -124,7 +124,10 @@ fn fifty_writer_kills_lose_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = dir.path().join("kills.bi");
     match Emulation::from_env().expect("BI_EMULATE") {
-        None => drop(kill_and_check(&path, Pool::open(&path, config(0)).unwrap())),
+        None => drop(kill_and_check(
+            &path,
+            Pool::open_or_create(&path, config(0)).unwrap(),
+        )),
         Some(e) => {
             let pool = Pool::open_emulated(&path, config(0), e.machine()).unwrap();
             let stats = kill_and_check(&path, pool).emulator_stats();

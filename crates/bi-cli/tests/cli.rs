@@ -23,7 +23,7 @@ fn inspect_shows_what_another_process_holds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.bi");
     // This process writes; the command is another process, which joins nothing.
-    let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+    let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
     let sessions = pool.map::<String, String>("sessions").unwrap();
     for i in 0..1000 {
         sessions
@@ -75,7 +75,7 @@ fn check_reports_damage_and_inspect_refuses_what_is_no_region() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("damaged.bi");
     {
-        let pool = Pool::open(&path, PoolConfig::default()).unwrap();
+        let pool = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
         pool.map::<u64, u64>("m").unwrap().insert(1, 1).unwrap();
     }
     let p = path.to_str().unwrap();

@@ -23,12 +23,12 @@
 //!
 //! ```ignore
 //! // The writer process.
-//! let pool = bi::Pool::open("/dev/shm/orders.bi", bi::PoolConfig::default())?;
+//! let pool = bi::Pool::open_or_create("/dev/shm/orders.bi", bi::PoolConfig::default())?;
 //! let mut orders = pool.map_writer::<u64, Order>("orders")?;
 //! orders.insert(42, order)?; // visible to every node once it returns
 //!
 //! // A reader process (on this host, or another host of the memory pool).
-//! let pool = bi::Pool::open("/dev/shm/orders.bi", bi::PoolConfig::default())?;
+//! let pool = bi::Pool::open_or_create("/dev/shm/orders.bi", bi::PoolConfig::default())?;
 //! let orders = pool.map_reader::<u64, Order>("orders")?;
 //! let o = orders.get(&42)?;
 //! ```
