@@ -57,8 +57,12 @@
 //! after the lease, with no loop in user code.
 //!
 //! A write sent before the lease lapsed waits for the dead process until the client
-//! timeout and fails ([`DelegationError::Timeout`]); the handle then takes the role if
-//! the lease has lapsed. The process that takes the role (this one or another) reports
+//! timeout ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)); the handle
+//! then takes the role if the lease has lapsed, and the write fails with
+//! [`DelegationError::WriterDied`] (kind [`NoWriter`](crate::ErrorKind::NoWriter): the
+//! takeover reported it failed), or with [`DelegationError::Timeout`] (kind
+//! [`Timeout`](crate::ErrorKind::Timeout)) while the lease still runs: the writer may be
+//! alive and slow, and may still apply it. The process that takes the role (this one or another) reports
 //! every request it finds unacknowledged as failed ([`DelegationError::WriterDied`]) and
 //! applies none of them, so no request is applied twice; the dead writer may have
 //! applied some before dying (the outcome of a request to a process that died is
@@ -578,8 +582,7 @@ where
                     sent.and_then(|()| client.flush().map(drop))
                 };
                 if let Err(e) = sent {
-                    self.after_failure(&e)?;
-                    return Err(e.into());
+                    return Err(self.after_failure(e)?.into());
                 }
             }
             Now::ReadOnly(node) => return Err(BiError::NotRunner { node }.into()),
@@ -620,10 +623,7 @@ where
                         remote.answered()?;
                         found
                     }
-                    Err(e) => {
-                        self.after_failure(&e)?;
-                        return Err(e.into());
-                    }
+                    Err(e) => return Err(self.after_failure(e)?.into()),
                 };
                 // Acknowledged, so published: this node's next read of the key comes from
                 // memory (read-your-writes), not from what its cache had before the write.
@@ -635,15 +635,28 @@ where
     }
 
     /// After a remote write failed: if the writer timed out or died, take its role
-    /// when its lease has lapsed, so that the next write applies here.
-    fn after_failure(&self, e: &CollectionError) -> Result<(), PoolError> {
-        if let CollectionError::Delegation(
-            DelegationError::Timeout { .. } | DelegationError::WriterDied { .. },
-        ) = e
-        {
-            self.writes.take_role()?;
+    /// when its lease has lapsed, so that the next write applies here. Returns the error
+    /// to report: a timeout after which this process took the role is the writer's
+    /// death ([`DelegationError::WriterDied`]): taking the role reported the request
+    /// failed, and no writer applies it from then on.
+    fn after_failure(&self, e: CollectionError) -> Result<CollectionError, PoolError> {
+        let CollectionError::Delegation(
+            d @ (DelegationError::Timeout { .. } | DelegationError::WriterDied { .. }),
+        ) = &e
+        else {
+            return Ok(e);
+        };
+        let timed_out = match d {
+            DelegationError::Timeout { seq, .. } => Some(*seq),
+            _ => None,
+        };
+        match (self.writes.take_role()?, timed_out) {
+            (true, Some(seq)) => Ok(CollectionError::Delegation(DelegationError::WriterDied {
+                first: seq,
+                last: seq,
+            })),
+            _ => Ok(e),
         }
-        Ok(())
     }
 
     /// The nodes whose channels this process's serving thread found holding what no
