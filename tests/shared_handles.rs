@@ -611,18 +611,20 @@ fn a_remote_write_waits_the_pools_write_timeout() {
     assert_eq!(m.get(&1).unwrap(), Some(1));
 }
 
-/// A remote write into a full pool fails with the heap's error (nothing written), not a
-/// timeout; once room is freed, remote writes go through again.
-#[test]
-#[cfg_attr(miri, ignore)]
-fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
-    let (_dir, here, there) = two_pools("full");
-    let writer = here.map::<String, Vec<u8>>("s").unwrap();
-    let remote = there.map::<String, Vec<u8>>("s").unwrap();
-    let value = vec![7u8; 100 << 10];
+/// A value of 100 KiB: a few hundred fill a test pool.
+fn big_value() -> Vec<u8> {
+    vec![7u8; 100 << 10]
+}
+
+/// How a test writes one key: `insert` or `remove`, through some handle.
+type Write<'a> = &'a dyn Fn(&str, Option<Vec<u8>>) -> Result<Option<Vec<u8>>, bi::Error>;
+
+/// Inserts big values under `key-00000`, `key-00001`, ... through `write` until the pool
+/// refuses one with the heap's error; returns how many went in.
+fn fill_until_refused(write: Write<'_>) -> usize {
     let mut stored = 0;
     let refused = loop {
-        match remote.insert(format!("key-{stored}"), value.clone()) {
+        match write(&format!("key-{stored:05}"), Some(big_value())) {
             Ok(None) => stored += 1,
             Ok(Some(_)) => panic!("a new key replaced a value"),
             Err(e) => break e,
@@ -631,7 +633,42 @@ fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
     };
     assert_eq!(refused.kind(), bi::ErrorKind::HeapExhausted, "{refused}");
     assert!(stored > 10, "{stored} values fitted");
-    assert_eq!(remote.get(format!("key-{stored}").as_str()).unwrap(), None);
+    stored
+}
+
+/// Removes half of the `stored` keys through `write`, then inserts `after` until the
+/// freed room takes it (removed values come back after their grace period).
+fn free_and_write_again(write: Write<'_>, stored: usize) {
+    for k in 0..stored / 2 {
+        assert!(write(&format!("key-{k:05}"), None).unwrap().is_some());
+    }
+    for _ in 0..200 {
+        match write("after", Some(big_value())) {
+            Ok(_) => return,
+            Err(e) if e.kind() == bi::ErrorKind::HeapExhausted => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("remote writes never resumed");
+}
+
+/// A remote write into a full pool fails with the heap's error (nothing written), not a
+/// timeout; once room is freed, remote writes go through again.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
+    let (_dir, here, there) = two_pools("full");
+    let writer = here.map::<String, Vec<u8>>("s").unwrap();
+    let remote = there.map::<String, Vec<u8>>("s").unwrap();
+    let write = |k: &str, v: Option<Vec<u8>>| match v {
+        Some(v) => remote.insert(k.to_owned(), v),
+        None => remote.remove(k),
+    };
+    let stored = fill_until_refused(&write);
+    let refused_key = format!("key-{stored:05}");
+    assert_eq!(writer.get(refused_key.as_str()).unwrap(), None);
     // A batch that runs out part way: what went in is whole, the rest is refused.
     let batch = (0..20).map(|i| (format!("batch-{i}"), vec![i as u8; 100 << 10]));
     let err = remote.extend(batch).unwrap_err();
@@ -640,78 +677,25 @@ fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
         let got = writer.get(format!("batch-{i}").as_str()).unwrap();
         assert!(got.is_none_or(|v| v == vec![i; 100 << 10]), "batch-{i}");
     }
-    // Free room from the remote side, then write again from both sides.
-    for k in 0..stored / 2 {
-        assert!(
-            remote
-                .remove(format!("key-{k}").as_str())
-                .unwrap()
-                .is_some()
-        );
-    }
-    // Removed values are given back after their grace period.
-    let mut written = false;
-    for _ in 0..200 {
-        match remote.insert("after".into(), value.clone()) {
-            Ok(_) => {
-                written = true;
-                break;
-            }
-            Err(e) if e.kind() == bi::ErrorKind::HeapExhausted => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-    assert!(written, "remote writes never resumed");
-    assert_eq!(writer.get("after").unwrap(), Some(value.clone()));
+    free_and_write_again(&write, stored);
+    assert_eq!(writer.get("after").unwrap(), Some(big_value()));
     assert_eq!(writer.insert("local".into(), vec![1]).unwrap(), None);
 }
 
-/// The same for a tree: a remote write into a full pool gets the heap error and remote
-/// writes go through again once room is freed.
+/// The same for a tree.
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_full_pool_refuses_remote_tree_writes_and_takes_them_again_once_freed() {
     let (_dir, here, there) = two_pools("full-tree");
     let writer = here.tree::<String, Vec<u8>>("t").unwrap();
     let remote = there.tree::<String, Vec<u8>>("t").unwrap();
-    let value = vec![5u8; 100 << 10];
-    let mut stored = 0;
-    let refused = loop {
-        match remote.insert(format!("key-{stored:05}"), value.clone()) {
-            Ok(None) => stored += 1,
-            Ok(Some(_)) => panic!("a new key replaced a value"),
-            Err(e) => break e,
-        }
-        assert!(stored < 10_000, "the pool never filled");
+    let write = |k: &str, v: Option<Vec<u8>>| match v {
+        Some(v) => remote.insert(k.to_owned(), v),
+        None => remote.remove(k),
     };
-    assert_eq!(refused.kind(), bi::ErrorKind::HeapExhausted, "{refused}");
-    assert_eq!(
-        writer.get(format!("key-{stored:05}").as_str()).unwrap(),
-        None
-    );
-    for k in 0..stored / 2 {
-        assert!(
-            remote
-                .remove(format!("key-{k:05}").as_str())
-                .unwrap()
-                .is_some()
-        );
-    }
-    let mut written = false;
-    for _ in 0..200 {
-        match remote.insert("after".into(), value.clone()) {
-            Ok(_) => {
-                written = true;
-                break;
-            }
-            Err(e) if e.kind() == bi::ErrorKind::HeapExhausted => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-    assert!(written, "remote tree writes never resumed");
-    assert_eq!(writer.get("after").unwrap(), Some(value));
+    let stored = fill_until_refused(&write);
+    let refused_key = format!("key-{stored:05}");
+    assert_eq!(writer.get(refused_key.as_str()).unwrap(), None);
+    free_and_write_again(&write, stored);
+    assert_eq!(writer.get("after").unwrap(), Some(big_value()));
 }
