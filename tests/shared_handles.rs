@@ -654,6 +654,19 @@ fn free_and_write_again(write: Write<'_>, stored: usize) {
     panic!("remote writes never resumed");
 }
 
+/// How a test reads one key through some handle.
+type Read<'a> = &'a dyn Fn(&str) -> Result<Option<Vec<u8>>, bi::Error>;
+
+/// Fills the pool through `write` until it refuses a value (read back through `read`: not
+/// there), runs `full` while the pool is full, then frees room and writes again.
+fn full_pool_round(write: Write<'_>, read: Read<'_>, full: impl FnOnce()) {
+    let stored = fill_until_refused(write);
+    assert_eq!(read(&format!("key-{stored:05}")).unwrap(), None);
+    full();
+    free_and_write_again(write, stored);
+    assert_eq!(read("after").unwrap(), Some(big_value()));
+}
+
 /// A remote write into a full pool fails with the heap's error (nothing written), not a
 /// timeout; once room is freed, remote writes go through again.
 #[test]
@@ -666,19 +679,16 @@ fn a_full_pool_refuses_remote_writes_and_takes_them_again_once_freed() {
         Some(v) => remote.insert(k.to_owned(), v),
         None => remote.remove(k),
     };
-    let stored = fill_until_refused(&write);
-    let refused_key = format!("key-{stored:05}");
-    assert_eq!(writer.get(refused_key.as_str()).unwrap(), None);
-    // A batch that runs out part way: what went in is whole, the rest is refused.
-    let batch = (0..20).map(|i| (format!("batch-{i}"), vec![i as u8; 100 << 10]));
-    let err = remote.extend(batch).unwrap_err();
-    assert_eq!(err.kind(), bi::ErrorKind::HeapExhausted, "{err}");
-    for i in 0..20u8 {
-        let got = writer.get(format!("batch-{i}").as_str()).unwrap();
-        assert!(got.is_none_or(|v| v == vec![i; 100 << 10]), "batch-{i}");
-    }
-    free_and_write_again(&write, stored);
-    assert_eq!(writer.get("after").unwrap(), Some(big_value()));
+    full_pool_round(&write, &|k| writer.get(k), || {
+        // A batch that runs out part way: what went in is whole, the rest is refused.
+        let batch = (0..20).map(|i| (format!("batch-{i}"), vec![i as u8; 100 << 10]));
+        let err = remote.extend(batch).unwrap_err();
+        assert_eq!(err.kind(), bi::ErrorKind::HeapExhausted, "{err}");
+        for i in 0..20u8 {
+            let got = writer.get(format!("batch-{i}").as_str()).unwrap();
+            assert!(got.is_none_or(|v| v == vec![i; 100 << 10]), "batch-{i}");
+        }
+    });
     assert_eq!(writer.insert("local".into(), vec![1]).unwrap(), None);
 }
 
@@ -693,9 +703,5 @@ fn a_full_pool_refuses_remote_tree_writes_and_takes_them_again_once_freed() {
         Some(v) => remote.insert(k.to_owned(), v),
         None => remote.remove(k),
     };
-    let stored = fill_until_refused(&write);
-    let refused_key = format!("key-{stored:05}");
-    assert_eq!(writer.get(refused_key.as_str()).unwrap(), None);
-    free_and_write_again(&write, stored);
-    assert_eq!(writer.get("after").unwrap(), Some(big_value()));
+    full_pool_round(&write, &|k| writer.get(k), || {});
 }
