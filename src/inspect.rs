@@ -130,9 +130,14 @@ impl PoolReport {
         let layout = region.layout();
         let config = RuntimeConfig::default();
         let now = TickClock::new().refresh();
-        let nodes = (0..layout.config().nodes() as usize)
-            .map(|node| node_report(layout, view, node, now, &config))
+        let records = (0..layout.config().nodes() as usize)
+            .map(|node| node_record(layout, view, node))
             .collect::<Result<Vec<_>, Error>>()?;
+        let nodes: Vec<NodeReport> = records
+            .iter()
+            .enumerate()
+            .map(|(node, r)| node_report(node, r, now, &config))
+            .collect();
         let owners = extent_owners(layout, view)?;
         let extent_bytes = |owner: u64| -> usize {
             (0..owners.len())
@@ -148,8 +153,8 @@ impl PoolReport {
             let writer_node = writer.node.checked_sub(1).map(|n| n as usize);
             let writer_live = writer.holder != 0
                 && writer_node
-                    .and_then(|n| nodes.get(n))
-                    .is_some_and(|n| n.live && n.holder_matches(writer.holder, layout, view));
+                    .and_then(|n| Some((nodes.get(n)?, records.get(n)?)))
+                    .is_some_and(|(n, r)| n.live && r.holder == writer.holder);
             structures.push(StructureReport {
                 heap_bytes: extent_bytes(root.offset),
                 name: root.name,
@@ -229,28 +234,16 @@ impl PoolReport {
     }
 }
 
-impl NodeReport {
-    /// Whether node `self.node`'s record, read again, names `holder`.
-    fn holder_matches<V: MemView>(&self, holder: u64, layout: &Layout, view: &V) -> bool {
-        layout
-            .node_record(self.node)
-            .and_then(|s| view.load_from_memory::<NodeRecord>(s.offset).ok())
-            .is_some_and(|r| r.holder == holder)
-    }
-}
-
-fn node_report<V: MemView>(
-    layout: &Layout,
-    view: &V,
-    node: usize,
-    now: u64,
-    config: &RuntimeConfig,
-) -> Result<NodeReport, Error> {
+/// Node `node`'s record, read from memory.
+fn node_record<V: MemView>(layout: &Layout, view: &V, node: usize) -> Result<NodeRecord, Error> {
     let at = layout
         .node_record(node)
         .ok_or(bi_core::runtime::BiError::BadNode { node })?;
-    let r: NodeRecord = view.load_from_memory(at.offset)?;
-    Ok(NodeReport {
+    Ok(view.load_from_memory(at.offset)?)
+}
+
+fn node_report(node: usize, r: &NodeRecord, now: u64, config: &RuntimeConfig) -> NodeReport {
+    NodeReport {
         node,
         claimed: r.holder != 0,
         live: r.is_live(now, config),
@@ -259,7 +252,7 @@ fn node_report<V: MemView>(
         heartbeat_age_ns: (r.heartbeat != 0).then(|| now.saturating_sub(r.heartbeat)),
         overflows: r.overflows,
         expired_readers: r.expired_readers,
-    })
+    }
 }
 
 /// The owner word of every extent, read from memory.
