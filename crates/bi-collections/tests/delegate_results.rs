@@ -302,3 +302,36 @@ fn large_old_values_come_back_through_the_result_slots() {
         }
     });
 }
+
+/// What a client is told was applied was applied: a server that takes a few records per
+/// batch acknowledges those and no more, however many others already wait in the
+/// channel, and the client's view of what is done never runs ahead of the structure.
+#[test]
+fn an_acknowledgement_covers_only_what_the_server_applied() {
+    use bi_collections::EpochBonsai;
+    use bi_core::mem::{Emulator, EmulatorConfig};
+
+    let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2).seed(3));
+    let layout = DelegationLayout::<u64, u64>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    let mut server = DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap();
+    let mut client = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+    let mut sent = 0;
+    for _ in 0..10 {
+        for _ in 0..5 {
+            client.insert(sent, sent).unwrap();
+            sent += 1;
+        }
+        for batch in [1, 3] {
+            server.serve_once(batch).unwrap();
+            let acknowledged = client.poll_applied().unwrap();
+            let applied = server.structure().iter().len() as u64;
+            assert_eq!(
+                acknowledged, applied,
+                "acknowledged beyond what was applied"
+            );
+        }
+    }
+    while server.serve_once(16).unwrap().ops > 0 {}
+    assert_eq!(client.flush().unwrap(), sent);
+    assert_eq!(server.structure().iter().len() as u64, sent);
+}

@@ -177,3 +177,69 @@ fn a_second_writer_is_refused_and_wipes_nothing() {
     // Other types under the same name are refused too.
     assert!(BiTree::<u32, u64>::named(&s.region, &s.nodes[1], "t").is_err());
 }
+
+/// What a dead writer left is quarantined, not reused, while a reader that entered before
+/// the adoption is still inside: its node may still cache the old nodes. The adopter
+/// reclaims and inserts as a live writer does, before and after the reader's node
+/// passes; none of it may hand that memory out before the reader leaves (the oracle
+/// counts a reader's load of a line whose memory was reused since it was cached). Once
+/// the reader has left, the memory comes back.
+#[test]
+fn memory_a_dead_writer_left_is_not_reused_under_a_reader_inside() {
+    // Readers' leases longer than the test: the reader below stays inside throughout.
+    let config = config().reader_lease(u64::MAX / 4);
+    let mut s = Setup::with(
+        RegionConfig::new(1 << 20).with_nodes(2),
+        |c| c.seed(12),
+        config.clone(),
+    );
+    let mut w = writer(&s).unwrap();
+    for k in 0..40 {
+        w.insert(k, k).unwrap();
+    }
+    s.quiesce_all().unwrap();
+    s.quiesce_all().unwrap();
+    let tree = BiTree::<u64, u64>::named(&s.region, &s.nodes[1], "t").unwrap();
+    let reader = tree.read_handle(&s.nodes[1]).unwrap();
+    let view = reader.enter();
+    for k in 0..40 {
+        assert_eq!(view.get(&k).unwrap(), Some(k));
+    }
+    // Every node the reader walked is replaced, then the writer's host dies.
+    for k in 0..40 {
+        w.insert(k, k + 100).unwrap();
+    }
+    std::mem::forget(w);
+    s.crash_and_restart(0, config);
+    // A new process on node 0 adopts the tree before node 1 passes again: node 1 still
+    // caches the old nodes (and the root slot that leads to them).
+    let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    let node_writer = s.nodes[0].writer(heap).unwrap();
+    s.nodes[0].quiesce().unwrap();
+    let tree0 = BiTree::<u64, u64>::named(&s.region, &s.nodes[0], "t").unwrap();
+    let mut w = tree0.take_writer(&s.nodes[0], node_writer).unwrap();
+    // The adopter reclaims and inserts at once, then the reader reads, then every node
+    // passes, four times over: any of the old nodes' memory handed out again is read
+    // stale from the reader's cache.
+    let mut inserted = 0;
+    for round in 0..4 {
+        w.reclaim().unwrap();
+        for k in 0..5 {
+            inserted += u64::from(w.insert(1000 + round * 5 + k, k).is_ok());
+        }
+        for k in 0..40 {
+            let _ = view.get(&k);
+        }
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(
+        s.emu.stats(1).reuse_hazards,
+        0,
+        "memory reused under the reader ({inserted} inserts went through)"
+    );
+    drop(view);
+    s.quiesce_all().unwrap();
+    s.quiesce_all().unwrap();
+    w.reclaim().unwrap();
+    w.insert(5000, 1).unwrap();
+}

@@ -199,3 +199,76 @@ fn a_step_stalled_inside_the_lock_runs_again_and_succeeds() {
         Err(BiError::WriterAlive { node: 0 })
     ));
 }
+
+/// The doorway's purpose: a node that read the others' tickets but has not yet written
+/// its own is *choosing*, and every other node waits for it. Scripted: node 0 stops right
+/// after it read node 1's record (ticket 0) and before it writes its ticket; node 1 then
+/// takes a ticket (1) and must wait. Once node 0 goes on it takes ticket 1 too and goes
+/// first (lower node id), so a node 1 that had not waited would be inside with it.
+#[test]
+fn a_node_waits_while_another_is_choosing_its_ticket() {
+    use bi_core::mem::{Access, Observed};
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::atomic::AtomicU8;
+    use std::sync::{Arc, Mutex, mpsc};
+
+    let mut s = Setup::with(
+        RegionConfig::new(1 << 18).with_nodes(2),
+        |c| c.seed(5),
+        patient(),
+    );
+    let lock_record = |node: usize| {
+        let layout = s.region.layout();
+        layout.node_record(node).unwrap().offset + layout.slot_size()
+    };
+    let theirs = lock_record(1);
+    // Node 0 runs over an observed view (its plain runtime gives the node up first).
+    drop(s.nodes.remove(0));
+    let (paused_tx, paused) = mpsc::channel::<()>();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let (paused_tx, go_rx) = (Mutex::new(paused_tx), Mutex::new(go_rx));
+    // 0: waiting for node 0 to read node 1's record; 1: read; 2: stopped once, done.
+    let step = AtomicU8::new(0);
+    let view = Observed::new(s.emu.node(0), move |access| {
+        match (step.load(Ordering::SeqCst), access) {
+            (0, Access::Load(at)) if at == theirs => step.store(1, Ordering::SeqCst),
+            (1, _) => {
+                step.store(2, Ordering::SeqCst);
+                paused_tx.lock().unwrap().send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+            }
+            _ => {}
+        }
+        Ok(())
+    });
+    let clock = Arc::new(EmulatedClock::new(s.emu.node(0)));
+    let node0 = NodeRuntime::new(view, *s.region.layout(), 0, patient(), clock).unwrap();
+    let node1 = &s.nodes[0];
+    let (inside, overlaps) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let section = |held: Duration| {
+        if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+            overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        std::thread::sleep(held);
+        inside.fetch_sub(1, Ordering::SeqCst);
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _guard = node0.lock(Duration::from_secs(30)).unwrap();
+            section(Duration::from_millis(50));
+        });
+        paused.recv().unwrap(); // node 0 is choosing
+        scope.spawn(|| {
+            let _guard = node1.lock(Duration::from_secs(30)).unwrap();
+            section(Duration::from_millis(300));
+        });
+        // Time for node 1 to go in, if it did not wait.
+        std::thread::sleep(Duration::from_millis(100));
+        go.send(()).unwrap();
+    });
+    assert_eq!(
+        overlaps.load(Ordering::SeqCst),
+        0,
+        "both nodes held the lock"
+    );
+}
