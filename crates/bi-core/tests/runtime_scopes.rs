@@ -97,6 +97,41 @@ fn the_modified_policy_ignores_scopes() {
     assert!(pass.modified > 0 && pass.freed > 0);
 }
 
+/// A first declaration drops the root slots a node cached while it skipped their
+/// notices, not only the heap: a slot read stale names an older object, and when the
+/// writer keeps that object live (a snapshot it still serves, a subtree the new version
+/// shares) nothing in the object tells the reader it is not the newest.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own: the emulator paths it runs are the other runtime tests'"
+)]
+fn a_first_declaration_drops_root_slots_cached_while_skipping() {
+    let s = setup(RuntimeConfig::default());
+    let mut w = s.writer(0);
+    let (slot, scope) = (s.slot(0), Scope::of_slot(s.slot(0)));
+    w.set_scope(scope).unwrap();
+    let first = w.alloc(1u64).unwrap();
+    w.publish(slot, first).unwrap();
+    s.nodes[0].quiesce().unwrap();
+    // A node's first pass drops its whole cache, and again once its readers then inside
+    // left: both before node 1 caches the slot.
+    for _ in 0..2 {
+        s.nodes[1].quiesce().unwrap();
+    }
+    assert_eq!(read(&s, slot), 1);
+    // Newer versions; every older one stays live (never retired).
+    for v in 2..6u64 {
+        let b = w.alloc(v).unwrap();
+        w.publish(slot, b).unwrap();
+    }
+    s.nodes[0].quiesce().unwrap();
+    let pass = s.nodes[1].quiesce().unwrap();
+    assert!(pass.skipped > 0, "node 1 skipped the notices: {pass:?}");
+    assert!(s.nodes[1].use_scope(scope).unwrap());
+    assert_eq!(read(&s, slot), 5, "the slot as node 1 cached it before");
+}
+
 /// With `extents_only` (how a pool runs), a whole-heap invalidation (here: a node's
 /// first declaration of a structure) drops the root directory and every line of the
 /// extents the table marks granted (two adjacent ones and a third apart), reading the
