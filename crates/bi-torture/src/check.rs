@@ -1,0 +1,262 @@
+//! What the run must show, read from the journals, the supervisor's record of its faults
+//! and the map as a fresh process finds it at the end.
+
+use crate::journal::{Event, Outcome, WriteKind};
+use crate::worker::{BALLAST, value_of};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One process the supervisor started: a worker's incarnation, the filler or a racer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Life {
+    /// What it was (`worker 2.5`, `filler 3`, ...).
+    pub name: String,
+    /// When it started and when it was killed or exited (ns).
+    pub started: u64,
+    pub ended: Option<u64>,
+    /// When it was stopped (SIGSTOP) and continued (SIGCONT).
+    pub stops: Vec<(u64, u64)>,
+    /// Its journal's events.
+    #[serde(skip)]
+    pub events: Vec<Event>,
+}
+
+/// A fault the supervisor injected, from its start to the moment it was over (a kill:
+/// the restart; a stop: the continue; a fill: the filler's exit).
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultWindow {
+    pub kind: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The bounds the pool documents, for the run's configuration.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Bounds {
+    /// How long any write may block: the write timeout, plus one node lease for a handle
+    /// that takes over a dead writer's role, plus one pass.
+    pub call: Duration,
+    /// After a fault is over, every write that starts later than this succeeds (until
+    /// the next fault): one node lease and one pass.
+    pub recovery: Duration,
+    /// How old a line a read returns may be: one pass period plus the skew allowance.
+    pub staleness: Duration,
+}
+
+/// What the map held at the end, as read by a fresh process.
+pub trait Final {
+    /// The value under `key` (the error's words if it could not be read).
+    fn value(&self, key: u64) -> Result<Option<String>, String>;
+}
+
+/// The totals and every violation.
+#[derive(Debug, Default, Serialize)]
+pub struct Verdict {
+    pub writes_acknowledged: u64,
+    pub writes_refused: u64,
+    pub writes_unknown: u64,
+    pub keys_checked: u64,
+    pub own_writes_read_back: u64,
+    pub longest_call_ms: f64,
+    pub writes_in_quiet_windows: u64,
+    pub oracle_stale_reads: u64,
+    pub oracle_max_staleness_us: f64,
+    pub oracle_reuse_hazards: u64,
+    pub oracle_lost_writes: u64,
+    pub violations: Vec<String>,
+}
+
+/// Checks everything the journals say against the map's final contents.
+pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn Final) -> Verdict {
+    let mut v = Verdict::default();
+    // Each key's writes in the order they returned (one process writes a key).
+    let mut by_key: BTreeMap<u64, Vec<(WriteKind, Outcome)>> = BTreeMap::new();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    for life in lives {
+        for e in &life.events {
+            match e {
+                Event::Wrote {
+                    write,
+                    key,
+                    start,
+                    end,
+                    outcome,
+                } => {
+                    match outcome {
+                        Outcome::Done => v.writes_acknowledged += 1,
+                        Outcome::Refused(_) => v.writes_refused += 1,
+                        Outcome::Unknown(_) => v.writes_unknown += 1,
+                    }
+                    by_key
+                        .entry(*key)
+                        .or_default()
+                        .push((*write, outcome.clone()));
+                    let stopped = life.stops.iter().any(|&(s, c)| s < *end && c > *start);
+                    let took = end.saturating_sub(*start);
+                    if !stopped {
+                        v.longest_call_ms = v.longest_call_ms.max(ms(took));
+                        if took > bounds.call.as_nanos() as u64 {
+                            v.violations.push(format!(
+                                "{}: a {write:?} of {key:#x} blocked {:.0} ms (bound {:?})",
+                                life.name,
+                                ms(took),
+                                bounds.call
+                            ));
+                        }
+                    }
+                    if *write != WriteKind::Oversized
+                        && outcome != &Outcome::Done
+                        && quiet(faults, bounds, *start, *end)
+                    {
+                        v.violations.push(format!(
+                            "{}: a {write:?} of {key:#x} failed ({outcome:?}) at {} with no fault for a lease before it",
+                            life.name, start
+                        ));
+                    }
+                    if *write != WriteKind::Oversized && quiet(faults, bounds, *start, *end) {
+                        v.writes_in_quiet_windows += 1;
+                    }
+                }
+                Event::OwnWriteUnread { key, present, .. } => v.violations.push(format!(
+                    "{}: did not read back its own acknowledged {} of {key:#x}",
+                    life.name,
+                    if *present { "insert" } else { "removal" }
+                )),
+                Event::Oracle {
+                    stale_reads,
+                    max_staleness,
+                    reuse_hazards,
+                    lost_writes,
+                    ..
+                } => {
+                    // Each process's last report is its total.
+                    v.oracle_stale_reads = v.oracle_stale_reads.max(*stale_reads);
+                    v.oracle_max_staleness_us =
+                        v.oracle_max_staleness_us.max(*max_staleness as f64 / 1e3);
+                    v.oracle_reuse_hazards = v.oracle_reuse_hazards.max(*reuse_hazards);
+                    v.oracle_lost_writes = v.oracle_lost_writes.max(*lost_writes);
+                }
+                Event::Opened { .. } | Event::Trouble { .. } => {}
+            }
+        }
+        v.own_writes_read_back += life
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Wrote { outcome: Outcome::Done, write: WriteKind::Insert | WriteKind::Remove, key, .. } if key & BALLAST == 0))
+            .count() as u64;
+    }
+    if v.oracle_max_staleness_us > bounds.staleness.as_nanos() as f64 / 1e3 {
+        v.violations.push(format!(
+            "a read returned a line {:.0} us stale (bound {:?})",
+            v.oracle_max_staleness_us, bounds.staleness
+        ));
+    }
+    if v.oracle_reuse_hazards > 0 || v.oracle_lost_writes > 0 {
+        v.violations.push(format!(
+            "the oracle counted {} reads of reused memory and {} lost write-backs",
+            v.oracle_reuse_hazards, v.oracle_lost_writes
+        ));
+    }
+    for (key, writes) in &by_key {
+        v.keys_checked += 1;
+        match map.value(*key) {
+            Ok(found) => v.violations.extend(judge(*key, writes, found)),
+            Err(e) => v
+                .violations
+                .push(format!("the final read of {key:#x} failed: {e}")),
+        }
+    }
+    v
+}
+
+/// Whether `start .. end` lies in a quiet window: at least one recovery bound after the
+/// end of every fault before it, and before the start of the next one.
+fn quiet(faults: &[FaultWindow], bounds: Bounds, start: u64, end: u64) -> bool {
+    let settle = bounds.recovery.as_nanos() as u64;
+    faults
+        .iter()
+        .all(|f| end < f.start || start > f.end.saturating_add(settle))
+}
+
+/// What must be true of `key` after `writes` (in order), holding `found` at the end.
+fn judge(key: u64, writes: &[(WriteKind, Outcome)], found: Option<String>) -> Option<String> {
+    if writes.iter().any(|(_, o)| matches!(o, Outcome::Unknown(_))) {
+        return None; // either way is right
+    }
+    let oversized = writes.iter().any(|(w, _)| *w == WriteKind::Oversized);
+    if oversized {
+        return match (found, writes.iter().any(|(_, o)| *o == Outcome::Done)) {
+            (_, true) => Some(format!("an oversized item under {key:#x} was acknowledged")),
+            (Some(_), false) => Some(format!(
+                "a refused oversized item under {key:#x} was applied"
+            )),
+            (None, false) => None,
+        };
+    }
+    // Present at the end: the last acknowledged write was an insert.
+    let last_done = writes
+        .iter()
+        .rev()
+        .find(|(_, o)| *o == Outcome::Done)
+        .map(|(w, _)| *w);
+    let ballast = key & BALLAST != 0;
+    match (last_done, found) {
+        (Some(WriteKind::Insert), None) => Some(format!("acknowledged insert of {key:#x} lost")),
+        (Some(WriteKind::Insert), Some(v)) if !ballast && v != value_of(key) => {
+            Some(format!("{key:#x} holds another value than written"))
+        }
+        (Some(WriteKind::Remove), Some(_)) => Some(format!(
+            "{key:#x} is present after its acknowledged removal (an insert applied again?)"
+        )),
+        (None, Some(_)) => Some(format!(
+            "{key:#x}: every write of it was refused, yet it is present"
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(w: WriteKind) -> (WriteKind, Outcome) {
+        (w, Outcome::Done)
+    }
+
+    #[test]
+    fn each_kind_of_loss_is_judged_a_violation() {
+        let v = Some(value_of(1));
+        assert!(judge(1, &[done(WriteKind::Insert)], v.clone()).is_none());
+        assert!(judge(1, &[done(WriteKind::Insert)], None).is_some()); // lost
+        assert!(judge(1, &[done(WriteKind::Insert)], Some("other".into())).is_some());
+        let removed = [done(WriteKind::Insert), done(WriteKind::Remove)];
+        assert!(judge(1, &removed, None).is_none());
+        assert!(judge(1, &removed, v.clone()).is_some()); // applied twice
+        let refused = [(WriteKind::Insert, Outcome::Refused("HeapExhausted".into()))];
+        assert!(judge(1, &refused, v.clone()).is_some()); // applied after all
+        let unknown = [(WriteKind::Insert, Outcome::Unknown("Timeout".into()))];
+        assert!(judge(1, &unknown, v.clone()).is_none() && judge(1, &unknown, None).is_none());
+        let huge = [(WriteKind::Oversized, Outcome::Refused("TooLarge".into()))];
+        assert!(judge(1, &huge, None).is_none());
+        assert!(judge(1, &huge, Some("x".into())).is_some());
+    }
+
+    #[test]
+    fn a_failure_in_a_quiet_window_is_a_violation_and_one_after_a_fault_is_not() {
+        let bounds = Bounds {
+            call: Duration::from_secs(3),
+            recovery: Duration::from_millis(100),
+            staleness: Duration::from_millis(1),
+        };
+        let faults = [FaultWindow {
+            kind: "kill".into(),
+            start: 1_000_000_000,
+            end: 2_000_000_000,
+        }];
+        assert!(!quiet(&faults, bounds, 2_050_000_000, 2_060_000_000)); // settling
+        assert!(quiet(&faults, bounds, 2_200_000_000, 2_210_000_000));
+        assert!(quiet(&faults, bounds, 100, 200));
+        assert!(!quiet(&faults, bounds, 900_000_000, 1_100_000_000)); // overlaps
+    }
+}

@@ -1,0 +1,266 @@
+//! What a worker writes down, one line per event, and how the check reads it back.
+//!
+//! Each process appends to a journal of its own with one `write` per line, so a process
+//! killed at any moment leaves every line it finished (the kernel keeps them) and at
+//! most a torn last line, which [`read`] skips. Times are nanoseconds of the system
+//! clock, the one clock every process of the run shares.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Now, in nanoseconds since the Unix epoch.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// What a write of the map did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Acknowledged: it is applied.
+    Done,
+    /// Refused with an error whose kind says it was not applied (heap exhausted, too
+    /// large, no writer: the successor reported it failed), never applied later.
+    Refused(String),
+    /// Failed with an error that leaves it open (a timeout: the writer may be alive and
+    /// slow): applied or not.
+    Unknown(String),
+}
+
+/// Which write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Insert a new key (each key is inserted once).
+    Insert,
+    /// Remove a key this process inserted.
+    Remove,
+    /// Insert a value larger than the pool: must be refused.
+    Oversized,
+}
+
+/// One line of a journal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The process opened the pool as `node`, holding the map's writer role or not.
+    Opened { at: u64, node: usize, writer: bool },
+    /// A write of `key`, called at `start`, returned at `end`.
+    Wrote {
+        write: WriteKind,
+        key: u64,
+        start: u64,
+        end: u64,
+        outcome: Outcome,
+    },
+    /// The process did not read its own write of `key` back (`present`: what it wrote
+    /// last leaves the key present).
+    OwnWriteUnread { key: u64, at: u64, present: bool },
+    /// What the emulator's oracle counted for the process's node so far.
+    Oracle {
+        at: u64,
+        stale_reads: u64,
+        max_staleness: u64,
+        reuse_hazards: u64,
+        lost_writes: u64,
+    },
+    /// Something the process could not do (the words of the error).
+    Trouble { at: u64, what: String },
+}
+
+impl Event {
+    fn line(&self) -> String {
+        match self {
+            Event::Opened { at, node, writer } => {
+                format!("opened {at} {node} {}", u8::from(*writer))
+            }
+            Event::Wrote {
+                write,
+                key,
+                start,
+                end,
+                outcome,
+            } => {
+                let w = match write {
+                    WriteKind::Insert => "insert",
+                    WriteKind::Remove => "remove",
+                    WriteKind::Oversized => "oversized",
+                };
+                let o = match outcome {
+                    Outcome::Done => "done".to_string(),
+                    Outcome::Refused(k) => format!("refused:{k}"),
+                    Outcome::Unknown(k) => format!("unknown:{k}"),
+                };
+                format!("wrote {w} {key} {start} {end} {o}")
+            }
+            Event::OwnWriteUnread { key, at, present } => {
+                format!("unread {key} {at} {}", u8::from(*present))
+            }
+            Event::Oracle {
+                at,
+                stale_reads,
+                max_staleness,
+                reuse_hazards,
+                lost_writes,
+            } => format!("oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {lost_writes}"),
+            Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
+        }
+    }
+
+    fn parse(line: &str) -> Option<Event> {
+        let mut w = line.split(' ');
+        let tag = w.next()?;
+        let mut num = || w.next()?.parse::<u64>().ok();
+        Some(match tag {
+            "opened" => Event::Opened {
+                at: num()?,
+                node: num()? as usize,
+                writer: num()? != 0,
+            },
+            "unread" => Event::OwnWriteUnread {
+                key: num()?,
+                at: num()?,
+                present: num()? != 0,
+            },
+            "oracle" => Event::Oracle {
+                at: num()?,
+                stale_reads: num()?,
+                max_staleness: num()?,
+                reuse_hazards: num()?,
+                lost_writes: num()?,
+            },
+            "trouble" => {
+                let mut parts = line.splitn(3, ' ');
+                parts.next();
+                Event::Trouble {
+                    at: parts.next()?.parse().ok()?,
+                    what: parts.next().unwrap_or("").to_string(),
+                }
+            }
+            "wrote" => {
+                let mut parts = line.split(' ').skip(1);
+                let write = match parts.next()? {
+                    "insert" => WriteKind::Insert,
+                    "remove" => WriteKind::Remove,
+                    "oversized" => WriteKind::Oversized,
+                    _ => return None,
+                };
+                let key = parts.next()?.parse().ok()?;
+                let start = parts.next()?.parse().ok()?;
+                let end = parts.next()?.parse().ok()?;
+                let outcome = match parts.next()?.split_once(':') {
+                    None => Outcome::Done,
+                    Some(("refused", k)) => Outcome::Refused(k.to_string()),
+                    Some(("unknown", k)) => Outcome::Unknown(k.to_string()),
+                    Some(_) => return None,
+                };
+                Event::Wrote {
+                    write,
+                    key,
+                    start,
+                    end,
+                    outcome,
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A journal being written.
+pub struct Journal {
+    file: File,
+    /// The words of the last error noted, so that a run of one error is noted once.
+    last_error: String,
+}
+
+impl Journal {
+    /// Creates the journal at `path` (appending if it exists).
+    pub fn create(path: &Path) -> std::io::Result<Journal> {
+        Ok(Journal {
+            file: OpenOptions::new().create(true).append(true).open(path)?,
+            last_error: String::new(),
+        })
+    }
+
+    /// Appends `event` with one write.
+    pub fn note(&mut self, event: &Event) {
+        let mut line = event.line();
+        line.push('\n');
+        // A journal that cannot be written makes the run's check incomplete, not wrong:
+        // the check only trusts what it reads.
+        let _ = self.file.write_all(line.as_bytes());
+    }
+
+    /// Notes an error's words, unless they are those of the last error noted.
+    pub fn note_error(&mut self, what: String) {
+        if what != self.last_error {
+            self.note(&Event::Trouble {
+                at: now(),
+                what: what.clone(),
+            });
+            self.last_error = what;
+        }
+    }
+}
+
+/// Every whole line of the journal at `path`, parsed (a torn or unknown line skipped).
+pub fn read(path: &Path) -> std::io::Result<Vec<Event>> {
+    let file = File::open(path)?;
+    Ok(BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| Event::parse(&l))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_reads_back_as_written() {
+        let events = [
+            Event::Opened {
+                at: 1,
+                node: 3,
+                writer: true,
+            },
+            Event::Wrote {
+                write: WriteKind::Remove,
+                key: 7 << 48,
+                start: 5,
+                end: 9,
+                outcome: Outcome::Refused("HeapExhausted".into()),
+            },
+            Event::Wrote {
+                write: WriteKind::Insert,
+                key: 1,
+                start: 5,
+                end: 9,
+                outcome: Outcome::Done,
+            },
+            Event::OwnWriteUnread {
+                key: 4,
+                at: 2,
+                present: false,
+            },
+            Event::Oracle {
+                at: 1,
+                stale_reads: 2,
+                max_staleness: 3,
+                reuse_hazards: 4,
+                lost_writes: 5,
+            },
+            Event::Trouble {
+                at: 8,
+                what: "no free node: all 16 taken".into(),
+            },
+        ];
+        for e in events {
+            assert_eq!(Event::parse(&e.line()), Some(e));
+        }
+        assert_eq!(Event::parse("wrote insert 12 3"), None); // torn
+    }
+}

@@ -1,0 +1,430 @@
+//! The supervisor: starts the workers, injects the seeded faults, keeps the record of
+//! every process's life and of every fault, samples memory, and at the end reads the map
+//! as a fresh process and checks it.
+
+use crate::check::{self, Bounds, FaultWindow, Final, Life, Verdict};
+use crate::journal::{self, now};
+use crate::worker::MAP;
+use bi::core::mem::MemView;
+use bi::inspect::PoolReport;
+use bi::{Emulation, Pool, PoolConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the run is asked to do.
+pub struct Plan {
+    pub seconds: u64,
+    pub seed: u64,
+    pub workers: u32,
+    pub dir: PathBuf,
+    pub pace: Duration,
+    /// The pool every process opens.
+    pub config: PoolConfig,
+}
+
+/// The faults the schedule draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Fault {
+    /// SIGKILL of a worker, restarted at once.
+    Kill,
+    /// SIGKILL of the process holding the map's writer role, restarted at once.
+    KillWriter,
+    /// SIGSTOP of a worker for a while (shorter or longer than a lease), then SIGCONT.
+    Stop,
+    /// The same for the writer.
+    StopWriter,
+    /// A process fills the pool until it refuses, holds it full, then frees it.
+    Fill,
+    /// Three processes open a pool that does not exist yet, at once.
+    RaceOpen,
+}
+
+const FAULTS: [Fault; 6] = [
+    Fault::Kill,
+    Fault::KillWriter,
+    Fault::Stop,
+    Fault::StopWriter,
+    Fault::Fill,
+    Fault::RaceOpen,
+];
+
+/// What the run prints as JSON.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub seed: u64,
+    pub seconds: f64,
+    pub emulated: bool,
+    pub workers: u32,
+    pub faults: BTreeMap<String, u64>,
+    pub longest_stop_ms: f64,
+    pub bounds: Bounds,
+    pub max_worker_rss_mib: f64,
+    pub pool_granted_bytes: usize,
+    pub verdict: Verdict,
+}
+
+/// A running worker.
+struct Running {
+    worker: u32,
+    incarnation: u32,
+    child: Child,
+    life: usize,
+}
+
+struct Supervisor {
+    plan: Plan,
+    exe: PathBuf,
+    pool: PathBuf,
+    lives: Vec<Life>,
+    journals: Vec<PathBuf>,
+    faults: Vec<FaultWindow>,
+    counts: BTreeMap<String, u64>,
+    running: Vec<Running>,
+    longest_stop: Duration,
+    max_rss: u64,
+    extra: u32,
+}
+
+/// Runs the plan and checks it.
+pub fn run(plan: Plan) -> std::io::Result<Summary> {
+    let pool = plan.dir.join("torture.bi");
+    let _ = std::fs::remove_file(&pool);
+    let mut s = Supervisor {
+        exe: std::env::current_exe()?,
+        pool,
+        lives: Vec::new(),
+        journals: Vec::new(),
+        faults: Vec::new(),
+        counts: BTreeMap::new(),
+        running: Vec::new(),
+        longest_stop: Duration::ZERO,
+        max_rss: 0,
+        extra: 0,
+        plan,
+    };
+    let started = Instant::now();
+    // Every worker starts at once on a pool that does not exist yet.
+    for worker in 0..s.plan.workers {
+        s.spawn_worker(worker, 0)?;
+    }
+    let mut rng = SmallRng::seed_from_u64(s.plan.seed);
+    let lease = Duration::from_nanos(s.plan.config.runtime.node_lease_ticks());
+    let end = Duration::from_secs(s.plan.seconds);
+    while started.elapsed() < end {
+        s.sleep_sampling(Duration::from_millis(rng.random_range(100..800)));
+        s.restart_exited()?;
+        let fault = FAULTS[rng.random_range(0..FAULTS.len())];
+        *s.counts.entry(format!("{fault:?}")).or_default() += 1;
+        let start = now();
+        match fault {
+            Fault::Kill | Fault::KillWriter => {
+                let at = match fault {
+                    Fault::Kill => Some(rng.random_range(0..s.running.len())),
+                    _ => s.writer(),
+                };
+                if let Some(at) = at {
+                    s.kill_and_restart(at)?;
+                }
+            }
+            Fault::Stop | Fault::StopWriter => {
+                let at = match fault {
+                    Fault::Stop => Some(rng.random_range(0..s.running.len())),
+                    _ => s.writer(),
+                };
+                // Half the stops end inside a lease, half past it.
+                let length = lease.mul_f64(rng.random_range(0.05..2.5));
+                if let Some(at) = at {
+                    s.stop_for(at, length);
+                }
+            }
+            Fault::Fill => s.fill(lease)?,
+            Fault::RaceOpen => s.race()?,
+        }
+        s.faults.push(FaultWindow {
+            kind: format!("{fault:?}"),
+            start,
+            end: now(),
+        });
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // Let the last fault settle, then end every worker.
+    s.sleep_sampling(lease * 2);
+    for r in &mut s.running {
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+        s.lives[r.life].ended = Some(now());
+    }
+    for (life, journal) in s.lives.iter_mut().zip(&s.journals) {
+        life.events = journal::read(journal).unwrap_or_default();
+    }
+    let bounds = Bounds {
+        call: s.plan.config.write_timeout + lease + s.plan.config.pass_period,
+        recovery: lease + s.plan.config.pass_period,
+        staleness: s.plan.config.pass_period
+            + Duration::from_nanos(s.plan.config.runtime.skew_bound()),
+    };
+    let report = PoolReport::read(&s.pool).ok();
+    let verdict = final_check(&s, bounds)?;
+    Ok(Summary {
+        seed: s.plan.seed,
+        seconds,
+        emulated: Emulation::from_env().ok().flatten().is_some(),
+        workers: s.plan.workers,
+        faults: s.counts.clone(),
+        longest_stop_ms: s.longest_stop.as_secs_f64() * 1e3,
+        bounds,
+        max_worker_rss_mib: s.max_rss as f64 / (1 << 20) as f64,
+        pool_granted_bytes: report.map_or(0, |r| r.heap.granted),
+        verdict,
+    })
+}
+
+/// Opens the pool as a fresh process (on the hardware or over the emulator, as the
+/// workers did) and checks the journals against what it reads.
+fn final_check(s: &Supervisor, bounds: Bounds) -> std::io::Result<Verdict> {
+    let io = |e: bi::Error| std::io::Error::other(e.to_string());
+    match Emulation::from_env().map_err(io)? {
+        Some(e) => {
+            let pool =
+                Pool::open_emulated(&s.pool, s.plan.config.clone(), e.machine()).map_err(io)?;
+            verdict_from(s, bounds, pool)
+        }
+        None => {
+            let pool = Pool::open(&s.pool, s.plan.config.clone()).map_err(io)?;
+            verdict_from(s, bounds, pool)
+        }
+    }
+}
+
+fn verdict_from<M: MemView + 'static>(
+    s: &Supervisor,
+    bounds: Bounds,
+    pool: Pool<M>,
+) -> std::io::Result<Verdict> {
+    struct Read<M: MemView + 'static>(bi::SharedMap<u64, String, M>);
+    impl<M: MemView + 'static> Final for Read<M> {
+        fn value(&self, key: u64) -> Result<Option<String>, String> {
+            self.0.get_fresh(&key).map_err(|e| e.to_string())
+        }
+    }
+    let map = pool
+        .map::<u64, String>(MAP)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(check::check(&s.lives, &s.faults, bounds, &Read(map)))
+}
+
+impl Supervisor {
+    fn command(&self, role: &str, journal: &Path) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg(role)
+            .arg("--pool")
+            .arg(&self.pool)
+            .arg("--journal")
+            .arg(journal)
+            .arg("--seed")
+            .arg(self.plan.seed.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        cmd
+    }
+
+    /// A new life and its journal's path.
+    fn new_life(&mut self, name: String) -> (usize, PathBuf) {
+        let journal = self
+            .plan
+            .dir
+            .join(format!("{}.journal", name.replace(' ', "-")));
+        self.lives.push(Life {
+            name,
+            started: now(),
+            ended: None,
+            stops: Vec::new(),
+            events: Vec::new(),
+        });
+        self.journals.push(journal.clone());
+        (self.lives.len() - 1, journal)
+    }
+
+    fn spawn_worker(&mut self, worker: u32, incarnation: u32) -> std::io::Result<()> {
+        let (life, journal) = self.new_life(format!("worker {worker}.{incarnation}"));
+        let child = self
+            .command("worker", &journal)
+            .arg("--worker")
+            .arg(worker.to_string())
+            .arg("--incarnation")
+            .arg(incarnation.to_string())
+            .arg("--pace-us")
+            .arg(self.plan.pace.as_micros().to_string())
+            .spawn()?;
+        self.running.push(Running {
+            worker,
+            incarnation,
+            child,
+            life,
+        });
+        Ok(())
+    }
+
+    fn kill_and_restart(&mut self, at: usize) -> std::io::Result<()> {
+        let mut r = self.running.swap_remove(at);
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+        self.lives[r.life].ended = Some(now());
+        self.spawn_worker(r.worker, r.incarnation + 1)
+    }
+
+    /// A worker that exited on its own (it should not): restarted, and said.
+    fn restart_exited(&mut self) -> std::io::Result<()> {
+        let mut i = 0;
+        while i < self.running.len() {
+            if let Ok(Some(status)) = self.running[i].child.try_wait() {
+                let r = self.running.swap_remove(i);
+                self.lives[r.life].ended = Some(now());
+                eprintln!(
+                    "bi-torture: {} exited by itself ({status}); restarted",
+                    self.lives[r.life].name
+                );
+                *self.counts.entry("exited by itself".into()).or_default() += 1;
+                self.spawn_worker(r.worker, r.incarnation + 1)?;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The running worker that holds the map's writer role, as the region says.
+    fn writer(&self) -> Option<usize> {
+        let report = PoolReport::read(&self.pool).ok()?;
+        let node = report
+            .structures
+            .iter()
+            .find(|s| s.name == MAP)?
+            .writer_node?;
+        self.running.iter().position(|r| {
+            journal::read(&self.journals[r.life])
+                .unwrap_or_default()
+                .iter()
+                .any(|e| matches!(e, journal::Event::Opened { node: n, .. } if *n == node))
+        })
+    }
+
+    fn stop_for(&mut self, at: usize, length: Duration) {
+        let pid = self.running[at].child.id() as libc::pid_t;
+        let from = now();
+        signal(pid, libc::SIGSTOP);
+        std::thread::sleep(length);
+        signal(pid, libc::SIGCONT);
+        let life = self.running[at].life;
+        self.lives[life].stops.push((from, now()));
+        self.longest_stop = self.longest_stop.max(length);
+    }
+
+    fn fill(&mut self, lease: Duration) -> std::io::Result<()> {
+        self.extra += 1;
+        let (life, journal) = self.new_life(format!("filler {}", self.extra));
+        let mut child = self
+            .command("fill", &journal)
+            .arg("--hold-ms")
+            .arg(lease.as_millis().to_string())
+            .spawn()?;
+        let status = wait_for(&mut child, Duration::from_secs(120));
+        self.lives[life].ended = Some(now());
+        if !status {
+            *self.counts.entry("filler failed".into()).or_default() += 1;
+        }
+        Ok(())
+    }
+
+    fn race(&mut self) -> std::io::Result<()> {
+        self.extra += 1;
+        let path = self.plan.dir.join(format!("race-{}.bi", self.extra));
+        let _ = std::fs::remove_file(&path);
+        let racers = 3;
+        let mut children = Vec::new();
+        for me in 0..racers {
+            let (life, journal) = self.new_life(format!("racer {}.{me}", self.extra));
+            let child = Command::new(&self.exe)
+                .arg("race")
+                .arg("--pool")
+                .arg(&path)
+                .arg("--journal")
+                .arg(&journal)
+                .arg("--me")
+                .arg(me.to_string())
+                .arg("--racers")
+                .arg(racers.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()?;
+            children.push((life, child));
+        }
+        for (life, mut child) in children {
+            if !wait_for(&mut child, Duration::from_secs(60)) {
+                *self.counts.entry("racer failed".into()).or_default() += 1;
+                let name = self.lives[life].name.clone();
+                self.lives[life].events.push(journal::Event::Trouble {
+                    at: now(),
+                    what: format!("{name} failed"),
+                });
+            }
+            self.lives[life].ended = Some(now());
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+
+    /// Sleeps `length`, sampling the workers' memory every 100 ms.
+    fn sleep_sampling(&mut self, length: Duration) {
+        let until = Instant::now() + length;
+        loop {
+            for r in &self.running {
+                self.max_rss = self.max_rss.max(rss(r.child.id()));
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+    }
+}
+
+/// Whether `child` exited successfully within `limit` (killed if not).
+fn wait_for(child: &mut Child, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
+fn signal(pid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process; a pid
+    // that exited meanwhile gets ESRCH, which is ignored.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// A process's resident set, in bytes (0 if it cannot be read).
+fn rss(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
