@@ -39,7 +39,8 @@ pub enum ErrorKind {
     /// Another live process holds the writer role, or this pool's writer is handed out.
     WriterAlive,
     /// No process serves the structure's writes: none opened a shared handle yet, or
-    /// the writer died before it answered (the write was not applied).
+    /// the writer died before it answered (its successor reported the write failed and
+    /// never applies it; the dead writer may have applied it before it died).
     NoWriter,
     /// The writer did not answer within the pool's
     /// [`write_timeout`](crate::PoolConfig::write_timeout); what became of the write

@@ -187,54 +187,56 @@ impl<R: Send> Reads<R> {
 }
 
 /// How this process writes a structure: shared by every handle of it in the process.
+///
+/// The writer role comes and goes: a process takes it when no live process holds it
+/// (at the first handle, or when the writer it sent its writes to is gone), and loses it
+/// when it stalled past its lease and another process took it meanwhile. While it holds
+/// the role its writes apply here and a thread serves the other processes; otherwise
+/// they go through this node's client to the process that holds it.
 struct Writes<K: Stored, V: Stored, W, M: MemView> {
-    /// Set once this process holds the writer role, and then for good.
-    local: OnceLock<Local<W>>,
-    /// While another process holds the role: this node's client of its area.
-    remote: Option<Remote<K, V, W, M>>,
-    /// This process joined another's node: it reads only.
-    read_only: Option<usize>,
-}
-
-/// This process holds the writer role: writes apply here, and a thread serves the
-/// others.
-struct Local<W> {
-    writer: Arc<Mutex<W>>,
-    /// The thread serving the other processes (it stops with the last handle).
-    serving: Server,
-}
-
-/// Another process holds the writer role: writes go through this node's client, and
-/// the role is taken here once that process is gone.
-struct Remote<K: Stored, V: Stored, W, M: MemView> {
-    client: Mutex<DelegationClient<M, K, V>>,
-    layout: DelegationLayout<K, V>,
+    /// This process's writer handle while it holds the role (`None` otherwise). The
+    /// serving thread takes the same lock.
+    writer: Arc<Mutex<Option<W>>>,
+    /// The thread serving the other processes while this one holds the role.
+    serving: Mutex<Option<Server>>,
+    /// This node's client, made the first time another process holds the role.
+    remote: OnceLock<Remote<K, V, M>>,
     /// Takes the writer role (adopting the structure), or says who holds it.
     take: TakeWriter<W>,
-    /// Held while the role is being taken, so that one thread takes it.
+    /// Held while the role is taken or given up, so that one thread does it.
     taking: Mutex<()>,
     name: String,
     /// This node's runtime and the structure's slot, to tell whether its writer lives.
     rt: NodeRuntime<M>,
     slot: usize,
+    /// The structure's delegation area (`None` for a process that reads only).
+    area: Option<DelegationLayout<K, V>>,
+    /// How this process serves and sends.
+    writing: Writing,
+    /// This process joined another's node: it reads only.
+    read_only: Option<usize>,
+}
+
+/// Another process holds the writer role: writes go through this node's client, and
+/// the role is taken here once that process is gone.
+struct Remote<K: Stored, V: Stored, M: MemView> {
+    client: Mutex<DelegationClient<M, K, V>>,
     /// When the writer last showed it was alive (an acknowledgement, or its record),
     /// and how long that stands: half the node lease.
     seen_alive: Mutex<Instant>,
     trust: Duration,
-    /// How this process serves once it takes the role.
-    serving: Idle,
 }
 
-impl<K: Stored, V: Stored, W, M: MemView> Remote<K, V, W, M> {
+impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
     /// Whether the writer may be gone: an earlier write of this node is unanswered, or
     /// nothing showed it alive for half a lease and its record, read now, says so.
-    fn writer_may_be_gone(&self) -> Result<bool, PoolError> {
+    fn writer_may_be_gone(&self, remote: &Remote<K, V, M>) -> Result<bool, PoolError> {
         let stuck = {
-            let client = lock(&self.client)?;
+            let client = lock(&remote.client)?;
             client.sent() > client.applied()
         };
-        let mut seen = lock(&self.seen_alive)?;
-        if !stuck && seen.elapsed() < self.trust {
+        let mut seen = lock(&remote.seen_alive)?;
+        if !stuck && seen.elapsed() < remote.trust {
             return Ok(false);
         }
         if self.rt.writer_held(self.slot)? && !stuck {
@@ -243,7 +245,9 @@ impl<K: Stored, V: Stored, W, M: MemView> Remote<K, V, W, M> {
         }
         Ok(true)
     }
+}
 
+impl<K: Stored, V: Stored, M: MemView> Remote<K, V, M> {
     /// An acknowledgement came: the writer lives.
     fn answered(&self) -> Result<(), PoolError> {
         *lock(&self.seen_alive)? = Instant::now();
@@ -255,19 +259,56 @@ impl<K: Stored, V: Stored, W, M: MemView> Remote<K, V, W, M> {
 type TakeWriter<W> = Box<dyn Fn() -> Result<W, PoolError> + Send + Sync>;
 
 /// What a handle does with a write now.
-enum Now<'a, K: Stored, V: Stored, W, M: MemView> {
-    Local(&'a Local<W>),
-    Remote(&'a Remote<K, V, W, M>),
+enum Now<'a, K: Stored, V: Stored, M: MemView> {
+    /// This process holds the role (unless it loses it before the write takes the
+    /// writer's lock: then the lock holds `None`).
+    Local,
+    Remote(&'a Remote<K, V, M>),
     ReadOnly(usize),
+    /// This process lost the role and has no client yet: a write makes one.
+    Unserved,
 }
 
 impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
-    fn now(&self) -> Now<'_, K, V, W, M> {
-        match (self.local.get(), &self.remote) {
-            (Some(local), _) => Now::Local(local),
-            (None, Some(remote)) => Now::Remote(remote),
-            (None, None) => Now::ReadOnly(self.read_only.unwrap_or(0)),
+    fn now(&self) -> Now<'_, K, V, M> {
+        if let Some(node) = self.read_only {
+            return Now::ReadOnly(node);
         }
+        if lock(&self.writer).is_ok_and(|w| w.is_some()) {
+            return Now::Local;
+        }
+        match self.remote.get() {
+            Some(remote) => Now::Remote(remote),
+            None => Now::Unserved,
+        }
+    }
+
+    /// This process's writer handle, locked; `None` if it does not hold the role.
+    fn local(&self) -> Result<Option<WriterGuard<'_, W>>, PoolError> {
+        let w = lock(&self.writer)?;
+        Ok(w.is_some().then_some(WriterGuard(w)))
+    }
+}
+
+/// This process's writer handle of a shared structure, locked: other threads' writes and
+/// the other processes' (through the serving thread) wait until it is dropped.
+pub struct WriterGuard<'a, W>(MutexGuard<'a, Option<W>>);
+
+impl<W> std::ops::Deref for WriterGuard<'_, W> {
+    type Target = W;
+    fn deref(&self) -> &W {
+        // Made only over `Some`, which cannot change while the lock is held.
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a writer guard over no writer"))
+    }
+}
+
+impl<W> std::ops::DerefMut for WriterGuard<'_, W> {
+    fn deref_mut(&mut self) -> &mut W {
+        self.0
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a writer guard over no writer"))
     }
 }
 
@@ -278,23 +319,38 @@ where
     W: ApplyBatch<K, V> + Send + 'static,
     M: MemView + 'static,
 {
-    /// Takes the writer role if the process that held it is gone (its lease lapsed, or
-    /// it gave the role up): from then on this process applies the writes, its own and
-    /// the other processes'. Whether this process now writes.
+    /// Takes the writer role if no live process holds it (the one that held it is gone,
+    /// or gave it up): from then on this process applies the writes, its own and the
+    /// other processes'. Whether this process now writes.
     fn take_role(&self) -> Result<bool, PoolError> {
-        let Some(remote) = &self.remote else {
-            return Ok(self.local.get().is_some());
-        };
-        let _one = lock(&remote.taking)?;
-        if self.local.get().is_some() {
+        if self.read_only.is_some() {
+            return Ok(false);
+        }
+        let _one = lock(&self.taking)?;
+        if lock(&self.writer)?.is_some() {
             return Ok(true);
         }
-        match (remote.take)() {
+        match (self.take)() {
             Ok(writer) => {
-                let view = lock(&remote.client)?.view().clone();
-                let local = serve(&remote.name, view, remote.layout, writer, remote.serving)?;
-                // Only this thread sets it (under `taking`).
-                let _ = self.local.set(local);
+                let area = self.area.ok_or(CollectionError::Corrupt {
+                    reason: "the writer was granted no delegation area",
+                })?;
+                *lock(&self.writer)? = Some(writer);
+                let server = serve(
+                    &self.name,
+                    self.rt.view().clone(),
+                    area,
+                    self.writer.clone(),
+                    self.rt.node(),
+                    self.writing.serving,
+                );
+                match server {
+                    Ok(server) => *lock(&self.serving)? = Some(server),
+                    Err(e) => {
+                        *lock(&self.writer)? = None;
+                        return Err(e);
+                    }
+                }
                 Ok(true)
             }
             Err(
@@ -303,6 +359,75 @@ where
             ) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Before a write: takes the role if the writer this process sends to may be gone
+    /// (or if this process lost the role and has no client yet, and nobody holds it),
+    /// and makes the client if another process holds it.
+    fn prepare(&self) -> Result<(), PoolError> {
+        match self.now() {
+            Now::Remote(remote) if self.writer_may_be_gone(remote)? => {
+                // Its lease lapsed (or it gave the role up): this process takes the role
+                // before it sends anything more, and applies the write itself.
+                self.take_role()?;
+            }
+            Now::Unserved => {
+                if !self.take_role()? {
+                    self.remote_client()?;
+                }
+            }
+            Now::Local | Now::Remote(_) | Now::ReadOnly(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The error of a write that found neither the role here nor a client (the role
+    /// changed hands under it).
+    fn unserved(&self) -> PoolError {
+        CollectionError::Runtime(BiError::RoleLost {
+            node: self.rt.node(),
+            taker: None,
+        })
+        .into()
+    }
+
+    /// After this process's own write failed: if memory no longer names this process as
+    /// the writer (it stalled past its lease and another process took the role), it
+    /// gives the role up, stops serving, and from then on sends its writes to the new
+    /// writer. Whether it gave the role up (the failed write was not applied: a writer
+    /// checks its role before it publishes).
+    fn lost_role(&self) -> Result<bool, PoolError> {
+        if self.rt.holds_writer_role(self.slot)? {
+            return Ok(false);
+        }
+        let _one = lock(&self.taking)?;
+        // The serving thread stops first: it takes the writer's lock.
+        let server = lock(&self.serving)?.take();
+        drop(server);
+        *lock(&self.writer)? = None;
+        self.remote_client()?;
+        Ok(true)
+    }
+
+    /// This node's client of the structure's delegation area, made the first time
+    /// another process holds the role.
+    fn remote_client(&self) -> Result<&Remote<K, V, M>, PoolError> {
+        if let Some(remote) = self.remote.get() {
+            return Ok(remote);
+        }
+        let area = self.area.ok_or(CollectionError::Corrupt {
+            reason: "no delegation area to send writes through",
+        })?;
+        let config = ClientConfig::default().timeout(self.writing.timeout);
+        let client =
+            DelegationClient::with_config(self.rt.view().clone(), area, self.rt.node(), config)?;
+        let lease = self.rt.config().node_lease_ticks();
+        let remote = Remote {
+            client: Mutex::new(client),
+            seen_alive: Mutex::new(Instant::now()),
+            trust: Duration::from_nanos(lease / 2),
+        };
+        Ok(self.remote.get_or_init(|| remote))
     }
 }
 
@@ -345,8 +470,25 @@ impl Drop for Server {
 }
 
 /// The writer's handle behind the lock its process's own writes take: a batch of
-/// requests takes it once, old values and application together.
-struct Locked<W>(Arc<Mutex<W>>);
+/// requests takes it once, old values and application together. Once the process has
+/// given the role up (`None`), every batch fails as the role's loss.
+struct Locked<W> {
+    writer: Arc<Mutex<Option<W>>>,
+    node: usize,
+}
+
+impl<W> Locked<W> {
+    fn held(&self) -> Result<WriterGuard<'_, W>, CollectionError> {
+        let w = lock(&self.writer)?;
+        match w.is_some() {
+            true => Ok(WriterGuard(w)),
+            false => Err(CollectionError::Runtime(BiError::RoleLost {
+                node: self.node,
+                taker: None,
+            })),
+        }
+    }
+}
 
 fn lock<W>(m: &Mutex<W>) -> Result<MutexGuard<'_, W>, CollectionError> {
     m.lock().map_err(|_| CollectionError::Corrupt {
@@ -356,15 +498,15 @@ fn lock<W>(m: &Mutex<W>) -> Result<MutexGuard<'_, W>, CollectionError> {
 
 impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError> {
-        lock(&self.0)?.apply_batch(ops)
+        self.held()?.apply_batch(ops)
     }
 
     fn longest_value(&self) -> Option<usize> {
-        lock(&self.0).ok()?.longest_value()
+        self.held().ok()?.longest_value()
     }
 
     fn reports_applied_prefix(&self) -> bool {
-        lock(&self.0).is_ok_and(|w| w.reports_applied_prefix())
+        self.held().is_ok_and(|w| w.reports_applied_prefix())
     }
 
     fn old_values(
@@ -372,7 +514,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         ops: &[Op<K, V>],
         olds: &mut Vec<Option<V>>,
     ) -> Result<bool, CollectionError> {
-        lock(&self.0)?.old_values(ops, olds)
+        self.held()?.old_values(ops, olds)
     }
 
     fn apply_reporting(
@@ -380,7 +522,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         ops: &[Op<K, V>],
         olds: &mut Vec<Option<V>>,
     ) -> Result<BatchReport, CollectionError> {
-        lock(&self.0)?.apply_reporting(ops, olds)
+        self.held()?.apply_reporting(ops, olds)
     }
 
     fn apply_guarded(
@@ -390,7 +532,7 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         same: fn(&V, &V) -> bool,
         found: &mut Vec<Option<V>>,
     ) -> Result<BatchReport, CollectionError> {
-        lock(&self.0)?.apply_guarded(ops, guards, same, found)
+        self.held()?.apply_guarded(ops, guards, same, found)
     }
 }
 
@@ -410,8 +552,8 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug + Send, M: MemView> fmt::Debug
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match self.writes.now() {
-            Now::Local(_) => "writer",
-            Now::Remote(_) => "remote",
+            Now::Local => "writer",
+            Now::Remote(_) | Now::Unserved => "remote",
             Now::ReadOnly(_) => "read-only",
         };
         let mut d = f.debug_struct("Shared");
@@ -562,13 +704,21 @@ where
             ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
             !ops.is_empty()
         };
-        match self.writes.now() {
-            Now::Local(local) => {
-                while next_chunk(&mut ops) {
-                    lock(&local.writer)?.apply_batch(&ops)?;
-                    total += ops.len();
+        self.writes.prepare()?;
+        if let Some(mut w) = self.writes.local()? {
+            while next_chunk(&mut ops) {
+                if let Err(e) = w.apply_batch(&ops) {
+                    drop(w);
+                    // A role lost to another process is given up for the next write.
+                    self.writes.lost_role()?;
+                    return Err(e.into());
                 }
+                total += ops.len();
             }
+            return Ok(total);
+        }
+        match self.writes.now() {
+            Now::Local | Now::Unserved => return Err(self.writes.unserved().into()),
             Now::Remote(remote) => {
                 // One hold of the node's client from the first send to the flush: the
                 // flush then reports every refusal of this batch, and none of another
@@ -593,45 +743,48 @@ where
     /// Applies `op` under `guard` here or at the writer; the value found at the key,
     /// `Ok` if the operation applied, `Err` if the guard refused it.
     fn write(&self, op: Op<K, V>, guard: Guard<V>) -> Result<Decided<V>, PoolError> {
-        if let Now::Remote(remote) = self.writes.now()
-            && remote.writer_may_be_gone()?
-        {
-            // Its lease lapsed (or it gave the role up): this process takes the role
-            // before it sends anything more, and applies the write itself.
-            self.writes.take_role()?;
-        }
-        match self.writes.now() {
-            Now::Local(Local { writer, .. }) => {
-                let mut found = Vec::with_capacity(1);
-                let guards = std::slice::from_ref(&guard);
-                lock(writer)?.apply_guarded(&[op], guards, V::same, &mut found)?;
-                Outcome::decide(&guard, found.pop(), V::same)
-                    .found()
-                    .ok_or(PoolError::Collection(CollectionError::Corrupt {
-                        reason: "the writer's handle reported no old value",
-                    }))
+        self.writes.prepare()?;
+        if let Some(mut w) = self.writes.local()? {
+            let mut found = Vec::with_capacity(1);
+            let (ops, guards) = (std::slice::from_ref(&op), std::slice::from_ref(&guard));
+            let applied = w.apply_guarded(ops, guards, V::same, &mut found);
+            drop(w);
+            match applied {
+                Ok(_) => {
+                    return Outcome::decide(&guard, found.pop(), V::same).found().ok_or(
+                        PoolError::Collection(CollectionError::Corrupt {
+                            reason: "the writer's handle reported no old value",
+                        }),
+                    );
+                }
+                // Another process took the role while this one stalled: the write (not
+                // applied: a writer checks its role before it publishes) goes to it.
+                Err(e) if !self.writes.lost_role()? => return Err(e.into()),
+                Err(_) => {}
             }
-            Now::Remote(remote) => {
-                let key = match &op {
-                    Op::Insert(k, _) | Op::Remove(k) => k.clone(),
-                };
-                // The client's lock goes before a failure is handled (taking the role
-                // takes it again).
-                let sent = lock(&remote.client)?.request(op, guard);
-                let found = match sent {
-                    Ok(found) => {
-                        remote.answered()?;
-                        found
-                    }
-                    Err(e) => return Err(self.after_failure(e)?.into()),
-                };
-                // Acknowledged, so published: this node's next read of the key comes from
-                // memory (read-your-writes), not from what its cache had before the write.
-                self.reads.here()?.refresh(&key)?;
-                Ok(found)
-            }
-            Now::ReadOnly(node) => Err(BiError::NotRunner { node }.into()),
         }
+        let remote = match self.writes.now() {
+            Now::Remote(remote) => remote,
+            Now::ReadOnly(node) => return Err(BiError::NotRunner { node }.into()),
+            Now::Local | Now::Unserved => return Err(self.writes.unserved()),
+        };
+        let key = match &op {
+            Op::Insert(k, _) | Op::Remove(k) => k.clone(),
+        };
+        // The client's lock goes before a failure is handled (taking the role takes it
+        // again).
+        let sent = lock(&remote.client)?.request(op, guard);
+        let found = match sent {
+            Ok(found) => {
+                remote.answered()?;
+                found
+            }
+            Err(e) => return Err(self.after_failure(e)?.into()),
+        };
+        // Acknowledged, so published: this node's next read of the key comes from
+        // memory (read-your-writes), not from what its cache had before the write.
+        self.reads.here()?.refresh(&key)?;
+        Ok(found)
     }
 
     /// After a remote write failed: if the writer timed out or died, take its role
@@ -674,20 +827,24 @@ where
     /// assert!(m.broken_clients().is_empty());
     /// ```
     pub fn broken_clients(&self) -> Vec<(usize, String)> {
-        match self.writes.now() {
-            Now::Local(local) => local
-                .serving
+        let serving = self
+            .writes
+            .serving
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match serving.as_ref() {
+            Some(server) => server
                 .broken
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
-            _ => Vec::new(),
+            None => Vec::new(),
         }
     }
 
     /// Whether this process is the structure's writer (writes apply here).
     pub fn is_writer(&self) -> bool {
-        matches!(self.writes.now(), Now::Local(_))
+        matches!(self.writes.now(), Now::Local)
     }
 
     /// The writer's own handle, locked, for everything else it offers (`retain`,
@@ -706,11 +863,8 @@ where
     /// drop(w);
     /// assert_eq!(counts.insert(7, 0).unwrap(), Some(2));
     /// ```
-    pub fn writer(&self) -> Result<Option<MutexGuard<'_, W>>, Error> {
-        match self.writes.now() {
-            Now::Local(local) => Ok(Some(lock(&local.writer)?)),
-            _ => Ok(None),
-        }
+    pub fn writer(&self) -> Result<Option<WriterGuard<'_, W>>, Error> {
+        Ok(self.writes.local()?)
     }
 
     /// The calling thread's read handle on this node (made on its first read).
@@ -847,8 +1001,16 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// assert_eq!(writer.get(&7).unwrap(), Some(3));
     /// ```
     pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, Error> {
-        if let Now::Local(local) = self.writes.now() {
-            return Ok(lock(&local.writer)?.update(key, f)?);
+        self.writes.prepare()?;
+        if let Some(mut w) = self.writes.local()? {
+            let updated = w.update(key.clone(), &f);
+            drop(w);
+            match updated {
+                Ok(old) => return Ok(old),
+                Err(e) if !self.writes.lost_role()? => return Err(e.into()),
+                // The role went to another process: the update goes there.
+                Err(_) => {}
+            }
         }
         loop {
             let Some(seen) = self.reads.here()?.get_fresh(&key)? else {
@@ -1038,8 +1200,16 @@ impl<M: MemView + 'static> Pool<M> {
     {
         let rt = self.runtime();
         let mut writes = Writes {
-            local: OnceLock::new(),
-            remote: None,
+            writer: Arc::new(Mutex::new(None)),
+            serving: Mutex::new(None),
+            remote: OnceLock::new(),
+            take: Box::new(take),
+            taking: Mutex::new(()),
+            name: name.to_owned(),
+            rt: rt.clone(),
+            slot,
+            area: None,
+            writing: self.writing(),
             read_only: None,
         };
         if rt.is_joined() {
@@ -1047,51 +1217,58 @@ impl<M: MemView + 'static> Pool<M> {
             return Ok(writes);
         }
         let clients = self.region().layout().config().nodes() as usize;
-        let view = rt.view().clone();
-        match take() {
-            Ok(w) => {
-                let layout = DelegationLayout::named(self.region(), rt, name, clients, true)?
-                    .ok_or(CollectionError::Corrupt {
-                        reason: "the writer was granted no delegation area",
-                    })?;
-                let serving = self.writing().serving;
-                let _ = writes.local.set(serve(name, view, layout, w, serving)?);
-                Ok(writes)
+        // A writer that took the role a moment ago may not have named its area yet: its
+        // area is awaited for as long as a write would wait for it.
+        let deadline = Instant::now() + self.writing().timeout;
+        loop {
+            match (writes.take)() {
+                Ok(w) => {
+                    let area = DelegationLayout::named(self.region(), rt, name, clients, true)?
+                        .ok_or(CollectionError::Corrupt {
+                            reason: "the writer was granted no delegation area",
+                        })?;
+                    writes.area = Some(area);
+                    *lock(&writes.writer)? = Some(w);
+                    let server = serve(
+                        name,
+                        rt.view().clone(),
+                        area,
+                        writes.writer.clone(),
+                        rt.node(),
+                        writes.writing.serving,
+                    )?;
+                    *lock(&writes.serving)? = Some(server);
+                    return Ok(writes);
+                }
+                // Another process writes it; or this process writes another structure (a
+                // node runs one writer), and the structure has been served before: its
+                // writer is taken to be alive until a write finds it gone.
+                Err(
+                    e @ (PoolError::WriterTaken
+                    | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive {
+                        ..
+                    }))),
+                ) => {
+                    match DelegationLayout::named(self.region(), rt, name, clients, false)? {
+                        Some(area) => {
+                            writes.area = Some(area);
+                            match writes.remote_client() {
+                                Ok(_) => return Ok(writes),
+                                // Granted, but its server has not set it up yet.
+                                Err(PoolError::Collection(CollectionError::Delegation(
+                                    DelegationError::HeaderMismatch { found: 0, .. },
+                                ))) if Instant::now() < deadline => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                        None if matches!(e, PoolError::WriterTaken) => return Err(e),
+                        None if Instant::now() > deadline => return Err(PoolError::NoWriterYet),
+                        None => {}
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
             }
-            // Another process writes it; or this process writes another structure (a
-            // node runs one writer), and the structure has been served before: its
-            // writer is taken to be alive until a write finds it gone.
-            Err(
-                e @ (PoolError::WriterTaken
-                | PoolError::Collection(CollectionError::Runtime(BiError::WriterAlive {
-                    ..
-                }))),
-            ) => {
-                let served = DelegationLayout::named(self.region(), rt, name, clients, false)?;
-                let layout = match (served, e) {
-                    (Some(layout), _) => layout,
-                    (None, PoolError::WriterTaken) => return Err(PoolError::WriterTaken),
-                    (None, _) => return Err(PoolError::NoWriterYet),
-                };
-                let writing = self.writing();
-                let config = ClientConfig::default().timeout(writing.timeout);
-                let client = DelegationClient::with_config(view, layout, rt.node(), config)?;
-                let lease = rt.config().node_lease_ticks();
-                writes.remote = Some(Remote {
-                    client: Mutex::new(client),
-                    layout,
-                    take: Box::new(take),
-                    taking: Mutex::new(()),
-                    name: name.to_owned(),
-                    rt: rt.clone(),
-                    slot,
-                    seen_alive: Mutex::new(Instant::now()),
-                    trust: Duration::from_nanos(lease / 2),
-                    serving: writing.serving,
-                });
-                Ok(writes)
-            }
-            Err(e) => Err(e),
         }
     }
 }
@@ -1104,23 +1281,26 @@ fn serve<K, V, W, M>(
     name: &str,
     view: M,
     layout: DelegationLayout<K, V>,
-    w: W,
+    writer: Arc<Mutex<Option<W>>>,
+    node: usize,
     serving: Idle,
-) -> Result<Local<W>, PoolError>
+) -> Result<Server, PoolError>
 where
     K: Stored + Send + Sync,
     V: Stored + Send + Sync,
     W: ApplyBatch<K, V> + Send + 'static,
     M: MemView + 'static,
 {
-    let writer = Arc::new(Mutex::new(w));
-    let structure = Locked(writer.clone());
+    let structure = Locked {
+        writer: writer.clone(),
+        node,
+    };
     let mut server = match DelegationServer::resume(view.clone(), layout, structure) {
         Err(CollectionError::Delegation(DelegationError::HeaderMismatch {
             field: "magic",
             found: 0,
             ..
-        })) => DelegationServer::new(view, layout, Locked(writer.clone()))?,
+        })) => DelegationServer::new(view, layout, Locked { writer, node })?,
         r => r?,
     }
     .with_idle(serving);
@@ -1139,12 +1319,9 @@ where
         .map_err(|_| CollectionError::Corrupt {
             reason: "no thread could be started to serve other processes",
         })?;
-    Ok(Local {
-        writer,
-        serving: Server {
-            stop,
-            thread: Some(thread),
-            broken,
-        },
+    Ok(Server {
+        stop,
+        thread: Some(thread),
+        broken,
     })
 }

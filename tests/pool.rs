@@ -314,3 +314,47 @@ fn open_refuses_a_missing_pool_and_racing_creators_share_one() {
     drop(pools);
     assert!(Pool::open(&path, small()).is_ok());
 }
+
+/// Processes that open one structure at the same moment each get a handle: one takes the
+/// writer role, and the others wait for its delegation area (named a moment after the
+/// role is taken) instead of failing with `NoWriter`; every one of them writes.
+#[test]
+#[cfg_attr(miri, ignore = "maps files and starts serving threads")]
+fn racing_openers_of_one_structure_all_get_a_handle_that_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.bi");
+    for round in 0..25u64 {
+        let name = format!("m{round}");
+        let pools: Vec<Pool> = (0..3)
+            .map(|_| Pool::open_or_create(&path, small()).unwrap())
+            .collect();
+        let barrier = std::sync::Barrier::new(pools.len());
+        // Every handle lives until all have written (a writer that drops its handle
+        // gives the role up, failing what was sent to it and not yet applied).
+        let handles: Vec<_> = std::thread::scope(|t| {
+            let openers: Vec<_> = pools
+                .iter()
+                .enumerate()
+                .map(|(i, pool)| {
+                    let (barrier, name) = (&barrier, &name);
+                    t.spawn(move || {
+                        barrier.wait();
+                        let map = pool.map::<u64, u64>(name).unwrap();
+                        map.insert(i as u64, round).unwrap();
+                        map
+                    })
+                })
+                .collect();
+            openers.into_iter().map(|o| o.join().unwrap()).collect()
+        });
+        assert_eq!(handles.iter().filter(|m| m.is_writer()).count(), 1);
+        let map = pools[0].map::<u64, u64>(&name).unwrap();
+        for i in 0..3 {
+            assert_eq!(
+                map.get_fresh(&i).unwrap(),
+                Some(round),
+                "round {round}, opener {i}"
+            );
+        }
+    }
+}

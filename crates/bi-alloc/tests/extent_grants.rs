@@ -35,14 +35,14 @@ fn writers_on_two_nodes_never_get_the_same_extent() {
         }
     }
     // Memory's table agrees with what each owner was given, read from either node.
-    for n in 0..2 {
+    for (n, &owner) in owners.iter().enumerate() {
         let mine: usize = granted
             .iter()
             .filter(|(m, _)| *m == n)
             .map(|(_, r)| r.len())
             .sum();
         for reader in &s.nodes {
-            let owned = Extents::new(reader.clone(), owners[n])
+            let owned = Extents::new(reader.clone(), owner)
                 .unwrap()
                 .owned()
                 .unwrap();

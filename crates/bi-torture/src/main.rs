@@ -300,8 +300,8 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             let mut j = Journal::create(&journal)?;
             let hold = Duration::from_millis(hold_ms);
             with_pool(&pool, &mut j, |j, p| match p {
-                PoolEither::Hardware(p) => worker::fill(p, j, 256 << 10, hold),
-                PoolEither::Emulated(p) => worker::fill(p, j, 256 << 10, hold),
+                PoolEither::Hardware(p) => worker::fill(p, j, 128 << 10, hold),
+                PoolEither::Emulated(p) => worker::fill(p, j, 128 << 10, hold),
             })?;
             Ok(())
         }

@@ -30,15 +30,16 @@ pub fn key_of(worker: u32, incarnation: u32, sequence: u32) -> u64 {
     (u64::from(worker) << 48) | (u64::from(incarnation & 0xffff) << 32) | u64::from(sequence)
 }
 
-/// Whether an error says its write was not applied, and never will be.
+/// Whether an error says its write was not applied, and never will be. A writer that
+/// died before it answered may have applied the write (its successor never does), so
+/// `NoWriter` leaves it open, as a timeout does.
 pub fn outcome_of(e: &Error) -> Outcome {
     let kind = e.kind();
     let name = format!("{kind:?}");
     match kind {
-        ErrorKind::HeapExhausted
-        | ErrorKind::TooLarge
-        | ErrorKind::NoWriter
-        | ErrorKind::InvalidInput => Outcome::Refused(name),
+        ErrorKind::HeapExhausted | ErrorKind::TooLarge | ErrorKind::InvalidInput => {
+            Outcome::Refused(name)
+        }
         _ => Outcome::Unknown(name),
     }
 }

@@ -925,6 +925,26 @@ impl<V: MemView> NodeRuntime<V> {
         role::held(self, slot)
     }
 
+    /// Whether memory names this process as the writer of the structure whose slot is
+    /// at `slot`: false once another process took the role (this one stalled past its
+    /// lease), or before this one took it.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// assert!(!s.nodes[0].holds_writer_role(s.slot(0)).unwrap());
+    /// let role = s.nodes[0].take_writer_role(s.slot(0), Duration::from_secs(1)).unwrap();
+    /// assert!(s.nodes[0].holds_writer_role(s.slot(0)).unwrap());
+    /// assert!(!s.nodes[1].holds_writer_role(s.slot(0)).unwrap());
+    /// drop(role);
+    /// assert!(!s.nodes[0].holds_writer_role(s.slot(0)).unwrap());
+    /// ```
+    pub fn holds_writer_role(&self, slot: usize) -> Result<bool, BiError> {
+        role::mine(self, slot)
+    }
+
     /// Takes the writer role of the named structure whose slot is at `slot` ([`role`]),
     /// under the pool lock (waiting at most `timeout` for it). A writer that is still
     /// alive (in this process or another) makes it [`BiError::WriterAlive`].

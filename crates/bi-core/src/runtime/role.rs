@@ -136,6 +136,12 @@ pub(crate) fn held<V: MemView>(rt: &NodeRuntime<V>, slot: usize) -> Result<bool,
     Ok(r.holder != 0 && (r.holder == rt.inner.token || alive(rt, &r)?))
 }
 
+/// Whether memory names this process as the writer of the structure whose slot is at
+/// `slot` (a process that stalled past its lease may find another named).
+pub(crate) fn mine<V: MemView>(rt: &NodeRuntime<V>, slot: usize) -> Result<bool, BiError> {
+    Ok(read(rt, slot + WRITER_RECORD_OFFSET)?.holder == rt.inner.token)
+}
+
 fn read<V: MemView>(rt: &NodeRuntime<V>, at: usize) -> Result<WriterRecord, BiError> {
     Ok(rt.view().load_from_memory(at)?)
 }
