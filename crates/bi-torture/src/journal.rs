@@ -63,6 +63,9 @@ pub enum Event {
         stale_reads: u64,
         max_staleness: u64,
         reuse_hazards: u64,
+        /// Reads the process's runtime rejected (their stamps did not match): a load of
+        /// reused memory is caught when the read that made it is rejected.
+        rejected_reads: u64,
         lost_writes: u64,
     },
     /// Something the process could not do (the words of the error).
@@ -102,8 +105,11 @@ impl Event {
                 stale_reads,
                 max_staleness,
                 reuse_hazards,
+                rejected_reads,
                 lost_writes,
-            } => format!("oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {lost_writes}"),
+            } => format!(
+                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes}"
+            ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
         }
     }
@@ -128,6 +134,7 @@ impl Event {
                 stale_reads: num()?,
                 max_staleness: num()?,
                 reuse_hazards: num()?,
+                rejected_reads: num()?,
                 lost_writes: num()?,
             },
             "trouble" => {
@@ -251,6 +258,7 @@ mod tests {
                 stale_reads: 2,
                 max_staleness: 3,
                 reuse_hazards: 4,
+                rejected_reads: 6,
                 lost_writes: 5,
             },
             Event::Trouble {

@@ -189,10 +189,11 @@ fn supervise(args: RunArgs) -> ExitCode {
     );
     if summary.emulated {
         println!(
-            "oracle: {} stale reads (oldest {:.0} us), {} reads of reused memory, {} lost write-backs",
+            "oracle: {} stale reads (oldest outside stops {:.0} us), {} loads of reused memory ({} beyond the reads rejected), {} lost write-backs",
             v.oracle_stale_reads,
             v.oracle_max_staleness_us,
             v.oracle_reuse_hazards,
+            v.oracle_reuse_accepted,
             v.oracle_lost_writes
         );
     }
@@ -265,6 +266,7 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
         stale_reads: s.stale_reads,
         max_staleness: s.max_staleness,
         reuse_hazards: s.reuse_hazards,
+        rejected_reads: pool.runtime().mismatches(),
         lost_writes: s.lost_writes,
     })
 }
