@@ -77,7 +77,9 @@
 //!
 //! - **Reads are bounded-stale**: a lookup answers from the node's cache, at most one
 //!   pass period (a millisecond by default) plus the skew allowance behind the newest
-//!   write of another process; `get_fresh` pays a read from memory for the newest.
+//!   write of another process, when the node's pass thread runs on time; a machine too
+//!   loaded for that makes reads staler by the pass's lateness
+//!   ([`Pool::longest_pass_gap`]). `get_fresh` pays a read from memory for the newest.
 //! - **One writer per structure**: writes from other processes travel to it and back
 //!   (microseconds on one host, and a serving thread that naps, costing CPU while warm:
 //!   [`PoolConfig::serving`]); writes are serialized as with any single writer.

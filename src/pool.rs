@@ -589,6 +589,28 @@ impl<M: MemView + 'static> Pool<M> {
         }
     }
 
+    /// The longest time between the starts of two consecutive background passes so far:
+    /// the pass period when the pass thread runs on time. A read is stale by at most this
+    /// (plus the skew allowance): a machine too loaded to run the pass on time makes
+    /// reads staler, and this tells by how much.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    /// use std::time::Duration;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// while pool.passes().0 < 3 {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// assert!(pool.longest_pass_gap() >= Duration::from_micros(500));
+    /// ```
+    pub fn longest_pass_gap(&self) -> Duration {
+        self.background
+            .as_ref()
+            .map_or(Duration::ZERO, Background::longest_span)
+    }
+
     /// The node's writer, over a heap of the extents of the structure at `slot`.
     fn writer_for(&self, slot: usize) -> Result<bi_core::runtime::Writer<M, NodeHeap>, PoolError> {
         writer_in(&self.rt, slot)

@@ -67,6 +67,9 @@ pub enum Event {
         /// reused memory is caught when the read that made it is rejected.
         rejected_reads: u64,
         lost_writes: u64,
+        /// The longest gap between two of the process's passes so far (ns): what a read
+        /// may be stale by (plus the skew allowance).
+        pass_gap: u64,
     },
     /// Something the process could not do (the words of the error).
     Trouble { at: u64, what: String },
@@ -107,8 +110,9 @@ impl Event {
                 reuse_hazards,
                 rejected_reads,
                 lost_writes,
+                pass_gap,
             } => format!(
-                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes}"
+                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap}"
             ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
         }
@@ -136,6 +140,7 @@ impl Event {
                 reuse_hazards: num()?,
                 rejected_reads: num()?,
                 lost_writes: num()?,
+                pass_gap: num()?,
             },
             "trouble" => {
                 let mut parts = line.splitn(3, ' ');
@@ -260,6 +265,7 @@ mod tests {
                 reuse_hazards: 4,
                 rejected_reads: 6,
                 lost_writes: 5,
+                pass_gap: 7,
             },
             Event::Trouble {
                 at: 8,

@@ -268,6 +268,7 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
         reuse_hazards: s.reuse_hazards,
         rejected_reads: pool.runtime().mismatches(),
         lost_writes: s.lost_writes,
+        pass_gap: pool.longest_pass_gap().as_nanos() as u64,
     })
 }
 

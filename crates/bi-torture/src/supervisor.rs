@@ -167,6 +167,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         recovery: lease + s.plan.config.pass_period,
         staleness: s.plan.config.pass_period
             + Duration::from_nanos(s.plan.config.runtime.skew_bound()),
+        period: s.plan.config.pass_period,
     };
     let report = PoolReport::read(&s.pool).ok();
     let verdict = final_check(&s, bounds)?;

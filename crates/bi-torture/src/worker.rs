@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 /// The map every worker writes.
 pub const MAP: &str = "torture";
 
+/// How many keys a worker keeps present at most (then it removes as much as it inserts).
+const KEYS_PER_WORKER: usize = 4_000;
+
 /// Ballast keys (the filler's) have the top bit set; no worker's key does.
 pub const BALLAST: u64 = 1 << 63;
 
@@ -72,8 +75,13 @@ pub fn run<M: MemView + 'static>(
     // Larger than the whole pool: every write of it must be refused. Made once.
     let mut huge = None;
     for sequence in 0u32.. {
-        let roll = rng.random_range(0..100);
-        if roll < 70 {
+        // Inserts outnumber removals until a worker holds its share of keys; then as
+        // many go as come, so the pool holds a bounded map however long the run.
+        let roll = match present.len() < KEYS_PER_WORKER {
+            true => rng.random_range(0..100),
+            false => rng.random_range(70..100),
+        };
+        if roll < 70 || (roll < 80 && present.len() >= KEYS_PER_WORKER) {
             let key = key_of(orders.worker, orders.incarnation, sequence);
             if write(journal, WriteKind::Insert, key, || {
                 map.insert(key, value_of(key)).map(drop)

@@ -69,7 +69,9 @@ impl Background {
                         }
                         Err(_) => e.fetch_add(1, Ordering::Release),
                     };
-                    std::thread::park_timeout(period);
+                    // Passes start a period apart (not a period after the last one
+                    // ended): a line stays stale for the period, not period plus pass.
+                    std::thread::park_timeout(period.saturating_sub(start.elapsed()));
                 }
             })
             .ok();
