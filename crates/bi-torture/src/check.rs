@@ -12,6 +12,9 @@ use std::time::Duration;
 pub struct Life {
     /// What it was (`worker 2.5`, `filler 3`, ...).
     pub name: String,
+    /// Why it ended on its own, if it did (a worker never should; a filler or a racer
+    /// that failed).
+    pub failed: Option<String>,
     /// When it started and when it was killed or exited (ns).
     pub started: u64,
     pub ended: Option<u64>,
@@ -81,6 +84,9 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
     let mut by_key: BTreeMap<u64, Vec<(WriteKind, Outcome)>> = BTreeMap::new();
     let ms = |ns: u64| ns as f64 / 1e6;
     for life in lives {
+        if let Some(why) = &life.failed {
+            v.violations.push(format!("{}: {why}", life.name));
+        }
         for e in &life.events {
             match e {
                 Event::Wrote {
@@ -159,6 +165,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
 /// or running its first passes after it was continued (its passes did not run).
 fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
     let mut previous: Option<(u64, u64)> = None; // (at, max_staleness)
+    let mut gap = 0;
     let mut last = None;
     let settle = bounds.recovery.as_nanos() as u64;
     for e in &life.events {
@@ -171,9 +178,12 @@ fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
         else {
             continue;
         };
-        // The documented bound, lengthened by how late this process's passes ran.
-        let bound =
-            bounds.staleness + Duration::from_nanos(*pass_gap).saturating_sub(bounds.period);
+        // The documented bound, lengthened by how late this process's passes ran (as
+        // of its last report before it was first stopped: a stop is no lateness).
+        if life.stops.first().is_none_or(|&(s, _)| *at < s) {
+            gap = *pass_gap;
+        }
+        let bound = bounds.staleness + Duration::from_nanos(gap).saturating_sub(bounds.period);
         v.longest_pass_gap_us = v.longest_pass_gap_us.max(*pass_gap as f64 / 1e3);
         let (since, before) = previous.unwrap_or((life.started, 0));
         let stopped = life

@@ -242,6 +242,7 @@ impl Supervisor {
             .join(format!("{}.journal", name.replace(' ', "-")));
         self.lives.push(Life {
             name,
+            failed: None,
             started: now(),
             ended: None,
             stops: Vec::new(),
@@ -286,10 +287,7 @@ impl Supervisor {
             if let Ok(Some(status)) = self.running[i].child.try_wait() {
                 let r = self.running.swap_remove(i);
                 self.lives[r.life].ended = Some(now());
-                eprintln!(
-                    "bi-torture: {} exited by itself ({status}); restarted",
-                    self.lives[r.life].name
-                );
+                self.lives[r.life].failed = Some(format!("exited by itself ({status}); restarted"));
                 *self.counts.entry("exited by itself".into()).or_default() += 1;
                 self.spawn_worker(r.worker, r.incarnation + 1)?;
             } else {
@@ -337,7 +335,7 @@ impl Supervisor {
         let status = wait_for(&mut child, Duration::from_secs(120));
         self.lives[life].ended = Some(now());
         if !status {
-            *self.counts.entry("filler failed".into()).or_default() += 1;
+            self.lives[life].failed = Some("failed (its errors are in its journal)".into());
         }
         Ok(())
     }
@@ -367,12 +365,7 @@ impl Supervisor {
         }
         for (life, mut child) in children {
             if !wait_for(&mut child, Duration::from_secs(60)) {
-                *self.counts.entry("racer failed".into()).or_default() += 1;
-                let name = self.lives[life].name.clone();
-                self.lives[life].events.push(journal::Event::Trouble {
-                    at: now(),
-                    what: format!("{name} failed"),
-                });
+                self.lives[life].failed = Some("did not see every racer's key".into());
             }
             self.lives[life].ended = Some(now());
         }
