@@ -30,6 +30,8 @@ pub struct Life {
 #[derive(Clone, Debug, Serialize)]
 pub struct FaultWindow {
     pub kind: String,
+    /// The process it struck, if one.
+    pub target: Option<String>,
     pub start: u64,
     pub end: u64,
 }
@@ -308,6 +310,7 @@ mod tests {
         };
         let faults = [FaultWindow {
             kind: "kill".into(),
+            target: None,
             start: 1_000_000_000,
             end: 2_000_000_000,
         }];

@@ -62,6 +62,8 @@ pub struct Summary {
     pub workers: u32,
     pub faults: BTreeMap<String, u64>,
     pub longest_stop_ms: f64,
+    /// Every fault, in order: what, which process, from when to when (ns).
+    pub fault_log: Vec<FaultWindow>,
     pub bounds: Bounds,
     pub max_worker_rss_mib: f64,
     pub pool_granted_bytes: usize,
@@ -121,6 +123,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         let fault = FAULTS[rng.random_range(0..FAULTS.len())];
         *s.counts.entry(format!("{fault:?}")).or_default() += 1;
         let start = now();
+        let mut target = None;
         match fault {
             Fault::Kill | Fault::KillWriter => {
                 let at = match fault {
@@ -128,6 +131,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
                     _ => s.writer(),
                 };
                 if let Some(at) = at {
+                    target = Some(s.lives[s.running[at].life].name.clone());
                     s.kill_and_restart(at)?;
                 }
             }
@@ -139,6 +143,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
                 // Half the stops end inside a lease, half past it.
                 let length = lease.mul_f64(rng.random_range(0.05..2.5));
                 if let Some(at) = at {
+                    target = Some(s.lives[s.running[at].life].name.clone());
                     s.stop_for(at, length);
                 }
             }
@@ -147,6 +152,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         }
         s.faults.push(FaultWindow {
             kind: format!("{fault:?}"),
+            target,
             start,
             end: now(),
         });
@@ -178,6 +184,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         workers: s.plan.workers,
         faults: s.counts.clone(),
         longest_stop_ms: s.longest_stop.as_secs_f64() * 1e3,
+        fault_log: s.faults.clone(),
         bounds,
         max_worker_rss_mib: s.max_rss as f64 / (1 << 20) as f64,
         pool_granted_bytes: report.map_or(0, |r| r.heap.granted),
