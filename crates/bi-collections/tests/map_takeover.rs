@@ -105,3 +105,83 @@ fn a_map_of_wide_values_survives_a_writer_death_after_every_step() {
         survive(steps, |n| n, |i| [i; 5]);
     }
 }
+
+/// The writer's host dies in the middle of an operation: after its `n`th write-back of a
+/// workload of inserts that grows the bucket array several times, for every `n` up to
+/// the workload's end (scripted over an observed view). The adopter finds every insert
+/// that returned, whatever the dead writer was doing (rewriting a bucket line, moving a
+/// partition to a larger array, logging).
+#[test]
+fn a_map_survives_its_writer_dying_inside_any_write_back() {
+    use bi_core::mem::{Access, MemError, Observed};
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    const KEYS: u64 = 300;
+    const DEAD: MemError = MemError::BadSize {
+        requested: 0,
+        reason: "the host is dead",
+    };
+    let mut n = 1;
+    loop {
+        let mut s = machine(n as u64);
+        drop(s.nodes.remove(0));
+        let host = s.emu.node(0);
+        let (count, dead) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (counted, died, dying) = (count.clone(), dead.clone(), host.clone());
+        let view = Observed::new(host.clone(), move |access| {
+            if died.load(Ordering::SeqCst) {
+                return Err(DEAD);
+            }
+            if let Access::WriteBack(..) = access
+                && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
+            {
+                dying.crash();
+                died.store(true, Ordering::SeqCst);
+                return Err(DEAD);
+            }
+            Ok(())
+        });
+        let clock = Arc::new(EmulatedClock::new(host));
+        let mut acked = Vec::new();
+        // The host may die anywhere from its node claim on.
+        if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+            let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+            let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+                .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+            if let Ok(mut w) = taken {
+                for k in 0..KEYS {
+                    if w.insert(k, k * 7).is_err() {
+                        break;
+                    }
+                    acked.push(k);
+                }
+            }
+        }
+        let finished = !dead.load(Ordering::SeqCst);
+        // Node 0's lease runs out while node 1 passes; a new process starts there.
+        for _ in 0..4 {
+            s.emu.advance(LEASE / 2);
+            s.nodes[0].quiesce().unwrap();
+        }
+        let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
+        s.nodes.insert(0, fresh);
+        let w = writer::<u64, u64>(&s);
+        for &k in &acked {
+            assert_eq!(
+                w.get(&k),
+                Some(k * 7),
+                "key {k}: the host died at write-back {n}"
+            );
+        }
+        if finished {
+            break; // the workload ended before the n-th write-back
+        }
+        n += 1;
+    }
+    assert!(n > 100, "the workload wrote back {n} times");
+}
