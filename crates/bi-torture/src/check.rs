@@ -89,8 +89,17 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
         if let Some(why) = &life.failed {
             v.violations.push(format!("{}: {why}", life.name));
         }
+        // A write begun and never returned (the process was killed inside it) may
+        // have been applied or not.
+        let mut open: Option<(WriteKind, u64)> = None;
         for e in &life.events {
             match e {
+                Event::Writing { write, key } => {
+                    if let Some((w, k)) = open.replace((*write, *key)) {
+                        let killed = Outcome::Unknown("killed".into());
+                        by_key.entry(k).or_default().push((w, killed));
+                    }
+                }
                 Event::Wrote {
                     write,
                     key,
@@ -103,6 +112,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                         Outcome::Refused(_) => v.writes_refused += 1,
                         Outcome::Unknown(_) => v.writes_unknown += 1,
                     }
+                    open = None;
                     by_key
                         .entry(*key)
                         .or_default()
@@ -141,6 +151,10 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                 Event::Oracle { .. } => {}
                 Event::Opened { .. } | Event::Trouble { .. } => {}
             }
+        }
+        if let Some((w, k)) = open {
+            let killed = Outcome::Unknown("killed".into());
+            by_key.entry(k).or_default().push((w, killed));
         }
         oracle(life, bounds, &mut v);
         v.own_writes_read_back += life
@@ -298,6 +312,49 @@ mod tests {
         let huge = [(WriteKind::Oversized, Outcome::Refused("TooLarge".into()))];
         assert!(judge(1, &huge, None).is_none());
         assert!(judge(1, &huge, Some("x".into())).is_some());
+    }
+
+    /// A map that holds nothing.
+    struct Empty;
+    impl Final for Empty {
+        fn value(&self, _: u64) -> Result<Option<String>, String> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_write_the_process_was_killed_inside_may_have_gone_either_way() {
+        let bounds = Bounds {
+            call: Duration::from_secs(3),
+            recovery: Duration::from_millis(100),
+            staleness: Duration::from_millis(1),
+            period: Duration::from_millis(1),
+        };
+        let life = |events| Life {
+            name: "worker 0.0".into(),
+            failed: None,
+            started: 0,
+            ended: None,
+            stops: Vec::new(),
+            events,
+        };
+        let insert = Event::Wrote {
+            write: WriteKind::Insert,
+            key: 5,
+            start: 10,
+            end: 20,
+            outcome: Outcome::Done,
+        };
+        let removing = Event::Writing {
+            write: WriteKind::Remove,
+            key: 5,
+        };
+        // Inserted, then killed inside its removal: absent is right.
+        let killed = life(vec![insert.clone(), removing]);
+        assert!(check(&[killed], &[], bounds, &Empty).violations.is_empty());
+        // Inserted and nothing else: absent is a loss.
+        let lost = check(&[life(vec![insert])], &[], bounds, &Empty);
+        assert_eq!(lost.violations.len(), 1, "{:?}", lost.violations);
     }
 
     #[test]

@@ -41,9 +41,31 @@ pub enum WriteKind {
     Oversized,
 }
 
+impl WriteKind {
+    fn word(self) -> &'static str {
+        match self {
+            WriteKind::Insert => "insert",
+            WriteKind::Remove => "remove",
+            WriteKind::Oversized => "oversized",
+        }
+    }
+
+    fn of(word: &str) -> Option<WriteKind> {
+        match word {
+            "insert" => Some(WriteKind::Insert),
+            "remove" => Some(WriteKind::Remove),
+            "oversized" => Some(WriteKind::Oversized),
+            _ => None,
+        }
+    }
+}
+
 /// One line of a journal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// A write of `key` is about to be called: if no `Wrote` line follows (the process
+    /// was killed inside the call), it may have been applied or not.
+    Writing { write: WriteKind, key: u64 },
     /// The process opened the pool as `node`, holding the map's writer role or not.
     Opened { at: u64, node: usize, writer: bool },
     /// A write of `key`, called at `start`, returned at `end`.
@@ -78,6 +100,7 @@ pub enum Event {
 impl Event {
     fn line(&self) -> String {
         match self {
+            Event::Writing { write, key } => format!("writing {} {key}", write.word()),
             Event::Opened { at, node, writer } => {
                 format!("opened {at} {node} {}", u8::from(*writer))
             }
@@ -88,11 +111,7 @@ impl Event {
                 end,
                 outcome,
             } => {
-                let w = match write {
-                    WriteKind::Insert => "insert",
-                    WriteKind::Remove => "remove",
-                    WriteKind::Oversized => "oversized",
-                };
+                let w = write.word();
                 let o = match outcome {
                     Outcome::Done => "done".to_string(),
                     Outcome::Refused(k) => format!("refused:{k}"),
@@ -150,14 +169,16 @@ impl Event {
                     what: parts.next().unwrap_or("").to_string(),
                 }
             }
+            "writing" => {
+                let mut parts = line.split(' ').skip(1);
+                Event::Writing {
+                    write: WriteKind::of(parts.next()?)?,
+                    key: parts.next()?.parse().ok()?,
+                }
+            }
             "wrote" => {
                 let mut parts = line.split(' ').skip(1);
-                let write = match parts.next()? {
-                    "insert" => WriteKind::Insert,
-                    "remove" => WriteKind::Remove,
-                    "oversized" => WriteKind::Oversized,
-                    _ => return None,
-                };
+                let write = WriteKind::of(parts.next()?)?;
                 let key = parts.next()?.parse().ok()?;
                 let start = parts.next()?.parse().ok()?;
                 let end = parts.next()?.parse().ok()?;
@@ -234,6 +255,10 @@ mod tests {
     #[test]
     fn every_event_reads_back_as_written() {
         let events = [
+            Event::Writing {
+                write: WriteKind::Remove,
+                key: 9,
+            },
             Event::Opened {
                 at: 1,
                 node: 3,

@@ -68,6 +68,9 @@ struct RunArgs {
     /// Also write the summary to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Draw only these faults (comma-separated; all of them by default).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    faults: Vec<supervisor::Fault>,
 }
 
 /// The processes the supervisor starts (not for people).
@@ -159,6 +162,10 @@ fn supervise(args: RunArgs) -> ExitCode {
         workers: args.workers.max(1),
         dir,
         pace: Duration::from_micros(args.pace_us),
+        faults: match args.faults.is_empty() {
+            true => supervisor::FAULTS.to_vec(),
+            false => args.faults,
+        },
         config: pool_config(),
     };
     let summary = match supervisor::run(plan) {

@@ -23,12 +23,14 @@ pub struct Plan {
     pub workers: u32,
     pub dir: PathBuf,
     pub pace: Duration,
+    /// The faults to draw from (a run that looks for one defect narrows it).
+    pub faults: Vec<Fault>,
     /// The pool every process opens.
     pub config: PoolConfig,
 }
 
 /// The faults the schedule draws from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
 pub enum Fault {
     /// SIGKILL of a worker, restarted at once.
     Kill,
@@ -44,7 +46,8 @@ pub enum Fault {
     RaceOpen,
 }
 
-const FAULTS: [Fault; 6] = [
+/// Every fault.
+pub const FAULTS: [Fault; 6] = [
     Fault::Kill,
     Fault::KillWriter,
     Fault::Stop,
@@ -120,7 +123,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     while started.elapsed() < end {
         s.sleep_sampling(Duration::from_millis(rng.random_range(100..800)));
         s.restart_exited()?;
-        let fault = FAULTS[rng.random_range(0..FAULTS.len())];
+        let fault = s.plan.faults[rng.random_range(0..s.plan.faults.len())];
         *s.counts.entry(format!("{fault:?}")).or_default() += 1;
         let start = now();
         let mut target = None;

@@ -127,6 +127,7 @@ fn write(
     key: u64,
     call: impl FnOnce() -> Result<(), Error>,
 ) -> bool {
+    journal.note(&Event::Writing { write: kind, key });
     let start = now();
     let result = call();
     let end = now();
