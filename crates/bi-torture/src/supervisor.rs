@@ -69,7 +69,8 @@ pub struct Summary {
     pub fault_log: Vec<FaultWindow>,
     pub bounds: Bounds,
     pub max_worker_rss_mib: f64,
-    pub pool_granted_bytes: usize,
+    /// Extents of the pool granted to structures at the end (of `heap.extents`).
+    pub pool_extents_granted: usize,
     pub verdict: Verdict,
 }
 
@@ -190,7 +191,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         fault_log: s.faults.clone(),
         bounds,
         max_worker_rss_mib: s.max_rss as f64 / (1 << 20) as f64,
-        pool_granted_bytes: report.map_or(0, |r| r.heap.granted),
+        pool_extents_granted: report.map_or(0, |r| r.heap.granted),
         verdict,
     })
 }
