@@ -285,9 +285,14 @@ impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
 
     /// This process's writer handle, locked; `None` if it does not hold the role.
     fn local(&self) -> Result<Option<WriterGuard<'_, W>>, PoolError> {
-        let w = lock(&self.writer)?;
-        Ok(w.is_some().then_some(WriterGuard(w)))
+        Ok(writer_guard(&self.writer)?)
     }
+}
+
+/// The writer handle behind `m`, locked, if there is one (this process holds the role).
+fn writer_guard<W>(m: &Mutex<Option<W>>) -> Result<Option<WriterGuard<'_, W>>, CollectionError> {
+    let w = lock(m)?;
+    Ok(w.is_some().then_some(WriterGuard(w)))
 }
 
 /// This process's writer handle of a shared structure, locked: other threads' writes and
@@ -359,6 +364,19 @@ where
             ) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// This process's writer handle, locked, if it holds the role, after [`prepare`]
+    /// when it does not (which may take the role). A writer's own write takes the lock
+    /// once.
+    ///
+    /// [`prepare`]: Self::prepare
+    fn local_or_prepare(&self) -> Result<Option<WriterGuard<'_, W>>, PoolError> {
+        if let Some(w) = self.local()? {
+            return Ok(Some(w));
+        }
+        self.prepare()?;
+        self.local()
     }
 
     /// Before a write: takes the role if the writer this process sends to may be gone
@@ -479,14 +497,10 @@ struct Locked<W> {
 
 impl<W> Locked<W> {
     fn held(&self) -> Result<WriterGuard<'_, W>, CollectionError> {
-        let w = lock(&self.writer)?;
-        match w.is_some() {
-            true => Ok(WriterGuard(w)),
-            false => Err(CollectionError::Runtime(BiError::RoleLost {
-                node: self.node,
-                taker: None,
-            })),
-        }
+        writer_guard(&self.writer)?.ok_or(CollectionError::Runtime(BiError::RoleLost {
+            node: self.node,
+            taker: None,
+        }))
     }
 }
 
@@ -704,8 +718,7 @@ where
             ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
             !ops.is_empty()
         };
-        self.writes.prepare()?;
-        if let Some(mut w) = self.writes.local()? {
+        if let Some(mut w) = self.writes.local_or_prepare()? {
             while next_chunk(&mut ops) {
                 if let Err(e) = w.apply_batch(&ops) {
                     drop(w);
@@ -743,8 +756,7 @@ where
     /// Applies `op` under `guard` here or at the writer; the value found at the key,
     /// `Ok` if the operation applied, `Err` if the guard refused it.
     fn write(&self, op: Op<K, V>, guard: Guard<V>) -> Result<Decided<V>, PoolError> {
-        self.writes.prepare()?;
-        if let Some(mut w) = self.writes.local()? {
+        if let Some(mut w) = self.writes.local_or_prepare()? {
             let mut found = Vec::with_capacity(1);
             let (ops, guards) = (std::slice::from_ref(&op), std::slice::from_ref(&guard));
             let applied = w.apply_guarded(ops, guards, V::same, &mut found);
@@ -1001,8 +1013,7 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     /// assert_eq!(writer.get(&7).unwrap(), Some(3));
     /// ```
     pub fn update(&self, key: K, f: impl Fn(&V) -> V) -> Result<Option<V>, Error> {
-        self.writes.prepare()?;
-        if let Some(mut w) = self.writes.local()? {
+        if let Some(mut w) = self.writes.local_or_prepare()? {
             let updated = w.update(key.clone(), &f);
             drop(w);
             match updated {

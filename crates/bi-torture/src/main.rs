@@ -78,10 +78,8 @@ struct RunArgs {
 enum Role {
     #[command(hide = true)]
     Worker {
-        #[arg(long)]
-        pool: PathBuf,
-        #[arg(long)]
-        journal: PathBuf,
+        #[command(flatten)]
+        files: Files,
         #[arg(long)]
         seed: u64,
         #[arg(long)]
@@ -93,26 +91,29 @@ enum Role {
     },
     #[command(hide = true)]
     Fill {
-        #[arg(long)]
-        pool: PathBuf,
-        #[arg(long)]
-        journal: PathBuf,
-        #[arg(long)]
-        seed: u64,
+        #[command(flatten)]
+        files: Files,
         #[arg(long)]
         hold_ms: u64,
     },
     #[command(hide = true)]
     Race {
-        #[arg(long)]
-        pool: PathBuf,
-        #[arg(long)]
-        journal: PathBuf,
+        #[command(flatten)]
+        files: Files,
         #[arg(long)]
         me: u64,
         #[arg(long)]
         racers: u64,
     },
+}
+
+/// The pool a process opens and the journal it writes.
+#[derive(clap::Args)]
+struct Files {
+    #[arg(long)]
+    pool: PathBuf,
+    #[arg(long)]
+    journal: PathBuf,
 }
 
 /// The pool every process of the run opens: 32 MiB, 16 nodes (a killed process's node
@@ -282,8 +283,7 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
 fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
     match role {
         Role::Worker {
-            pool,
-            journal,
+            files: Files { pool, journal },
             seed,
             worker,
             incarnation,
@@ -302,9 +302,7 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             })?)
         }
         Role::Fill {
-            pool,
-            journal,
-            seed: _,
+            files: Files { pool, journal },
             hold_ms,
         } => {
             let mut j = Journal::create(&journal)?;
@@ -316,8 +314,7 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
         Role::Race {
-            pool,
-            journal,
+            files: Files { pool, journal },
             me,
             racers,
         } => {

@@ -231,15 +231,15 @@ fn verdict_from<M: MemView + 'static>(
 }
 
 impl Supervisor {
-    fn command(&self, role: &str, journal: &Path) -> Command {
+    /// This program again as the process `role`, on the pool at `pool`, journaling to
+    /// `journal`.
+    fn command(&self, role: &str, pool: &Path, journal: &Path) -> Command {
         let mut cmd = Command::new(&self.exe);
         cmd.arg(role)
             .arg("--pool")
-            .arg(&self.pool)
+            .arg(pool)
             .arg("--journal")
             .arg(journal)
-            .arg("--seed")
-            .arg(self.plan.seed.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
         cmd
@@ -266,7 +266,9 @@ impl Supervisor {
     fn spawn_worker(&mut self, worker: u32, incarnation: u32) -> std::io::Result<()> {
         let (life, journal) = self.new_life(format!("worker {worker}.{incarnation}"));
         let child = self
-            .command("worker", &journal)
+            .command("worker", &self.pool, &journal)
+            .arg("--seed")
+            .arg(self.plan.seed.to_string())
             .arg("--worker")
             .arg(worker.to_string())
             .arg("--incarnation")
@@ -339,7 +341,7 @@ impl Supervisor {
         self.extra += 1;
         let (life, journal) = self.new_life(format!("filler {}", self.extra));
         let mut child = self
-            .command("fill", &journal)
+            .command("fill", &self.pool, &journal)
             .arg("--hold-ms")
             .arg(lease.as_millis().to_string())
             .spawn()?;
@@ -359,18 +361,12 @@ impl Supervisor {
         let mut children = Vec::new();
         for me in 0..racers {
             let (life, journal) = self.new_life(format!("racer {}.{me}", self.extra));
-            let child = Command::new(&self.exe)
-                .arg("race")
-                .arg("--pool")
-                .arg(&path)
-                .arg("--journal")
-                .arg(&journal)
+            let child = self
+                .command("race", &path, &journal)
                 .arg("--me")
                 .arg(me.to_string())
                 .arg("--racers")
                 .arg(racers.to_string())
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
                 .spawn()?;
             children.push((life, child));
         }
