@@ -705,3 +705,33 @@ fn a_full_pool_refuses_remote_tree_writes_and_takes_them_again_once_freed() {
     };
     full_pool_round(&write, &|k| writer.get(k), || {});
 }
+
+/// A write the writer's own handle refuses (an item larger than the pool) leaves the
+/// process the writer, and it writes on: only a role another process took makes a
+/// handle give the role up.
+#[test]
+#[cfg_attr(miri, ignore = "maps a file and starts threads")]
+fn a_write_the_writer_refuses_leaves_it_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = bi::Pool::open_or_create(
+        dir.path().join("pool.bi"),
+        bi::PoolConfig::with_size(16 << 20),
+    )
+    .unwrap();
+    let m = pool.map::<u64, String>("m").unwrap();
+    assert!(m.is_writer());
+    let err = m.insert(1, "x".repeat(32 << 20)).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            bi::ErrorKind::TooLarge | bi::ErrorKind::HeapExhausted
+        ),
+        "{err}"
+    );
+    assert!(
+        m.is_writer(),
+        "the refusal made the writer give its role up"
+    );
+    m.insert(2, "y".into()).unwrap();
+    assert_eq!(m.get(&2).unwrap().as_deref(), Some("y"));
+}

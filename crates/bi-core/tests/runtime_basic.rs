@@ -317,6 +317,8 @@ fn background_pass_thread_starts_and_stops_cleanly() {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
+        // What a read's staleness is judged against: the gap between two pass starts.
+        assert!(bg.longest_span() > Duration::ZERO);
         assert_eq!(bg.stop(), 0);
     }
 }
