@@ -31,6 +31,7 @@
 mod adoption;
 mod barrier_read_from_cache;
 mod barrier_without_invalidation;
+mod cached_tags;
 mod chain_miss;
 mod clock_skew;
 mod dangling_reference;
@@ -204,6 +205,7 @@ pub fn catalog() -> Vec<Hazard> {
         own_writes::HAZARD,
         own_writes::TREE,
         chain_miss::HAZARD,
+        cached_tags::HAZARD,
         lost_update::HAZARD,
         spinning_reader::HAZARD,
         log_overflow::HAZARD,

@@ -13,10 +13,11 @@
 //! key's hash and the link of an immutable [`Pair`] (a hit reads one more line).
 //!
 //! Line 0 of a bucket array is the header, written once: the bucket count, the array's
-//! layout and the entry format ([`Format::CODE`], so a reader opening the map with
+//! layout and the entry format ([`code`], so a reader opening the map with
 //! other types is refused). Every lookup reads it, so nothing that changes lives there:
-//! the array's last line holds the counters (the length, and the sum of the stamps of
-//! the lines for snapshot reads), rewritten with each commit.
+//! the line after the buckets holds the counters (the length, and the sum of the stamps
+//! of the lines for snapshot reads), rewritten with each commit, and the
+//! [tag lines](super::tags) come last.
 
 use bi_core::runtime::{Lines, Link};
 use bytemuck::{Pod, Zeroable};
@@ -34,9 +35,10 @@ pub(crate) const HEADER_BUCKETS: usize = 0;
 pub(crate) const HEADER_LAYOUT: usize = 1;
 /// Header word: the entry format.
 pub(crate) const HEADER_FORMAT: usize = 2;
-/// The layout word of arrays whose counters are their last line, whose buckets are any
-/// count and whose counters record failed grows ("BIMAP" 3).
-pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x03\0");
+/// The layout word of arrays whose buckets are any count, whose counters line follows
+/// the buckets and records failed grows, and whose tag lines follow the counters
+/// ([`tags`](super::tags)) ("BIMAP" 4).
+pub(crate) const ARRAY_LAYOUT: u64 = u64::from_le_bytes(*b"BIMAP\0\x04\0");
 /// Counters word: the number of keys.
 pub(crate) const COUNTERS_LEN: usize = 0;
 /// Counters word: the sum (wrapping) of the stamps of the bucket lines and of every
@@ -47,7 +49,7 @@ pub(crate) const COUNTERS_SUM: usize = 1;
 /// not hold one, since the map was made (it then lives on with longer chains).
 pub(crate) const COUNTERS_FAILED_GROWS: usize = 2;
 
-/// The index of the counters line of an array of `buckets` buckets: its last.
+/// The index of the counters line of an array of `buckets` buckets: after the buckets.
 pub(crate) const fn counters_line(buckets: usize) -> usize {
     1 + buckets
 }

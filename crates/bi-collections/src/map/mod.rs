@@ -21,13 +21,18 @@
 //!   entry format (a reader that opens the map with other key or value sizes is refused);
 //!   the last line holds the counters every commit rewrites (the length, and a sum of
 //!   stamps for snapshots), away from the line every lookup reads.
+//! - **Tag lines** after the buckets: one byte per entry of every bucket line (a
+//!   byte of the key's hash, 0 for an empty entry) and a flag for a bucket with
+//!   overflow lines, fourteen `u64 -> u64` buckets to a line ([`tags`]). A table's tags
+//!   are a few bytes per bucket, so they mostly stay in the cache where the bucket lines
+//!   do not, and a lookup of an absent key reads its tag line and stops there.
 //! - **One root slot per partition** holding the current array.
 //!
 //! # Updates
 //!
 //! - *Insert of a new key*: into the first free entry of its bucket's chain, or into a new
 //!   overflow line (written, then linked from the chain's last line). One rewrite of the
-//!   bucket line and the counters: one fence.
+//!   bucket line, its tag line and the counters: one fence.
 //! - *Replace or remove*: the key's line and the counters are rewritten (a replaced or removed
 //!   pair is retired; an emptied overflow line stays in its chain for the bucket's next
 //!   keys, until the array is rebuilt).
@@ -55,8 +60,9 @@
 //!
 //! # What readers see, and when
 //!
-//! A lookup hashes the key, reads the root slot, the array's header line and the bucket
-//! line (and overflow lines, if any), all through the node's cache with no cache
+//! A lookup hashes the key, reads the root slot, the array's header line (once per
+//! array), the bucket's tag line and, unless the tags rule the key out, the bucket line
+//! (and overflow lines, if any), all through the node's cache with no cache
 //! operation. Every line read is validated against the generation its link names and
 //! copied between two reads of its stamp, so a reader never accepts a half-written line
 //! or a line of a reused block. Between two quiescence passes of its node, a reader may
@@ -71,12 +77,20 @@
 //! Two things come on top:
 //!
 //! - **A fresh read on request**: [`MapRef::get_fresh`] checks a miss again from memory
-//!   (lazy invalidation: the root slot, header and bucket lines invalidated, fenced and
+//!   (lazy invalidation: the root slot, tag line and bucket lines invalidated, fenced and
 //!   read again), so a key whose insertion was published before the call is always found.
 //! - **A process reads its own writes**: a writer's lines are in its node's cache, so its
 //!   node reads them at once; a process that sends a write to another node's writer
 //!   (`bi::SharedMap`) drops its node's copies of the key's path once the write is
 //!   acknowledged, so its next read of the key comes from memory.
+//!
+//! A miss answered from the tags is the answer of the tag line's version: the writer
+//! rewrites a tag line in the commit that rewrites its bucket's line, so it is logged
+//! and dropped by every node's pass like any line, and a tag line older or newer than
+//! the bucket line beside it does no harm, since tags only ever rule a key out. The tag
+//! line is on the key's path: a fresh read and a process's refresh after its own write
+//! drop it with the rest (`Fault::TagPath` and the catalog row `miss_from_cached_tags`
+//! show what happens otherwise).
 //!
 //! A stale link met on the way (the array replaced, a pair retired) always sends the
 //! search to memory: that is a validation failure, not a miss. A miss in a chain of
@@ -100,7 +114,11 @@
 //!   counters line counts it for every reader ([`MapRef::failed_grows`]).
 //! - **Writes pay two fences each** (a batch pays them once per 256 lines): the
 //!   rewritten lines and their log entries reach memory before the log's tail says they
-//!   are there.
+//!   are there. A write that adds or removes a key in a bucket's line also rewrites the
+//!   bucket's tag line: three lines written back and logged instead of two.
+//! - **Tags cost a hit a little**: a lookup of a present key reads the tag line too
+//!   (the bucket line is asked for first, so the two trips overlap), and they take
+//!   about 4 bytes per bucket of a `u64 -> u64` map.
 //! - **Large entries cost a line more**: keys and values over 48 bytes together live in
 //!   their own objects, and every update of one allocates and retires an object.
 //! - **Line size**: at least 64 bytes; a larger line wastes the rest of each bucket.
@@ -136,6 +154,7 @@ mod hash;
 mod named;
 mod read;
 pub mod snapshot;
+pub mod tags;
 mod write;
 
 pub use hash::{MAP_HASH_SEED, bucket_of, key_hash};

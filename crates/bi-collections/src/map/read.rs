@@ -6,6 +6,7 @@ use super::bucket::{
     HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
+use super::tags::{Group, tag_line, tag_of};
 use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
@@ -507,8 +508,8 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         Ok(())
     }
 
-    /// Drops this node's copies of the path to `key` (the root slot and the lines of the
-    /// key's chain as this node caches them) under one fence, so
+    /// Drops this node's copies of the path to `key` (the root slot, the bucket's tag
+    /// line and the lines of the key's chain as this node caches them) under one fence, so
     /// that its next read of the key comes from memory as it is now
     /// ([`Refresh`](crate::Refresh)). Lines the chain gained since (a new overflow line,
     /// a new array) are new memory, which no stale copy can pass for: their stamps say so.
@@ -522,10 +523,17 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         let g = &self.guard;
         // The array's header is written once, before the array is published: a cached
         // copy of it is never older than the array the root slot names.
-        let mut path = [slot; 1 + REFRESH_LINES];
+        let mut path = [slot; 2 + REFRESH_LINES];
         let mut len = 1;
         if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
-            let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
+            let b = bucket_of(h, buckets);
+            if !g.faults().has(Fault::TagPath) {
+                path[len] = g
+                    .line(array, tag_line::<K::Word, V::Word>(buckets, b))?
+                    .offset();
+                len += 1;
+            }
+            let mut line = g.line(array, 1 + b)?;
             loop {
                 if len == path.len() {
                     // A chain longer than any map keeps: read it all from memory instead.
@@ -555,8 +563,10 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     fn prefetch_bucket(&self, h: u64) -> Result<(), CollectionError> {
         let slot = self.slot_of(h);
         if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
-            self.guard
-                .prefetch(self.guard.line(array, 1 + bucket_of(h, buckets))?);
+            let b = bucket_of(h, buckets);
+            let g = &self.guard;
+            g.prefetch(g.line(array, tag_line::<K::Word, V::Word>(buckets, b))?);
+            g.prefetch(g.line(array, 1 + b)?);
         }
         Ok(())
     }
@@ -577,7 +587,25 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         let Some(array) = array else {
             return Ok(Search::Stale);
         };
-        let mut line = g.line(array, 1 + bucket_of(h, buckets))?;
+        let b = bucket_of(h, buckets);
+        let mut line = g.line(array, 1 + b)?;
+        // The bucket's tags first: their line is dense and mostly cached, and most misses
+        // end there. It is on the key's path like the bucket line: read through `entry`.
+        // The bucket line is asked for first, so that a hit's two reads overlap.
+        g.prefetch(line);
+        let tags = g.line(array, tag_line::<K::Word, V::Word>(buckets, b))?;
+        let tags_entry = match g.faults().has(Fault::TagPath) {
+            true => Entry::Cached,
+            false => entry,
+        };
+        let tag = tag_of(h);
+        match g.fetch_via(tags_entry, tags, |l| {
+            Group::of::<K::Word, V::Word>(l, b).may_hold::<K::Word, V::Word>(tag)
+        })? {
+            Fetch::Value(true) => {}
+            Fetch::Value(false) => return Ok(Search::Missing),
+            Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+        }
         for _ in 0..MAX_CHAIN {
             let found = g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))?;
             let next = match found {

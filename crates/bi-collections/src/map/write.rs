@@ -23,6 +23,7 @@ use super::bucket::{
     HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
+use super::tags::{Group, array_lines, tag_line, tag_of};
 use super::{BiHashMap, MapConfig, key_hash};
 use crate::stored::{Query, Stored};
 use crate::strings::Strings;
@@ -132,6 +133,8 @@ impl<K, V> Partition<K, V> {
 struct Staged<K, V> {
     /// The bucket's line as published when the batch first touched it.
     was: BucketLine,
+    /// The bucket's tag group, kept in step with the chain's first line.
+    tags: Group,
     chain: Vec<ChainLine>,
     created: Vec<PairLink<K, V>>,
     superseded: Vec<PairLink<K, V>>,
@@ -306,13 +309,22 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             if header.0[HEADER_FORMAT] != code::<K, V>() || buckets == 0 || buckets > most {
                 return Err(corrupt("the adopted map's header does not fit its types"));
             }
+            let all_lines = array_lines::<K::Word, V::Word>(buckets);
             live.push((
                 array.offset(),
-                writer.lines_bytes(counters_line(buckets) + 1, size_of::<BucketLine>())?,
+                writer.lines_bytes(all_lines, size_of::<BucketLine>())?,
             ));
             let mut part = Partition::empty(slot, array, buckets);
+            let mut tags = vec![BucketLine::default(); all_lines - counters_line(buckets) - 1];
             for b in 0..buckets {
                 let first: BucketLine = writer.read_own_line(array, 1 + b)?;
+                let mut group = Group::default();
+                for j in first.used_entries::<K::Word, V::Word>() {
+                    group.set(j, tag_of(entry_hash::<K, V, M, H>(&first, j, &writer)?));
+                }
+                group.set_chained::<K::Word, V::Word>(!first.next().is_null());
+                let at = tag_line::<K::Word, V::Word>(buckets, b) - counters_line(buckets) - 1;
+                group.store::<K::Word, V::Word>(&mut tags[at], b);
                 let mut chain = vec![first];
                 let mut rest = Vec::new();
                 let mut next = first.next();
@@ -351,12 +363,31 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     part.overflow.insert(b, rest);
                 }
             }
-            partitions.push(part);
+            partitions.push((part, tags));
         }
         let slots: Vec<usize> = (0..map.partitions())
             .map(|p| map.partition_slot(p))
             .collect();
         writer.adopt(&mut live, &slots)?;
+        // A writer that died mid-commit may have left tag lines that do not describe
+        // their buckets' lines: they are rewritten from the lines, which are what this
+        // writer goes on from.
+        let mut partitions: Vec<Partition<K::Word, V::Word>> = partitions
+            .into_iter()
+            .map(|(part, tags)| {
+                let first = counters_line(part.buckets) + 1;
+                let mut fixes = Vec::new();
+                for (i, line) in tags.into_iter().enumerate() {
+                    if writer.read_own_line::<BucketLine>(part.array, first + i)? != line {
+                        fixes.push((part.array, first + i, line));
+                    }
+                }
+                for chunk in fixes.chunks(PUBLISH_CHUNK) {
+                    writer.rewrite_lines(chunk)?;
+                }
+                Ok(part)
+            })
+            .collect::<Result<_, CollectionError>>()?;
         // A writer that died mid-commit may have left counters that do not describe the
         // lines (the lines reached memory, the counters did not, or the other way round):
         // adopting publishes them as they are. (Stamps are read once the lines are this
@@ -744,6 +775,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         Ok(self.writer.read_own_line(array, 1 + b)?)
     }
 
+    /// Bucket `b`'s tag group as published.
+    fn tag_group(&self, pi: usize, b: usize) -> Result<Group, CollectionError> {
+        let part = &self.partitions[pi];
+        let at = tag_line::<K::Word, V::Word>(part.buckets, b);
+        let line: BucketLine = self.writer.read_own_line(part.array, at)?;
+        Ok(Group::of::<K::Word, V::Word>(&line, b))
+    }
+
     /// Whether `key` is present.
     ///
     /// ```
@@ -945,6 +984,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 let was = self.bucket_line(pi, b)?;
+                let tags = self.tag_group(pi, b)?;
                 let chain = std::iter::once(ChainLine {
                     link: None,
                     line: was,
@@ -955,6 +995,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     (pi, b),
                     Staged {
                         was,
+                        tags,
                         chain,
                         created: Vec::new(),
                         superseded: Vec::new(),
@@ -1032,6 +1073,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         return Err(e);
                     }
                 };
+                if i == 0 {
+                    staged.tags.set(j, tag_of(h));
+                }
                 if Words::<K, V>::INLINE {
                     staged.chain[i].line.put(j, k, v);
                 } else {
@@ -1064,6 +1108,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     drop_pair(staged, pair);
                 }
                 staged.chain[i].line.clear::<K::Word, V::Word>(j);
+                if i == 0 {
+                    staged.tags.set(j, 0);
+                }
                 staged.freed.push((i, j, k));
                 staged.strings.dropped::<K>(&k);
                 staged.strings.dropped::<V>(&v);
@@ -1106,14 +1153,15 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let mut items = ready.into_iter().peekable();
         while let Some(first) = items.next() {
             // A chunk: buckets of one partition, up to PUBLISH_CHUNK lines (at least one
-            // bucket, however long its chain).
+            // bucket, however long its chain), each bucket's tag line counted.
             let pi = first.0.0;
-            let mut lines = first.1.staged.chain.len();
+            let lines_of = |r: &ReadyOf<K, V>| r.staged.chain.len() + 1;
+            let mut lines = lines_of(&first.1);
             let mut chunk = vec![(first.0.1, first.1)];
-            while let Some(next) = items
-                .next_if(|((p, _), r)| *p == pi && lines + r.staged.chain.len() <= PUBLISH_CHUNK)
+            while let Some(next) =
+                items.next_if(|((p, _), r)| *p == pi && lines + lines_of(r) <= PUBLISH_CHUNK)
             {
-                lines += next.1.staged.chain.len();
+                lines += lines_of(&next.1);
                 chunk.push((next.0.1, next.1));
             }
             if let Err(e) = self.commit_chunk(pi, chunk) {
@@ -1150,6 +1198,30 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
             sum = sum.wrapping_add(r.added);
         }
+        // The tag lines of the changed groups (buckets are in order, so the buckets of one
+        // tag line are together).
+        let buckets = self.partitions[pi].buckets;
+        let mut tag_lines: Vec<(usize, BucketLine, bool)> = Vec::new();
+        for (b, r) in &ready {
+            let at = tag_line::<K::Word, V::Word>(buckets, *b);
+            if tag_lines.last().is_none_or(|&(i, _, _)| i != at) {
+                match self.writer.read_own_line(array, at) {
+                    Ok(line) => tag_lines.push((at, line, false)),
+                    Err(e) => {
+                        self.abort_ready(ready);
+                        return Err(e.into());
+                    }
+                }
+            }
+            if let Some((_, line, changed)) = tag_lines.last_mut()
+                && Group::of::<K::Word, V::Word>(line, *b) != r.staged.tags
+            {
+                r.staged.tags.store::<K::Word, V::Word>(line, *b);
+                *changed = true;
+            }
+        }
+        let changed = tag_lines.into_iter().filter(|&(_, _, changed)| changed);
+        rewrites.extend(changed.map(|(at, line, _)| (array, at, line)));
         let at = counters_line(self.partitions[pi].buckets);
         let failed = self.partitions[pi].failed_grows;
         rewrites.push((array, at, BucketLine::counters(len, sum, failed)));
@@ -1210,6 +1282,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             first = false;
             keep
         });
+        s.tags.set_chained::<K::Word, V::Word>(s.chain.len() > 1);
         let mut allocated = Vec::new();
         let mut next = LineLink::null();
         for i in (0..s.chain.len()).rev() {
@@ -1300,9 +1373,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     }
 
     /// Allocates (not published) a bucket array of `buckets` buckets holding `len` keys,
-    /// whose bucket `b` starts with `first(b)` (empty for `None`) and goes on to the
-    /// overflow line `heads[b]` names; `overflow` is the sum of the stamps of all the
-    /// overflow lines. Returns the array and the partition's stamp sum, which its
+    /// whose bucket `b` starts with `first(b)` and its tags (empty for `None`) and goes
+    /// on to the overflow line `heads[b]` names; `overflow` is the sum of the stamps of
+    /// all the overflow lines. Returns the array and the partition's stamp sum, which its
     /// counters line holds (written once the array's stamps are known).
     fn build_array(
         &mut self,
@@ -1311,16 +1384,23 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         heads: Vec<Option<LineLink>>,
         overflow: u64,
         failed_grows: u64,
-        first: impl Fn(usize) -> Option<BucketLine>,
+        first: impl Fn(usize) -> Option<(BucketLine, Group)>,
     ) -> Result<(LineLink, u64), CollectionError> {
-        let mut lines = Vec::with_capacity(counters_line(buckets) + 1);
+        let mut lines = Vec::with_capacity(array_lines::<K::Word, V::Word>(buckets));
         lines.push(BucketLine::header(buckets, code::<K, V>()));
+        let mut tags = vec![BucketLine::default(); array_lines::<K::Word, V::Word>(buckets)];
+        tags.truncate(tags.len() - counters_line(buckets) - 1);
         for b in 0..buckets {
-            let mut l = first(b).unwrap_or_default();
-            l.set_next(heads.get(b).copied().flatten().unwrap_or(LineLink::null()));
+            let (mut l, mut group) = first(b).unwrap_or_default();
+            let head = heads.get(b).copied().flatten();
+            l.set_next(head.unwrap_or(LineLink::null()));
             lines.push(l);
+            group.set_chained::<K::Word, V::Word>(head.is_some());
+            let at = tag_line::<K::Word, V::Word>(buckets, b) - counters_line(buckets) - 1;
+            group.store::<K::Word, V::Word>(&mut tags[at], b);
         }
         lines.push(BucketLine::counters(len, 0, failed_grows));
+        lines.extend(tags);
         let array = self.writer.alloc_lines(&lines)?;
         let counted = self.writer.line_stamp(array, 1).and_then(|stamp| {
             // Every line of a new array carries the array's one stamp.
@@ -1349,22 +1429,24 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let part = &self.partitions[pi];
         // Each bucket's first line in one array, and the lines after it only for the
         // buckets that need them (a few percent): no allocation per bucket.
-        let mut firsts = vec![BucketLine::default(); buckets];
+        let mut firsts = vec![(BucketLine::default(), Group::default()); buckets];
         let mut tails: HashMap<usize, Vec<BucketLine>, FixedState> = HashMap::default();
         for b in 0..part.buckets {
             let first = self.bucket_line(pi, b)?;
             let rest = overflow_of(part, b).iter().map(|o| &o.line);
             for l in std::iter::once(&first).chain(rest) {
                 for j in l.used_entries::<K::Word, V::Word>() {
-                    let h = if Words::<K, V>::INLINE {
-                        key_hash(&K::from_word(&l.key::<K::Word, V::Word>(j), &self.writer)?)
-                    } else {
-                        l.linked::<K::Word, V::Word>(j).0
-                    };
+                    let h = entry_hash::<K, V, M, H>(l, j, &self.writer)?;
                     let nb = bucket_of(h, buckets);
                     let last = match tails.get_mut(&nb).and_then(|t| t.last_mut()) {
                         Some(line) => line,
-                        None => &mut firsts[nb],
+                        None => {
+                            let (line, tags) = &mut firsts[nb];
+                            if let Some(e) = line.free_entry::<K::Word, V::Word>() {
+                                tags.set(e, tag_of(h));
+                            }
+                            line
+                        }
                     };
                     match last.free_entry::<K::Word, V::Word>() {
                         Some(e) => copy_entry::<K::Word, V::Word>(l, j, last, e),
@@ -1453,6 +1535,20 @@ fn stamp_sum<M: MemView, H: Heap>(
 ) -> Result<u64, BiError> {
     lines.into_iter().try_fold(0u64, |sum, (array, i)| {
         Ok(sum.wrapping_add(writer.line_stamp(array, i)?.raw()))
+    })
+}
+
+/// The hash of the key in entry `j` of `line`: kept in a linked entry, computed from the
+/// key of an inline one.
+fn entry_hash<K: Stored + Hash, V: Stored, M: MemView, H: Heap>(
+    line: &BucketLine,
+    j: usize,
+    w: &Writer<M, H>,
+) -> Result<u64, CollectionError> {
+    Ok(if Words::<K, V>::INLINE {
+        key_hash(&K::from_word(&line.key::<K::Word, V::Word>(j), w)?)
+    } else {
+        line.linked::<K::Word, V::Word>(j).0
     })
 }
 

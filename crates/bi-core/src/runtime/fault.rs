@@ -245,6 +245,12 @@ switches! {
         /// happens to evict them: forever, on a cache that keeps them
         /// (`bi_graph::RegionBarrier`).
         RegionBarrierRead,
+        /// A hash map's fresh lookup, and a process's refresh of a key's path after a
+        /// write another node's writer applied for it, read the bucket's tag line through
+        /// the cache instead of from memory, so a tag line cached before the key was
+        /// inserted still answers that the key is absent
+        /// (`bi_collections::map::MapRef::get_fresh`).
+        TagPath,
     }
 }
 
