@@ -21,11 +21,12 @@
 //!   entry format (a reader that opens the map with other key or value sizes is refused);
 //!   the last line holds the counters every commit rewrites (the length, and a sum of
 //!   stamps for snapshots), away from the line every lookup reads.
-//! - **Tag lines** after the buckets: one byte per entry of every bucket line (a
-//!   byte of the key's hash, 0 for an empty entry) and a flag for a bucket with
-//!   overflow lines, fourteen `u64 -> u64` buckets to a line ([`tags`]). A table's tags
-//!   are a few bytes per bucket, so they mostly stay in the cache where the bucket lines
-//!   do not, and a lookup of an absent key reads its tag line and stops there.
+//! - **Tag lines** after the buckets: a few bits per entry of every bucket line (bits
+//!   of the key's hash, 0 for an empty entry) and a flag for a bucket with overflow
+//!   lines, 28 `u64 -> u64` buckets to a line ([`tags`]). A table's tags are two bytes
+//!   per bucket, so they mostly stay in the cache where the bucket lines do not, and a
+//!   lookup of an absent key reads its tag line and stops there (one in about 30 goes
+//!   on to the bucket line: a tag of 5 bits matched by chance).
 //! - **One root slot per partition** holding the current array.
 //!
 //! # Updates
@@ -118,7 +119,8 @@
 //!   bucket's tag line: three lines written back and logged instead of two.
 //! - **Tags cost a hit a little**: a lookup of a present key reads the tag line too
 //!   (the bucket line is asked for first, so the two trips overlap), and they take
-//!   about 4 bytes per bucket of a `u64 -> u64` map.
+//!   2 bytes per bucket of a `u64 -> u64` map (4 for formats of more than three
+//!   entries a line).
 //! - **Large entries cost a line more**: keys and values over 48 bytes together live in
 //!   their own objects, and every update of one allocates and retires an object.
 //! - **Line size**: at least 64 bytes; a larger line wastes the rest of each bucket.

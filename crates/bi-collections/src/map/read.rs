@@ -6,7 +6,7 @@ use super::bucket::{
     HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
-use super::tags::{Group, tag_line, tag_of};
+use super::tags::{Group, tag_line};
 use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
@@ -598,7 +598,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             true => Entry::Cached,
             false => entry,
         };
-        let tag = tag_of(h);
+        let tag = Group::tag::<K::Word, V::Word>(h);
         match g.fetch_via(tags_entry, tags, |l| {
             Group::of::<K::Word, V::Word>(l, b).may_hold::<K::Word, V::Word>(tag)
         })? {

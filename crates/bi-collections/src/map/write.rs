@@ -23,7 +23,7 @@ use super::bucket::{
     HEADER_LAYOUT, LineLink, Pair, Words, code, counters_line,
 };
 use super::hash::{bucket_of, partition_of};
-use super::tags::{Group, array_lines, tag_line, tag_of};
+use super::tags::{Group, array_lines, tag_line};
 use super::{BiHashMap, MapConfig, key_hash};
 use crate::stored::{Query, Stored};
 use crate::strings::Strings;
@@ -320,7 +320,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 let first: BucketLine = writer.read_own_line(array, 1 + b)?;
                 let mut group = Group::default();
                 for j in first.used_entries::<K::Word, V::Word>() {
-                    group.set(j, tag_of(entry_hash::<K, V, M, H>(&first, j, &writer)?));
+                    let h = entry_hash::<K, V, M, H>(&first, j, &writer)?;
+                    group.set::<K::Word, V::Word>(j, Group::tag::<K::Word, V::Word>(h));
                 }
                 group.set_chained::<K::Word, V::Word>(!first.next().is_null());
                 let at = tag_line::<K::Word, V::Word>(buckets, b) - counters_line(buckets) - 1;
@@ -1074,7 +1075,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     }
                 };
                 if i == 0 {
-                    staged.tags.set(j, tag_of(h));
+                    staged
+                        .tags
+                        .set::<K::Word, V::Word>(j, Group::tag::<K::Word, V::Word>(h));
                 }
                 if Words::<K, V>::INLINE {
                     staged.chain[i].line.put(j, k, v);
@@ -1109,7 +1112,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 }
                 staged.chain[i].line.clear::<K::Word, V::Word>(j);
                 if i == 0 {
-                    staged.tags.set(j, 0);
+                    staged.tags.set::<K::Word, V::Word>(j, 0);
                 }
                 staged.freed.push((i, j, k));
                 staged.strings.dropped::<K>(&k);
@@ -1443,7 +1446,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         None => {
                             let (line, tags) = &mut firsts[nb];
                             if let Some(e) = line.free_entry::<K::Word, V::Word>() {
-                                tags.set(e, tag_of(h));
+                                tags.set::<K::Word, V::Word>(e, Group::tag::<K::Word, V::Word>(h));
                             }
                             line
                         }
