@@ -20,6 +20,11 @@ pub(crate) struct Strings {
 }
 
 impl Strings {
+    /// Whether the batch wrote and dropped no string.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.dropped.is_empty()
+    }
+
     /// The word of `item`, writing a byte string if its bytes do not fit the word.
     pub(crate) fn word<T: Stored, M: MemView, H: Heap>(
         &mut self,

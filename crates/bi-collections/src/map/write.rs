@@ -35,7 +35,6 @@ use bytemuck::Pod;
 use foldhash::fast::FixedState;
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Range;
@@ -47,20 +46,45 @@ const PUBLISH_CHUNK: usize = 256;
 type Placed<K, V> = ((usize, usize), Staged<K, V>);
 
 /// The buckets a batch stages: each in a vector, in the order first touched, found by
-/// (partition index, bucket) through a hash map, since a batch of a large load touches
-/// thousands of buckets once each. Ordered only at commit, by sorting their positions
-/// (a staged bucket is large: it moves as little as possible).
+/// (partition index, bucket) through a hash map once there are more than a few, since a
+/// batch of a large load touches thousands of buckets once each (a write of one key
+/// stages one bucket and builds no map). Ordered only at commit, by sorting their
+/// positions (a staged bucket is large: it moves as little as possible).
 struct Stage<K, V> {
     buckets: Vec<Placed<K, V>>,
     index: HashMap<(usize, usize), usize, FixedState>,
 }
 
+/// Staged buckets found by a scan rather than through the index.
+const SCANNED: usize = 8;
+
 impl<K, V> Stage<K, V> {
     fn with_capacity(n: usize) -> Self {
         Stage {
             buckets: Vec::with_capacity(n),
-            index: HashMap::with_capacity_and_hasher(n, FixedState::default()),
+            index: HashMap::default(),
         }
+    }
+
+    /// Where the bucket `at` is staged, if it is.
+    fn position(&self, at: (usize, usize)) -> Option<usize> {
+        match self.buckets.len() <= SCANNED {
+            true => self.buckets.iter().position(|(p, _)| *p == at),
+            false => self.index.get(&at).copied(),
+        }
+    }
+
+    /// Stages bucket `at`; returns its position.
+    fn push(&mut self, at: (usize, usize), staged: Staged<K, V>) -> usize {
+        self.buckets.push((at, staged));
+        let n = self.buckets.len();
+        if n == SCANNED + 1 {
+            self.index
+                .extend(self.buckets.iter().enumerate().map(|(i, (p, _))| (*p, i)));
+        } else if n > SCANNED {
+            self.index.insert(at, n - 1);
+        }
+        n - 1
     }
 
     /// Every staged bucket, in no particular order.
@@ -69,11 +93,14 @@ impl<K, V> Stage<K, V> {
     }
 
     /// Every staged bucket with its place, ordered by (partition, bucket).
-    fn into_sorted(self) -> impl Iterator<Item = Placed<K, V>> {
+    fn into_sorted(self) -> Vec<Placed<K, V>> {
+        if self.buckets.len() <= 1 {
+            return self.buckets;
+        }
         let mut order: Vec<usize> = (0..self.buckets.len()).collect();
         order.sort_unstable_by_key(|&i| self.buckets[i].0);
         let mut slots: Vec<Option<Placed<K, V>>> = self.buckets.into_iter().map(Some).collect();
-        order.into_iter().filter_map(move |i| slots[i].take())
+        order.into_iter().filter_map(|i| slots[i].take()).collect()
     }
 }
 
@@ -981,9 +1008,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 reason: "the key belongs to a partition this handle does not write",
             })?;
         let b = bucket_of(h, self.partitions[pi].buckets);
-        let at = match stage.index.entry((pi, b)) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
+        let at = match stage.position((pi, b)) {
+            Some(at) => at,
+            None => {
                 let was = self.bucket_line(pi, b)?;
                 let tags = self.tag_group(pi, b)?;
                 let chain = std::iter::once(ChainLine {
@@ -992,7 +1019,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 })
                 .chain(overflow_of(&self.partitions[pi], b).iter().copied())
                 .collect();
-                stage.buckets.push((
+                stage.push(
                     (pi, b),
                     Staged {
                         was,
@@ -1005,8 +1032,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         freed: Vec::new(),
                         strings: Strings::default(),
                     },
-                ));
-                *e.insert(stage.buckets.len() - 1)
+                )
             }
         };
         let staged = &mut stage.buckets[at].1;
@@ -1141,8 +1167,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// (and everything staged given back). A publication that fails after that leaves
     /// the chunks published so far (adopted) and gives the rest back.
     fn commit(&mut self, stage: Stage<K::Word, V::Word>) -> Result<(), CollectionError> {
-        let mut staged = stage.into_sorted();
-        let mut ready: Vec<((usize, usize), ReadyOf<K, V>)> = Vec::new();
+        let mut staged = stage.into_sorted().into_iter();
+        let mut ready: Vec<((usize, usize), ReadyOf<K, V>)> = Vec::with_capacity(staged.len());
         for ((pi, b), s) in staged.by_ref() {
             match self.prepare(pi, b, s) {
                 Ok(r) => ready.push(((pi, b), r)),
@@ -1195,36 +1221,43 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     ) -> Result<(), CollectionError> {
         let array = self.partitions[pi].array;
         let (mut len, mut sum) = (self.partitions[pi].len, self.partitions[pi].sum);
-        let mut rewrites = Vec::new();
+        // Each bucket's lines, its tag line and the counters: a rewrite of one key's
+        // bucket needs no more room than this.
+        let lines: usize = ready.iter().map(|(_, r)| r.rewrites.len() + 1).sum();
+        let mut rewrites = Vec::with_capacity(lines + 1);
         for (b, r) in &ready {
             rewrites.extend_from_slice(&r.rewrites);
             len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
             sum = sum.wrapping_add(r.added);
         }
         // The tag lines of the changed groups (buckets are in order, so the buckets of one
-        // tag line are together).
+        // tag line are together): the line being edited, and whether it changed.
         let buckets = self.partitions[pi].buckets;
-        let mut tag_lines: Vec<(usize, BucketLine, bool)> = Vec::new();
+        let mut editing: Option<(usize, BucketLine, bool)> = None;
         for (b, r) in &ready {
             let at = tag_line::<K::Word, V::Word>(buckets, *b);
-            if tag_lines.last().is_none_or(|&(i, _, _)| i != at) {
+            if editing.is_none_or(|(i, _, _)| i != at) {
+                if let Some((i, line, true)) = editing {
+                    rewrites.push((array, i, line));
+                }
                 match self.writer.read_own_line(array, at) {
-                    Ok(line) => tag_lines.push((at, line, false)),
+                    Ok(line) => editing = Some((at, line, false)),
                     Err(e) => {
                         self.abort_ready(ready);
                         return Err(e.into());
                     }
                 }
             }
-            if let Some((_, line, changed)) = tag_lines.last_mut()
+            if let Some((_, line, changed)) = editing.as_mut()
                 && Group::of::<K::Word, V::Word>(line, *b) != r.staged.tags
             {
                 r.staged.tags.store::<K::Word, V::Word>(line, *b);
                 *changed = true;
             }
         }
-        let changed = tag_lines.into_iter().filter(|&(_, _, changed)| changed);
-        rewrites.extend(changed.map(|(at, line, _)| (array, at, line)));
+        if let Some((i, line, true)) = editing {
+            rewrites.push((array, i, line));
+        }
         let at = counters_line(self.partitions[pi].buckets);
         let failed = self.partitions[pi].failed_grows;
         rewrites.push((array, at, BucketLine::counters(len, sum, failed)));
@@ -1237,7 +1270,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         part.sum = sum;
         let (mut pairs, mut strings) = (Vec::new(), Vec::new());
         for (b, r) in ready {
-            strings.push(r.staged.strings);
+            if !r.staged.strings.is_empty() {
+                strings.push(r.staged.strings);
+            }
             let rest: Vec<ChainLine> = r.staged.chain.into_iter().skip(1).collect();
             if rest.is_empty() {
                 part.overflow.remove(&b);

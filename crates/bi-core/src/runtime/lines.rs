@@ -65,7 +65,7 @@ use super::BiError;
 use super::lazy::Entry;
 use super::object::{Link, Shape, Stamp, write_object};
 use super::reader::BiGuard;
-use super::writer::Writer;
+use super::writer::{RewriteScratch, Writer};
 use crate::heap::Heap;
 use crate::mem::MemView;
 use bytemuck::Pod;
@@ -223,9 +223,28 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 bytes: size_of::<T>(),
             });
         }
+        // Taken out for the call, put back to keep its allocations.
+        let mut scratch = std::mem::take(&mut self.rewrite);
+        let done = self.rewrite_with(updates, one, &mut scratch);
+        self.rewrite = scratch;
+        done
+    }
+
+    /// [`try_rewrite_lines`](Self::try_rewrite_lines) of records of shape `one`, with
+    /// `scratch`'s vectors for its lists.
+    fn rewrite_with<T: Pod>(
+        &mut self,
+        updates: &[(Link<Lines<T>>, usize, T)],
+        one: Shape,
+        scratch: &mut RewriteScratch,
+    ) -> Result<(), BiError> {
+        let line = self.inner.line;
         // (line offset, update index), every index checked; then, per line, the last
         // update given for it (a stable sort keeps the updates of a line in order).
-        let mut order: Vec<(usize, usize)> = Vec::with_capacity(updates.len());
+        let RewriteScratch { order, last, lines } = scratch;
+        order.clear();
+        last.clear();
+        lines.clear();
         let mut known: Option<(u64, usize)> = None;
         for (k, (array, i, _)) in updates.iter().enumerate() {
             let len = match known {
@@ -242,7 +261,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             order.push((array.offset() + i * line, k));
         }
         order.sort_by_key(|&(at, _)| at);
-        let mut last: Vec<(usize, usize, Stamp)> = Vec::with_capacity(order.len());
         for (n, &(at, k)) in order.iter().enumerate() {
             if order.get(n + 1).is_some_and(|&(next, _)| next == at) {
                 continue;
@@ -253,16 +271,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 .ok_or(BiError::VersionsExhausted { offset: at })?;
             last.push((at, k, stamp));
         }
-        let lines: Vec<usize> = last.iter().map(|&(at, _, _)| at).collect();
+        lines.extend(last.iter().map(|&(at, _, _)| at));
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
         self.settle()?;
         let view = &self.inner.view;
-        for &(at, k, stamp) in &last {
+        for &(at, k, stamp) in last.iter() {
             let bytes = bytemuck::bytes_of(&updates[k].2);
             write_object(view, at, &one, stamp, bytes, self.inner.config.faults)?;
             view.writeback(at, line)?;
         }
-        self.fence_and_log_lines(&lines)
+        self.fence_and_log_lines(lines)
     }
 
     /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.

@@ -226,6 +226,18 @@ pub(super) struct Retired {
     pub(super) visible: u64,
 }
 
+/// The lists of a line rewrite, kept by the writer between rewrites so that a rewrite
+/// of a few lines allocates nothing.
+#[derive(Default)]
+pub(super) struct RewriteScratch {
+    /// (line offset, update index) of every update.
+    pub(super) order: Vec<(usize, usize)>,
+    /// (line offset, update index, new stamp) of the last update of each line.
+    pub(super) last: Vec<(usize, usize, Stamp)>,
+    /// The lines rewritten, in order.
+    pub(super) lines: Vec<usize>,
+}
+
 /// The writer of one node. See the [module docs](super) for the protocol.
 ///
 /// ```
@@ -259,6 +271,8 @@ pub struct Writer<V: MemView, H: Heap> {
     retiring: Vec<(Block, Generation)>,
     /// The ring entries being appended (kept to reuse the allocation).
     entries: Vec<LogEntry>,
+    /// The lines of the rewrite in progress (kept to reuse the allocation).
+    pub(super) rewrite: RewriteScratch,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
@@ -304,6 +318,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             deferred: Vec::new(),
             retiring: Vec::new(),
             entries: Vec::new(),
+            rewrite: RewriteScratch::default(),
             unfenced: false,
             unwritten: Vec::new(),
             scope: Scope::ALL,
