@@ -201,3 +201,96 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
     }
     assert!(n > 100, "the workload wrote back {n} times");
 }
+
+/// The writer's process is killed (its host lives on: every store it made stays in the
+/// host's cache, as on a coherent machine) right before its `n`th store, for every `n`
+/// of a workload of inserts; a new process on the same node adopts the map. The adopter
+/// finds every insert that returned, and a reader on another node reads every key as the
+/// adopter does.
+///
+/// Known to fail (the torture run's "link to ... is stale"): a process killed inside the
+/// rewrite of a line in place leaves the line's invalid stamp and half its new words in
+/// memory, and nothing can read the line again, so adoption fails (here before store
+/// 205). Host death does not show it: the half-written line dies with the cache. What
+/// would fix it: the writer records each line's new image where its successor finds it
+/// (stores only, no fence) before it rewrites the line, and adoption completes a line it
+/// finds half-written from that record.
+#[test]
+#[ignore = "known defect: a line half-rewritten by a killed process is unreadable"]
+fn a_map_survives_its_writers_process_killed_before_any_store() {
+    use bi_core::mem::{Access, MemError, Observed};
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    const KEYS: u64 = 40;
+    const KILLED: MemError = MemError::BadSize {
+        requested: 0,
+        reason: "the process was killed",
+    };
+    let mut n = 1;
+    loop {
+        let mut s = machine(n as u64);
+        drop(s.nodes.remove(0));
+        let host = s.emu.node(0);
+        let (count, dead) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (counted, died) = (count.clone(), dead.clone());
+        let view = Observed::new(host.clone(), move |access| {
+            if died.load(Ordering::SeqCst) {
+                return Err(KILLED);
+            }
+            if let Access::Store(..) | Access::CompareExchange(..) = access
+                && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
+            {
+                died.store(true, Ordering::SeqCst);
+                return Err(KILLED);
+            }
+            Ok(())
+        });
+        let clock = Arc::new(EmulatedClock::new(host));
+        let mut acked = Vec::new();
+        if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+            let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+            let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+                .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+            if let Ok(mut w) = taken {
+                for k in 0..KEYS {
+                    if w.insert(k, k * 7).is_err() {
+                        break;
+                    }
+                    acked.push(k);
+                }
+                std::mem::forget(w); // a killed process runs no destructor
+            }
+            std::mem::forget(node0);
+        }
+        let finished = !dead.load(Ordering::SeqCst);
+        for _ in 0..4 {
+            s.emu.advance(LEASE / 2);
+            s.nodes[0].quiesce().unwrap();
+        }
+        let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
+        s.nodes.insert(0, fresh);
+        let w = writer::<u64, u64>(&s);
+        for &k in &acked {
+            assert_eq!(w.get(&k), Some(k * 7), "key {k}: killed before store {n}");
+        }
+        let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "m").unwrap();
+        let r = map.read_handle(&s.nodes[1]).unwrap();
+        for k in 0..KEYS {
+            assert_eq!(
+                r.get(&k).unwrap(),
+                w.get(&k),
+                "key {k}: a reader and the adopter disagree (killed before store {n})"
+            );
+        }
+        if finished {
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 100, "the workload stored {n} times");
+}

@@ -79,6 +79,8 @@ impl<K, V> Stage<K, V> {
         self.buckets.push((at, staged));
         let n = self.buckets.len();
         if n == SCANNED + 1 {
+            // A batch of many keys: the index is sized for them at once, as the vector is.
+            self.index.reserve(self.buckets.capacity());
             self.index
                 .extend(self.buckets.iter().enumerate().map(|(i, (p, _))| (*p, i)));
         } else if n > SCANNED {
