@@ -50,6 +50,7 @@ mod pool_lock;
 mod prefetch_after_invalidate;
 mod resolution_failure;
 mod reuse_under_reader;
+mod rewrite_journal;
 mod second_bank_start;
 mod spinning_reader;
 mod stale_beyond_bound;
@@ -229,6 +230,7 @@ pub fn catalog() -> Vec<Hazard> {
         node_claim::HAZARD,
         adoption::QUARANTINE,
         adoption::ANNOUNCE,
+        rewrite_journal::HAZARD,
         joined_process::HAZARD,
         writer_lease::HAZARD,
         writer_lease::RENEWED_BY_A_PASS,

@@ -386,14 +386,17 @@ impl Subject for Map {
         }
         Ok(all)
     }
-    /// The array (its header and buckets, one line each, in the slot of the heap's
-    /// size class that holds it), one pair object per entry, and at most one overflow
-    /// line per entry.
+    /// The array (its header, buckets, counters and tag lines, in the slot of the heap's
+    /// size class that holds it), the writer's rewrite journal (two lines), one pair
+    /// object per entry, and at most one overflow line per entry.
     fn live_bound(w: &mut Self::W, contents: &Contents) -> usize {
-        let lines = w.capacity() + 1;
+        // Header, buckets, counters and tag lines (28 buckets' tags a line here).
+        let buckets = w.capacity();
+        let lines = buckets + 2 + buckets.div_ceil(28);
         let writer = w.writer();
         let line = writer.lines_bytes(1, 8).unwrap();
-        let array = class_of(lines).map_or(lines, |c| CLASS_LINES[c]) * line;
+        let journal = writer.lines_bytes(2, 56).unwrap();
+        let array = class_of(lines).map_or(lines, |c| CLASS_LINES[c]) * line + journal;
         let pair = writer.object_bytes(size_of::<(u64, Value)>()).unwrap();
         array + contents.len() * (pair + line)
     }
@@ -535,10 +538,13 @@ impl Subject for TextMap {
     /// The array (header and buckets, in its size class's slot), and per entry at most
     /// one overflow line and its two strings.
     fn live_bound(w: &mut Self::W, contents: &Contents) -> usize {
-        let lines = w.capacity() + 1;
+        // Header, buckets, counters and tag lines (28 buckets' tags a line here).
+        let buckets = w.capacity();
+        let lines = buckets + 2 + buckets.div_ceil(28);
         let writer = w.writer();
         let line = writer.lines_bytes(1, 8).unwrap();
-        let array = class_of(lines).map_or(lines, |c| CLASS_LINES[c]) * line;
+        let journal = writer.lines_bytes(2, 56).unwrap();
+        let array = class_of(lines).map_or(lines, |c| CLASS_LINES[c]) * line + journal;
         array + contents.len() * (line + text_strings_bytes(writer))
     }
 }

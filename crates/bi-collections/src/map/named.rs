@@ -100,12 +100,20 @@ impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
         config: MapConfig,
     ) -> Result<MapWriteHandle<K, V, M, H>, CollectionError> {
         let (role, start) = take_role(rt, self.first_slot, self.named, self.scope(), &mut writer)?;
-        let handle = match start {
+        let mut handle = match start {
             Start::Fresh => MapWriteHandle::new(*self, writer, 0..1, config)?,
             Start::Adopt { foreign } => {
+                // A line the previous writer's process was killed in the middle of
+                // rewriting is finished first, from its journal.
+                if self.named {
+                    writer.finish_from_journal(self.first_slot)?;
+                }
                 MapWriteHandle::adopt(*self, writer, 0..1, config, foreign)?
             }
         };
+        if self.named {
+            handle.keep_journal(self.first_slot)?;
+        }
         Ok(handle.with_role(role))
     }
 }

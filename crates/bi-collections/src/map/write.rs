@@ -448,6 +448,12 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         })
     }
 
+    /// Keeps a rewrite journal named in the structure slot `slot`
+    /// ([`journal`](bi_core::runtime::journal)).
+    pub(super) fn keep_journal(&mut self, slot: usize) -> Result<(), CollectionError> {
+        Ok(self.writer.keep_rewrite_journal(slot)?)
+    }
+
     pub(super) fn with_role(mut self, role: Role<M>) -> Self {
         self.role = Some(role);
         self

@@ -251,6 +251,10 @@ switches! {
         /// inserted still answers that the key is absent
         /// (`bi_collections::map::MapRef::get_fresh`).
         TagPath,
+        /// A writer does not record a line's new image in its rewrite journal before it
+        /// rewrites the line in place, so a successor that finds the line half-written by
+        /// a killed process cannot finish it ([`journal`](super::journal)).
+        RewriteJournal,
     }
 }
 

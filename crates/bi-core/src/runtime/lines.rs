@@ -145,10 +145,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// assert!(w.alloc_lines::<u64>(&[]).is_err());
     /// ```
     pub fn alloc_lines<T: Pod>(&mut self, records: &[T]) -> Result<Link<Lines<T>>, BiError> {
+        self.alloc_lines_with(records, true)
+    }
+
+    /// [`alloc_lines`](Self::alloc_lines); with `wait` false, a full heap is an error at
+    /// once.
+    pub(super) fn alloc_lines_with<T: Pod>(
+        &mut self,
+        records: &[T],
+        wait: bool,
+    ) -> Result<Link<Lines<T>>, BiError> {
         let line = self.inner.line;
         let shape = Shape::of_lines(records.len(), size_of::<T>(), line)?;
         let one = Shape::new(size_of::<T>(), line)?;
-        let (block, generation) = self.alloc_block(&shape)?;
+        let (block, generation) = self.alloc_block_with(&shape, wait)?;
         let stamp = self.stamp(generation);
         let view = &self.inner.view;
         let written = records
@@ -223,6 +233,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 bytes: size_of::<T>(),
             });
         }
+        self.open_journal()?;
         // Taken out for the call, put back to keep its allocations.
         let mut scratch = std::mem::take(&mut self.rewrite);
         let done = self.rewrite_with(updates, one, &mut scratch);
@@ -277,6 +288,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let view = &self.inner.view;
         for &(at, k, stamp) in last.iter() {
             let bytes = bytemuck::bytes_of(&updates[k].2);
+            self.journal_line(at, stamp, bytes)?;
             write_object(view, at, &one, stamp, bytes, self.inner.config.faults)?;
             view.writeback(at, line)?;
         }

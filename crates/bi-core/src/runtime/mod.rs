@@ -190,6 +190,7 @@ mod config;
 mod error;
 pub mod fault;
 mod grace;
+pub mod journal;
 pub mod lazy;
 pub mod lease;
 pub mod lines;

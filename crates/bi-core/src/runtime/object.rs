@@ -572,7 +572,7 @@ fn out_of(offset: usize, section: &'static str) -> BiError {
 }
 
 /// Stores `bytes` (payload) at `at` word by word (the last word zero-padded).
-fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiError> {
+pub(crate) fn store_words<V: MemView>(view: &V, at: usize, bytes: &[u8]) -> Result<(), BiError> {
     let (whole, tail) = bytes.as_chunks::<8>();
     for (k, w) in whole.iter().enumerate() {
         view.store_u64(at + 8 * k, u64::from_ne_bytes(*w))?;

@@ -273,6 +273,10 @@ pub struct Writer<V: MemView, H: Heap> {
     entries: Vec<LogEntry>,
     /// The lines of the rewrite in progress (kept to reuse the allocation).
     pub(super) rewrite: RewriteScratch,
+    /// Where this writer records each line it rewrites before it does, and the slot that
+    /// names it ([`journal`](super::journal)): allocated when the heap has room.
+    pub(super) journal: Option<usize>,
+    pub(super) journal_slot: Option<usize>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
     pub(super) unfenced: bool,
@@ -319,6 +323,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             retiring: Vec::new(),
             entries: Vec::new(),
             rewrite: RewriteScratch::default(),
+            journal: None,
+            journal_slot: None,
             unfenced: false,
             unwritten: Vec::new(),
             scope: Scope::ALL,
@@ -554,6 +560,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
     pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
+        self.alloc_block_with(shape, true)
+    }
+
+    /// [`alloc_block`](Self::alloc_block); with `wait` false, a full heap is an error at
+    /// once instead of a wait for retired blocks to pass their grace period.
+    pub(super) fn alloc_block_with(
+        &mut self,
+        shape: &Shape,
+        wait: bool,
+    ) -> Result<(Block, Generation), BiError> {
         // An update's first allocation: the block may be one another writer of this
         // structure has since published, if this node's lease lapsed.
         if !self.lease_checked {
@@ -562,7 +578,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
         let (block, tag) = match self.heap.alloc_tagged(shape.bytes()) {
             Ok(got) => got,
-            Err(HeapError::OutOfMemory { .. }) if !self.retired.is_empty() => {
+            Err(HeapError::OutOfMemory { .. }) if wait && !self.retired.is_empty() => {
                 self.alloc_after_reclaim(shape)?
             }
             Err(e) => return Err(e.into()),
