@@ -41,24 +41,18 @@ const STAMP: usize = 16;
 const LEN: usize = 24;
 const CHECK: usize = 32;
 
-/// The check word of a journal entry.
-fn check(target: u64, stamp: u64, len: u64, words: &[u64]) -> u64 {
+/// The check word of a journal entry: over its place, stamp, length and the record's
+/// bytes taken as zero-padded words (any length: a line may be longer than 64 bytes).
+fn check(target: u64, stamp: u64, len: u64, bytes: &[u8]) -> u64 {
     let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     let h = [target, stamp, len]
         .into_iter()
         .fold(0x6a6f_7572_6e61_6c00, mix);
-    words.iter().fold(h, |h, &w| mix(h, w))
-}
-
-/// The words of `bytes`, zero-padded to whole words.
-fn words_of(bytes: &[u8], out: &mut [u64; 16]) -> usize {
-    let n = bytes.len().div_ceil(8);
-    for (i, chunk) in bytes.chunks(8).enumerate() {
+    bytes.chunks(8).fold(h, |h, chunk| {
         let mut w = [0u8; 8];
         w[..chunk.len()].copy_from_slice(chunk);
-        out[i] = u64::from_le_bytes(w);
-    }
-    n
+        mix(h, u64::from_le_bytes(w))
+    })
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
@@ -124,14 +118,12 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
         let view = &self.inner.view;
         let line = self.inner.line;
-        let mut words = [0u64; 16];
-        let n = words_of(bytes, &mut words);
         store_words(view, j + line + 8, bytes)?;
         let len = bytes.len() as u64;
         view.store_u64(j + TARGET, at as u64)?;
         view.store_u64(j + STAMP, stamp.raw())?;
         view.store_u64(j + LEN, len)?;
-        view.store_u64(j + CHECK, check(at as u64, stamp.raw(), len, &words[..n]))?;
+        view.store_u64(j + CHECK, check(at as u64, stamp.raw(), len, bytes))?;
         Ok(())
     }
 
@@ -158,9 +150,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             let w: u64 = view.load_from_memory(j + line + 8 + 8 * i)?;
             chunk.copy_from_slice(&w.to_le_bytes());
         }
-        let mut words = [0u64; 16];
-        let n = words_of(&bytes[..len], &mut words);
-        if check(target as u64, stamp, len as u64, &words[..n]) != stored_check {
+        if check(target as u64, stamp, len as u64, &bytes[..len]) != stored_check {
             return Ok(false);
         }
         let now = Stamp::from_raw(view.load_from_memory::<u64>(target)?);
