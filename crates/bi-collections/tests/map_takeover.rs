@@ -202,91 +202,137 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
     assert!(n > 100, "the workload wrote back {n} times");
 }
 
-/// The writer's process is killed (its host lives on: every store it made stays in the
-/// host's cache, as on a coherent machine) right before its `n`th store, for every third
-/// `n` of a workload of inserts; a new process on the same node adopts the map. The
-/// adopter finds every insert that returned, and a reader on another node reads every key
-/// as the adopter does. A process killed inside the rewrite of a line in place leaves the
-/// line's invalid stamp and part of its new words in memory (host death does not: the
-/// half-written line dies with the cache); the adopter finishes it from the dead
-/// writer's journal ([`bi_core::runtime::journal`]).
-#[test]
-fn a_map_survives_its_writers_process_killed_before_any_store() {
+/// A process on node 0 that is killed right before its `n`th store (its host lives on:
+/// every store it made stays in the host's cache, as on a coherent machine): from then
+/// on every access it makes fails. It takes the writer role of the map "m" (adopting it
+/// when it exists) and inserts `keys` (key `k` -> `k * 7`), and no destructor of it
+/// runs. Returns the keys whose insert returned, and whether it was killed.
+fn process_killed_at_store(
+    s: &mut Setup,
+    n: usize,
+    keys: std::ops::Range<u64>,
+) -> (Vec<u64>, bool) {
     use bi_core::mem::{Access, MemError, Observed};
     use bi_core::runtime::{EmulatedClock, NodeRuntime};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    const KEYS: u64 = 12;
     const KILLED: MemError = MemError::BadSize {
         requested: 0,
         reason: "the process was killed",
     };
+    drop(s.nodes.remove(0));
+    let host = s.emu.node(0);
+    let (count, dead) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (counted, died) = (count.clone(), dead.clone());
+    let view = Observed::new(host.clone(), move |access| {
+        if died.load(Ordering::SeqCst) {
+            return Err(KILLED);
+        }
+        if let Access::Store(..) | Access::CompareExchange(..) = access
+            && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
+        {
+            died.store(true, Ordering::SeqCst);
+            return Err(KILLED);
+        }
+        Ok(())
+    });
+    let clock = Arc::new(EmulatedClock::new(host));
+    let mut acked = Vec::new();
+    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+        if let Ok(mut w) = taken {
+            for k in keys {
+                if w.insert(k, k * 7).is_err() {
+                    break;
+                }
+                acked.push(k);
+            }
+            std::mem::forget(w); // a killed process runs no destructor
+        }
+        std::mem::forget(node0);
+    }
+    // Node 0's lease runs out while node 1 passes; a new process starts there.
+    for _ in 0..4 {
+        s.emu.advance(LEASE / 2);
+        s.nodes[0].quiesce().unwrap();
+    }
+    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
+    s.nodes.insert(0, fresh);
+    (acked, dead.load(Ordering::SeqCst))
+}
+
+/// Adopts the map on node 0 and checks that every key of `acked` is there, and that a
+/// reader on node 1 reads keys `0..keys` as the adopter does.
+fn adopt_and_check(s: &Setup, acked: &[u64], keys: u64, what: &str) {
+    let w = writer::<u64, u64>(s);
+    for &k in acked {
+        assert_eq!(w.get(&k), Some(k * 7), "key {k}: {what}");
+    }
+    let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "m").unwrap();
+    let r = map.read_handle(&s.nodes[1]).unwrap();
+    for k in 0..keys {
+        assert_eq!(
+            r.get(&k).unwrap(),
+            w.get(&k),
+            "key {k}: a reader and the adopter disagree ({what})"
+        );
+    }
+}
+
+/// The writer's process is killed right before its `n`th store, for every third `n` of
+/// a workload of inserts; a new process on the same node adopts the map. The adopter
+/// finds every insert that returned, and a reader on another node reads every key as the
+/// adopter does. A process killed inside the rewrite of a line in place leaves the line's
+/// invalid stamp and part of its new words in memory (host death does not: the
+/// half-written line dies with the cache); the adopter finishes it from the dead
+/// writer's journal ([`bi_core::runtime::journal`]).
+#[test]
+fn a_map_survives_its_writers_process_killed_before_any_store() {
+    const KEYS: u64 = 12;
     let mut n = 1;
     loop {
         let mut s = machine(n as u64);
-        drop(s.nodes.remove(0));
-        let host = s.emu.node(0);
-        let (count, dead) = (
-            Arc::new(AtomicUsize::new(0)),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let (counted, died) = (count.clone(), dead.clone());
-        let view = Observed::new(host.clone(), move |access| {
-            if died.load(Ordering::SeqCst) {
-                return Err(KILLED);
-            }
-            if let Access::Store(..) | Access::CompareExchange(..) = access
-                && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
-            {
-                died.store(true, Ordering::SeqCst);
-                return Err(KILLED);
-            }
-            Ok(())
-        });
-        let clock = Arc::new(EmulatedClock::new(host));
-        let mut acked = Vec::new();
-        if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
-            let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
-            let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
-                .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
-            if let Ok(mut w) = taken {
-                for k in 0..KEYS {
-                    if w.insert(k, k * 7).is_err() {
-                        break;
-                    }
-                    acked.push(k);
-                }
-                std::mem::forget(w); // a killed process runs no destructor
-            }
-            std::mem::forget(node0);
-        }
-        let finished = !dead.load(Ordering::SeqCst);
-        for _ in 0..4 {
-            s.emu.advance(LEASE / 2);
-            s.nodes[0].quiesce().unwrap();
-        }
-        let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
-        s.nodes.insert(0, fresh);
-        let w = writer::<u64, u64>(&s);
-        for &k in &acked {
-            assert_eq!(w.get(&k), Some(k * 7), "key {k}: killed before store {n}");
-        }
-        let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "m").unwrap();
-        let r = map.read_handle(&s.nodes[1]).unwrap();
-        for k in 0..KEYS {
-            assert_eq!(
-                r.get(&k).unwrap(),
-                w.get(&k),
-                "key {k}: a reader and the adopter disagree (killed before store {n})"
-            );
-        }
-        if finished {
+        let (acked, killed) = process_killed_at_store(&mut s, n, 0..KEYS);
+        adopt_and_check(&s, &acked, KEYS, &format!("killed before store {n}"));
+        if !killed {
             break;
         }
         // A line's rewrite is nine stores (stamp, seven words, stamp): every third store
         // lands inside each one.
         n += 3;
+    }
+    assert!(n > 100, "the workload stored {n} times");
+}
+
+/// The same, and then the processes that adopt the map are killed too: the first right
+/// before its first store, the next before its second, and so on until one adopts it
+/// (each goes on from what the one before left). An adopter rewrites the lines its
+/// predecessor left inconsistent (a bucket line whose tag line was not rewritten yet) in
+/// place: killed inside such a rewrite, it leaves a half-written line the next adopter
+/// must finish from the journal.
+#[test]
+fn a_map_survives_its_adopters_killed_at_every_store() {
+    const KEYS: u64 = 12;
+    let mut n = 1;
+    loop {
+        let mut s = machine(n as u64);
+        let (acked, killed) = process_killed_at_store(&mut s, n, 0..KEYS);
+        let mut adopter = 1;
+        while process_killed_at_store(&mut s, adopter, 0..0).1 {
+            adopter += 1;
+        }
+        let what = format!("writer killed before store {n}, then {adopter} adopters");
+        adopt_and_check(&s, &acked, KEYS, &what);
+        if !killed {
+            break;
+        }
+        n += 7;
     }
     assert!(n > 100, "the workload stored {n} times");
 }

@@ -104,9 +104,11 @@ impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
             Start::Fresh => MapWriteHandle::new(*self, writer, 0..1, config)?,
             Start::Adopt { foreign } => {
                 // A line the previous writer's process was killed in the middle of
-                // rewriting is finished first, from its journal.
+                // rewriting is finished first, from its journal; the adoption's own
+                // rewrites go to that journal until this writer keeps its own.
                 if self.named {
                     writer.finish_from_journal(self.first_slot)?;
+                    writer.resume_rewrite_journal(self.first_slot)?;
                 }
                 MapWriteHandle::adopt(*self, writer, 0..1, config, foreign)?
             }

@@ -85,6 +85,41 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(())
     }
 
+    /// Goes on with the journal the structure's previous writer kept (named in its slot
+    /// at `slot`), if any, until [`keep_rewrite_journal`](Self::keep_rewrite_journal)
+    /// gives this writer its own: an adopter rewrites lines in place too (what a killed
+    /// writer left inconsistent), and if it is killed in turn, its successor must find
+    /// what it was rewriting where it looks, in the slot's journal. The journal's block
+    /// is not reachable from the structure, so the adoption quarantines it: it is not
+    /// reused before this writer stops using it. Call it after
+    /// [`finish_from_journal`](Self::finish_from_journal).
+    ///
+    /// ```
+    /// use bi_core::mem::MemView;
+    /// use bi_core::runtime::{journal::JOURNAL_OFFSET, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// w.keep_rewrite_journal(s.slot(0)).unwrap();
+    /// let journal = s.nodes[0].view().load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap();
+    /// drop(w);
+    /// let mut next = s.writer(0);
+    /// assert!(next.resume_rewrite_journal(s.slot(0)).unwrap());
+    /// let named = s.nodes[0].view().load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap();
+    /// assert_eq!(named, journal); // the same lines, until it keeps its own
+    /// ```
+    pub fn resume_rewrite_journal(&mut self, slot: usize) -> Result<bool, BiError> {
+        let view = &self.inner.view;
+        let heap = self.inner.objects().heap;
+        let j = view.load_from_memory::<u64>(slot + JOURNAL_OFFSET)? as usize;
+        if j == 0 || check_in(heap, j, 2 * self.inner.line, "heap").is_err() {
+            return Ok(false);
+        }
+        self.journal = Some(j);
+        self.journal_slot = Some(slot);
+        Ok(true)
+    }
+
     /// Allocates the journal if this writer is to keep one and has none yet, and names it
     /// in its slot; a heap without room leaves it for the next time.
     pub(super) fn open_journal(&mut self) -> Result<(), BiError> {
