@@ -39,7 +39,9 @@ use crate::error::Error;
 use bi_core::mem::MemView;
 use bi_core::region::{Layout, Region};
 use bi_core::runtime::role::WRITER_RECORD_OFFSET;
-use bi_core::runtime::{Clock, NodeRecord, RuntimeConfig, TickClock, WriterRecord};
+use bi_core::runtime::{
+    Clock, FIGURES_SLOT, NodeFigures, NodeRecord, RuntimeConfig, TickClock, WriterRecord,
+};
 use std::path::Path;
 
 /// What a pool's region holds.
@@ -80,6 +82,17 @@ pub struct NodeReport {
     pub overflows: u64,
     /// Reader exclusions for an expired reader lease.
     pub expired_readers: u64,
+    /// The longest pass since the running process claimed the node, in nanoseconds.
+    pub longest_pass_ns: u64,
+    /// Lines the node's passes invalidated since its process claimed it.
+    pub invalidated_lines: u64,
+    /// Readers registered in the node's process at its last pass.
+    pub readers: u64,
+    /// Bytes the node's writer retired that wait for their grace period.
+    pub retired_bytes: u64,
+    /// How full the node's log rings are, in percent: entries not yet known consumed by
+    /// every node, in the fuller of its two rings (100: its writer's next update waits).
+    pub ring_fill_percent: u64,
 }
 
 /// One named root of a pool: a structure (map, tree, delegation area) or a plain object.
@@ -98,6 +111,17 @@ pub struct StructureReport {
     pub writer_takes: u64,
     /// Bytes of the heap's extents granted to it.
     pub heap_bytes: usize,
+    /// Entries, as its writer last noted them (published by the writer node's next pass;
+    /// 0 for a structure that notes none, or whose last writer's node has gone on to
+    /// write another).
+    pub entries: u64,
+    /// Nanoseconds since its writer's lease was last renewed (its node's heartbeat), when
+    /// a live process holds the role.
+    pub lease_age_ns: Option<u64>,
+    /// Bytes its writer retired that wait for their grace period (its writer node's).
+    pub retired_bytes: u64,
+    /// How full its writer node's log rings are, in percent ([`NodeReport::ring_fill_percent`]).
+    pub ring_fill_percent: u64,
 }
 
 /// How a pool's heap is granted.
@@ -136,7 +160,7 @@ impl PoolReport {
         let nodes: Vec<NodeReport> = records
             .iter()
             .enumerate()
-            .map(|(node, r)| node_report(node, r, now, &config))
+            .map(|(node, (r, f))| node_report(layout, node, r, f, now, &config))
             .collect();
         let owners = extent_owners(layout, view)?;
         let extent_bytes = |owner: u64| -> usize {
@@ -154,9 +178,19 @@ impl PoolReport {
             let writer_live = writer.holder != 0
                 && writer_node
                     .and_then(|n| Some((nodes.get(n)?, records.get(n)?)))
-                    .is_some_and(|(n, r)| n.live && r.holder == writer.holder);
+                    .is_some_and(|(n, (r, _))| n.live && r.holder == writer.holder);
+            let writer_report = writer_node.and_then(|n| nodes.get(n));
             structures.push(StructureReport {
                 heap_bytes: extent_bytes(root.offset),
+                entries: writer_node
+                    .and_then(|n| records.get(n))
+                    .filter(|(_, f)| f.structure == root.offset)
+                    .map_or(0, |(_, f)| f.entries),
+                lease_age_ns: writer_report
+                    .filter(|_| writer_live)
+                    .and_then(|n| n.heartbeat_age_ns),
+                retired_bytes: writer_report.map_or(0, |n| n.retired_bytes),
+                ring_fill_percent: writer_report.map_or(0, |n| n.ring_fill_percent),
                 name: root.name,
                 offset: root.offset,
                 writer_node,
@@ -182,10 +216,13 @@ impl PoolReport {
 
     /// Sets this report's figures as [`metrics`](https://docs.rs/metrics) gauges (the
     /// `metrics` feature), for whatever recorder the service installed: per node
-    /// `bi_node_passes`, `bi_node_last_pass_ns`, `bi_node_heartbeat_age_ns`,
-    /// `bi_node_overflows`, `bi_node_live` (label `node`); per structure
-    /// `bi_structure_heap_bytes`, `bi_structure_writer_live`, `bi_structure_writer_takes`
-    /// (label `structure`); and `bi_heap_extents_granted`, `bi_heap_extents`.
+    /// `bi_node_passes`, `bi_node_last_pass_ns`, `bi_node_longest_pass_ns`,
+    /// `bi_node_heartbeat_age_ns`, `bi_node_overflows`, `bi_node_invalidated_lines`,
+    /// `bi_node_readers`, `bi_node_retired_bytes`, `bi_node_ring_fill_percent`,
+    /// `bi_node_live` (label `node`); per structure `bi_structure_heap_bytes`,
+    /// `bi_structure_entries`, `bi_structure_lease_age_ns`, `bi_structure_writer_live`,
+    /// `bi_structure_writer_takes` (label `structure`); and `bi_heap_extents_granted`,
+    /// `bi_heap_extents`.
     #[cfg(feature = "metrics")]
     pub fn publish(&self) {
         use metrics::gauge;
@@ -197,11 +234,22 @@ impl PoolReport {
                 gauge!("bi_node_heartbeat_age_ns", "node" => node.clone()).set(age as f64);
             }
             gauge!("bi_node_overflows", "node" => node.clone()).set(n.overflows as f64);
+            gauge!("bi_node_longest_pass_ns", "node" => node.clone()).set(n.longest_pass_ns as f64);
+            gauge!("bi_node_invalidated_lines", "node" => node.clone())
+                .set(n.invalidated_lines as f64);
+            gauge!("bi_node_readers", "node" => node.clone()).set(n.readers as f64);
+            gauge!("bi_node_retired_bytes", "node" => node.clone()).set(n.retired_bytes as f64);
+            gauge!("bi_node_ring_fill_percent", "node" => node.clone())
+                .set(n.ring_fill_percent as f64);
             gauge!("bi_node_live", "node" => node).set(f64::from(u8::from(n.live)));
         }
         for s in &self.structures {
             let name = s.name.clone();
             gauge!("bi_structure_heap_bytes", "structure" => name.clone()).set(s.heap_bytes as f64);
+            gauge!("bi_structure_entries", "structure" => name.clone()).set(s.entries as f64);
+            if let Some(age) = s.lease_age_ns {
+                gauge!("bi_structure_lease_age_ns", "structure" => name.clone()).set(age as f64);
+            }
             gauge!("bi_structure_writer_live", "structure" => name.clone())
                 .set(f64::from(u8::from(s.writer_live)));
             gauge!("bi_structure_writer_takes", "structure" => name).set(s.writer_takes as f64);
@@ -234,15 +282,32 @@ impl PoolReport {
     }
 }
 
-/// Node `node`'s record, read from memory.
-fn node_record<V: MemView>(layout: &Layout, view: &V, node: usize) -> Result<NodeRecord, Error> {
+/// Node `node`'s record and figures, read from memory.
+fn node_record<V: MemView>(
+    layout: &Layout,
+    view: &V,
+    node: usize,
+) -> Result<(NodeRecord, NodeFigures), Error> {
     let at = layout
         .node_record(node)
         .ok_or(bi_core::runtime::BiError::BadNode { node })?;
-    Ok(view.load_from_memory(at.offset)?)
+    let figures_at = at.offset + FIGURES_SLOT * layout.slot_size();
+    Ok((
+        view.load_from_memory(at.offset)?,
+        view.load_from_memory(figures_at)?,
+    ))
 }
 
-fn node_report(node: usize, r: &NodeRecord, now: u64, config: &RuntimeConfig) -> NodeReport {
+fn node_report(
+    layout: &Layout,
+    node: usize,
+    r: &NodeRecord,
+    f: &NodeFigures,
+    now: u64,
+    config: &RuntimeConfig,
+) -> NodeReport {
+    let in_flight = f.modified_in_flight.max(f.freed_in_flight);
+    let capacity = u64::from(layout.config().log_ring_entries());
     NodeReport {
         node,
         claimed: r.holder != 0,
@@ -252,6 +317,14 @@ fn node_report(node: usize, r: &NodeRecord, now: u64, config: &RuntimeConfig) ->
         heartbeat_age_ns: (r.heartbeat != 0).then(|| now.saturating_sub(r.heartbeat)),
         overflows: r.overflows,
         expired_readers: r.expired_readers,
+        longest_pass_ns: f.longest_pass,
+        invalidated_lines: f.invalidated_lines,
+        readers: f.readers,
+        retired_bytes: f.retired_bytes,
+        ring_fill_percent: (in_flight * 100)
+            .checked_div(capacity)
+            .unwrap_or(0)
+            .min(100),
     }
 }
 

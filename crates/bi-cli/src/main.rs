@@ -92,20 +92,28 @@ fn print_report(r: &PoolReport) {
             (false, false) => "free".to_string(),
         };
         println!(
-            "  {:>3}  passes {:>10}  last pass {:>9} ns  overflows {}  {state}",
-            n.node, n.passes, n.last_pass_ns, n.overflows
+            "  {:>3}  passes {:>10}  last pass {:>9} ns (longest {} ns)  overflows {}  {state}",
+            n.node, n.passes, n.last_pass_ns, n.longest_pass_ns, n.overflows
+        );
+        println!(
+            "       readers {}  lines invalidated {}  retired bytes waiting {}  rings {}% full",
+            n.readers, n.invalidated_lines, n.retired_bytes, n.ring_fill_percent
         );
     }
     println!("structures:");
     for s in &r.structures {
         let writer = match (s.writer_node, s.writer_live) {
-            (Some(n), true) => format!("writer node {n}, live"),
+            (Some(n), true) => format!(
+                "writer node {n}, live, lease renewed {:.3} ms ago",
+                s.lease_age_ns.unwrap_or(0) as f64 / 1e6
+            ),
             (Some(n), false) => format!("last writer node {n}, gone"),
             (None, _) => "no writer yet".to_string(),
         };
         println!(
-            "  {:<32} {:>12} heap bytes  {writer}  (role taken {} times)",
+            "  {:<32} {:>10} entries {:>12} heap bytes  {writer}  (role taken {} times)",
             format!("{:?}", s.name),
+            s.entries,
             s.heap_bytes,
             s.writer_takes
         );

@@ -31,9 +31,39 @@ fn inspect_shows_what_another_process_holds() {
             .unwrap();
     }
     let p = path.to_str().unwrap();
+    // The writer's passes (every millisecond) write its figures back; wait for one.
+    let json_of = |p: &str| -> serde_json::Value {
+        let (code, json, err) = bi(&["inspect", p, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&json).unwrap()
+    };
+    let sessions_of = |v: &serde_json::Value| -> serde_json::Value {
+        let all = v["structures"].as_array().unwrap();
+        all.iter()
+            .find(|s| s["name"] == "sessions")
+            .unwrap()
+            .clone()
+    };
+    let mut v = json_of(p);
+    for _ in 0..200 {
+        if sessions_of(&v)["entries"] == 1000 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        v = json_of(p);
+    }
+    let s = sessions_of(&v);
+    assert_eq!(s["entries"], 1000, "{v}");
+    assert!(s["lease_age_ns"].as_u64().is_some(), "{v}");
+    let node = &v["nodes"][pool.node()];
+    assert!(node["invalidated_lines"].as_u64().unwrap() > 0, "{v}");
+    assert!(node["longest_pass_ns"].as_u64().unwrap() >= node["last_pass_ns"].as_u64().unwrap());
+    assert!(node["readers"].as_u64().unwrap() >= 1, "{v}");
+    assert!(node["ring_fill_percent"].as_u64().unwrap() <= 100, "{v}");
     let (code, text, err) = bi(&["inspect", p]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("\"sessions\""), "{text}");
+    assert!(text.contains("1000 entries"), "{text}");
     assert!(
         text.contains(&format!("writer node {}, live", pool.node())),
         "{text}"

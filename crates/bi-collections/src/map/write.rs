@@ -1415,6 +1415,11 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 let _ = self.resize(pi, target.max(self.min_buckets));
             }
         }
+        if self.role.is_some() {
+            // A named map's one handle writes every partition: its count is the map's.
+            let entries = self.len();
+            self.writer.note_entries(self.map.slot(), entries);
+        }
         Ok(())
     }
 

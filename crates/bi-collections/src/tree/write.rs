@@ -831,6 +831,10 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         self.store
             .writer
             .defer_retire(replaced.map(Link::<NodeOf<K, V>>::from_raw))?;
+        if self.role.is_some() {
+            let entries = self.len();
+            self.store.writer.note_entries(self.tree.slot(), entries);
+        }
         self.settle_strings()
     }
 }

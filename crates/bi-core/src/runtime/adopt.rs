@@ -267,6 +267,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 visible,
             });
         }
+        self.note_figures();
         Ok(report)
     }
 }

@@ -220,7 +220,7 @@ pub use lazy::{Entry, Search};
 pub use lines::Lines;
 pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Link, Stamp};
-pub use pass::{NodeRecord, PassReport};
+pub use pass::{FIGURES_SLOT, NodeFigures, NodeRecord, PassReport};
 pub use reader::{BiGuard, Reader, ReaderState, Shared};
 pub use role::{Role, WriterRecord};
 pub use scope::Scope;
@@ -246,6 +246,14 @@ pub const DEFAULT_PASS_PERIOD: Duration = Duration::from_millis(1);
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     pub(crate) mismatches: AtomicU64,
+    /// What this process's writer last noted for the node's figures
+    /// ([`pass::NodeFigures`]): bytes retired and not given back, and entries in flight in
+    /// the modified and freed rings.
+    pub(crate) retired_bytes: AtomicU64,
+    pub(crate) in_flight: [AtomicU64; 2],
+    /// The structure (slot) whose entries the writer noted last, and their number.
+    pub(crate) structure: AtomicU64,
+    pub(crate) entries: AtomicU64,
 }
 
 pub(crate) struct NodeInner<V: MemView> {
@@ -1043,6 +1051,12 @@ impl<V: MemView> NodeRuntime<V> {
     /// ```
     pub fn record(&self) -> Result<NodeRecord, BiError> {
         Ok(self.inner.view.load(self.inner.node_record_at())?)
+    }
+
+    /// What this node's last pass published beside its record ([`NodeFigures`]).
+    pub fn figures(&self) -> Result<NodeFigures, BiError> {
+        let at = self.inner.node_record_at() + pass::FIGURES_SLOT * self.inner.layout.slot_size();
+        Ok(self.inner.view.load(at)?)
     }
 }
 

@@ -160,6 +160,52 @@ pub struct PassReport {
     /// The pass ordered the readers with `membarrier` (membarrier ordering, and a reader
     /// registered on the node).
     pub barrier: bool,
+    /// Lines the pass invalidated (log entries, drained groups, a whole heap).
+    pub invalidated_lines: usize,
+}
+
+/// Where a node record keeps its [`NodeFigures`]: the slot after the pool lock's and the
+/// share record's.
+pub const FIGURES_SLOT: usize = 3;
+
+/// What a node's process publishes about its work beside the node record (slot
+/// [`FIGURES_SLOT`]), for inspection tools and gauges: written back by
+/// every pass, read by nothing the protocol depends on. The totals count from the
+/// moment the running process claimed the node.
+///
+/// ```
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 1);
+/// let _reader = s.nodes[1].reader().unwrap();
+/// s.nodes[1].quiesce().unwrap(); // a first pass drops the whole heap
+/// let f = s.nodes[1].figures().unwrap();
+/// assert_eq!(f.readers, 1);
+/// let r = s.nodes[1].record().unwrap();
+/// assert!(f.invalidated_lines > 0);
+/// assert_eq!(f.longest_pass, r.end - r.start); // one pass so far
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct NodeFigures {
+    /// The longest pass, in clock ticks (nanoseconds).
+    pub longest_pass: u64,
+    /// Lines the passes invalidated, in total.
+    pub invalidated_lines: u64,
+    /// Readers registered in the running process at its last pass.
+    pub readers: u64,
+    /// Bytes the node's writer retired and has not given back to the heap yet.
+    pub retired_bytes: u64,
+    /// Entries of the node's modified ring not yet known to be consumed by every node.
+    pub modified_in_flight: u64,
+    /// The same for the freed ring (each ring holds
+    /// [`RegionConfig::log_ring_entries`](crate::region::RegionConfig::log_ring_entries)).
+    pub freed_in_flight: u64,
+    /// The slot of the structure the node's writer last wrote (0: none).
+    pub structure: u64,
+    /// The entries that writer last noted for it
+    /// ([`Writer::note_entries`](super::Writer::note_entries)).
+    pub entries: u64,
 }
 
 #[derive(Debug)]
@@ -187,6 +233,8 @@ pub(crate) struct PassState<V> {
     overflows: u64,
     expired_total: u64,
     first: bool,
+    longest: u64,
+    invalidated_lines: u64,
 }
 
 impl<V> PassState<V> {
@@ -202,6 +250,8 @@ impl<V> PassState<V> {
             overflows: prev.overflows,
             expired_total: prev.expired_readers,
             first: true,
+            longest: 0,
+            invalidated_lines: 0,
         }
     }
 
@@ -211,17 +261,18 @@ impl<V> PassState<V> {
 }
 
 /// Drops this node's copies of the root directory and of the heap: every line of it, or
-/// only the extents the table marks granted ([`RuntimeConfig::extents_only`]).
+/// only the extents the table marks granted ([`RuntimeConfig::extents_only`]). Returns
+/// the bytes dropped.
 ///
 /// [`RuntimeConfig::extents_only`]: super::RuntimeConfig::extents_only
-pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<usize, BiError> {
     let layout = &inner.layout;
     let dir = layout.root_directory();
     inner.view.invalidate(dir.offset, dir.len)?;
     if !inner.config.extents_only {
         let heap = layout.heap();
         inner.view.invalidate(heap.offset, heap.len)?;
-        return Ok(());
+        return Ok(dir.len + heap.len);
     }
     // The table as memory has it now: an extent granted later was never written before.
     let table = layout.extent_table();
@@ -229,12 +280,14 @@ pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<
         inner.view.invalidate(table.offset, table.len)?;
         inner.view.fence();
     }
+    let mut dropped = dir.len;
     let mut run: Option<(usize, usize)> = None;
     for i in 0..layout.extents() {
         let owner = inner.view.load_u64(table.offset + 8 * i)?;
         let Some(extent) = layout.extent(i).filter(|_| owner != 0) else {
             continue;
         };
+        dropped += extent.len;
         run = match run {
             Some((at, len)) if at + len == extent.offset => Some((at, len + extent.len)),
             Some((at, len)) => {
@@ -247,17 +300,18 @@ pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<
     if let Some((at, len)) = run {
         inner.view.invalidate(at, len)?;
     }
-    Ok(())
+    Ok(dropped)
 }
 
-fn invalidate_items<V: MemView>(inner: &NodeInner<V>, items: &Items) -> Result<(), BiError> {
+/// Drops a group's lines; returns the bytes dropped.
+fn invalidate_items<V: MemView>(inner: &NodeInner<V>, items: &Items) -> Result<usize, BiError> {
     match items {
         Items::Everything => invalidate_everything(inner),
         Items::Ranges(r) => {
             for &(at, len) in r {
                 inner.view.invalidate(at, len)?;
             }
-            Ok(())
+            Ok(r.iter().map(|&(_, len)| len).sum())
         }
     }
 }
@@ -405,18 +459,20 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     if cfg.faults.has(Fault::LoggedSlots) {
         slot_ranges.clear();
     }
+    let mut dropped = 0;
     for &(at, len) in slot_ranges.iter().chain(freed_ranges.iter()) {
         view.invalidate(at, len)?;
+        dropped += len;
     }
     if report.overflow {
-        invalidate_everything(inner)?;
+        dropped += invalidate_everything(inner)?;
     }
 
     // 5.
     while let Some(g) = st.pending.front() {
         if oldest > g.end {
             if !cfg.faults.has(Fault::SecondInvalidation) {
-                invalidate_items(inner, &g.items)?;
+                dropped += invalidate_items(inner, &g.items)?;
             }
             st.pending.pop_front();
             report.drained += 1;
@@ -436,7 +492,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // 6.
     match &st.policy {
         Policy::Accessed | Policy::Modified => {}
-        Policy::Everything => invalidate_everything(inner)?,
+        Policy::Everything => dropped += invalidate_everything(inner)?,
         Policy::Callback(f) => f(view)?,
     }
 
@@ -487,11 +543,12 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     inner.heartbeat.store(e, Ordering::Release);
     let after = inner.clock.refresh();
     let lapsed = after > st.heartbeat.saturating_add(cfg.node_lease);
+    let mut dropped_late = 0;
     if st.first || lapsed {
         // A writer that read our previous heartbeat may have excluded us and reused memory
         // we still cache: drop it all now, and again once the readers that were inside
         // have left.
-        invalidate_everything(inner)?;
+        dropped_late += invalidate_everything(inner)?;
         view.fence();
         let e2 = inner.clock.refresh();
         st.pending.push_back(Group {
@@ -505,6 +562,11 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         }
     }
     st.first = false;
+    report.invalidated_lines = (dropped + dropped_late) / inner.line;
+    st.invalidated_lines += report.invalidated_lines as u64;
+    st.longest = st.longest.max(e.saturating_sub(s));
+    publish_figures(inner, &st)?;
+    view.fence();
     st.passes = j;
     st.last_start = s;
     st.reclaim = reclaim;
@@ -513,4 +575,25 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     report.reclaim_point = reclaim;
     report.pending = st.pending.len();
     Ok(report)
+}
+
+/// Writes this node's [`NodeFigures`] back beside its record (a line only this node's
+/// process writes: a figure kept in a line that others write, such as a structure's
+/// slot, would carry stale copies of their words back to memory with it).
+fn publish_figures<V: MemView>(inner: &NodeInner<V>, st: &PassState<V>) -> Result<(), BiError> {
+    let f = &inner.stats;
+    let figures = NodeFigures {
+        longest_pass: st.longest,
+        invalidated_lines: st.invalidated_lines,
+        readers: inner.registered.load(Ordering::Relaxed) as u64,
+        retired_bytes: f.retired_bytes.load(Ordering::Relaxed),
+        modified_in_flight: f.in_flight[0].load(Ordering::Relaxed),
+        freed_in_flight: f.in_flight[1].load(Ordering::Relaxed),
+        structure: f.structure.load(Ordering::Relaxed),
+        entries: f.entries.load(Ordering::Relaxed),
+    };
+    let at = inner.node_record_at() + FIGURES_SLOT * inner.layout.slot_size();
+    inner.view.store(at, &figures)?;
+    inner.view.writeback(at, size_of::<NodeFigures>())?;
+    Ok(())
 }

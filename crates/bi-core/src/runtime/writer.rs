@@ -16,6 +16,7 @@ use super::scope::Scope;
 use super::{BiError, Fault, NodeInner, lease};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
+use crate::primitive::sync::atomic::Ordering;
 use crate::region::RingKind;
 use bytemuck::Pod;
 use std::collections::VecDeque;
@@ -525,7 +526,39 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let visible = self.inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
         self.lease_checked = false;
+        self.note_figures();
         Ok(())
+    }
+
+    /// Notes the figures this node's passes publish ([`NodeFigures`](super::NodeFigures)):
+    /// bytes waiting for their grace period, entries in flight in each ring.
+    pub(super) fn note_figures(&self) {
+        let stats = &self.inner.stats;
+        stats
+            .retired_bytes
+            .store(self.retired_bytes as u64, Ordering::Relaxed);
+        stats.in_flight[0].store(self.modified.len() as u64, Ordering::Relaxed);
+        stats.in_flight[1].store(self.freed.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Notes that the structure whose slot is `slot` holds `entries` entries: this
+    /// node's next pass publishes it with the node's figures
+    /// ([`NodeFigures`](super::NodeFigures)), for inspection. Nothing reads it back.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let mut w = s.writer(0);
+    /// w.note_entries(s.slot(0), 42);
+    /// s.nodes[0].quiesce().unwrap();
+    /// let f = s.nodes[0].figures().unwrap();
+    /// assert_eq!((f.structure, f.entries), (s.slot(0) as u64, 42));
+    /// ```
+    pub fn note_entries(&self, slot: usize, entries: usize) {
+        let stats = &self.inner.stats;
+        stats.structure.store(slot as u64, Ordering::Relaxed);
+        stats.entries.store(entries as u64, Ordering::Relaxed);
     }
 
     /// Reads back one of this writer's live objects, from this node's cache.
@@ -1209,6 +1242,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             });
             self.retired_bytes += block.len;
         }
+        self.note_figures();
         Ok(())
     }
 
@@ -1431,6 +1465,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         report.pending_blocks = self.retired.len();
         report.pending_bytes = self.retired_bytes;
         report.grace = g;
+        self.note_figures();
         Ok(report)
     }
 }
