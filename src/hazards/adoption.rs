@@ -3,9 +3,10 @@
 //! writer role of the named tree and adopts what memory holds, and node 1's reader reads
 //! on. Two rows.
 //!
-//! **Memory reused under a reader**: node 1's reader enters a section and reads every key;
-//! the writer replaces every node of the tree and dies; the new writer adopts the tree
-//! and inserts new keys; the reader, still inside, reads every key again. Broken
+//! **Memory reused under a reader**: node 1's reader enters a section, reads every key
+//! and keeps the root it reached; the writer replaces every node of the tree and dies;
+//! the new writer adopts the tree, reclaims and inserts new keys until its heap is full;
+//! the reader, still inside, reads every key and its kept root again. Broken
 //! ([`Fault::AdoptQuarantine`]): the adoption gives everything outside the adopted tree
 //! (the old nodes the reader walks among them) back to the heap at once, and the new
 //! keys reuse it. BI: that memory is logged as retired and kept until the readers inside
@@ -25,7 +26,7 @@
 use super::Hazard;
 use bi_alloc::NodeHeap;
 use bi_collections::CollectionError;
-use bi_collections::tree::{BiTree, TreeWriteHandle};
+use bi_collections::tree::{BiTree, Node, TreeWriteHandle};
 use bi_core::mem::{Access, EmulatedNode, MemError, MemView, Observed};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
@@ -107,6 +108,13 @@ fn reuse_under_a_reader(config: RuntimeConfig, seed: u64) -> u64 {
         let value = view.get(&k).expect("read");
         debug_assert_eq!(value, Some(k));
     }
+    // The reader keeps the root it reached, as a reader walking the tree does.
+    let kept = view
+        .guard()
+        .load::<Node<u64, u64>>(tree.slot())
+        .expect("read")
+        .expect("published")
+        .link();
     for k in 0..40 {
         w.insert(k, k + 100).expect("insert");
     }
@@ -118,8 +126,12 @@ fn reuse_under_a_reader(config: RuntimeConfig, seed: u64) -> u64 {
     s.nodes.insert(0, fresh);
     let mut w = take(&s, &s.nodes[0], || pass_all(&s)).expect("adoption");
     pass_all(&s);
-    // The new writer inserts until it finds no memory (it waits for the quarantine).
-    for k in 200..240 {
+    // Refused (the old root is retired), but its lines are in the reader's cache again.
+    let _ = view.guard().follow(kept);
+    // The new writer gives back what passed its grace period, and inserts until the heap
+    // is full: it reuses whatever it gave back.
+    w.reclaim().expect("reclaim");
+    for k in 200..100_000 {
         if w.insert(k, k).is_err() {
             break;
         }
@@ -127,6 +139,7 @@ fn reuse_under_a_reader(config: RuntimeConfig, seed: u64) -> u64 {
     for k in 0..40 {
         let _ = view.get(&k);
     }
+    let _ = view.guard().follow(kept);
     drop(view);
     s.emu.stats(1).reuse_hazards
 }
