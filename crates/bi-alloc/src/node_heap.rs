@@ -577,6 +577,32 @@ impl Geom {
         Some((offset, fresh_from))
     }
 
+    /// Gives every class's free slots back to the free runs (merged with their
+    /// neighbours; the rest of a class's current chunk stays, never handed out, so that
+    /// its reuse is still reported exactly), so that another class or a large
+    /// block can take the memory: slots otherwise stay in their class once cut, and a
+    /// heap whose memory all went to one class (filled with values of one size, then
+    /// emptied) could serve no other size again. Returns whether anything came back.
+    /// Taken only when memory is short: the class lists lose their slots' tags (the
+    /// runtime then reads the lines' stamps instead) and their LIFO order.
+    fn recycle_free_slots(&self, st: &mut State) -> bool {
+        let line = self.line.get();
+        let mut any = false;
+        for (class, c) in st.classes.iter_mut().enumerate() {
+            let slot = CLASS_LINES[class] * line;
+            for (offset, _) in c.free.drain(..) {
+                st.runs.insert(offset, slot);
+                c.reserved -= 1;
+                any = true;
+            }
+        }
+        // Free runs never touch the bump pointer: give the lines back to it.
+        while let Some((start, _)) = st.runs.remove_ending_at(st.bump) {
+            st.bump = start;
+        }
+        any
+    }
+
     fn out_of_memory(&self, st: &State, requested: usize) -> HeapError {
         HeapError::OutOfMemory {
             requested,
@@ -684,18 +710,33 @@ impl Heap for NodeHeap {
         Ok(self.alloc_tagged(bytes)?.0)
     }
 
+    /// Memory first from what the heap owns, then from its source (a growing heap), and
+    /// only then from the free slots of other classes ([`recycle_free_slots`]).
+    ///
+    /// [`recycle_free_slots`]: Geom::recycle_free_slots
     fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
-        match self.alloc_owned(bytes) {
-            Err(HeapError::OutOfMemory { .. }) if self.source.is_some() => {
-                let len = self.geom.line.align_up(bytes).unwrap_or(bytes);
-                let got = self.source.as_mut().map(|s| s.grow(len)).transpose()?;
-                if let Some(range) = got {
+        let short = match self.alloc_owned(bytes) {
+            Err(e @ HeapError::OutOfMemory { .. }) => e,
+            r => return r,
+        };
+        if let Some(source) = self.source.as_mut() {
+            let len = self.geom.line.align_up(bytes).unwrap_or(bytes);
+            match source.grow(len) {
+                Ok(range) => {
                     self.add(range, false)?;
+                    match self.alloc_owned(bytes) {
+                        Err(HeapError::OutOfMemory { .. }) => {}
+                        r => return r,
+                    }
                 }
-                self.alloc_owned(bytes)
+                Err(HeapError::OutOfMemory { .. }) => {}
+                Err(e) => return Err(e),
             }
-            r => r,
         }
+        if self.geom.recycle_free_slots(&mut self.state) {
+            return self.alloc_owned(bytes);
+        }
+        Err(short)
     }
     fn free(&mut self, block: Block) -> Result<(), HeapError> {
         self.free_tagged(block, NO_TAG)
@@ -1005,6 +1046,37 @@ mod tests {
         assert!(matches!(h.alloc(2 * L), Err(HeapError::OutOfMemory { .. })));
         h.free(blocks.pop().unwrap()).unwrap();
         assert!(h.alloc(L).unwrap().reused);
+    }
+
+    #[test]
+    fn memory_one_class_held_serves_another_once_freed() {
+        // 64 lines filled with two-line values, all freed: one-line and large requests
+        // are served from them (they stayed in the two-line class before).
+        let mut h = heap(64);
+        let mut blocks = Vec::new();
+        while let Ok(b) = h.alloc(2 * L) {
+            blocks.push(b);
+        }
+        assert!(matches!(h.alloc(L), Err(HeapError::OutOfMemory { .. })));
+        for b in blocks {
+            h.free(b).unwrap();
+        }
+        let one = h.alloc(L).unwrap();
+        assert!(one.reused && one.len == L);
+        let big = h.alloc(40 * L).unwrap();
+        assert!(big.len >= 40 * L);
+        let mut ones = vec![one];
+        while let Ok(b) = h.alloc(L) {
+            ones.push(b);
+        }
+        assert_eq!(ones.len() * L + big.len, 64 * L, "every line serves again");
+        // And back: freed one-line slots serve two-line requests.
+        for b in ones {
+            h.free(b).unwrap();
+        }
+        h.free(big).unwrap();
+        assert!(h.alloc(2 * L).is_ok());
+        assert_eq!(h.stats().live, 2 * L);
     }
 
     #[test]

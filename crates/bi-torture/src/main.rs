@@ -289,12 +289,25 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             incarnation,
             pace_us,
         } => {
+            // What this worker's earlier incarnations left: their journals lie beside
+            // this one's, named by the same rule.
+            let mut earlier_events = Vec::new();
+            for earlier in 0..incarnation {
+                let name = format!("worker-{worker}.{earlier}.journal");
+                if let Some(path) = journal.parent().map(|d| d.join(name))
+                    && let Ok(events) = journal::read(&path)
+                {
+                    earlier_events.extend(events);
+                }
+            }
+            let inherited = worker::inherited(&earlier_events);
             let mut j = Journal::create(&journal)?;
             let orders = worker::Orders {
                 worker,
                 incarnation,
                 seed: seed ^ u64::from(incarnation).rotate_left(17),
                 pace: Duration::from_micros(pace_us),
+                inherited,
             };
             Ok(with_pool(&pool, &mut j, |j, p| match p {
                 PoolEither::Hardware(p) => worker::run(p, j, &orders, |_| None),

@@ -54,6 +54,43 @@ pub struct Orders {
     pub seed: u64,
     /// The pause between two writes.
     pub pace: Duration,
+    /// Keys the worker's earlier incarnations may have left in the map ([`inherited`]):
+    /// the worker removes them as it removes its own, so the map stays bounded however
+    /// often workers are killed.
+    pub inherited: Vec<u64>,
+}
+
+/// The keys that the journal `events` of a worker's earlier incarnations (in order) may
+/// have left present: every key one began to insert, less those whose insert was
+/// refused or whose removal was acknowledged.
+pub fn inherited(events: &[Event]) -> Vec<u64> {
+    let mut keys = std::collections::BTreeSet::new();
+    for e in events {
+        match e {
+            Event::Writing {
+                write: WriteKind::Insert,
+                key,
+            } => {
+                keys.insert(*key);
+            }
+            Event::Wrote {
+                write: WriteKind::Insert,
+                key,
+                outcome: Outcome::Refused(_),
+                ..
+            }
+            | Event::Wrote {
+                write: WriteKind::Remove,
+                key,
+                outcome: Outcome::Done,
+                ..
+            } => {
+                keys.remove(key);
+            }
+            _ => {}
+        }
+    }
+    keys.into_iter().collect()
 }
 
 /// Writes until killed.
@@ -71,17 +108,31 @@ pub fn run<M: MemView + 'static>(
     });
     let mut rng = SmallRng::seed_from_u64(orders.seed ^ (u64::from(orders.worker) << 32));
     let mut present: Vec<u64> = Vec::new();
+    // Removed first, and never read back as present: each may or may not be there.
+    let mut inherited = orders.inherited.clone();
     let mut last_oracle = Instant::now();
     // Larger than the whole pool: every write of it must be refused. Made once.
     let mut huge = None;
     for sequence in 0u32.. {
         // Inserts outnumber removals until a worker holds its share of keys; then as
         // many go as come, so the pool holds a bounded map however long the run.
-        let roll = match present.len() < KEYS_PER_WORKER {
+        let roll = match present.len() + inherited.len() < KEYS_PER_WORKER {
             true => rng.random_range(0..100),
             false => rng.random_range(70..100),
         };
-        if roll < 70 || (roll < 80 && present.len() >= KEYS_PER_WORKER) {
+        // Half the inserts, and every removal, take an inherited key out first.
+        if roll < 80
+            && (roll >= 70 || roll % 2 == 0)
+            && let Some(key) = inherited.pop()
+        {
+            if write(journal, WriteKind::Remove, key, || {
+                map.remove(&key).map(drop)
+            }) {
+                read_back(journal, &map, key, false);
+            } else {
+                inherited.push(key);
+            }
+        } else if roll < 70 || (roll < 80 && present.len() >= KEYS_PER_WORKER) {
             let key = key_of(orders.worker, orders.incarnation, sequence);
             if write(journal, WriteKind::Insert, key, || {
                 map.insert(key, value_of(key)).map(drop)
@@ -227,4 +278,42 @@ pub fn race<M: MemView + 'static>(pool: Pool<M>, me: u64, racers: u64) -> Result
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restarted_worker_inherits_what_may_be_present() {
+        let wrote = |write, key, outcome| Event::Wrote {
+            write,
+            key,
+            start: 0,
+            end: 0,
+            outcome,
+        };
+        let insert = |key| Event::Writing {
+            write: WriteKind::Insert,
+            key,
+        };
+        let events = [
+            insert(1),
+            wrote(WriteKind::Insert, 1, Outcome::Done),
+            insert(2),
+            wrote(
+                WriteKind::Insert,
+                2,
+                Outcome::Refused("HeapExhausted".into()),
+            ),
+            insert(3),
+            wrote(WriteKind::Insert, 3, Outcome::Done),
+            wrote(WriteKind::Remove, 3, Outcome::Done),
+            insert(4),
+            wrote(WriteKind::Insert, 4, Outcome::Done),
+            wrote(WriteKind::Remove, 4, Outcome::Unknown("Timeout".into())),
+            insert(5), // killed inside the insert
+        ];
+        assert_eq!(inherited(&events), vec![1, 4, 5]);
+    }
 }
