@@ -358,3 +358,113 @@ fn racing_openers_of_one_structure_all_get_a_handle_that_writes() {
         }
     }
 }
+
+/// A recorder that keeps the last value of every gauge, by name and labels.
+#[derive(Default)]
+struct Gauges(
+    std::sync::Mutex<
+        std::collections::BTreeMap<String, std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    >,
+);
+
+impl Gauges {
+    fn value(&self, name: &str) -> Option<f64> {
+        let all = self.0.lock().unwrap();
+        let bits = all.get(name)?.load(std::sync::atomic::Ordering::Acquire);
+        Some(f64::from_bits(bits))
+    }
+}
+
+impl metrics::Recorder for Gauges {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
+        metrics::Counter::noop()
+    }
+    fn register_histogram(
+        &self,
+        _: &metrics::Key,
+        _: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        metrics::Histogram::noop()
+    }
+    fn register_gauge(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        let mut all = self.0.lock().unwrap();
+        metrics::Gauge::from_arc(all.entry(name).or_default().clone())
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // maps files, runs a pass thread on real time
+fn a_pools_figures_are_published_as_gauges() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = Pool::open_or_create(dir.path().join("pool.bi"), small()).unwrap();
+    let orders = pool.map::<u64, u64>("orders").unwrap();
+    for k in 0..500 {
+        orders.insert(k, k).unwrap();
+    }
+    for k in 0..100 {
+        orders.remove(&k).unwrap();
+    }
+    passes(&pool, 2); // the writer's node publishes its figures
+    let report = pool.stats().unwrap();
+    let gauges = Gauges::default();
+    metrics::with_local_recorder(&gauges, || report.publish());
+    let node = pool.node();
+    let s = report
+        .structures
+        .iter()
+        .find(|s| s.name == "orders")
+        .unwrap();
+    assert_eq!(s.entries, 400);
+    assert_eq!(
+        gauges.value("bi_structure_entries{structure=orders}"),
+        Some(400.0)
+    );
+    assert_eq!(
+        gauges.value("bi_structure_heap_bytes{structure=orders}"),
+        Some(s.heap_bytes as f64)
+    );
+    assert!(
+        gauges
+            .value("bi_structure_lease_age_ns{structure=orders}")
+            .is_some()
+    );
+    let n = &report.nodes[node];
+    let label = |name: &str| format!("{name}{{node={node}}}");
+    assert_eq!(gauges.value(&label("bi_node_live")), Some(1.0));
+    assert_eq!(
+        gauges.value(&label("bi_node_passes")),
+        Some(n.passes as f64)
+    );
+    assert_eq!(
+        gauges.value(&label("bi_node_invalidated_lines")),
+        Some(n.invalidated_lines as f64)
+    );
+    assert!(n.readers >= 1 && gauges.value(&label("bi_node_readers")) == Some(n.readers as f64));
+    assert!(gauges.value(&label("bi_node_longest_pass_ns")).unwrap() >= n.last_pass_ns as f64);
+}
