@@ -21,7 +21,7 @@ use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{EmulatedClock, Fault, NodeRuntime, RuntimeConfig};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "line_half_rewritten_by_a_killed_process",
@@ -62,23 +62,8 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
     );
     drop(s.nodes.remove(0));
     let host = s.emu.node(0);
-    let (stores, dead) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    let (counted, died) = (stores.clone(), dead.clone());
-    let view = Observed::new(host.clone(), move |access| {
-        if died.load(Ordering::SeqCst) {
-            return Err(KILLED);
-        }
-        if let Access::Store(..) | Access::CompareExchange(..) = access
-            && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
-        {
-            died.store(true, Ordering::SeqCst);
-            return Err(KILLED);
-        }
-        Ok(())
-    });
+    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
     let clock = Arc::new(EmulatedClock::new(host));
     if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config.clone(), clock) {
         let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");

@@ -121,7 +121,7 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
     use bi_core::mem::{Access, MemError, Observed};
     use bi_core::runtime::{EmulatedClock, NodeRuntime};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
 
     const KEYS: u64 = 300;
     const DEAD: MemError = MemError::BadSize {
@@ -133,23 +133,10 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
         let mut s = machine(n as u64);
         drop(s.nodes.remove(0));
         let host = s.emu.node(0);
-        let (count, dead) = (
-            Arc::new(AtomicUsize::new(0)),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let (counted, died, dying) = (count.clone(), dead.clone(), host.clone());
-        let view = Observed::new(host.clone(), move |access| {
-            if died.load(Ordering::SeqCst) {
-                return Err(DEAD);
-            }
-            if let Access::WriteBack(..) = access
-                && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
-            {
-                dying.crash();
-                died.store(true, Ordering::SeqCst);
-                return Err(DEAD);
-            }
-            Ok(())
+        let dying = host.clone();
+        let write_backs = |a: &Access| matches!(a, Access::WriteBack(..));
+        let (view, dead) = Observed::dying(host.clone(), n, write_backs, DEAD, move || {
+            dying.crash();
         });
         let clock = Arc::new(EmulatedClock::new(host));
         let mut acked = Vec::new();
@@ -215,7 +202,7 @@ fn process_killed_at_store(
     use bi_core::mem::{Access, MemError, Observed};
     use bi_core::runtime::{EmulatedClock, NodeRuntime};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::Ordering;
 
     const KILLED: MemError = MemError::BadSize {
         requested: 0,
@@ -223,23 +210,8 @@ fn process_killed_at_store(
     };
     drop(s.nodes.remove(0));
     let host = s.emu.node(0);
-    let (count, dead) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    let (counted, died) = (count.clone(), dead.clone());
-    let view = Observed::new(host.clone(), move |access| {
-        if died.load(Ordering::SeqCst) {
-            return Err(KILLED);
-        }
-        if let Access::Store(..) | Access::CompareExchange(..) = access
-            && counted.fetch_add(1, Ordering::SeqCst) + 1 == n
-        {
-            died.store(true, Ordering::SeqCst);
-            return Err(KILLED);
-        }
-        Ok(())
-    });
+    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
     let clock = Arc::new(EmulatedClock::new(host));
     let mut acked = Vec::new();
     if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {

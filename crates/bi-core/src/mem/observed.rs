@@ -7,6 +7,7 @@ use crate::line::LineSize;
 use bytemuck::Pod;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One access of a view, as its observer sees it before it happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +71,46 @@ impl<V> Observed<V> {
             view,
             observe: Arc::new(observe),
         }
+    }
+
+    /// `view` as a process that dies right before its `n`th access that `counts`
+    /// accepts: that access and every later one fail with `error`, and `at_death` runs
+    /// once, first (a host that dies with its process loses its cache there). Returns
+    /// the view and a flag that says whether it died. The harness of the tests that
+    /// kill a writer at every point of a workload.
+    ///
+    /// ```
+    /// use bi_core::mem::{Access, Emulator, EmulatorConfig, MemError, MemView, Observed};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let killed = MemError::BadSize { requested: 0, reason: "killed" };
+    /// let stores = |a: &Access| matches!(a, Access::Store(..));
+    /// let (view, dead) = Observed::dying(emu.node(0), 2, stores, killed, || {});
+    /// view.store(0, &1u64).unwrap();
+    /// assert!(view.store(8, &2u64).is_err()); // the second store: killed before it
+    /// assert!(view.load::<u64>(0).is_err() && dead.load(std::sync::atomic::Ordering::SeqCst));
+    /// ```
+    pub fn dying(
+        view: V,
+        n: usize,
+        counts: fn(&Access) -> bool,
+        error: MemError,
+        at_death: impl Fn() + Send + Sync + 'static,
+    ) -> (Self, Arc<AtomicBool>) {
+        let dead = Arc::new(AtomicBool::new(false));
+        let (seen, died) = (AtomicUsize::new(0), dead.clone());
+        let observed = Observed::new(view, move |access| {
+            if died.load(Ordering::SeqCst) {
+                return Err(error);
+            }
+            if counts(&access) && seen.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                at_death();
+                died.store(true, Ordering::SeqCst);
+                return Err(error);
+            }
+            Ok(())
+        });
+        (observed, dead)
     }
 
     /// The view underneath.
