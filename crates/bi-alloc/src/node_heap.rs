@@ -99,7 +99,8 @@ pub struct ClassStats {
     pub free: usize,
     /// Slots cut from the arena but never handed out yet (rest of the current chunk).
     pub uncut: usize,
-    /// Slots this class has ever cut from the arena (it never gives them back).
+    /// Slots this class cut from the arena and holds (free ones go back to the free
+    /// runs only when the heap runs out of memory).
     pub reserved: usize,
     /// Allocations served by this class.
     pub allocations: u64,
@@ -1063,6 +1064,17 @@ mod tests {
         }
         let one = h.alloc(L).unwrap();
         assert!(one.reused && one.len == L);
+        let two = h
+            .node_stats()
+            .classes
+            .into_iter()
+            .find(|c| c.lines == 2)
+            .unwrap();
+        assert_eq!(
+            (two.reserved, two.free, two.live),
+            (0, 0, 0),
+            "all given back"
+        );
         let big = h.alloc(40 * L).unwrap();
         assert!(big.len >= 40 * L);
         let mut ones = vec![one];
