@@ -4,10 +4,10 @@
 
 use super::{MemError, MemView};
 use crate::line::LineSize;
+use crate::primitive::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use bytemuck::Pod;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One access of a view, as its observer sees it before it happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
