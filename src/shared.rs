@@ -519,6 +519,10 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         self.held().ok()?.longest_value()
     }
 
+    fn reserve(&mut self, additional: usize) -> Result<(), CollectionError> {
+        self.held()?.reserve(additional)
+    }
+
     fn reports_applied_prefix(&self) -> bool {
         self.held().is_ok_and(|w| w.reports_applied_prefix())
     }
@@ -688,8 +692,10 @@ where
     }
 
     /// Inserts every entry of `entries`, in batches of 4,096: the writer applies each
-    /// batch as one publication; another process sends each through its channel without
-    /// waiting for old values, and waits once, at the end, until all are applied.
+    /// batch as one publication, after making room for the iterator's lower size hint at
+    /// once (as `HashMap::extend` does: one rebuild of the table instead of one every
+    /// doubling); another process sends each through its channel without waiting for
+    /// old values, and waits once, at the end, until all are applied.
     /// Returns how many entries were inserted. On an error the batches before it are
     /// applied (from another process: sent, and applied unless the writer died).
     ///
@@ -713,12 +719,17 @@ where
         const BATCH: usize = 4096;
         let (mut ops, mut total) = (Vec::with_capacity(BATCH), 0);
         let mut entries = entries.into_iter().peekable();
+        let expected = entries.size_hint().0;
         let mut next_chunk = |ops: &mut Vec<Op<K, V>>| {
             ops.clear();
             ops.extend(entries.by_ref().take(BATCH).map(|(k, v)| Op::Insert(k, v)));
             !ops.is_empty()
         };
         if let Some(mut w) = self.writes.local_or_prepare()? {
+            // One rebuild at the size the entries need instead of a grow every doubling.
+            // A rebuild the heap cannot hold leaves the table to grow as the entries
+            // arrive (and count its failed grows).
+            let _ = w.reserve(expected);
             while next_chunk(&mut ops) {
                 if let Err(e) = w.apply_batch(&ops) {
                     drop(w);

@@ -240,6 +240,27 @@ pub trait ApplyBatch<K, V> {
         None
     }
 
+    /// Makes room for `additional` more keys before a bulk load, if the structure sizes
+    /// itself (a hash map rebuilds its table once instead of at every doubling). The
+    /// default does nothing.
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_collections::{ApplyBatch, Op};
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = BiHashMap::<u32, u32>::at(s.slot(0)).write_handle(s.writer(0)).unwrap();
+    /// ApplyBatch::reserve(&mut w, 1_000).unwrap();
+    /// let reserved = w.capacity();
+    /// w.apply_batch(&(0..1_000).map(|k| Op::Insert(k, k)).collect::<Vec<_>>()).unwrap();
+    /// assert_eq!(w.capacity(), reserved); // the load did not grow the table
+    /// ```
+    fn reserve(&mut self, additional: usize) -> Result<(), CollectionError> {
+        let _ = additional;
+        Ok(())
+    }
+
     /// The value each of `ops` would replace or remove if the batch were applied now, in
     /// order (an operation sees the earlier ones' effect), put in `olds`; `false` if the
     /// structure cannot tell (the default), `olds` then left empty. A delegation server

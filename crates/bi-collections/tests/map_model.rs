@@ -250,6 +250,50 @@ proptest! {
     }
 }
 
+/// A reservation builds the table once at the size the keys need: loading them never
+/// grows it, a table still filling is never shrunk (it starts far under its shrink
+/// point), and removals shrink it as usual; readers on other nodes follow.
+#[test]
+fn a_reserved_table_is_built_once_and_shrinks_only_after_removals() {
+    let keys: Key = if cfg!(miri) { 40 } else { 400 };
+    for seed in bi_kit::seeds(4, 1) {
+        let s = machine(seed, 10, 0.02, true);
+        let map = BiHashMap::<Key, Value>::at(s.slot(0));
+        let mut w = map
+            .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
+            .unwrap();
+        let r = map.read_handle(&s.nodes[2]).unwrap();
+        w.reserve(keys as usize).unwrap();
+        let reserved = w.capacity();
+        assert!(
+            reserved * 3 >= 2 * keys as usize && reserved > 8,
+            "{reserved}"
+        );
+        for k in 0..keys {
+            w.insert(k, value(k, 1)).unwrap();
+            assert_eq!(r.get_fresh(&k).unwrap(), Some(value(k, 1)));
+            assert_eq!(w.capacity(), reserved, "resized at key {k}");
+            if k % 50 == 0 {
+                s.quiesce_all().unwrap();
+                w.reclaim().unwrap();
+            }
+        }
+        // Reserving what the table holds already changes nothing.
+        w.reserve(0).unwrap();
+        assert_eq!(w.capacity(), reserved);
+        for k in 0..keys - 3 {
+            assert_eq!(w.remove(&k).unwrap(), Some(value(k, 1)));
+        }
+        assert!(w.capacity() < reserved / 8, "shrunk to {}", w.capacity());
+        s.quiesce_all().unwrap();
+        let m = r.enter();
+        assert_eq!(m.len().unwrap(), 3);
+        for k in keys - 3..keys {
+            assert_eq!(m.get(&k).unwrap(), Some(value(k, 1)));
+        }
+    }
+}
+
 /// The table grows past its start and shrinks back as keys come and go, and readers on
 /// other nodes follow every resize.
 #[test]

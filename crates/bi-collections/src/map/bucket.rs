@@ -119,6 +119,18 @@ impl<K: Pod, V: Pod> Format<K, V> {
         ENTRY_SPACE / Self::ENTRY_BYTES
     };
 
+    /// Whether a partition of `buckets` buckets holding `keys` keys is past its grow
+    /// point: half its entries used, where a bucket's line rarely overflows (one bucket
+    /// in fifteen; one in five at three quarters, which would cost hits a line more).
+    pub(crate) const fn past_grow_point(keys: usize, buckets: usize) -> bool {
+        keys.saturating_mul(2) > buckets.saturating_mul(Self::PER_LINE)
+    }
+
+    /// The fewest buckets that hold `keys` keys without passing the grow point.
+    pub(crate) const fn buckets_for(keys: usize) -> usize {
+        keys.saturating_mul(2).div_ceil(Self::PER_LINE)
+    }
+
     /// Byte of entry `j` within the line's payload.
     const fn at(j: usize) -> usize {
         8 + j * Self::ENTRY_BYTES

@@ -249,9 +249,7 @@ impl MapConfig {
     /// assert_eq!(MapConfig::for_keys::<u64, u64>(0), MapConfig::new().initial_buckets(1));
     /// ```
     pub fn for_keys<K: Stored, V: Stored>(keys: usize) -> Self {
-        let per = bucket::Words::<K, V>::PER_LINE;
-        let buckets = keys.saturating_mul(2).div_ceil(per).max(1);
-        MapConfig::new().initial_buckets(buckets)
+        MapConfig::new().initial_buckets(bucket::Words::<K, V>::buckets_for(keys).max(1))
     }
 
     pub(crate) fn start_buckets(&self, max: usize) -> usize {

@@ -136,6 +136,9 @@ struct Partition<K, V> {
     sum: u64,
     /// A failed grow is not retried before the partition holds this many keys.
     grow_after: usize,
+    /// Keys at the last resize check: a table shrinks only when keys were removed since
+    /// (never while a load fills a table [`MapWriteHandle::reserve`] made).
+    checked_len: usize,
     /// Grows the heap could not hold, as the counters say.
     failed_grows: u64,
 }
@@ -152,6 +155,7 @@ impl<K, V> Partition<K, V> {
             len: 0,
             sum: 0,
             grow_after: 0,
+            checked_len: 0,
             failed_grows: 0,
         }
     }
@@ -627,6 +631,45 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// ```
     pub fn max_buckets(&self) -> usize {
         self.max_buckets
+    }
+
+    /// Makes room for `additional` more keys (spread over the map's partitions by their
+    /// hash), as `HashMap::reserve` does: each partition this handle writes that would
+    /// pass its grow point is rebuilt once, at the size the keys need, instead of
+    /// doubling again and again while they arrive. A bulk load that reserves first
+    /// builds one array, and leaves no retired arrays behind it.
+    ///
+    /// A rebuild the heap cannot hold is the heap's error and leaves the table as it is
+    /// (inserts then grow it step by step, as without the reservation).
+    ///
+    /// ```
+    /// use bi_collections::map::BiHashMap;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    /// let mut w = map.write_handle(s.writer(0)).unwrap();
+    /// w.reserve(300).unwrap();
+    /// let reserved = w.capacity();
+    /// assert!(reserved * 3 / 2 >= 300); // three entries a bucket, half of them used
+    /// for k in 0..300 {
+    ///     w.insert(k, k).unwrap();
+    /// }
+    /// assert_eq!(w.capacity(), reserved); // no grow while loading
+    /// ```
+    pub fn reserve(&mut self, additional: usize) -> Result<(), CollectionError> {
+        let share = additional.div_ceil(self.map.partitions());
+        for pi in 0..self.partitions.len() {
+            let part = &self.partitions[pi];
+            let keys = part.len.saturating_add(share);
+            if Words::<K, V>::past_grow_point(keys, part.buckets) {
+                let buckets = Words::<K, V>::buckets_for(keys).min(self.max_buckets);
+                if buckets > part.buckets {
+                    self.resize(pi, buckets)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Overflow lines, replaced pairs and old arrays whose retirement is still to be
@@ -1394,11 +1437,16 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         for pi in 0..self.partitions.len() {
             let part = &self.partitions[pi];
             let (len, buckets) = (part.len, part.buckets);
-            // Grow past half full (a bucket's line then rarely overflows) to at least
-            // twice the buckets; shrink under an eighth full to a quarter to half full.
-            let target = (len * 2 / per + 1).next_power_of_two();
-            if len > buckets * per / 2 && buckets < self.max_buckets && len >= part.grow_after {
-                let target = target.max(buckets.saturating_mul(2));
+            // Grow past the grow point to at least twice the buckets; shrink under an
+            // eighth full.
+            let fits = Words::<K, V>::buckets_for(len);
+            if Words::<K, V>::past_grow_point(len, buckets)
+                && buckets < self.max_buckets
+                && len >= part.grow_after
+            {
+                let target = (fits + 1)
+                    .next_power_of_two()
+                    .max(buckets.saturating_mul(2));
                 if self.resize(pi, target.min(self.max_buckets)).is_err() {
                     // The map stays correct with longer chains; retry after more growth.
                     // The counters say so, for every reader to see.
@@ -1410,10 +1458,18 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     let counters = BucketLine::counters(len, part.sum, failed);
                     self.writer.rewrite_lines(&[(array, at, counters)])?;
                 }
-            } else if len < buckets * per / 8 && buckets > self.min_buckets {
-                // A failed shrink (heap exhausted) leaves the larger table in place.
+            } else if len < buckets * per / 8
+                && len < part.checked_len
+                && buckets > self.min_buckets
+            {
+                // To a quarter to half full. A failed shrink (heap exhausted) leaves the
+                // larger table in place.
+                let target = (fits + 1).next_power_of_two();
                 let _ = self.resize(pi, target.max(self.min_buckets));
             }
+        }
+        for part in &mut self.partitions {
+            part.checked_len = part.len;
         }
         if self.role.is_some() {
             // A named map's one handle writes every partition: its count is the map's.
@@ -1704,6 +1760,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> ApplyBatch<K, V>
     /// failed count too); unknown for an adopted map.
     fn longest_value(&self) -> Option<usize> {
         self.longest_value
+    }
+
+    fn reserve(&mut self, additional: usize) -> Result<(), CollectionError> {
+        MapWriteHandle::reserve(self, additional)
     }
 
     /// Stages every operation, allocates the chains' new overflow lines, rewrites every
