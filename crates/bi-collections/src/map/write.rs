@@ -127,8 +127,10 @@ struct Partition<K, V> {
     array: LineLink,
     /// Buckets of the array (line `1 + b` is bucket `b`'s first line).
     buckets: usize,
-    /// The overflow lines of the buckets that have any, in chain order.
-    overflow: HashMap<usize, Vec<ChainLine>, FixedState>,
+    /// The links of the overflow lines of the buckets that have any, in chain order
+    /// (their contents are read back from the node's cache, like the array's lines;
+    /// boxed: exactly as long as the chain, where a `Vec` of one would hold room for four).
+    overflow: HashMap<usize, Box<[LineLink]>, FixedState>,
     /// Keys and values behind the linked entries (types too large for a line).
     pairs: HashMap<u64, (K, V)>,
     len: usize,
@@ -166,6 +168,8 @@ impl<K, V> Partition<K, V> {
 struct Staged<K, V> {
     /// The bucket's line as published when the batch first touched it.
     was: BucketLine,
+    /// Keys the chain held as published.
+    was_count: usize,
     /// The bucket's tag group, kept in step with the chain's first line.
     tags: Group,
     chain: Vec<ChainLine>,
@@ -368,10 +372,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     }
                     let line: BucketLine = writer.read_own_line(next, 0)?;
                     live.push((next.offset(), line_bytes));
-                    rest.push(ChainLine {
-                        link: Some(next),
-                        line,
-                    });
+                    rest.push(next);
                     chain.push(line);
                     next = line.next();
                 }
@@ -394,7 +395,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                     }
                 }
                 if !rest.is_empty() {
-                    part.overflow.insert(b, rest);
+                    part.overflow.insert(b, rest.into_boxed_slice());
                 }
             }
             partitions.push((part, tags));
@@ -428,7 +429,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         // writer's.)
         for part in &mut partitions {
             let buckets = (1..=part.buckets).map(|i| (part.array, i));
-            let overflow = part.overflow.values().flatten().filter_map(|o| o.link);
+            let overflow = part.overflow.values().flatten().copied();
             part.sum = stamp_sum(&writer, buckets.chain(overflow.map(|l| (l, 0))))?;
             let at = counters_line(part.buckets);
             let counters: BucketLine = writer.read_own_line(part.array, at)?;
@@ -713,20 +714,14 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let mut out = Vec::with_capacity(self.len());
         for (pi, part) in self.partitions.iter().enumerate() {
             for b in 0..part.buckets {
-                let first = ChainLine {
-                    link: None,
-                    line: self.bucket_line(pi, b)?,
-                };
-                for l in std::iter::once(&first).chain(overflow_of(part, b)) {
-                    for j in l.line.used_entries::<K::Word, V::Word>() {
+                for l in self.published_chain(pi, b) {
+                    let l = l?.line;
+                    for j in l.used_entries::<K::Word, V::Word>() {
                         let (k, v) =
                             if Words::<K, V>::INLINE {
-                                (
-                                    l.line.key::<K::Word, V::Word>(j),
-                                    l.line.value::<K::Word, V::Word>(j),
-                                )
+                                (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
                             } else {
-                                let (_, pair) = l.line.linked::<K::Word, V::Word>(j);
+                                let (_, pair) = l.linked::<K::Word, V::Word>(j);
                                 *part.pairs.get(&pair.raw()).ok_or(CollectionError::Corrupt {
                                 reason: "a linked entry whose pair the writer does not know",
                             })?
@@ -837,12 +832,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         };
         let part = &self.partitions[pi];
         let b = bucket_of(h, part.buckets);
-        let first = ChainLine {
-            link: None,
-            line: self.bucket_line(pi, b)?,
-        };
-        for l in std::iter::once(&first).chain(overflow_of(part, b)) {
-            if let Some((_, _, v)) = find::<K, V, Q, M, H>(part, &l.line, key, h, &self.writer)? {
+        for l in self.published_chain(pi, b) {
+            if let Some((_, _, v)) = find::<K, V, Q, M, H>(part, &l?.line, key, h, &self.writer)? {
                 return Ok(Some(V::from_word(&v, &self.writer)?));
             }
         }
@@ -852,6 +843,25 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     fn bucket_line(&self, pi: usize, b: usize) -> Result<BucketLine, CollectionError> {
         let array = self.partitions[pi].array;
         Ok(self.writer.read_own_line(array, 1 + b)?)
+    }
+
+    /// Bucket `b`'s chain as published: its line in the array, then its overflow lines.
+    fn published_chain(
+        &self,
+        pi: usize,
+        b: usize,
+    ) -> impl Iterator<Item = Result<ChainLine, CollectionError>> + '_ {
+        let first = self
+            .bucket_line(pi, b)
+            .map(|line| ChainLine { link: None, line });
+        let rest = overflow_of(&self.partitions[pi], b).iter().map(|&link| {
+            let line = self.writer.read_own_line(link, 0)?;
+            Ok(ChainLine {
+                link: Some(link),
+                line,
+            })
+        });
+        std::iter::once(first).chain(rest)
     }
 
     /// Bucket `b`'s tag group as published.
@@ -1062,18 +1072,15 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let at = match stage.position((pi, b)) {
             Some(at) => at,
             None => {
-                let was = self.bucket_line(pi, b)?;
                 let tags = self.tag_group(pi, b)?;
-                let chain = std::iter::once(ChainLine {
-                    link: None,
-                    line: was,
-                })
-                .chain(overflow_of(&self.partitions[pi], b).iter().copied())
-                .collect();
+                let chain: Vec<ChainLine> =
+                    self.published_chain(pi, b).collect::<Result<_, _>>()?;
+                let was = chain[0].line;
                 stage.push(
                     (pi, b),
                     Staged {
                         was,
+                        was_count: count(&chain),
                         tags,
                         chain,
                         created: Vec::new(),
@@ -1276,9 +1283,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         // bucket needs no more room than this.
         let lines: usize = ready.iter().map(|(_, r)| r.rewrites.len() + 1).sum();
         let mut rewrites = Vec::with_capacity(lines + 1);
-        for (b, r) in &ready {
+        for (_, r) in &ready {
             rewrites.extend_from_slice(&r.rewrites);
-            len = len + count(&r.staged.chain) - self.chain_count(pi, *b, &r.staged.was);
+            len = len + count(&r.staged.chain) - r.staged.was_count;
             sum = sum.wrapping_add(r.added);
         }
         // The tag lines of the changed groups (buckets are in order, so the buckets of one
@@ -1324,7 +1331,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             if !r.staged.strings.is_empty() {
                 strings.push(r.staged.strings);
             }
-            let rest: Vec<ChainLine> = r.staged.chain.into_iter().skip(1).collect();
+            let rest: Box<[LineLink]> = r.staged.chain[1..].iter().filter_map(|l| l.link).collect();
             if rest.is_empty() {
                 part.overflow.remove(&b);
             } else {
@@ -1346,12 +1353,6 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             s.settle(&mut self.writer)?;
         }
         Ok(self.writer.flush_deferred()?)
-    }
-
-    /// Keys in bucket `b`'s published chain, whose first line is `first`.
-    fn chain_count(&self, pi: usize, b: usize, first: &BucketLine) -> usize {
-        let part = &self.partitions[pi];
-        first.entries() + count(overflow_of(part, b))
     }
 
     /// Makes a staged chain publishable: drops staged overflow lines that ended empty
@@ -1394,10 +1395,13 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             rewrites.push((part.array, 1 + b, s.chain[0].line));
         }
         for l in &s.chain[1..] {
-            let link = l.link.unwrap_or(LineLink::null());
-            let was = overflow_of(part, b).iter().find(|o| o.link == l.link);
-            if was.is_some_and(|o| o.line != l.line) {
-                rewrites.push((link, 0, l.line));
+            let Some(link) = l.link else { continue };
+            if overflow_of(part, b).contains(&link) {
+                match self.writer.read_own_line::<BucketLine>(link, 0) {
+                    Ok(was) if was == l.line => {}
+                    Ok(_) => rewrites.push((link, 0, l.line)),
+                    Err(e) => return Err(self.give_back(allocated, s, e.into())),
+                }
             }
         }
         // Each rewrite advances a stamp by one step; each new line adds its own. (A line
@@ -1539,9 +1543,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let mut firsts = vec![(BucketLine::default(), Group::default()); buckets];
         let mut tails: HashMap<usize, Vec<BucketLine>, FixedState> = HashMap::default();
         for b in 0..part.buckets {
-            let first = self.bucket_line(pi, b)?;
-            let rest = overflow_of(part, b).iter().map(|o| &o.line);
-            for l in std::iter::once(&first).chain(rest) {
+            for l in self.published_chain(pi, b) {
+                let l = &l?.line;
                 for j in l.used_entries::<K::Word, V::Word>() {
                     let h = entry_hash::<K, V, M, H>(l, j, &self.writer)?;
                     let nb = bucket_of(h, buckets);
@@ -1568,7 +1571,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         }
         // Overflow lines first, from each chain's tail.
         let mut allocated = Vec::new();
-        let mut overflow: HashMap<usize, Vec<ChainLine>, FixedState> = HashMap::default();
+        let mut overflow: HashMap<usize, Box<[LineLink]>, FixedState> = HashMap::default();
         let mut heads = vec![None; buckets];
         let mut built = Ok(());
         'build: for (&b, tail) in tails.iter_mut() {
@@ -1579,10 +1582,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 match self.writer.alloc_lines(&[*line]) {
                     Ok(link) => {
                         allocated.push(link);
-                        rest.push(ChainLine {
-                            link: Some(link),
-                            line: *line,
-                        });
+                        rest.push(link);
                         next = link;
                     }
                     Err(e) => {
@@ -1592,7 +1592,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 }
             }
             rest.reverse();
-            overflow.insert(b, rest);
+            overflow.insert(b, rest.into_boxed_slice());
             heads[b] = Some(next);
         }
         let (len, failed) = (self.partitions[pi].len, self.partitions[pi].failed_grows);
@@ -1625,7 +1625,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         part.buckets = buckets;
         part.sum = sum;
         let old_array = std::mem::replace(&mut part.array, array);
-        let old = old_overflow.values().flatten().filter_map(|o| o.link);
+        let old = old_overflow.values().flatten().copied();
         self.writer
             .defer_retire(std::iter::once(old_array).chain(old))?;
         // Retired now, not when the bag fills: a reader that refetches a line of the old
@@ -1660,8 +1660,8 @@ fn entry_hash<K: Stored + Hash, V: Stored, M: MemView, H: Heap>(
 }
 
 /// Bucket `b`'s overflow lines (none for most buckets).
-fn overflow_of<K, V>(part: &Partition<K, V>, b: usize) -> &[ChainLine] {
-    part.overflow.get(&b).map_or(&[], Vec::as_slice)
+fn overflow_of<K, V>(part: &Partition<K, V>, b: usize) -> &[LineLink] {
+    part.overflow.get(&b).map_or(&[], |chain| chain)
 }
 
 /// Keys held by a chain's lines.
