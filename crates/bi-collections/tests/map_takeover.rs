@@ -118,6 +118,33 @@ fn a_map_of_wide_values_survives_a_writer_death_after_every_step() {
 /// as the adopter does.
 #[test]
 fn a_map_survives_its_writer_dying_inside_any_write_back() {
+    dying_inside_any_write_back(0, false);
+}
+
+/// The same, with the other node reading the map as it is written (and passing): the
+/// lines the dead writer wrote back without logging them, which that node may cache in
+/// an older version, are dropped there by the adoption's log entries, which cover every
+/// block the map owns.
+#[test]
+fn a_map_survives_its_writer_dying_inside_any_write_back_under_a_reader() {
+    dying_inside_any_write_back(0, true);
+}
+
+/// The same, adopted on the other node, which read the map while it was written and
+/// did not pass before the death: its cache holds old versions of lines, and those the
+/// dead writer wrote back without logging them are dropped by no pass. The adopter
+/// drops its node's copy of the heap before it reads the map; otherwise it would go on
+/// from a line older than the one memory and every other node hold.
+#[test]
+fn a_map_survives_its_writer_dying_inside_any_write_back_adopted_on_a_node_that_read_it() {
+    dying_inside_any_write_back(1, true);
+}
+
+/// Node 0's host dies at each write-back of a workload in turn; the map is adopted on
+/// node `adopter`, and a reader on the other node checks it. With `reading`, node 1
+/// reads each key as it is inserted (and passes), so its cache holds old versions of
+/// lines written later.
+fn dying_inside_any_write_back(adopter: usize, reading: bool) {
     use bi_core::mem::{Access, MemError, Observed};
     use bi_core::runtime::{EmulatedClock, NodeRuntime};
     use std::sync::Arc;
@@ -146,11 +173,19 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
             let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
                 .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
             if let Ok(mut w) = taken {
+                let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "m");
+                let reader = map.and_then(|m| m.read_handle(&s.nodes[0]));
                 for k in 0..KEYS {
                     if w.insert(k, k * 7).is_err() {
                         break;
                     }
                     acked.push(k);
+                    if let (true, Ok(r)) = (reading, &reader) {
+                        // Node 1 keeps its lease (a pass that finds it lapsed would drop
+                        // its whole cache) and caches the key's lines as they are now.
+                        s.nodes[0].quiesce().unwrap();
+                        let _ = r.get(&k);
+                    }
                 }
             }
         }
@@ -162,7 +197,14 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
         }
         let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
         s.nodes.insert(0, fresh);
-        let w = writer::<u64, u64>(&s);
+        let w = if adopter == 0 {
+            writer::<u64, u64>(&s)
+        } else {
+            let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+            let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "m").unwrap();
+            map.take_writer(&s.nodes[1], s.nodes[1].writer(heap).unwrap())
+                .unwrap()
+        };
         for &k in &acked {
             assert_eq!(
                 w.get(&k),
@@ -172,8 +214,9 @@ fn a_map_survives_its_writer_dying_inside_any_write_back() {
         }
         // What the dead writer left half-written (a bucket line without its tag line, or
         // the other way round) is what the adopter goes on from, for readers too.
-        let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[1], "m").unwrap();
-        let r = map.read_handle(&s.nodes[1]).unwrap();
+        let other = 1 - adopter;
+        let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[other], "m").unwrap();
+        let r = map.read_handle(&s.nodes[other]).unwrap();
         for k in 0..KEYS {
             assert_eq!(
                 r.get(&k).unwrap(),

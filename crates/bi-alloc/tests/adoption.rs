@@ -1,0 +1,162 @@
+//! A writer adopting what an earlier writer of its arena left (`Writer::adopt` over a
+//! `NodeHeap`): what it keeps, what it quarantines, and what the memory it quarantined
+//! carries once it is handed out again.
+
+use bi_alloc::NodeHeap;
+use bi_core::mem::EmulatedNode;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{BiError, Link, Writer};
+
+/// A writer on node 0 over a fresh heap of node 0's arena.
+fn writer(s: &Setup) -> Writer<EmulatedNode, NodeHeap> {
+    let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+    s.nodes[0].writer(heap).unwrap()
+}
+
+/// The dead writer's three one-line objects, in address order: the first and last
+/// published (live), the middle one never published (a one-line gap between them).
+fn three_objects(s: &Setup) -> [Link<u64>; 3] {
+    let mut w = writer(s);
+    let mut links = [1u64, 2, 3].map(|v| w.alloc_sealed(v).unwrap());
+    links.sort_by_key(|l| l.offset());
+    w.publish_link(s.slot(0), links[0]).unwrap();
+    w.publish_link(s.slot(1), links[2]).unwrap();
+    let line = s.region.layout().line_size().get();
+    assert!(
+        links[1].offset() == links[0].offset() + line
+            && links[2].offset() == links[1].offset() + line,
+        "the heap placed three one-line objects apart: {links:?}"
+    );
+    links
+}
+
+/// The report says what was kept and what was quarantined: every byte of the arena is
+/// one or the other.
+#[test]
+fn an_adoption_reports_the_objects_it_kept_and_the_gaps_it_quarantined() {
+    let s = Setup::new(2, 0);
+    let [first, _, last] = three_objects(&s);
+    let mut w = writer(&s);
+    let bytes = w.object_bytes(8).unwrap();
+    let mut live = [(first.offset(), bytes), (last.offset(), bytes)];
+    let report = w.adopt(&mut live, &[s.slot(0), s.slot(1)]).unwrap();
+    let arena = s.arena(0);
+    let gaps = [
+        first.offset() > arena.start,
+        true, // the unpublished object between the two
+        last.offset() + bytes < arena.end,
+    ];
+    assert_eq!(report.live_blocks, 2);
+    assert_eq!(
+        report.quarantined_blocks,
+        gaps.iter().filter(|&&g| g).count()
+    );
+    assert_eq!(report.quarantined_bytes, arena.len() - 2 * bytes);
+}
+
+/// A link to an object the dead writer left unpublished (a reader may have kept one, or
+/// a node may cache the line) never matches what the adopter later puts in that memory:
+/// a quarantined one-line block goes back to the heap with the generation its stamp
+/// carries, so the next object there is stamped above it.
+#[test]
+fn a_link_into_a_quarantined_line_never_matches_what_is_put_there_later() {
+    let s = Setup::new(2, 0);
+    let [first, stale, last] = three_objects(&s);
+    let mut w = writer(&s);
+    let bytes = w.object_bytes(8).unwrap();
+    let mut live = [(first.offset(), bytes), (last.offset(), bytes)];
+    w.adopt(&mut live, &[s.slot(0), s.slot(1)]).unwrap();
+    // The grace period of the quarantine: every node passes, then the blocks come back.
+    s.quiesce_all().unwrap();
+    s.quiesce_all().unwrap();
+    w.reclaim().unwrap();
+    let lines = s.arena(0).len() / bytes;
+    let reused = (0..lines)
+        .map(|i| w.alloc_sealed(100 + i as u64).unwrap())
+        .find(|l| l.offset() == stale.offset())
+        .expect("the quarantined line is handed out again");
+    assert!(
+        reused.generation() > stale.generation(),
+        "reused at generation {} under a link of generation {}",
+        reused.generation(),
+        stale.generation()
+    );
+    // Published (so written back), and every node has passed since.
+    w.publish_link(s.slot(2), reused).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    let got = g.follow(stale).map(|v| v.map(|v| *v));
+    assert!(
+        matches!(got, Err(BiError::StaleLink { .. })),
+        "{got:?} at generation {} (reused {})",
+        stale.generation(),
+        reused.generation()
+    );
+    assert!(g.follow(reused).unwrap().is_some());
+}
+
+/// Hands out nothing: the adopter's heap owns exactly the extents it was given.
+struct NoMore;
+
+impl bi_alloc::Grow for NoMore {
+    fn grow(&mut self, bytes: usize) -> Result<std::ops::Range<usize>, bi_core::heap::HeapError> {
+        Err(bi_core::heap::HeapError::OutOfMemory {
+            requested: bytes,
+            free: 0,
+        })
+    }
+}
+
+/// After an adoption, every node's next passes drop every line the structure owns, in
+/// each of its heap's extents (here two, with another owner's memory between them): a
+/// line the dead writer wrote back and died before logging is then read from memory
+/// everywhere, not from an old copy a node kept.
+#[test]
+fn an_adoption_drops_every_line_the_structure_owns_on_every_node() {
+    use bi_core::mem::MemView;
+    let s = Setup::new(2, 0);
+    let line = s.region.layout().line_size().get();
+    let arena = s.arena(0);
+    let first = arena.start..arena.start + 16 * line;
+    let second = arena.start + 32 * line..arena.start + 48 * line;
+    // The last line of each extent: node 1 caches it, the dead writer's host then
+    // writes it back with a new value and logs nothing.
+    let (dead, other) = (s.emu.node(0), s.emu.node(1));
+    // Past its first pass, which drops everything a node caches (twice: once more when
+    // its readers have left), node 1 drops only what it is told to.
+    for _ in 0..3 {
+        s.quiesce_all().unwrap();
+    }
+    let lines = [first.end - line, second.end - line];
+    for &at in &lines {
+        assert_eq!(other.load_u64(at + 8).unwrap(), 0);
+        dead.store_u64(at + 8, 42).unwrap();
+        dead.writeback(at, line).unwrap();
+    }
+    dead.fence();
+    assert_eq!(
+        other.load_u64(lines[1] + 8).unwrap(),
+        0,
+        "node 1 caches the old line"
+    );
+    let heap = NodeHeap::growing(
+        arena.clone(),
+        s.region.layout().line_size(),
+        &[first, second],
+        Box::new(NoMore),
+    )
+    .unwrap();
+    let mut w = s.nodes[0].writer(heap).unwrap();
+    let report = w.adopt(&mut [], &[]).unwrap();
+    assert_eq!(report.quarantined_bytes, 32 * line);
+    s.quiesce_all().unwrap();
+    s.quiesce_all().unwrap();
+    for at in lines {
+        assert_eq!(
+            other.load_u64(at + 8).unwrap(),
+            42,
+            "line at {at} on node 1"
+        );
+    }
+}
