@@ -1117,6 +1117,15 @@ impl<M: MemView + 'static> Pool<M> {
     /// keys and values over 48 bytes together. A table the heap cannot hold is
     /// [`PoolError::Collection`] with the heap's error.
     ///
+    /// Measured (786,432 entries loaded with [`extend`](SharedMap::extend), which sizes
+    /// the table once): `u64 -> u64` takes 51 bytes of the pool per entry (40 MB),
+    /// `String -> String` with 20-byte keys and 100-byte values 340 bytes (267 MB). A map
+    /// that grows one insert at a time needs up to twice the table's share (95 bytes per
+    /// `u64` entry): each grow builds the new table beside the old one, whose memory then
+    /// stays in the structure's heap for later objects. Give the pool that room, or more:
+    /// a grow the heap cannot hold leaves the table smaller and counts a failed grow
+    /// ([`SharedMap::failed_grows`]).
+    ///
     /// ```
     /// use bi::{Pool, PoolConfig};
     ///
