@@ -117,6 +117,7 @@ use bi_collections::{
 };
 use bi_core::mem::{Hardware, MemView};
 use bi_core::runtime::{BiError, NodeRuntime};
+use crossbeam_utils::CachePadded;
 use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt;
@@ -125,7 +126,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use crossbeam_utils::CachePadded;
 use thread_local::ThreadLocal;
 
 /// A map every process of the pool reads and writes ([`Pool::map`]).
@@ -187,7 +187,9 @@ impl<R: Send> Reads<R> {
     /// The calling thread's read handle, made on its first read.
     #[inline]
     fn here(&self) -> Result<&R, PoolError> {
-        let padded = self.per_thread.get_or_try(|| (self.open)().map(CachePadded::new))?;
+        let padded = self
+            .per_thread
+            .get_or_try(|| (self.open)().map(CachePadded::new))?;
         Ok(padded)
     }
 }
