@@ -5,7 +5,7 @@
 use bi_alloc::NodeHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, Link, Writer};
+use bi_core::runtime::{AdoptReport, BiError, Link, Writer};
 
 /// A writer on node 0 over a fresh heap of node 0's arena.
 fn writer(s: &Setup) -> Writer<EmulatedNode, NodeHeap> {
@@ -30,16 +30,23 @@ fn three_objects(s: &Setup) -> [Link<u64>; 3] {
     links
 }
 
+/// A new writer adopts the dead writer's [`three_objects`], keeping the first and last.
+fn adopt_three(s: &Setup) -> ([Link<u64>; 3], Writer<EmulatedNode, NodeHeap>, AdoptReport) {
+    let objects = three_objects(s);
+    let mut w = writer(s);
+    let bytes = w.object_bytes(8).unwrap();
+    let mut live = [(objects[0].offset(), bytes), (objects[2].offset(), bytes)];
+    let report = w.adopt(&mut live, &[s.slot(0), s.slot(1)]).unwrap();
+    (objects, w, report)
+}
+
 /// The report says what was kept and what was quarantined: every byte of the arena is
 /// one or the other.
 #[test]
 fn an_adoption_reports_the_objects_it_kept_and_the_gaps_it_quarantined() {
     let s = Setup::new(2, 0);
-    let [first, _, last] = three_objects(&s);
-    let mut w = writer(&s);
+    let ([first, _, last], mut w, report) = adopt_three(&s);
     let bytes = w.object_bytes(8).unwrap();
-    let mut live = [(first.offset(), bytes), (last.offset(), bytes)];
-    let report = w.adopt(&mut live, &[s.slot(0), s.slot(1)]).unwrap();
     let arena = s.arena(0);
     let gaps = [
         first.offset() > arena.start,
@@ -61,11 +68,8 @@ fn an_adoption_reports_the_objects_it_kept_and_the_gaps_it_quarantined() {
 #[test]
 fn a_link_into_a_quarantined_line_never_matches_what_is_put_there_later() {
     let s = Setup::new(2, 0);
-    let [first, stale, last] = three_objects(&s);
-    let mut w = writer(&s);
+    let ([_, stale, _], mut w, _) = adopt_three(&s);
     let bytes = w.object_bytes(8).unwrap();
-    let mut live = [(first.offset(), bytes), (last.offset(), bytes)];
-    w.adopt(&mut live, &[s.slot(0), s.slot(1)]).unwrap();
     // The grace period of the quarantine: every node passes, then the blocks come back.
     s.quiesce_all().unwrap();
     s.quiesce_all().unwrap();

@@ -250,6 +250,21 @@ proptest! {
     }
 }
 
+/// A map's two ends in these tests: node 0's writer and node 2's reader.
+type Ends = (
+    MapWriteHandle<Key, Value, EmulatedNode, BumpHeap>,
+    MapReadHandle<Key, Value, EmulatedNode>,
+);
+
+/// A map of 8 buckets to start with, written on node 0 and read on node 2.
+fn small_table(s: &Setup) -> Ends {
+    let map = BiHashMap::<Key, Value>::at(s.slot(0));
+    let w = map
+        .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
+        .unwrap();
+    (w, map.read_handle(&s.nodes[2]).unwrap())
+}
+
 /// A reservation builds the table once at the size the keys need: loading them never
 /// grows it, a table still filling is never shrunk (it starts far under its shrink
 /// point), and removals shrink it as usual; readers on other nodes follow.
@@ -258,11 +273,7 @@ fn a_reserved_table_is_built_once_and_shrinks_only_after_removals() {
     let keys: Key = if cfg!(miri) { 40 } else { 400 };
     for seed in bi_kit::seeds(4, 1) {
         let s = machine(seed, 10, 0.02, true);
-        let map = BiHashMap::<Key, Value>::at(s.slot(0));
-        let mut w = map
-            .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
-            .unwrap();
-        let r = map.read_handle(&s.nodes[2]).unwrap();
+        let (mut w, r) = small_table(&s);
         w.reserve(keys as usize).unwrap();
         let reserved = w.capacity();
         assert!(
@@ -301,11 +312,7 @@ fn the_table_grows_and_shrinks_while_readers_read() {
     let keys: Key = if cfg!(miri) { 40 } else { 400 };
     for seed in bi_kit::seeds(4, 1) {
         let s = machine(seed, 10, 0.02, true);
-        let map = BiHashMap::<Key, Value>::at(s.slot(0));
-        let mut w = map
-            .write_handle_with(s.writer(0), MapConfig::new().initial_buckets(8))
-            .unwrap();
-        let r = map.read_handle(&s.nodes[2]).unwrap();
+        let (mut w, r) = small_table(&s);
         let start = w.capacity();
         for k in 0..keys {
             w.insert(k, value(k, 1)).unwrap();
