@@ -45,7 +45,7 @@ fn adopt_three(s: &Setup) -> ([Link<u64>; 3], Writer<EmulatedNode, NodeHeap>, Ad
 #[test]
 fn an_adoption_reports_the_objects_it_kept_and_the_gaps_it_quarantined() {
     let s = Setup::new(2, 0);
-    let ([first, _, last], mut w, report) = adopt_three(&s);
+    let ([first, _, last], w, report) = adopt_three(&s);
     let bytes = w.object_bytes(8).unwrap();
     let arena = s.arena(0);
     let gaps = [
