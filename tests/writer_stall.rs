@@ -1,7 +1,10 @@
 //! A writer process stalled past its lease (SIGSTOP, as a paused virtual machine or a
-//! starved process is) while another process takes its role over: once it runs again,
-//! its handle gives the role up and its writes go to the new writer; nothing written
-//! by either is lost.
+//! debugger stops it) keeps its role while it still exists: stopped, it might be inside
+//! a write it finishes when it runs again, so no other process may adopt its map
+//! meanwhile. Other processes' writes fail while it is stopped; once it runs again it
+//! writes as the writer and theirs reach the map through it. Killed while stopped, it
+//! is gone, and another process takes the role over at once. Nothing written by either
+//! is lost.
 //!
 //! The child is this test binary again, selected by an environment variable and an exact
 //! test-name filter. Miri can neither map files nor spawn processes.
@@ -24,8 +27,9 @@ fn pool(path: &Path, node: usize) -> Pool {
     common::open_when_free(|| Pool::open_or_create(path, config.clone()))
 }
 
-/// The writer process: writes 1, says whether it is the writer, waits for a line, writes
-/// 2, and says how that went and whether it is still the writer.
+/// The writer process: writes 1, says whether it is the writer, waits for a line,
+/// writes 2, says how that went and whether it is still the writer, and waits to be
+/// killed.
 #[test]
 fn stalled_writer_child_process() {
     let Ok(path) = std::env::var(CHILD_ENV) else {
@@ -41,6 +45,7 @@ fn stalled_writer_child_process() {
         Ok(_) => println!("after wrote writer={}", map.is_writer()),
         Err(e) => println!("after failed {e}"),
     }
+    std::io::stdin().read_line(&mut line).unwrap();
 }
 
 #[test]
@@ -68,27 +73,51 @@ fn a_writer_stalled_past_its_lease_writes_through_its_successor() {
     assert_eq!(said("writer ").as_deref(), Some("true"));
     let map: SharedMap<u64, u64> = here.map("stall").unwrap();
     assert!(!map.is_writer());
-    // The writer stalls for three leases; this process's writes take its role over.
     let pid = child.id() as libc::pid_t;
-    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let signal = |sig| {
+        // SAFETY: kill(2) takes plain integers and touches no memory of this process.
+        unsafe { libc::kill(pid, sig) };
+    };
+    // The writer stalls for three leases: it still exists, so its role stays its own and
+    // this process's writes fail instead of adopting the map under it.
+    signal(libc::SIGSTOP);
     std::thread::sleep(LEASE * 3);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while map.insert(3, 3).is_err() {
-        assert!(Instant::now() < deadline, "the role was never taken over");
+    let stalled = Instant::now() + LEASE * 3;
+    while Instant::now() < stalled {
+        assert!(
+            map.insert(3, 3).is_err(),
+            "a write succeeded while the writer was stopped"
+        );
+        assert!(!map.is_writer(), "the role of a stopped writer was taken");
     }
-    assert!(map.is_writer());
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    // It runs again and writes as the writer; this process's writes go through it.
+    signal(libc::SIGCONT);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
     let outcome = said("after ");
     assert_eq!(
         outcome.as_deref(),
-        Some("wrote writer=false"),
+        Some("wrote writer=true"),
         "the stalled writer's write"
     );
-    assert!(child.wait().unwrap().success());
-    for k in 1..=3 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while map.insert(3, 3).is_err() {
+        assert!(Instant::now() < deadline, "writes never reached the writer");
+    }
+    assert!(!map.is_writer());
+    // Stopped again past its lease, then killed: gone, its role is taken over.
+    signal(libc::SIGSTOP);
+    std::thread::sleep(LEASE * 3);
+    assert!(map.insert(4, 4).is_err() && !map.is_writer());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while map.insert(4, 4).is_err() {
+        assert!(Instant::now() < deadline, "the role was never taken over");
+    }
+    assert!(map.is_writer());
+    drop(stdin);
+    for k in 1..=4 {
         assert_eq!(map.get_fresh(&k).unwrap(), Some(k), "key {k}");
     }
 }

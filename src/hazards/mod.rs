@@ -56,6 +56,7 @@ mod spinning_reader;
 mod stale_beyond_bound;
 mod stale_parcel;
 mod stalled_lock;
+mod stopped_process;
 mod torn_object;
 mod torn_snapshot;
 mod type_confusion;
@@ -235,6 +236,7 @@ pub fn catalog() -> Vec<Hazard> {
         writer_lease::HAZARD,
         writer_lease::RENEWED_BY_A_PASS,
         writer_lease::LOST_AGAIN,
+        stopped_process::HAZARD,
         type_confusion::RETIRED,
         reuse_under_reader::HAZARD,
         reuse_under_reader::UNRECORDED,

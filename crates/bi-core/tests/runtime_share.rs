@@ -110,7 +110,7 @@ fn joining_a_node_nobody_runs_or_of_another_host_is_refused() {
     let view = s.emu.node(1);
     let other = ShareRecord {
         host: 12345,
-        joined: 0,
+        ..ShareRecord::default()
     };
     view.store_to_memory(at, &other).unwrap();
     assert!(matches!(

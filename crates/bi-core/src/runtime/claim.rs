@@ -50,19 +50,25 @@ pub(crate) fn live(holder: u64, heartbeat: u64, now: u64, lease: u64, skew: u64)
 }
 
 /// Claims node `node` whose record is at `at` for `token`; returns the record as it was.
+/// `still_there` says whether a holder's process still exists on this host, which keeps
+/// the node its own however old its heartbeat ([`process`](super::process)).
 pub(crate) fn claim<V: MemView>(
     view: &V,
     at: usize,
     node: usize,
     token: u64,
     now: impl Fn() -> u64,
+    still_there: impl Fn(u64) -> Result<bool, BiError>,
     config: &RuntimeConfig,
 ) -> Result<NodeRecord, BiError> {
     let (lease, skew) = (config.node_lease, config.skew);
     let prev: NodeRecord = view.load_from_memory(at)?;
     let t = now();
     let checked = !config.faults.has(Fault::NodeClaim);
-    if checked && prev.holder != token && live(prev.holder, prev.heartbeat, t, lease, skew) {
+    if checked
+        && prev.holder != token
+        && (live(prev.holder, prev.heartbeat, t, lease, skew) || still_there(prev.holder)?)
+    {
         return Err(BiError::NodeTaken { node });
     }
     let record = NodeRecord {

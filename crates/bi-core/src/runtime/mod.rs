@@ -198,6 +198,7 @@ pub mod lock;
 mod membarrier;
 pub mod object;
 pub mod pass;
+mod process;
 mod reader;
 pub mod ring;
 pub mod role;
@@ -631,10 +632,18 @@ impl<V: MemView> NodeRuntime<V> {
                 &config,
             )?
         } else {
-            let prev = claim::claim(&view, rec.offset, node, token, || clock.refresh(), &config)?;
-            let mut shared: share::ShareRecord = view.load_from_memory(share_at)?;
-            shared.host = share::host_id();
-            view.store_to_memory(share_at, &shared)?;
+            let prev = claim::claim(
+                &view,
+                rec.offset,
+                node,
+                token,
+                || clock.refresh(),
+                |holder| share::runner_still_there(&view, share_at, holder, &config),
+                &config,
+            )?;
+            let shared: share::ShareRecord = view.load_from_memory(share_at)?;
+            let mine = share::ShareRecord::of_this_process(token, shared.joined);
+            view.store_to_memory(share_at, &mine)?;
             prev
         };
         let inner = NodeInner {

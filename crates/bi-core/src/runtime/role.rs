@@ -14,7 +14,7 @@
 //! whether a structure is already there to adopt ([`Role::previous`]).
 
 use super::pass::NodeRecord;
-use super::{BiError, NodeRuntime, claim};
+use super::{BiError, NodeRuntime, claim, share};
 use crate::mem::MemView;
 use bytemuck::{Pod, Zeroable};
 use std::time::Duration;
@@ -151,19 +151,29 @@ fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result
 }
 
 /// Whether the writer `r` names is alive: its node's record still names its holder, with
-/// a live heartbeat.
+/// a live heartbeat or a process that still exists on this host (stopped, it would
+/// finish the write it stopped in after its successor adopted the structure:
+/// [`process`](super::process)).
 fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiError> {
-    let Some(node) = r.node.checked_sub(1) else {
+    let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
         return Ok(false);
     };
     let inner = &rt.inner;
-    let rec: NodeRecord = inner
-        .view
-        .load_from_memory(inner.node_record_of(node as usize)?)?;
+    let rec: NodeRecord = inner.view.load_from_memory(inner.node_record_of(node)?)?;
     let now = inner.clock.refresh();
     let cfg = &inner.config;
-    Ok(rec.holder == r.holder
-        && claim::live(rec.holder, rec.heartbeat, now, cfg.node_lease, cfg.skew))
+    if rec.holder != r.holder {
+        return Ok(false);
+    }
+    Ok(
+        claim::live(rec.holder, rec.heartbeat, now, cfg.node_lease, cfg.skew)
+            || share::runner_still_there(
+                &inner.view,
+                share::record_of(inner, node)?,
+                rec.holder,
+                cfg,
+            )?,
+    )
 }
 
 /// Takes the writer role of the structure whose slot is at `slot`.

@@ -25,11 +25,15 @@
 //!
 //! The share record also names the runner's host (a hash of the kernel's boot id), so a
 //! process of another host cannot join by mistake: it would share no cache with the
-//! runner, and the runner's pass would not be its pass.
+//! runner, and the runner's pass would not be its pass. And it names the runner's
+//! process, so that processes of the same host can ask the kernel whether the runner
+//! still exists before they take its node, its roles or its place in the pool lock
+//! ([`process`](super::process)).
 
 use super::claim;
+use super::fault::Fault;
 use super::pass::NodeRecord;
-use super::{BiError, NodeInner, RuntimeConfig};
+use super::{BiError, NodeInner, RuntimeConfig, process};
 use crate::mem::MemView;
 use bytemuck::{Pod, Zeroable};
 
@@ -39,7 +43,8 @@ pub const SHARE_SLOT: usize = 2;
 /// The byte of a reader record that holds its holder word.
 pub const HOLDER_AT: usize = 56;
 
-/// A node's share record: the host its runner runs on, and whether processes joined it.
+/// A node's share record: the host and the process that run the node, and whether
+/// processes joined it.
 ///
 /// ```
 /// use bi_core::mem::MemView;
@@ -64,6 +69,46 @@ pub struct ShareRecord {
     /// Nonzero once a process joined the node (never cleared: a joined process may still
     /// read when the node's runner changes).
     pub joined: u64,
+    /// The holder token of the runner these fields describe (the node record's `holder`
+    /// while that runner holds the node).
+    pub runner: u64,
+    /// The runner's process id on `host`, 0 if unknown.
+    pub pid: u64,
+    /// When that process started (clock ticks since the host booted), which tells it
+    /// from a later process given the same id.
+    pub started: u64,
+}
+
+impl ShareRecord {
+    /// The record of a runner with holder token `runner`: this host and this process.
+    pub(crate) fn of_this_process(runner: u64, joined: u64) -> Self {
+        let (pid, started) = process::this();
+        ShareRecord {
+            host: host_id(),
+            joined,
+            runner,
+            pid,
+            started,
+        }
+    }
+}
+
+/// Whether the node whose share record is at `share_at` is run by `holder` in a process
+/// that still exists on this host (stopped or not): such a holder is alive whatever its
+/// heartbeat says ([`process`](super::process)). False for another host, another
+/// holder, or a process that is gone.
+pub(crate) fn runner_still_there<V: MemView>(
+    view: &V,
+    share_at: usize,
+    holder: u64,
+    config: &RuntimeConfig,
+) -> Result<bool, BiError> {
+    if holder == 0 || config.faults.has(Fault::LiveProcess) {
+        return Ok(false);
+    }
+    let r: ShareRecord = view.load_from_memory(share_at)?;
+    let host = host_id();
+    Ok(host != 0 && r.host == host && r.runner == holder && process::still_there(r.pid, r.started))
 }
 
 /// This host's identity: a hash of the kernel's boot id (the same for every process of
@@ -198,6 +243,11 @@ pub(crate) fn join<V: MemView>(
 /// The node's share record's offset.
 pub(crate) fn record_at<V: MemView>(inner: &NodeInner<V>) -> usize {
     inner.node_record_at() + SHARE_SLOT * inner.layout.slot_size()
+}
+
+/// Node `node`'s share record's offset.
+pub(crate) fn record_of<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result<usize, BiError> {
+    Ok(inner.node_record_of(node)? + SHARE_SLOT * inner.layout.slot_size())
 }
 
 /// Whether a process joined this node (read through the node's cache, which its

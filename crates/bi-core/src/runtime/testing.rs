@@ -53,7 +53,7 @@
 
 use super::{BiError, NodeRuntime, PassReport, RuntimeConfig, Writer};
 use crate::heap::BumpHeap;
-use crate::mem::{EmulatedNode, Emulator, EmulatorConfig};
+use crate::mem::{EmulatedNode, Emulator, EmulatorConfig, MemView};
 use crate::region::{Region, RegionConfig};
 use std::ops::Range;
 
@@ -287,6 +287,43 @@ impl Setup {
         let layout = *self.region.layout();
         let fresh = NodeRuntime::emulated(self.emu.node(n), layout, config).expect("runtime");
         self.nodes.insert(n, fresh);
+    }
+
+    /// Makes node `n`'s share record name process `pid` of this host as the process
+    /// that runs it, as if that process had claimed it (the runtime in this process keeps
+    /// running it): other nodes then judge node `n`'s runner by whether `pid` still
+    /// exists, as they judge a runner in another process ([`process`](super::process)).
+    /// False, writing nothing, if `pid` is no process of this host.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// # if cfg!(miri) { return; } // no processes under Miri
+    /// let s = Setup::new(2, 0);
+    /// let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+    /// assert!(s.run_node_in(0, child.id()).unwrap());
+    /// child.kill().unwrap();
+    /// child.wait().unwrap();
+    /// assert!(!s.run_node_in(0, child.id()).unwrap()); // gone
+    /// ```
+    pub fn run_node_in(&self, n: usize, pid: u32) -> Result<bool, BiError> {
+        let Some(started) = super::process::started(pid) else {
+            return Ok(false);
+        };
+        let view = self.nodes[n].view();
+        let layout = self.region.layout();
+        let at = layout
+            .node_record(n)
+            .ok_or(BiError::BadNode { node: n })?
+            .offset;
+        let holder = view.load_from_memory::<super::NodeRecord>(at)?.holder;
+        let record = super::share::ShareRecord {
+            pid: u64::from(pid),
+            started,
+            ..super::share::ShareRecord::of_this_process(holder, 0)
+        };
+        view.store_to_memory(at + super::share::SHARE_SLOT * layout.slot_size(), &record)?;
+        Ok(true)
     }
 
     /// Runs one pass on every node, in order.
