@@ -147,7 +147,9 @@ pub fn run<M: MemView + 'static>(
             }) {
                 read_back(journal, &map, key, false);
             } else {
-                present.push(key); // may still be there: removed again later, or not
+                // May still be there, or be removed later (a timed-out removal may still
+                // be applied): removed again later, never read back as present.
+                inherited.push(key);
             }
         } else if roll == 90 && rng.random_ratio(1, 8) {
             let key = key_of(orders.worker, orders.incarnation, sequence);
