@@ -56,6 +56,13 @@
 //! lease runs, which opens as a remote handle, becomes the writer on its first write
 //! after the lease, with no loop in user code.
 //!
+//! **A stopped writer is not dead.** A writer process of the same host that still exists
+//! (stopped by SIGSTOP or a debugger, or starved) keeps its role however old its lease:
+//! it may have stopped inside a write, which it finishes when it runs again, and a
+//! successor would have adopted the structure under that write. Writes sent meanwhile
+//! time out; once it runs again it serves them, and once it is killed the next write
+//! takes the role. A writer on another host is judged by its lease alone.
+//!
 //! A write sent before the lease lapsed waits for the dead process until the client
 //! timeout ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)); the handle
 //! then takes the role if the lease has lapsed, and the write fails with

@@ -164,3 +164,53 @@ fn an_adoption_drops_every_line_the_structure_owns_on_every_node() {
         );
     }
 }
+
+/// A writer that takes over a node whose modified ring its predecessor filled finds
+/// every entry counted as just written: room comes back only once every live node has
+/// passed, which a node stalled inside its lease puts off. The adoption waits for that
+/// instead of failing on the configured (short) wait on a full log.
+#[test]
+fn an_adoption_waits_for_room_in_a_ring_its_predecessor_filled() {
+    use bi_core::region::RegionConfig;
+    use bi_core::runtime::RuntimeConfig;
+    use std::time::{Duration, Instant};
+
+    let s = Setup::with(
+        RegionConfig::new(1 << 18)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+        |c| c,
+        RuntimeConfig::default(),
+    );
+    // The dead writer publishes until its modified ring is full (no node passes).
+    let mut dead = writer(&s);
+    let link = dead.alloc_sealed(1u64).unwrap();
+    let mut full = false;
+    for _ in 0..64 {
+        match dead.publish_link(s.slot(0), link) {
+            Ok(_) => {}
+            Err(BiError::LogFull { .. }) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("publishing: {e}"),
+        }
+    }
+    assert!(full, "the ring never filled");
+    drop(dead);
+    let mut w = writer(&s);
+    let bytes = w.object_bytes(8).unwrap();
+    let mut live = [(link.offset(), bytes)];
+    // The other node passes only after several times the wait on a full log.
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            s.emu.advance(1);
+            s.quiesce_all().unwrap();
+        });
+        let report = w.adopt(&mut live, &[s.slot(0)]);
+        assert!(report.is_ok(), "adoption failed: {:?}", report.err());
+    });
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}

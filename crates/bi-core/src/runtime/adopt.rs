@@ -21,6 +21,7 @@ use super::writer::Retired;
 use super::{BiError, Writer};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
+use std::time::Duration;
 
 /// What [`Writer::adopt`] took over.
 ///
@@ -88,11 +89,20 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Logs `entries` in the freed ring (`freed`) or the modified ring, waiting for room;
     /// returns when they became visible.
+    ///
+    /// An adopter may run a node whose rings a predecessor filled: their entries count as
+    /// just written, so room comes only once every live node passed, and a node stopped
+    /// inside its lease holds it back until the lease ends. Adoption waits for that
+    /// (the configured wait on a full log, plus a lease and the skew bound) rather than
+    /// fail the structure's opening on back-pressure a write would only have to retry.
     fn log(&mut self, entries: &[LogEntry], freed: bool) -> Result<u64, BiError> {
         fn ring<V: MemView, H: Heap>(w: &mut Writer<V, H>, freed: bool) -> &mut RingWriter {
             if freed { &mut w.freed } else { &mut w.modified }
         }
-        self.wait(|w| {
+        let config = &self.inner.config;
+        let limit = config.log_full_timeout
+            + Duration::from_nanos(config.node_lease.saturating_add(config.skew));
+        self.wait_up_to(limit, |w| {
             let inner = w.inner.clone();
             Self::reserve(&inner, ring(w, freed), entries.len())
         })?;

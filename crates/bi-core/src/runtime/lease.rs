@@ -29,7 +29,12 @@
 //!
 //! What a lease cannot exclude is a stall of more than half a lease between the check
 //! and the store it guards: the window is one publication long, not the whole life of
-//! a handle.
+//! a handle, but a process stopped (SIGSTOP, a debugger, a paused virtual machine) lands
+//! in it now and then, and makes its store when it runs again, after its successor
+//! adopted the structure. Between processes of one host the kernel closes it: a writer
+//! whose process still exists is alive however old its heartbeat, so no process of its
+//! host takes its role or its node ([`process`](super::process)). Between hosts only
+//! the lease judges, and the window stays.
 
 use super::fault::Fault;
 use super::role::WriterRecord;

@@ -22,7 +22,7 @@ use bytemuck::Pod;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How many unlinked objects [`Writer::defer_retire`] collects before it retires them
 /// together (crossbeam-epoch's bags hold 64 too).
@@ -1058,8 +1058,19 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.wait(|w| w.try_publish_link(slot, link))
     }
 
+    /// Runs `f` until it does not find a log ring full, for at most the configured wait
+    /// on a full log.
     pub(super) fn wait<R>(
         &mut self,
+        f: impl FnMut(&mut Self) -> Result<R, BiError>,
+    ) -> Result<R, BiError> {
+        self.wait_up_to(self.inner.config.log_full_timeout, f)
+    }
+
+    /// [`wait`](Self::wait), for at most `limit`.
+    pub(super) fn wait_up_to<R>(
+        &mut self,
+        limit: Duration,
         mut f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
         // Read the clock only once the log is full: most calls never wait.
@@ -1067,8 +1078,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         loop {
             match f(self) {
                 Err(BiError::LogFull { .. })
-                    if start.get_or_insert_with(Instant::now).elapsed()
-                        < self.inner.config.log_full_timeout =>
+                    if start.get_or_insert_with(Instant::now).elapsed() < limit =>
                 {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
