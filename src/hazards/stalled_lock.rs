@@ -49,7 +49,6 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
         choosing,
         ticket: 0,
         heartbeat: rt.clock().refresh(),
-        holder: 0,
     };
     // Node 2 is in its doorway.
     let view2 = s.emu.node(2);

@@ -1,16 +1,16 @@
 //! A writer process stopped past its lease (SIGSTOP, a debugger, a paused virtual
 //! machine) still exists: it may be inside a write, between the check of its lease and
-//! the store it guards, and it makes that store when it runs again. Taking its role, its
-//! node or its turn in the pool lock meanwhile makes two writers of what it held.
+//! the store it guards, and it makes that store when it runs again. Taking its role or
+//! its node meanwhile makes two writers of what it held.
 //!
 //! The schedule: node 0 runs in a process of this host that is stopped (a child process,
 //! named as node 0's runner in its share record); node 0's writer holds a structure's
-//! role and has published, and its heartbeat ages past the lease. Node 1 then tries, in
-//! turn, to take the structure's role, to take the pool lock while node 0 holds a ticket,
-//! and a new process tries to claim node 0. Broken ([`Fault::LiveProcess`]): the lease
-//! alone judges, and all three go through under the stopped process. BI: each waits for
-//! the process, and once the process is killed each goes through. Counted: what was taken
-//! while the process existed, and what was still refused once it was gone.
+//! role and has published, and its heartbeat ages past the lease. Node 1 then tries to
+//! take the structure's role, and a new process tries to claim node 0. Broken
+//! ([`Fault::LiveProcess`]): the lease alone judges, and both go through under the
+//! stopped process. BI: both are refused while the process exists, and once it is
+//! killed both go through. Counted: what was taken while the process existed, and what
+//! was still refused once it was gone.
 
 use super::{Hazard, two_runtimes};
 use bi_core::runtime::{BiError, Fault, NodeRuntime, RuntimeConfig};
@@ -20,7 +20,7 @@ use std::time::Duration;
 pub(super) const HAZARD: Hazard = Hazard {
     name: "stopped_process_taken_over",
     fault: Fault::LiveProcess,
-    counts: "roles, locks and nodes taken from a stopped process, or refused once it is gone",
+    counts: "roles and nodes taken from a stopped process, or refused once it is gone",
     run,
 };
 
@@ -58,7 +58,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let mut w = s.writer(0);
     let first = w.alloc_sealed(1u64).expect("heap");
     w.publish_link(slot, first).expect("publish");
-    // Node 0's process stops with its role held and, later, a lock ticket.
+    // Node 0's process stops with its role held.
     s.emu.advance(2 * LEASE);
     let mut hazards = 0;
     let taken = s.nodes[1].take_writer_role(slot, WAIT);
@@ -69,9 +69,6 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     }
     drop(taken);
     std::mem::forget(role); // the stopped process's handle
-    std::mem::forget(s.nodes[0].lock(WAIT).expect("node 0 locks"));
-    s.emu.advance(2 * LEASE);
-    hazards += u64::from(s.nodes[1].lock(WAIT).is_ok());
     let layout = *s.region.layout();
     let again = NodeRuntime::emulated(s.emu.node(0), layout, config.clone());
     match &again {
@@ -82,9 +79,8 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     if again.is_ok() {
         return hazards; // node 0 changed hands: nothing more to compare
     }
-    // Gone: its lock ticket, its role and its node are handed on.
+    // Gone: its role and its node are handed on.
     drop(stopped);
-    hazards += u64::from(s.nodes[1].lock(WAIT).is_err());
     hazards += u64::from(s.nodes[1].take_writer_role(slot, WAIT).is_err());
     hazards + u64::from(NodeRuntime::emulated(s.emu.node(0), layout, config).is_err())
 }

@@ -257,8 +257,8 @@ switches! {
         RewriteJournal,
         /// A node's runner whose heartbeat is older than the node lease counts as dead
         /// even when its process still exists on this host (stopped, not gone), so another
-        /// process takes its node, its writer roles and its turn in the pool lock, and the
-        /// stopped process's stores land beside its successor's once it runs again
+        /// process takes its node and its writer roles, and the stopped process's stores
+        /// land beside its successor's once it runs again
         /// ([`process`](super::process)).
         LiveProcess,
     }

@@ -36,7 +36,7 @@
 //! a process-local mutex first, held with the guard.
 
 use super::fault::Fault;
-use super::{BiError, NodeInner, share};
+use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::MutexGuard;
 use bytemuck::{Pod, Zeroable};
@@ -69,10 +69,6 @@ pub struct LockRecord {
     pub ticket: u64,
     /// The node's clock when it last wrote the record.
     pub heartbeat: u64,
-    /// The holder token of the runner that wrote it: a record whose heartbeat lapsed
-    /// still counts while that runner's process exists on this host
-    /// ([`process`](super::process)).
-    pub holder: u64,
 }
 
 /// The pool lock, held: dropping it unlocks.
@@ -199,7 +195,6 @@ fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result
         choosing,
         ticket,
         heartbeat,
-        holder: inner.token,
     };
     inner.view.store(at, &record)?;
     if !inner.config.faults.has(Fault::LockWriteback) {
@@ -218,9 +213,8 @@ fn still_live<V: MemView>(inner: &NodeInner<V>, heartbeat: u64) -> bool {
         || super::lease::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
 }
 
-/// Reads node `j`'s record from memory; `None` if it never wrote one, or if its heartbeat
-/// is older than the lease at `now` (allowing for `D`) and the runner that wrote it is no
-/// process of this host that still exists.
+/// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease
+/// at `now` (allowing for `D`), or it never wrote one.
 fn read<V: MemView>(
     inner: &NodeInner<V>,
     j: usize,
@@ -228,14 +222,7 @@ fn read<V: MemView>(
 ) -> Result<Option<LockRecord>, BiError> {
     let r: LockRecord = inner.view.load_from_memory(record_at(inner, j)?)?;
     let horizon = now.saturating_sub(inner.config.skew);
-    let live = r.heartbeat != 0
-        && (r.heartbeat.saturating_add(inner.config.node_lease) >= horizon
-            || share::runner_still_there(
-                &inner.view,
-                share::record_of(inner, j)?,
-                r.holder,
-                &inner.config,
-            )?);
+    let live = r.heartbeat != 0 && r.heartbeat.saturating_add(inner.config.node_lease) >= horizon;
     Ok(live.then_some(r))
 }
 

@@ -1,8 +1,7 @@
 //! Whether the process that runs a node is still there, asked of this host's kernel.
 //!
 //! Other nodes judge a node's runner by its heartbeat: once it is older than the lease,
-//! the runner counts as dead, and its node, its writer roles and its pool lock ticket
-//! are taken over. A lease cannot tell a dead process from a stopped one, though: a
+//! the runner counts as dead, and its node and its writer roles are taken over. A lease cannot tell a dead process from a stopped one, though: a
 //! process stopped (SIGSTOP, a debugger, a paused virtual machine) between the check of
 //! its lease and the store it guards makes that store when it runs again, after its
 //! successor adopted the structure and reused what the store links to.
@@ -13,8 +12,14 @@
 //! whose record names a process of this host that still exists is alive, whatever its
 //! heartbeat: its roles and its node wait until it runs again (and renews) or is gone.
 //! A process that exited, was killed or is a zombie no longer exists. A runner on
-//! another host, a record of another process's claim, or a kernel that will not say,
-//! leaves the lease as the only judge.
+//! another host, a record of another process's claim, a process in another pid
+//! namespace, or a kernel that will not say (`/proc` hidden), leaves the lease as the
+//! only judge.
+//!
+//! The pool lock keeps to its lease: a stopped holder of a ticket is passed over once
+//! its lease ends, so that calls that need the lock keep their bound. What it guards
+//! commits with one store right after [`PoolLockGuard::check`](super::PoolLockGuard::check),
+//! a window of a few instructions, where a write to a structure is a publication long.
 
 /// Reads field `n` (1-based, as `proc(5)` numbers them) of `/proc/<pid>/stat`, after the
 /// command name (which may hold spaces and parentheses): the state is field 3.

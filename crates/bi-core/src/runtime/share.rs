@@ -27,7 +27,7 @@
 //! process of another host cannot join by mistake: it would share no cache with the
 //! runner, and the runner's pass would not be its pass. And it names the runner's
 //! process, so that processes of the same host can ask the kernel whether the runner
-//! still exists before they take its node, its roles or its place in the pool lock
+//! still exists before they take its node or its writer roles
 //! ([`process`](super::process)).
 
 use super::claim;
