@@ -78,7 +78,9 @@ mod tests {
     #[cfg_attr(miri, ignore)]
     fn a_child_is_there_until_it_has_exited_and_a_reused_id_is_not_it() {
         let (me, at) = this();
-        assert_ne!((me, at), (0, 0));
+        assert_eq!(me, u64::from(std::process::id()));
+        assert_eq!(Some(at), started(std::process::id()));
+        assert_ne!(at, 0);
         assert!(!still_there(me, at), "this process is judged by its lease");
         let mut child = std::process::Command::new("sleep")
             .arg("30")
