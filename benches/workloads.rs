@@ -316,6 +316,48 @@ fn main() {
 /// The mixes at 1 and 2 threads, every contestant, interleaved runs.
 fn mixes_table(quick: bool, findings: &mut Findings) {
     let rounds = if quick { 1 } else { 3 };
+    // Profiling aids: `BI_WORKLOADS_MIX=uniform` runs one mix, `BI_WORKLOADS_WHO=bi` one
+    // contestant, `BI_WORKLOADS_THREADS=2` one thread count, `BI_WORKLOADS_OPS=8` eight
+    // times the capacity in operations instead of bustle's 0.75 (the table then shows
+    // only what ran).
+    let one_mix = std::env::var("BI_WORKLOADS_MIX").ok();
+    let who = std::env::var("BI_WORKLOADS_WHO").ok();
+    let count = std::env::var("BI_WORKLOADS_THREADS").ok();
+    let ops: Option<f64> = std::env::var("BI_WORKLOADS_OPS")
+        .ok()
+        .and_then(|o| o.parse().ok());
+    if one_mix.is_some() || who.is_some() || count.is_some() || ops.is_some() {
+        for (name, mix) in mixes() {
+            if one_mix.as_deref().is_some_and(|m| m != name) {
+                continue;
+            }
+            for threads in [1, 2] {
+                if count.as_deref().is_some_and(|n| n != threads.to_string()) {
+                    continue;
+                }
+                let mut w = Workload::new(threads, mix);
+                w.initial_capacity_log2(CAPACITY_LOG2)
+                    .prefill_fraction(PREFILL);
+                if let Some(ops) = ops {
+                    w.operations(ops);
+                }
+                for c in CONTESTANTS {
+                    if who
+                        .as_deref()
+                        .is_some_and(|n| Contestant::parse(n) != Some(c))
+                    {
+                        continue;
+                    }
+                    println!(
+                        "  {name:<12} {threads:>3}  {:<16} {:>8.2}",
+                        c.name(),
+                        c.run(&w)
+                    );
+                }
+            }
+        }
+        return;
+    }
     let mut figures: HashMap<(usize, usize, Contestant), Vec<f64>> = HashMap::new();
     for _ in 0..rounds {
         for (m, (_, mix)) in mixes().into_iter().enumerate() {

@@ -130,7 +130,7 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thread_local::ThreadLocal;
@@ -306,7 +306,7 @@ impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
 
 /// The writer handle behind `m`, locked, if there is one (this process holds the role).
 fn writer_guard<W>(m: &Mutex<Option<W>>) -> Result<Option<WriterGuard<'_, W>>, CollectionError> {
-    let w = lock(m)?;
+    let w = lock_soon(m)?;
     Ok(w.is_some().then_some(WriterGuard(w)))
 }
 
@@ -518,6 +518,33 @@ impl<W> Locked<W> {
         }))
     }
 }
+
+/// Locks `m`, spinning a while before sleeping: a write holds the writer's lock for about
+/// a microsecond, much less than a thread's sleep and wake-up through the kernel, which
+/// every write that met another would otherwise pay.
+fn lock_soon<W>(m: &Mutex<W>) -> Result<MutexGuard<'_, W>, CollectionError> {
+    // The clock is read only once the lock was found taken.
+    let mut start = None;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Ok(g),
+            Err(TryLockError::Poisoned(_)) => return lock(m),
+            Err(TryLockError::WouldBlock)
+                if start.get_or_insert_with(Instant::now).elapsed() > SPIN_FOR =>
+            {
+                return lock(m);
+            }
+            Err(TryLockError::WouldBlock) => {
+                for _ in 0..16 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+/// How long a writing thread spins for the writer's lock before it sleeps.
+const SPIN_FOR: Duration = Duration::from_micros(20);
 
 fn lock<W>(m: &Mutex<W>) -> Result<MutexGuard<'_, W>, CollectionError> {
     m.lock().map_err(|_| CollectionError::Corrupt {

@@ -34,6 +34,13 @@ pub(super) unsafe fn dc_civac(p: *const u8) {
     unsafe { asm!("dc civac, {}", in(reg) p, options(nostack, preserves_flags)) }
 }
 
+/// A full `dsb sy`: a store-only barrier is not documented to wait for cache
+/// maintenance on every implementation.
+#[inline(always)]
+pub(super) fn store_fence() {
+    fence();
+}
+
 #[inline(always)]
 pub(super) fn fence() {
     compiler_fence(Ordering::SeqCst);

@@ -511,6 +511,27 @@ impl CacheOps {
         imp::fence();
     }
 
+    /// Waits until every write-back and store this thread issued has completed before
+    /// any later store: `sfence` on x86 (cheaper than `mfence`: later loads may pass
+    /// it), a full fence elsewhere. What a publication needs between writing an object
+    /// back and storing the word that links to it; not enough before a load that must
+    /// miss an invalidated line (use [`fence`](Self::fence)).
+    ///
+    /// ```
+    /// use bi_core::cache::CacheOps;
+    ///
+    /// let ops = CacheOps::detect();
+    /// let mut x = [0u8; 64];
+    /// x[0] = 1;
+    /// ops.writeback_of(&x);
+    /// ops.store_fence();
+    /// assert_eq!(x[0], 1);
+    /// ```
+    #[inline]
+    pub fn store_fence(&self) {
+        imp::store_fence();
+    }
+
     /// [`writeback`](CacheOps::writeback) over the memory of `value` (a slice, an array of
     /// atomics, any value); safe because a reference proves the memory is mapped.
     ///

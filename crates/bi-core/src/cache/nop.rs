@@ -12,6 +12,11 @@ pub(super) fn probe() -> Probe {
 }
 
 #[inline(always)]
+pub(super) fn store_fence() {
+    atomic_fence(Ordering::SeqCst);
+}
+
+#[inline(always)]
 pub(super) fn fence() {
     atomic_fence(Ordering::SeqCst);
 }

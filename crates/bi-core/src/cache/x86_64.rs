@@ -1,4 +1,4 @@
-//! x86_64 backend: CPUID probing, `clflush`, `clflushopt`, `clwb` and `mfence`.
+//! x86_64 backend: CPUID probing, `clflush`, `clflushopt`, `clwb`, `mfence` and `sfence`.
 
 use super::{Instruction, Probe};
 use crate::line::LineSize;
@@ -55,6 +55,17 @@ pub(super) unsafe fn clflushopt(p: *const u8) {
 pub(super) unsafe fn clwb(p: *const u8) {
     // SAFETY: by this function's contract; see `clflush`.
     unsafe { asm!("clwb [{}]", in(reg) p, options(nostack, preserves_flags)) }
+}
+
+/// `sfence`: orders every earlier store and `clwb` / `clflushopt` before every later
+/// store (the write-backs complete first), not before later loads.
+#[inline(always)]
+pub(super) fn store_fence() {
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: `sfence` is part of SSE, which every x86_64 processor has; it touches no
+    // memory and no registers.
+    unsafe { asm!("sfence", options(nostack, preserves_flags)) }
+    compiler_fence(Ordering::SeqCst);
 }
 
 #[inline(always)]

@@ -357,6 +357,11 @@ impl MemView for Hardware {
     fn fence(&self) {
         self.ops.fence();
     }
+
+    #[inline]
+    fn store_fence(&self) {
+        self.ops.store_fence();
+    }
 }
 
 #[cfg(test)]

@@ -269,6 +269,23 @@ pub trait MemView: Clone + Send + Sync {
     /// ```
     fn fence(&self);
 
+    /// Orders every write-back and store this thread issued before every later store
+    /// (not before later loads): what a writer needs between writing lines back and
+    /// storing the word that publishes them. A full [`fence`](Self::fence) unless the
+    /// view has a cheaper one (`sfence` on x86 hardware).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 1));
+    /// let a = emu.node(0);
+    /// a.store_fence();
+    /// assert_eq!(a.stats().fences, 1); // the emulator's is a full fence
+    /// ```
+    fn store_fence(&self) {
+        self.fence();
+    }
+
     /// Reads a `T` from memory, not from this node's cache: invalidates its lines,
     /// fences, loads. How a node reads a record that another node owns.
     ///

@@ -171,6 +171,11 @@ impl<V: MemView> MemView for Observed<V> {
             self.view.fence();
         }
     }
+    fn store_fence(&self) {
+        if (self.observe)(Access::Fence).is_ok() {
+            self.view.store_fence();
+        }
+    }
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         (self.observe)(Access::NoteReuse(offset, len))?;
         self.view.note_reuse(offset, len)

@@ -228,11 +228,12 @@ impl RingWriter {
         self.commit(view, to)
     }
 
-    /// Fences (the entries, and what was written back with them, are in memory), then
-    /// stores the tail `to`, writes it back and fences: a pass that reads the new tail
-    /// finds every entry before it.
+    /// Fences (the entries, and what was written back with them, are in memory before
+    /// the tail is stored: a store fence), then stores the tail `to`, writes it back and
+    /// fences fully (the tail is in memory before the caller reads the clock to date the
+    /// entries): a pass that reads the new tail finds every entry before it.
     fn commit<V: MemView>(&mut self, view: &V, to: u64) -> Result<(), BiError> {
-        view.fence();
+        view.store_fence();
         view.store(self.geom.tail_at, &to)?;
         view.writeback(self.geom.tail_at, 8)?;
         view.fence();
