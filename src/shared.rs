@@ -52,9 +52,13 @@
 //! the writer's record before it sends. Once the writer's lease has lapsed (its process
 //! died, or gave the role up), the next write of any handle of the process takes the
 //! role, adopting what the dead writer left, and applies the write here; the process
-//! serves the others from then on. So a writer restarted while its dead predecessor's
-//! lease runs, which opens as a remote handle, becomes the writer on its first write
-//! after the lease, with no loop in user code.
+//! serves the others from then on. A writer whose process ran on this host and is gone
+//! (killed, crashed, exited) is dead at once, lease or not: the kernel says so (process
+//! id and start time, asked of `/proc`), so a writer restarted
+//! right after a crash takes the role when it opens the structure. One of another host
+//! is judged by its lease: a writer restarted while the dead one's lease runs opens as
+//! a remote handle and becomes the writer on its first write after the lease, with no
+//! loop in user code.
 //!
 //! **A stopped writer is not dead.** A writer process of the same host that still exists
 //! (stopped by SIGSTOP or a debugger, or starved) keeps its role however old its lease:

@@ -4,7 +4,8 @@
 //! meanwhile. Other processes' writes fail while it is stopped; once it runs again it
 //! writes as the writer and theirs reach the map through it. Killed while stopped, it
 //! is gone, and another process takes the role over at once. Nothing written by either
-//! is lost.
+//! is lost. A writer killed while its lease runs is gone too: a process restarted on
+//! this host takes the role at once, without waiting out the lease.
 //!
 //! The child is this test binary again, selected by an environment variable and an exact
 //! test-name filter. Miri can neither map files nor spawn processes.
@@ -20,6 +21,10 @@ mod common;
 const CHILD_ENV: &str = "BI_WRITER_STALL_CHILD";
 const CHILD_TEST: &str = "stalled_writer_child_process";
 const LEASE: Duration = Duration::from_millis(200);
+const KILLED_ENV: &str = "BI_KILLED_WRITER_CHILD";
+const KILLED_TEST: &str = "killed_writer_child_process";
+/// Longer than the test may take: only the kernel can tell this writer is gone.
+const LONG_LEASE: Duration = Duration::from_secs(600);
 
 fn pool(path: &Path, node: usize) -> Pool {
     let mut config = common::pool_config(2, node, LEASE);
@@ -120,4 +125,51 @@ fn a_writer_stalled_past_its_lease_writes_through_its_successor() {
     for k in 1..=4 {
         assert_eq!(map.get_fresh(&k).unwrap(), Some(k), "key {k}");
     }
+}
+
+/// The writer process of the restart test: writes 1 with a long lease, says whether it
+/// is the writer, and waits to be killed.
+#[test]
+fn killed_writer_child_process() {
+    let Ok(path) = std::env::var(KILLED_ENV) else {
+        return; // not the child
+    };
+    let pool = Pool::open_or_create(&path, common::pool_config(2, 1, LONG_LEASE)).unwrap();
+    let map: SharedMap<u64, u64> = pool.map("restart").unwrap();
+    map.insert(1, 1).unwrap();
+    println!("writer {}", map.is_writer());
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_writer_restarted_right_after_a_kill_takes_the_role_at_once() {
+    if std::env::var(KILLED_ENV).is_ok() || std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restart.bi");
+    let mut child = common::child(KILLED_TEST)
+        .env(KILLED_ENV, &path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let said = lines.map_while(Result::ok).find_map(|l| {
+        l.split_once("writer ")
+            .map(|(_, rest)| rest.trim().to_string())
+    });
+    assert_eq!(said.as_deref(), Some("true"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Restarted on the node the dead writer ran, ten minutes inside its lease: the node
+    // and the role are taken at once, and the dead writer's write is there.
+    let pool = Pool::open_or_create(&path, common::pool_config(2, 1, LONG_LEASE)).unwrap();
+    let map: SharedMap<u64, u64> = pool.map("restart").unwrap();
+    assert!(map.is_writer(), "the restarted process is the writer");
+    assert_eq!(map.get_fresh(&1).unwrap(), Some(1));
+    assert_eq!(map.insert(2, 2).unwrap(), None);
+    assert_eq!(map.get(&2).unwrap(), Some(2));
 }

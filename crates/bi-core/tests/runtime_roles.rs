@@ -1,7 +1,7 @@
 //! Writer roles (`runtime::role`): one writer per named structure, a dead writer's role
 //! taken over after its lease, a restarted process taking its own node's role at once.
 
-use bi_core::mem::EmulatedNode;
+use bi_core::mem::{EmulatedNode, MemView};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
@@ -92,4 +92,82 @@ fn a_restarted_process_takes_its_node_and_role_back_once_the_old_claim_lapses() 
     let again = restart(&s, 0).unwrap();
     let role = again.take_writer_role(slot, WAIT).unwrap();
     assert_eq!(role.previous().takes, 1, "a structure to adopt");
+}
+
+/// A process of this host that exits at once (reaped, so no process has its id for a
+/// while; a later one with the same id would have started later).
+fn a_gone_process() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
+fn a_writer_whose_process_is_gone_loses_role_and_node_at_once() {
+    let (mut s, slot) = setup();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    // Node 0 runs in the child (as its share record says), and writes.
+    assert!(s.run_node_in(0, sleeper.id()).unwrap());
+    std::mem::forget(s.nodes[0].take_writer_role(slot, WAIT).unwrap());
+    // While the child exists, its role and node stay its own (its heartbeat is fresh).
+    assert!(matches!(
+        s.nodes[1].take_writer_role(slot, WAIT),
+        Err(BiError::WriterAlive { node: 0 })
+    ));
+    assert!(matches!(
+        restart(&s, 0),
+        Err(BiError::NodeTaken { node: 0 })
+    ));
+    // It is killed: no lease runs out (the clock does not move), yet the kernel says
+    // it is gone, so its role and then its node are taken at once.
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    std::mem::forget(s.nodes.remove(0));
+    let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    assert_eq!(role.previous().node, 1, "node 0 held it");
+    let again = restart(&s, 0).unwrap();
+    assert!(matches!(
+        again.take_writer_role(slot, WAIT),
+        Err(BiError::WriterAlive { node: 1 })
+    ));
+    assert!(role.is_held().unwrap());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
+fn a_gone_process_of_another_pid_namespace_or_host_leaves_the_lease_to_judge() {
+    let (s, slot) = setup();
+    let pid = a_gone_process();
+    assert!(s.run_node_in(0, std::process::id()).unwrap());
+    std::mem::forget(s.nodes[0].take_writer_role(slot, WAIT).unwrap());
+    let view = s.nodes[0].view();
+    let layout = s.region.layout();
+    let share_at = layout.node_record(0).unwrap().offset
+        + bi_core::runtime::share::SHARE_SLOT * layout.slot_size();
+    let mine: bi_core::runtime::share::ShareRecord = view.load_from_memory(share_at).unwrap();
+    // The record names a process that is gone, but of another pid namespace, then of
+    // another host: the kernel here cannot tell, and the fresh lease keeps the role.
+    for other in [
+        bi_core::runtime::share::ShareRecord {
+            pid: u64::from(pid),
+            pid_space: mine.pid_space ^ 1,
+            ..mine
+        },
+        bi_core::runtime::share::ShareRecord {
+            pid: u64::from(pid),
+            host: mine.host ^ 2,
+            ..mine
+        },
+    ] {
+        view.store_to_memory(share_at, &other).unwrap();
+        assert!(matches!(
+            s.nodes[1].take_writer_role(slot, WAIT),
+            Err(BiError::WriterAlive { node: 0 })
+        ));
+    }
 }

@@ -27,6 +27,7 @@
 
 use super::fault::Fault;
 use super::pass::NodeRecord;
+use super::process::Presence;
 use super::{BiError, NodeInner, RuntimeConfig};
 use crate::mem::MemView;
 use std::hash::{BuildHasher, Hasher};
@@ -50,15 +51,16 @@ pub(crate) fn live(holder: u64, heartbeat: u64, now: u64, lease: u64, skew: u64)
 }
 
 /// Claims node `node` whose record is at `at` for `token`; returns the record as it was.
-/// `still_there` says whether a holder's process still exists on this host, which keeps
-/// the node its own however old its heartbeat ([`process`](super::process)).
+/// `presence` says what this host's kernel knows of a holder's process: one that still
+/// exists keeps the node its own however old its heartbeat, one that is gone loses it
+/// however fresh ([`process`](super::process)).
 pub(crate) fn claim<V: MemView>(
     view: &V,
     at: usize,
     node: usize,
     token: u64,
     now: impl Fn() -> u64,
-    still_there: impl Fn(u64) -> Result<bool, BiError>,
+    presence: impl Fn(u64) -> Result<Presence, BiError>,
     config: &RuntimeConfig,
 ) -> Result<NodeRecord, BiError> {
     let (lease, skew) = (config.node_lease, config.skew);
@@ -67,7 +69,7 @@ pub(crate) fn claim<V: MemView>(
     let checked = !config.faults.has(Fault::NodeClaim);
     if checked
         && prev.holder != token
-        && (live(prev.holder, prev.heartbeat, t, lease, skew) || still_there(prev.holder)?)
+        && presence(prev.holder)?.or_lease(live(prev.holder, prev.heartbeat, t, lease, skew))
     {
         return Err(BiError::NodeTaken { node });
     }

@@ -638,7 +638,7 @@ impl<V: MemView> NodeRuntime<V> {
                 node,
                 token,
                 || clock.refresh(),
-                |holder| share::runner_still_there(&view, share_at, holder, &config),
+                |holder| share::runner_presence(&view, share_at, holder, &config),
                 &config,
             )?;
             let shared: share::ShareRecord = view.load_from_memory(share_at)?;

@@ -7,14 +7,16 @@
 //! successor adopted the structure and reused what the store links to.
 //!
 //! On its own host the kernel can tell. So the runner names itself in its node's share
-//! record ([`ShareRecord`](super::share::ShareRecord)): its host, its process id and the
-//! moment that process started (which no later process with the same id has). A holder
-//! whose record names a process of this host that still exists is alive, whatever its
-//! heartbeat: its roles and its node wait until it runs again (and renews) or is gone.
-//! A process that exited, was killed or is a zombie no longer exists. A runner on
-//! another host, a record of another process's claim, a process in another pid
-//! namespace, or a kernel that will not say (`/proc` hidden), leaves the lease as the
-//! only judge.
+//! record ([`ShareRecord`](super::share::ShareRecord)): its host, its pid namespace,
+//! its process id and the moment that process started (which no later process with the
+//! same id has). A holder whose record names a process of this host that still exists
+//! is alive, whatever its heartbeat: its roles and its node wait until it runs again
+//! (and renews) or is gone. A holder whose process is gone (it exited, was killed, is a
+//! zombie, or its id now belongs to a process that started later) is dead at once,
+//! however fresh its heartbeat: a writer restarted right after a crash takes the role
+//! without waiting out the dead one's lease. A runner on another host, a record of
+//! another process's claim, a process in another pid namespace, or a kernel that will
+//! not say (`/proc` hidden), leaves the lease as the only judge ([`Presence::Unknown`]).
 //!
 //! The pool lock keeps to its lease: a stopped holder of a ticket is passed over once
 //! its lease ends, so that calls that need the lock keep their bound. What it guards
@@ -50,14 +52,74 @@ pub(crate) fn this() -> (u64, u64) {
     }
 }
 
-/// Whether the process `pid` that started at `at` still runs on this host, and is not
-/// this process (a second runtime of one process is judged by its lease, as a test's
-/// nodes are). A process that stopped still runs in this sense.
-pub(crate) fn still_there(pid: u64, at: u64) -> bool {
-    let Ok(pid) = u32::try_from(pid) else {
-        return false;
+/// This process's pid namespace (the inode `/proc/self/ns/pid` names), 0 where the
+/// kernel will not say: process ids mean the same only within one.
+pub(crate) fn pid_space() -> u64 {
+    if cfg!(miri) {
+        return 0;
+    }
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            let l = l.to_str()?;
+            l.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// What this host's kernel says of a runner's process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// It still exists, running or stopped: its holder is alive.
+    There,
+    /// It is gone: no process has its id, the one that has it started later, or it
+    /// ended (a zombie). Its holder is dead, whatever its heartbeat.
+    Gone,
+    /// The kernel cannot say (another host or pid namespace, `/proc` hidden, or this
+    /// process itself): the lease judges.
+    Unknown,
+}
+
+impl Presence {
+    /// Whether a holder is alive: what the kernel says, or, where it cannot say,
+    /// `lease_live`.
+    pub(crate) fn or_lease(self, lease_live: bool) -> bool {
+        match self {
+            Presence::There => true,
+            Presence::Gone => false,
+            Presence::Unknown => lease_live,
+        }
+    }
+}
+
+/// What the kernel says of the process `pid` that started at `at`, asked from a process
+/// of the same host and pid namespace. This process itself is [`Presence::Unknown`]: a
+/// second runtime of one process is judged by its lease, as a test's nodes are.
+pub(crate) fn presence(pid: u64, at: u64) -> Presence {
+    let Ok(id) = libc::pid_t::try_from(pid) else {
+        return Presence::Unknown;
     };
-    pid != 0 && at != 0 && pid != std::process::id() && started(pid) == Some(at)
+    if cfg!(miri) || id <= 0 || at == 0 || pid == u64::from(std::process::id()) {
+        return Presence::Unknown;
+    }
+    // SAFETY: signal 0 is no signal: `kill` only checks that a process with this
+    // (positive) id exists and could be signalled; it touches no memory.
+    let gone = unsafe { libc::kill(id, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    if gone {
+        return Presence::Gone;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{id}/stat")) else {
+        // It exists but `/proc` will not show it (`hidepid`), or it ended meanwhile.
+        return Presence::Unknown;
+    };
+    let ended = stat_field(&stat, 3).is_some_and(|s| matches!(s, "Z" | "X" | "x"));
+    match stat_field(&stat, 22).and_then(|s| s.parse::<u64>().ok()) {
+        _ if ended => Presence::Gone,
+        Some(start) if start == at => Presence::There,
+        Some(_) => Presence::Gone,
+        None => Presence::Unknown,
+    }
 }
 
 #[cfg(test)]
@@ -81,32 +143,47 @@ mod tests {
         assert_eq!(me, u64::from(std::process::id()));
         assert_eq!(Some(at), started(std::process::id()));
         assert_ne!(at, 0);
-        assert!(!still_there(me, at), "this process is judged by its lease");
+        assert_eq!(
+            presence(me, at),
+            Presence::Unknown,
+            "this process is judged by its lease"
+        );
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .unwrap();
         let pid = child.id();
         let at = started(pid).expect("a running child");
-        assert!(still_there(u64::from(pid), at));
-        assert!(
-            !still_there(u64::from(pid), at + 1),
+        assert_eq!(presence(u64::from(pid), at), Presence::There);
+        assert_eq!(
+            presence(u64::from(pid), at + 1),
+            Presence::Gone,
             "another start: not it"
         );
         // SAFETY: stops and continues our own child; touches no memory of ours.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
-        assert!(
-            still_there(u64::from(pid), at),
+        assert_eq!(
+            presence(u64::from(pid), at),
+            Presence::There,
             "a stopped process is there"
         );
         child.kill().unwrap();
         // Killed but not yet reaped: a zombie, not there.
         let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while still_there(u64::from(pid), at) && std::time::Instant::now() < until {
+        while presence(u64::from(pid), at) == Presence::There && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert!(!still_there(u64::from(pid), at));
+        assert_eq!(presence(u64::from(pid), at), Presence::Gone);
         child.wait().unwrap();
-        assert!(!still_there(u64::from(pid), at));
+        assert_eq!(
+            presence(u64::from(pid), at),
+            Presence::Gone,
+            "reaped: no such process"
+        );
+        assert_eq!(presence(0, at), Presence::Unknown);
+        assert_eq!(presence(u64::from(pid), 0), Presence::Unknown);
+        assert_eq!(presence(u64::MAX, at), Presence::Unknown);
+        assert_ne!(pid_space(), 0);
+        assert_eq!(pid_space(), pid_space());
     }
 }

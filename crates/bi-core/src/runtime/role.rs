@@ -150,10 +150,11 @@ fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result
     Ok(rt.view().store_to_memory(at, r)?)
 }
 
-/// Whether the writer `r` names is alive: its node's record still names its holder, with
-/// a live heartbeat or a process that still exists on this host (stopped, it would
-/// finish the write it stopped in after its successor adopted the structure:
-/// [`process`](super::process)).
+/// Whether the writer `r` names is alive: its node's record still names its holder, whose
+/// process still exists on this host (stopped, it would finish the write it stopped in
+/// after its successor adopted the structure), or, where this host's kernel cannot say
+/// ([`process`](super::process)), whose heartbeat is live. A holder whose process is
+/// gone is dead at once.
 fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiError> {
     let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
         return Ok(false);
@@ -165,15 +166,15 @@ fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiEr
     if rec.holder != r.holder {
         return Ok(false);
     }
-    Ok(
-        claim::live(rec.holder, rec.heartbeat, now, cfg.node_lease, cfg.skew)
-            || share::runner_still_there(
-                &inner.view,
-                share::record_of(inner, node)?,
-                rec.holder,
-                cfg,
-            )?,
-    )
+    let presence =
+        share::runner_presence(&inner.view, share::record_of(inner, node)?, rec.holder, cfg)?;
+    Ok(presence.or_lease(claim::live(
+        rec.holder,
+        rec.heartbeat,
+        now,
+        cfg.node_lease,
+        cfg.skew,
+    )))
 }
 
 /// Takes the writer role of the structure whose slot is at `slot`.

@@ -33,6 +33,7 @@
 use super::claim;
 use super::fault::Fault;
 use super::pass::NodeRecord;
+use super::process::Presence;
 use super::{BiError, NodeInner, RuntimeConfig, process};
 use crate::mem::MemView;
 use bytemuck::{Pod, Zeroable};
@@ -77,6 +78,9 @@ pub struct ShareRecord {
     /// When that process started (clock ticks since the host booted), which tells it
     /// from a later process given the same id.
     pub started: u64,
+    /// The pid namespace `pid` belongs to, 0 if unknown (a region made before it was
+    /// recorded): another namespace's ids cannot be looked up.
+    pub pid_space: u64,
 }
 
 impl ShareRecord {
@@ -89,26 +93,31 @@ impl ShareRecord {
             runner,
             pid,
             started,
+            pid_space: process::pid_space(),
         }
     }
 }
 
-/// Whether the node whose share record is at `share_at` is run by `holder` in a process
-/// that still exists on this host (stopped or not): such a holder is alive whatever its
-/// heartbeat says ([`process`](super::process)). False for another host, another
-/// holder, or a process that is gone.
-pub(crate) fn runner_still_there<V: MemView>(
+/// What this host's kernel says of the process that runs, as `holder`, the node whose
+/// share record is at `share_at` ([`process`](super::process)): there (stopped or not:
+/// the holder is alive whatever its heartbeat), gone (dead whatever its heartbeat), or
+/// unknown (another host or pid namespace, another holder's record: the lease judges).
+pub(crate) fn runner_presence<V: MemView>(
     view: &V,
     share_at: usize,
     holder: u64,
     config: &RuntimeConfig,
-) -> Result<bool, BiError> {
+) -> Result<Presence, BiError> {
     if holder == 0 || config.faults.has(Fault::LiveProcess) {
-        return Ok(false);
+        return Ok(Presence::Unknown);
     }
     let r: ShareRecord = view.load_from_memory(share_at)?;
     let host = host_id();
-    Ok(host != 0 && r.host == host && r.runner == holder && process::still_there(r.pid, r.started))
+    let here = host != 0 && r.host == host && r.pid_space != 0;
+    if !here || r.runner != holder || r.pid_space != process::pid_space() {
+        return Ok(Presence::Unknown);
+    }
+    Ok(process::presence(r.pid, r.started))
 }
 
 /// This host's identity: a hash of the kernel's boot id (the same for every process of
