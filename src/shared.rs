@@ -133,7 +133,7 @@ use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -215,7 +215,7 @@ impl<R: Send> Reads<R> {
 struct Writes<K: Stored, V: Stored, W, M: MemView> {
     /// This process's writer handle while it holds the role (`None` otherwise). The
     /// serving thread takes the same lock.
-    writer: Arc<Mutex<Option<W>>>,
+    writer: Arc<WriterSlot<W>>,
     /// The thread serving the other processes while this one holds the role.
     serving: Mutex<Option<Server>>,
     /// This node's client, made the first time another process holds the role.
@@ -308,11 +308,65 @@ impl<K: Stored, V: Stored, W, M: MemView> Writes<K, V, W, M> {
     }
 }
 
-/// The writer handle behind `m`, locked, if there is one (this process holds the role).
-fn writer_guard<W>(m: &Mutex<Option<W>>) -> Result<Option<WriterGuard<'_, W>>, CollectionError> {
-    let w = lock_soon(m)?;
+/// This process's writer handle of a structure (`None` while it does not hold the role),
+/// behind the lock its threads' writes and its serving thread take, with the count of
+/// its threads waiting for it.
+///
+/// The serving thread applies batch after batch while other processes send, and a lock
+/// does not queue: a thread of this process woken when the lock is freed would find it
+/// taken again by the next batch, for as long as the others keep sending (seconds, under
+/// a burst). So the serving thread lets a waiting thread of the process go first.
+struct WriterSlot<W> {
+    handle: Mutex<Option<W>>,
+    waiting: AtomicUsize,
+}
+
+impl<W> Default for WriterSlot<W> {
+    fn default() -> Self {
+        WriterSlot {
+            handle: Mutex::new(None),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<W> std::ops::Deref for WriterSlot<W> {
+    type Target = Mutex<Option<W>>;
+    fn deref(&self) -> &Mutex<Option<W>> {
+        &self.handle
+    }
+}
+
+/// The writer handle in `slot`, locked for a thread of this process, if there is one
+/// (this process holds the role).
+fn writer_guard<W>(slot: &WriterSlot<W>) -> Result<Option<WriterGuard<'_, W>>, CollectionError> {
+    let w = match slot.handle.try_lock() {
+        Ok(w) => w,
+        Err(_) => {
+            slot.waiting.fetch_add(1, Ordering::SeqCst);
+            let w = lock_soon(&slot.handle);
+            slot.waiting.fetch_sub(1, Ordering::SeqCst);
+            w?
+        }
+    };
     Ok(w.is_some().then_some(WriterGuard(w)))
 }
+
+/// [`writer_guard`] for the serving thread: it lets the threads of this process that
+/// wait for the lock have it first, for up to [`DEFER_FOR`] per batch.
+fn serving_guard<W>(slot: &WriterSlot<W>) -> Result<Option<WriterGuard<'_, W>>, CollectionError> {
+    let mut start = None;
+    while slot.waiting.load(Ordering::SeqCst) > 0
+        && start.get_or_insert_with(Instant::now).elapsed() < DEFER_FOR
+    {
+        std::thread::yield_now();
+    }
+    let w = lock_soon(&slot.handle)?;
+    Ok(w.is_some().then_some(WriterGuard(w)))
+}
+
+/// How long the serving thread lets this process's own writes go first, per batch.
+const DEFER_FOR: Duration = Duration::from_millis(1);
 
 /// This process's writer handle of a shared structure, locked: other threads' writes and
 /// the other processes' (through the serving thread) wait until it is dropped.
@@ -510,13 +564,13 @@ impl Drop for Server {
 /// requests takes it once, old values and application together. Once the process has
 /// given the role up (`None`), every batch fails as the role's loss.
 struct Locked<W> {
-    writer: Arc<Mutex<Option<W>>>,
+    writer: Arc<WriterSlot<W>>,
     node: usize,
 }
 
 impl<W> Locked<W> {
     fn held(&self) -> Result<WriterGuard<'_, W>, CollectionError> {
-        writer_guard(&self.writer)?.ok_or(CollectionError::Runtime(BiError::RoleLost {
+        serving_guard(&self.writer)?.ok_or(CollectionError::Runtime(BiError::RoleLost {
             node: self.node,
             taker: None,
         }))
@@ -1277,7 +1331,7 @@ impl<M: MemView + 'static> Pool<M> {
     {
         let rt = self.runtime();
         let mut writes = Writes {
-            writer: Arc::new(Mutex::new(None)),
+            writer: Arc::new(WriterSlot::default()),
             serving: Mutex::new(None),
             remote: OnceLock::new(),
             take: Box::new(take),
@@ -1358,7 +1412,7 @@ fn serve<K, V, W, M>(
     name: &str,
     view: M,
     layout: DelegationLayout<K, V>,
-    writer: Arc<Mutex<Option<W>>>,
+    writer: Arc<WriterSlot<W>>,
     node: usize,
     serving: Idle,
 ) -> Result<Server, PoolError>
