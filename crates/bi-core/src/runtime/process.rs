@@ -183,7 +183,20 @@ mod tests {
         assert_eq!(presence(0, at), Presence::Unknown);
         assert_eq!(presence(u64::from(pid), 0), Presence::Unknown);
         assert_eq!(presence(u64::MAX, at), Presence::Unknown);
-        assert_ne!(pid_space(), 0);
-        assert_eq!(pid_space(), pid_space());
+        // The namespace's number is the inode of the namespace file itself.
+        use std::os::unix::fs::MetadataExt;
+        let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+        assert_eq!(pid_space(), ns);
+        // A live process asked right after a gone one (whose question left ESRCH in
+        // errno, which a successful call does not clear) is there.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let other_at = started(other.id()).expect("a running child");
+        assert_eq!(presence(u64::from(pid), at), Presence::Gone);
+        assert_eq!(presence(u64::from(other.id()), other_at), Presence::There);
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }
