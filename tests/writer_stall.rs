@@ -11,9 +11,9 @@
 //! test-name filter. Miri can neither map files nor spawn processes.
 
 use bi::{Pool, SharedMap};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -25,6 +25,27 @@ const KILLED_ENV: &str = "BI_KILLED_WRITER_CHILD";
 const KILLED_TEST: &str = "killed_writer_child_process";
 /// Longer than the test may take: only the kernel can tell this writer is gone.
 const LONG_LEASE: Duration = Duration::from_secs(600);
+
+/// The child process running test `test` on the pool at `path` (named in `env`), with
+/// its standard input piped and its output's lines.
+fn spawn(test: &str, env: &str, path: &Path) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = common::child(test)
+        .env(env, path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// What the child says after `what` on the next line that has it (`None` once its
+/// output ends).
+fn said(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> Option<String> {
+    lines
+        .map_while(Result::ok)
+        .find_map(|l| l.split_once(what).map(|(_, rest)| rest.trim().to_string()))
+}
 
 fn pool(path: &Path, node: usize) -> Pool {
     let mut config = common::pool_config(2, node, LEASE);
@@ -62,19 +83,8 @@ fn a_writer_stalled_past_its_lease_writes_through_its_successor() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stall.bi");
     let here = pool(&path, 0);
-    let mut child = common::child(CHILD_TEST)
-        .env(CHILD_ENV, &path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut said = |what: &str| {
-        lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.split_once(what).map(|(_, rest)| rest.trim().to_string()))
-    };
+    let (mut child, mut lines) = spawn(CHILD_TEST, CHILD_ENV, &path);
+    let mut said = |what: &str| said(&mut lines, what);
     assert_eq!(said("writer ").as_deref(), Some("true"));
     let map: SharedMap<u64, u64> = here.map("stall").unwrap();
     assert!(!map.is_writer());
@@ -150,18 +160,8 @@ fn a_writer_restarted_right_after_a_kill_takes_the_role_at_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("restart.bi");
-    let mut child = common::child(KILLED_TEST)
-        .env(KILLED_ENV, &path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let said = lines.map_while(Result::ok).find_map(|l| {
-        l.split_once("writer ")
-            .map(|(_, rest)| rest.trim().to_string())
-    });
-    assert_eq!(said.as_deref(), Some("true"));
+    let (mut child, mut lines) = spawn(KILLED_TEST, KILLED_ENV, &path);
+    assert_eq!(said(&mut lines, "writer ").as_deref(), Some("true"));
     child.kill().unwrap();
     child.wait().unwrap();
     // Restarted on the node the dead writer ran, ten minutes inside its lease: the node
