@@ -22,6 +22,13 @@ pub enum Op<K, V> {
 }
 
 impl<K, V> Op<K, V> {
+    /// The key the operation changes.
+    pub(crate) fn key(&self) -> &K {
+        match self {
+            Op::Insert(k, _) | Op::Remove(k) => k,
+        }
+    }
+
     /// The same operation with its key and value mapped, both with `cx` (the first
     /// error if any).
     pub(crate) fn try_map<C, L, W, E>(

@@ -42,6 +42,10 @@ use std::ops::Range;
 /// Lines rewritten per fence when a batch touches many buckets.
 const PUBLISH_CHUNK: usize = 256;
 
+/// How many operations ahead a batch asks for the lines it will stage from: enough
+/// misses in flight to cover a trip to memory.
+const STAGE_AHEAD: usize = 8;
+
 /// A staged bucket with its place: (partition index, bucket).
 type Placed<K, V> = ((usize, usize), Staged<K, V>);
 
@@ -862,6 +866,20 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             })
         });
         std::iter::once(first).chain(rest)
+    }
+
+    /// Asks for the bucket and tag lines `key` would be staged from (a software
+    /// prefetch, [`STAGE_AHEAD`] keys ahead of a batch's staging).
+    #[inline(always)]
+    fn prefetch_bucket(&self, key: &K) {
+        let h = key_hash(key);
+        if let Some(pi) = self.part_index(partition_of(h, self.map.partitions())) {
+            let part = &self.partitions[pi];
+            let b = bucket_of(h, part.buckets);
+            self.writer.prefetch_line(part.array, 1 + b);
+            self.writer
+                .prefetch_line(part.array, tag_line::<K::Word, V::Word>(part.buckets, b));
+        }
     }
 
     /// Bucket `b`'s tag group as published.
@@ -1811,7 +1829,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let mut stage = Stage::with_capacity(ops.len());
         let mut report = BatchReport::default();
         let mut failure = None;
-        for op in ops {
+        for (i, op) in ops.iter().enumerate() {
+            if let Some(ahead) = ops.get(i + STAGE_AHEAD) {
+                self.prefetch_bucket(ahead.key());
+            }
             let staged = match op {
                 Op::Insert(k, v) => self.stage(&mut stage, k, Some((k, v))),
                 Op::Remove(k) => self.stage(&mut stage, k, None),

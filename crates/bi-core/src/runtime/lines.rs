@@ -125,6 +125,27 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.read_own(line_link(array, i, self.inner.line)?)
     }
 
+    /// Asks for record `i` of a live array this writer allocated (a software prefetch):
+    /// a batch of writes asks for the lines of its next keys while it works on this one,
+    /// so that their trips to memory overlap. A hint only: nothing is read or checked.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[10u64, 20, 30]).unwrap();
+    /// w.prefetch_line(a, 2);
+    /// w.prefetch_line(a, 1 << 60); // out of any section: ignored
+    /// assert_eq!(w.read_own_line(a, 2).unwrap(), 30);
+    /// ```
+    #[inline(always)]
+    pub fn prefetch_line<T: Pod>(&self, array: Link<Lines<T>>, i: usize) {
+        if let Ok(link) = line_link(array, i, self.inner.line) {
+            let _ = self.inner.view.prefetch(link.offset());
+        }
+    }
+
     /// Allocates a line array holding `records` (one per line), immutable from now on
     /// like a [sealed](Writer::seal) object but written back at once (where `seal`
     /// leaves that to the next publication); no fence yet (the next publication or
