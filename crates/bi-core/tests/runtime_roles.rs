@@ -171,3 +171,46 @@ fn a_gone_process_of_another_pid_namespace_or_host_leaves_the_lease_to_judge() {
         ));
     }
 }
+
+#[test]
+fn a_role_given_up_is_free_at_once_and_every_node_sees_who_writes() {
+    let (s, slot) = setup();
+    assert!(!s.nodes[1].writer_held(slot).unwrap(), "never written");
+    let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    assert!(s.nodes[1].writer_held(slot).unwrap());
+    assert!(s.nodes[0].holds_writer_role(slot).unwrap());
+    assert!(!s.nodes[1].holds_writer_role(slot).unwrap());
+    assert!(format!("{role:?}").contains("Role"));
+    drop(role);
+    assert!(!s.nodes[1].writer_held(slot).unwrap());
+    // No lease to wait out: the role was handed back.
+    let taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    assert_eq!(taken.previous().node, 1, "node 0 wrote it last");
+    assert!(s.nodes[0].writer_held(slot).unwrap());
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "no unsafe code of its own, and it leaks runtimes on purpose to play dead processes"
+)]
+fn a_writer_that_lost_its_role_knows_it_and_dropping_it_leaves_the_taker_in_place() {
+    let (s, slot) = setup();
+    let stalled = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    // Node 0 stalls past its lease (no pass runs); node 1 takes the role.
+    s.emu.advance(2 * LEASE);
+    assert!(
+        !s.nodes[1].writer_held(slot).unwrap(),
+        "its writer's lease lapsed"
+    );
+    let taker = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    assert!(!stalled.is_held().unwrap(), "memory names another writer");
+    assert!(!s.nodes[0].holds_writer_role(slot).unwrap());
+    assert!(taker.is_held().unwrap());
+    assert!(s.nodes[1].holds_writer_role(slot).unwrap());
+    drop(stalled);
+    assert!(
+        taker.is_held().unwrap(),
+        "the stalled writer's drop kept the taker's record"
+    );
+}

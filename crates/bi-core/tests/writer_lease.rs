@@ -81,3 +81,24 @@ fn a_writer_whose_lease_lapsed_renews_it_when_nobody_took_its_role() {
     w.publish_link(slot, link).unwrap();
     assert_eq!(s.nodes[0].record().unwrap().passes, passes);
 }
+
+#[test]
+fn a_lost_role_stays_lost_after_its_taker_gives_it_up() {
+    let s = machine(RuntimeConfig::default());
+    let slot = s.slot(0);
+    let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    let mut w = s.writer(0);
+    let first = w.alloc_sealed(1u64).unwrap();
+    w.publish_link(slot, first).unwrap();
+    s.emu.advance(2 * LEASE);
+    let taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    let lost = |r: Result<(), BiError>| matches!(r, Err(BiError::RoleLost { node: 0, .. }));
+    assert!(lost(w.alloc_sealed(2u64).map(drop)));
+    // The taker may have changed the structure: node 0's writer, which still believes
+    // its own older picture, must not come back because the role is free again.
+    drop(taken);
+    s.quiesce_all().unwrap();
+    assert!(lost(w.alloc_sealed(3u64).map(drop)));
+    assert!(lost(w.publish_link(slot, first).map(drop)));
+    drop(role);
+}

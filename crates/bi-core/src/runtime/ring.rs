@@ -286,6 +286,32 @@ mod tests {
         assert_eq!(a, (g.entry_at(6), 32));
         assert_eq!(b, (g.entry_at(8), 32));
         assert_eq!(g.entry_at(8), g.entry_at(0));
+        // Wrapping unevenly, and not wrapping at all: the second range is what is left.
+        let [a, b] = g.entry_ranges(5, 10);
+        assert_eq!((a, b), ((g.entry_at(5), 48), (g.entry_at(0), 32)));
+        let [a, b] = g.entry_ranges(1, 3);
+        assert_eq!((a, b.1), ((g.entry_at(1), 32), 0));
         assert!(RingGeom::new(&layout, 2, RingKind::Freed).is_err());
+    }
+
+    #[test]
+    fn an_entry_is_released_only_once_a_pass_started_more_than_the_skew_after_it() {
+        let layout = Layout::compute(&RegionConfig::new(1 << 18).with_nodes(2)).unwrap();
+        let geom = RingGeom::new(&layout, 0, RingKind::Modified).unwrap();
+        let mut w = RingWriter {
+            geom,
+            tail: 0,
+            inflight: VecDeque::new(),
+        };
+        w.visible(2, 100);
+        w.visible(1, 150);
+        let (skew, full) = (10, w.geom.capacity);
+        assert_eq!(w.free(), full - 3);
+        w.release(110, skew); // a pass that started exactly the skew after: not enough
+        assert_eq!(w.len(), 3);
+        w.release(111, skew);
+        assert_eq!(w.len(), 1, "the two entries of tick 100 are consumed");
+        w.release(u64::MAX, skew);
+        assert_eq!(w.free(), full);
     }
 }
