@@ -144,6 +144,34 @@ fn a_dead_holder_is_passed_over_after_its_lease() {
     ));
 }
 
+#[test]
+#[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
+fn a_holder_whose_process_is_gone_is_passed_over_at_once() {
+    let lease = 1_000_000;
+    let s = machine(
+        8,
+        RuntimeConfig::default()
+            .node_lease(lease)
+            .reader_lease(lease),
+    );
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    // Node 0 runs in the child (as its share record says) and dies holding the lock.
+    assert!(s.run_node_in(0, child.id()).unwrap());
+    std::mem::forget(s.nodes[0].lock(Duration::from_secs(1)).unwrap());
+    match s.nodes[1].lock(Duration::from_millis(20)) {
+        Err(BiError::LockTimeout { node: 1, holder: 0 }) => {}
+        other => panic!("the child lives: expected a timeout behind node 0, got {other:?}"),
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The emulated clock stands still: no lease ran out, yet the lock is free.
+    let guard = s.nodes[1].lock(Duration::from_millis(20)).unwrap();
+    guard.check().unwrap();
+}
+
 fn advance(emu: &Emulator, ticks: u64) {
     emu.advance(ticks);
 }

@@ -22,7 +22,8 @@
 //! leases: a holder stalled for longer than the lease may find that another node took
 //! the lock meanwhile. [`PoolLockGuard::check`] tells a holder whether its lease still
 //! covers it; the operations the lock protects call it just before the one store that
-//! commits them.
+//! commits them. A node whose runner is a process of this host that is gone (killed,
+//! not stopped: [`process`](super::process)) is passed over at once, lease or not.
 //!
 //! A node's own record is only worth acting on while it is live: one that reached memory
 //! after a stall carries the heartbeat of before it, and others may have passed over it.
@@ -36,7 +37,8 @@
 //! a process-local mutex first, held with the guard.
 
 use super::fault::Fault;
-use super::{BiError, NodeInner};
+use super::process::Presence;
+use super::{BiError, NodeInner, share};
 use crate::mem::MemView;
 use crate::primitive::sync::MutexGuard;
 use bytemuck::{Pod, Zeroable};
@@ -353,6 +355,11 @@ impl<V: MemView> PoolLockGuard<'_, V> {
                     return Ok(false);
                 }
                 if !goes_first {
+                    break;
+                }
+                // A node whose runner's process is gone from this host holds nothing
+                // back, lease or not: a dead process neither enters nor leaves.
+                if share::runner_of(inner, j)?.1 == Presence::Gone {
                     break;
                 }
                 if started.elapsed() > timeout {

@@ -13,7 +13,6 @@
 //! token), and the role can be taken over. What the taker finds in the record tells it
 //! whether a structure is already there to adopt ([`Role::previous`]).
 
-use super::pass::NodeRecord;
 use super::{BiError, NodeRuntime, claim, share};
 use crate::mem::MemView;
 use bytemuck::{Pod, Zeroable};
@@ -160,14 +159,12 @@ fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiEr
         return Ok(false);
     };
     let inner = &rt.inner;
-    let rec: NodeRecord = inner.view.load_from_memory(inner.node_record_of(node)?)?;
-    let now = inner.clock.refresh();
-    let cfg = &inner.config;
+    let (rec, presence) = share::runner_of(inner, node)?;
     if rec.holder != r.holder {
         return Ok(false);
     }
-    let presence =
-        share::runner_presence(&inner.view, share::record_of(inner, node)?, rec.holder, cfg)?;
+    let now = inner.clock.refresh();
+    let cfg = &inner.config;
     Ok(presence.or_lease(claim::live(
         rec.holder,
         rec.heartbeat,

@@ -259,6 +259,22 @@ pub(crate) fn record_of<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result
     Ok(inner.node_record_of(node)? + SHARE_SLOT * inner.layout.slot_size())
 }
 
+/// Node `node`'s record, read from memory, and whether the process it names as the
+/// node's runner is there ([`runner_presence`]).
+pub(crate) fn runner_of<V: MemView>(
+    inner: &NodeInner<V>,
+    node: usize,
+) -> Result<(NodeRecord, Presence), BiError> {
+    let rec: NodeRecord = inner.view.load_from_memory(inner.node_record_of(node)?)?;
+    let presence = runner_presence(
+        &inner.view,
+        record_of(inner, node)?,
+        rec.holder,
+        &inner.config,
+    )?;
+    Ok((rec, presence))
+}
+
 /// Whether a process joined this node (read through the node's cache, which its
 /// processes share).
 pub(crate) fn joined<V: MemView>(inner: &NodeInner<V>) -> Result<bool, BiError> {
