@@ -25,10 +25,10 @@
 //! writers stop waiting for the node at once instead of after its lease. A node that
 //! never started has a zero heartbeat and holds nothing back either.
 
-use super::fault::Fault;
-use super::pass::NodeRecord;
+use super::fault::{Fault, Faults};
 use super::process::Presence;
-use super::{BiError, NodeInner, RuntimeConfig};
+use super::record::{NodeRecord, live};
+use super::{BiError, RuntimeConfig};
 use crate::mem::MemView;
 use std::hash::{BuildHasher, Hasher};
 
@@ -38,16 +38,6 @@ pub(crate) fn new_token() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
     h.finish() | 1
-}
-
-/// Whether a node whose record says `holder` and `heartbeat` is live at `now` (this
-/// node's clock): it has a holder, and its heartbeat is not older than the lease allowing
-/// for `D`. A heartbeat further ahead of `now` than `D` plus a lease was stamped by a
-/// clock this one does not continue (before a reboot, say): its holder is gone.
-pub(crate) fn live(holder: u64, heartbeat: u64, now: u64, lease: u64, skew: u64) -> bool {
-    holder != 0
-        && heartbeat.saturating_add(lease) >= now.saturating_sub(skew)
-        && heartbeat <= now.saturating_add(skew).saturating_add(lease)
 }
 
 /// Claims node `node` whose record is at `at` for `token`; returns the record as it was.
@@ -82,33 +72,44 @@ pub(crate) fn claim<V: MemView>(
     Ok(prev)
 }
 
-/// This node's record as memory holds it, if memory still names this runtime as the
-/// node's holder ([`BiError::NodeTaken`] otherwise).
-fn held<V: MemView>(inner: &NodeInner<V>) -> Result<NodeRecord, BiError> {
-    let r: NodeRecord = inner.view.load_from_memory(inner.node_record_at())?;
-    if r.holder == inner.token || inner.config.faults.has(Fault::NodeClaim) {
-        Ok(r)
-    } else {
-        Err(BiError::NodeTaken { node: inner.node })
-    }
+/// What a check of a node's claim needs: the node's view of memory, where its record
+/// lies, its id, the token this runtime claimed it with, and the faults switched off.
+#[derive(Clone, Copy)]
+pub(crate) struct Claimed<'a, V> {
+    pub(crate) view: &'a V,
+    pub(crate) at: usize,
+    pub(crate) node: usize,
+    pub(crate) token: u64,
+    pub(crate) faults: Faults,
 }
 
-/// Checks that memory still names this runtime as the node's holder.
-pub(crate) fn check_held<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
-    if inner.config.faults.has(Fault::NodeClaim) {
-        return Ok(());
+impl<V: MemView> Claimed<'_, V> {
+    /// The node's record as memory holds it, if memory still names this runtime as the
+    /// node's holder ([`BiError::NodeTaken`] otherwise).
+    fn held(&self) -> Result<NodeRecord, BiError> {
+        let r: NodeRecord = self.view.load_from_memory(self.at)?;
+        if r.holder == self.token || self.faults.has(Fault::NodeClaim) {
+            Ok(r)
+        } else {
+            Err(BiError::NodeTaken { node: self.node })
+        }
     }
-    held(inner).map(drop)
-}
 
-/// Clears this runtime's claim and heartbeat, if memory still names it.
-pub(crate) fn release<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
-    let cleared = NodeRecord {
-        holder: 0,
-        heartbeat: 0,
-        ..held(inner)?
-    };
-    Ok(inner
-        .view
-        .store_to_memory(inner.node_record_at(), &cleared)?)
+    /// Checks that memory still names this runtime as the node's holder.
+    pub(crate) fn check(&self) -> Result<(), BiError> {
+        if self.faults.has(Fault::NodeClaim) {
+            return Ok(());
+        }
+        self.held().map(drop)
+    }
+
+    /// Clears this runtime's claim and heartbeat, if memory still names it.
+    pub(crate) fn release(&self) -> Result<(), BiError> {
+        let cleared = NodeRecord {
+            holder: 0,
+            heartbeat: 0,
+            ..self.held()?
+        };
+        Ok(self.view.store_to_memory(self.at, &cleared)?)
+    }
 }

@@ -1,7 +1,7 @@
 //! The grace point: the latest writer tick before which retired objects are gone from
 //! every live node.
 
-use super::pass::NodeRecord;
+use super::record::NodeRecord;
 use super::{BiError, Fault, NodeInner};
 use crate::mem::MemView;
 
@@ -56,7 +56,7 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
     for n in 0..inner.nodes {
         let rec: NodeRecord = view.load(inner.node_record_of(n)?)?;
         let live = if leased {
-            super::claim::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d)
+            super::record::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d)
         } else {
             rec.holder != 0
         };

@@ -37,6 +37,8 @@
 //! the lease judges, and the window stays.
 
 use super::fault::Fault;
+use super::inner::Lost;
+use super::record::covers;
 use super::role::WriterRecord;
 use super::{BiError, NodeInner, lock, pass};
 use crate::mem::MemView;
@@ -45,22 +47,6 @@ use std::time::Duration;
 
 /// How long a renewal waits for the pool lock.
 const RENEW_WAIT: Duration = Duration::from_secs(5);
-
-/// Whether a heartbeat written at `heartbeat` still covers a write at `now`: younger
-/// than half the node lease (the other half is the margin for the write). The pool
-/// lock's holder judges its own lease by the same rule ([`PoolLockGuard::check`]).
-///
-/// [`PoolLockGuard::check`]: super::PoolLockGuard::check
-pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
-    now.saturating_sub(heartbeat) < lease / 2
-}
-
-/// A role found taken by another process: the writer's [`BiError::RoleLost`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Lost {
-    /// The node of the process that took it, if its record names one.
-    pub(crate) taker: Option<usize>,
-}
 
 /// Checks that this node's lease covers a write now, renewing it first if needed
 /// (see the module docs).
@@ -115,18 +101,4 @@ fn renew_once<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::covers;
-
-    #[test]
-    fn a_heartbeat_covers_writes_for_half_a_lease() {
-        assert!(covers(100, 100, 1_000));
-        assert!(covers(100, 599, 1_000));
-        assert!(!covers(100, 600, 1_000));
-        // A heartbeat ahead of this clock (another thread refreshed it first) covers.
-        assert!(covers(700, 600, 1_000));
-    }
 }

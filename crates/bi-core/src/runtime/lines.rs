@@ -70,27 +70,7 @@ use crate::heap::Heap;
 use crate::mem::MemView;
 use bytemuck::Pod;
 
-/// Most lines one line array may have (2^24: a GiB of 64-byte lines).
-pub const MAX_LINES: usize = 1 << 24;
-
-/// Names a line array in a [`Link`]: `Link<Lines<T>>` is an array of lines each holding
-/// one `T` (see the [module docs](self)). Never instantiated.
-///
-/// ```
-/// use bi_core::runtime::{Fetch, Link, lines::Lines, testing::Setup};
-///
-/// let s = Setup::new(1, 0);
-/// let mut w = s.writer(0);
-/// let array: Link<Lines<[u64; 2]>> = w.alloc_lines(&[[1, 2], [3, 4]]).unwrap();
-/// let r = s.nodes[0].reader().unwrap();
-/// let g = r.enter();
-/// let second = g.line(array, 1).unwrap();
-/// assert_eq!(g.fetch_with(second, |v| v[1]).unwrap(), Fetch::Value(4));
-/// ```
-pub struct Lines<T> {
-    _never: std::convert::Infallible,
-    _record: std::marker::PhantomData<fn() -> T>,
-}
+pub use super::object::{Lines, MAX_LINES};
 
 /// The link of record `i` of `array` for lines of `line` bytes (not checked against the
 /// array's length; a read checks the line's stamp).
@@ -167,42 +147,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// ```
     pub fn alloc_lines<T: Pod>(&mut self, records: &[T]) -> Result<Link<Lines<T>>, BiError> {
         self.alloc_lines_with(records, true)
-    }
-
-    /// [`alloc_lines`](Self::alloc_lines); with `wait` false, a full heap is an error at
-    /// once.
-    pub(super) fn alloc_lines_with<T: Pod>(
-        &mut self,
-        records: &[T],
-        wait: bool,
-    ) -> Result<Link<Lines<T>>, BiError> {
-        let line = self.inner.line;
-        let shape = Shape::of_lines(records.len(), size_of::<T>(), line)?;
-        let one = Shape::new(size_of::<T>(), line)?;
-        let (block, generation) = self.alloc_block_with(&shape, wait)?;
-        let stamp = self.stamp(generation);
-        let view = &self.inner.view;
-        let written = records
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, r)| {
-                write_object(
-                    view,
-                    block.offset + i * line,
-                    &one,
-                    stamp,
-                    bytemuck::bytes_of(r),
-                    self.inner.config.faults,
-                )
-            })
-            .and_then(|()| self.stamp_rest(block, records.len(), stamp))
-            .and_then(|()| Ok(view.writeback(block.offset, block.len)?));
-        if let Err(e) = written {
-            let _ = self.heap.free(block);
-            return Err(e);
-        }
-        self.unfenced = true;
-        Ok(Link::new(block.offset, generation.get()))
     }
 
     /// Lines of a live array this writer allocated (the block's, at least as many as were

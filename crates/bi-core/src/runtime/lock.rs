@@ -127,7 +127,7 @@ impl<V: MemView> PoolLockGuard<'_, V> {
         // `heartbeat + lease`; its clock is at most `D` ahead of ours. Half the lease is
         // kept as a margin for the store the caller is about to make.
         let now = self.inner.clock.refresh();
-        if super::lease::covers(self.heartbeat, now, self.inner.config.node_lease) {
+        if super::record::covers(self.heartbeat, now, self.inner.config.node_lease) {
             Ok(())
         } else {
             Err(BiError::LockLeaseLost {
@@ -212,7 +212,7 @@ fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result
 /// it meanwhile: a step of the bakery taken on it proves nothing.
 fn still_live<V: MemView>(inner: &NodeInner<V>, heartbeat: u64) -> bool {
     inner.config.faults.has(Fault::LockLapse)
-        || super::lease::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
+        || super::record::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
 }
 
 /// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease

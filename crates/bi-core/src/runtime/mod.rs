@@ -190,6 +190,7 @@ mod config;
 mod error;
 pub mod fault;
 mod grace;
+mod inner;
 pub mod journal;
 pub mod lazy;
 pub mod lease;
@@ -198,8 +199,11 @@ pub mod lock;
 mod membarrier;
 pub mod object;
 pub mod pass;
+mod pass_state;
 mod process;
 mod reader;
+mod reader_state;
+mod record;
 pub mod ring;
 pub mod role;
 pub mod scope;
@@ -218,11 +222,13 @@ pub use error::BiError;
 pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
 pub use lazy::{Entry, Search};
-pub use lines::Lines;
 pub use lock::{LockRecord, PoolLockGuard};
+pub use object::Lines;
 pub use object::{Fetch, Generation, Link, Stamp};
-pub use pass::{FIGURES_SLOT, NodeFigures, NodeRecord, PassReport};
-pub use reader::{BiGuard, Reader, ReaderState, Shared};
+pub use pass::{FIGURES_SLOT, NodeFigures, PassReport};
+pub use reader::{BiGuard, Reader, Shared};
+pub use reader_state::ReaderState;
+pub use record::NodeRecord;
 pub use role::{Role, WriterRecord};
 pub use scope::Scope;
 pub use slots::{SlotArray, SlotArrayRef};
@@ -233,191 +239,14 @@ use crate::mem::{EmulatedNode, MemView};
 use crate::primitive::sync::Mutex;
 use crate::primitive::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::region::Layout;
-use lease::Lost;
-use pass::PassState;
+use inner::{NodeInner, Stats};
+use pass_state::PassState;
 use std::fmt;
-use std::ops::DerefMut;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The usual period of the background pass ([`NodeRuntime::start_background`]).
 pub const DEFAULT_PASS_PERIOD: Duration = Duration::from_millis(1);
-
-/// Counters of one node's runtime.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub(crate) mismatches: AtomicU64,
-    /// What this process's writer last noted for the node's figures
-    /// ([`pass::NodeFigures`]): bytes retired and not given back, and entries in flight in
-    /// the modified and freed rings.
-    pub(crate) retired_bytes: AtomicU64,
-    pub(crate) in_flight: [AtomicU64; 2],
-    /// The structure (slot) whose entries the writer noted last, and their number.
-    pub(crate) structure: AtomicU64,
-    pub(crate) entries: AtomicU64,
-}
-
-pub(crate) struct NodeInner<V: MemView> {
-    pub(crate) view: V,
-    /// This runtime's holder token in the node record ([`claim`]).
-    pub(crate) token: u64,
-    pub(crate) layout: Layout,
-    pub(crate) node: usize,
-    pub(crate) nodes: usize,
-    pub(crate) line: usize,
-    pub(crate) config: RuntimeConfig,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) fence_on_enter: bool,
-    pub(crate) membarrier: bool,
-    pub(crate) ordering: ReaderOrdering,
-    /// What this runtime writes in the holder word of the reader records it takes.
-    reader_holder: u64,
-    /// This process joined the node another process of its host runs ([`share`]).
-    pub(crate) joined: bool,
-    /// Readers registered now: a pass with none to order against skips `membarrier`.
-    pub(crate) registered: AtomicUsize,
-    writer_taken: AtomicUsize,
-    /// The heartbeat this runtime last put in its node record (its clock then): what
-    /// writers check their lease against ([`lease`]).
-    pub(crate) heartbeat: AtomicU64,
-    /// Set by a pass whose previous heartbeat no longer covered writes when it wrote the
-    /// next: another process may have taken this process's roles in between, so writers
-    /// renew (re-reading the roles) before they write again ([`lease`]).
-    pub(crate) lapsed: AtomicBool,
-    /// Where the writer records of the roles this process holds lie ([`role`]), and
-    /// whether a renewal found the role taken by another process (then writes fail until
-    /// the role's handle is dropped).
-    roles: Mutex<Vec<(usize, Option<Lost>)>>,
-    /// Some role in `roles` is marked lost (so the check before every write reads one
-    /// word, not the list).
-    any_lost: AtomicBool,
-    /// Taken before the pool lock: the node's one lock record is not for two threads
-    /// ([`lock`]).
-    pub(crate) lock_threads: Mutex<()>,
-    /// The structures this node's readers declared ([`scope`]).
-    pub(crate) scopes: scope::ScopeSet,
-    pass: Mutex<PassState<V>>,
-    pub(crate) stats: Stats,
-}
-
-impl<V: MemView> Drop for NodeInner<V> {
-    fn drop(&mut self) {
-        // Best effort: a runtime that cannot write its record any more leaves its claim
-        // to expire with its lease. A joined process holds no claim.
-        if !self.joined {
-            let _ = claim::release(self);
-        }
-    }
-}
-
-impl<V: MemView> NodeInner<V> {
-    /// What a validated read needs besides the view ([`object::Objects`]).
-    #[inline(always)]
-    pub(crate) fn objects(&self) -> object::Objects {
-        object::Objects {
-            heap: self.layout.heap(),
-            line: self.line,
-            faults: self.config.faults,
-        }
-    }
-
-    pub(crate) fn lock_pass(&self) -> impl DerefMut<Target = PassState<V>> + '_ {
-        self.pass.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn reader_record(&self, r: usize) -> Result<usize, BiError> {
-        self.layout
-            .reader_record(self.node, r)
-            .map(|s| s.offset)
-            .ok_or(BiError::BadNode { node: self.node })
-    }
-
-    pub(crate) fn node_record_of(&self, n: usize) -> Result<usize, BiError> {
-        self.layout
-            .node_record(n)
-            .map(|s| s.offset)
-            .ok_or(BiError::BadNode { node: n })
-    }
-
-    pub(crate) fn node_record_at(&self) -> usize {
-        // Checked in `NodeRuntime::new`.
-        self.layout.node_record(self.node).map_or(0, |s| s.offset)
-    }
-
-    pub(crate) fn line_floor(&self, at: usize) -> usize {
-        at - at % self.line
-    }
-
-    pub(crate) fn release_reader(&self, index: usize) {
-        self.registered.fetch_sub(1, Ordering::SeqCst);
-        // Best effort: a record that cannot be given back is taken over once this
-        // process is gone.
-        let _ = share::release_reader_record(self, index, self.reader_holder);
-    }
-
-    /// Refuses what only the process running the node may do.
-    pub(crate) fn check_runner(&self) -> Result<(), BiError> {
-        match self.joined {
-            true => Err(BiError::NotRunner { node: self.node }),
-            false => Ok(()),
-        }
-    }
-
-    /// The writer records of the roles this process holds.
-    pub(crate) fn held_roles(&self) -> Vec<usize> {
-        let roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
-        roles.iter().map(|&(at, _)| at).collect()
-    }
-
-    /// Notes that this process holds (`true`) or gave up the role whose record is at
-    /// `at`.
-    pub(crate) fn note_role(&self, at: usize, held: bool) {
-        let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
-        roles.retain(|&(r, _)| r != at);
-        if held {
-            roles.push((at, None));
-        }
-        let lost = roles.iter().any(|(_, l)| l.is_some());
-        self.any_lost.store(lost, Ordering::Release);
-    }
-
-    /// Notes that the role whose record is at `at` was found taken by another process.
-    pub(crate) fn note_lost(&self, at: usize, lost: Lost) {
-        let mut roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
-        for role in roles.iter_mut().filter(|(r, _)| *r == at) {
-            role.1 = Some(lost);
-            self.any_lost.store(true, Ordering::Release);
-        }
-    }
-
-    /// A role of this process found taken, whose handle is not yet dropped.
-    pub(crate) fn lost_role(&self) -> Option<Lost> {
-        if !self.any_lost.load(Ordering::Acquire) {
-            return None;
-        }
-        let roles = self.roles.lock().unwrap_or_else(PoisonError::into_inner);
-        roles.iter().find_map(|&(_, lost)| lost)
-    }
-
-    pub(crate) fn release_writer(&self) {
-        self.writer_taken.store(0, Ordering::Release);
-    }
-
-    /// Declares that readers of this node read the structure of `scope`; the first time,
-    /// drops every cached line of the heap and the root directory (what passes skipped
-    /// for it). Returns whether it did.
-    pub(crate) fn use_scope(&self, scope: Scope) -> Result<bool, BiError> {
-        if !self.scopes.insert(scope) {
-            return Ok(false);
-        }
-        if self.config.faults.has(Fault::ScopeRefresh) {
-            return Ok(true);
-        }
-        pass::invalidate_everything(self)?;
-        self.view.fence();
-        Ok(true)
-    }
-}
 
 /// One node's runtime: its view, clock, configuration, reader records and pass state.
 ///
@@ -898,7 +727,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(!s.nodes[1].use_scope(scope).unwrap());
     /// ```
     pub fn use_scope(&self, scope: Scope) -> Result<bool, BiError> {
-        self.inner.use_scope(scope)
+        pass::declare_scope(&self.inner, scope)
     }
 
     /// Takes the pool lock ([`lock`]): mutual exclusion with every other node of the
@@ -940,7 +769,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(!s.nodes[1].writer_held(slot).unwrap());
     /// ```
     pub fn writer_held(&self, slot: usize) -> Result<bool, BiError> {
-        role::held(self, slot)
+        role::held(&self.inner, slot)
     }
 
     /// Whether memory names this process as the writer of the structure whose slot is
@@ -960,7 +789,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(!s.nodes[0].holds_writer_role(s.slot(0)).unwrap());
     /// ```
     pub fn holds_writer_role(&self, slot: usize) -> Result<bool, BiError> {
-        role::mine(self, slot)
+        role::mine(&self.inner, slot)
     }
 
     /// Takes the writer role of the named structure whose slot is at `slot` ([`role`]),
@@ -984,7 +813,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert_eq!(role.previous().takes, 1); // written before: adopt it
     /// ```
     pub fn take_writer_role(&self, slot: usize, timeout: Duration) -> Result<Role<V>, BiError> {
-        role::take(self, slot, timeout)
+        role::take(&self.inner, slot, timeout)
     }
 
     /// Whether this process joined its node rather than running it ([`join`](Self::join)).
@@ -1018,7 +847,7 @@ impl<V: MemView> NodeRuntime<V> {
     /// assert!(rt.holds_claim().unwrap());
     /// ```
     pub fn holds_claim(&self) -> Result<bool, BiError> {
-        match claim::check_held(&self.inner) {
+        match self.inner.claimed().check() {
             Ok(()) => Ok(true),
             Err(BiError::NodeTaken { .. }) => Ok(false),
             Err(e) => Err(e),

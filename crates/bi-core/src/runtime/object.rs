@@ -48,10 +48,32 @@ use bytemuck::{Pod, Zeroable};
 use std::fmt;
 use std::marker::PhantomData;
 
+/// Names a line array in a [`Link`]: `Link<Lines<T>>` is an array of lines each holding
+/// one `T` (see the [line arrays](super::lines)). Never instantiated.
+///
+/// ```
+/// use bi_core::runtime::{Fetch, Link, lines::Lines, testing::Setup};
+///
+/// let s = Setup::new(1, 0);
+/// let mut w = s.writer(0);
+/// let array: Link<Lines<[u64; 2]>> = w.alloc_lines(&[[1, 2], [3, 4]]).unwrap();
+/// let r = s.nodes[0].reader().unwrap();
+/// let g = r.enter();
+/// let second = g.line(array, 1).unwrap();
+/// assert_eq!(g.fetch_with(second, |v| v[1]).unwrap(), Fetch::Value(4));
+/// ```
+pub struct Lines<T> {
+    _never: std::convert::Infallible,
+    _record: std::marker::PhantomData<fn() -> T>,
+}
+
 /// Bytes of the stamp at the start of every line.
 pub const STAMP_BYTES: usize = 8;
 /// Most lines one object may span (a log entry packs the line count in 16 bits).
 pub const MAX_OBJECT_LINES: usize = 0xFFFF;
+/// Most lines one line array ([`Lines`](super::lines::Lines)) may have (2^24: a GiB of
+/// 64-byte lines).
+pub const MAX_LINES: usize = 1 << 24;
 /// Payload bytes that the validated read reads through its one-line fast path (a 64-byte
 /// line's payload).
 pub const ONE_LINE_PAYLOAD: usize = 56;
@@ -513,7 +535,7 @@ impl Shape {
     /// [line array](super::lines)).
     pub(crate) fn of_lines(n: usize, line_payload: usize, line: usize) -> Result<Shape, BiError> {
         let one = Shape::new(line_payload, line)?;
-        if one.lines != 1 || n == 0 || n > super::lines::MAX_LINES {
+        if one.lines != 1 || n == 0 || n > MAX_LINES {
             return Err(BiError::TooLarge {
                 bytes: n.saturating_mul(line),
             });

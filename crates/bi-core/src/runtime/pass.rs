@@ -43,72 +43,16 @@
 
 use super::config::Policy;
 use super::fault::Fault;
+use super::pass_state::{Group, Items, PassState};
+use super::reader_state::ReaderState;
+use super::record::{NodeRecord, covers};
 use super::ring::{LogEntry, RingGeom, read_entries};
-use super::{BiError, NodeInner, ReaderState};
+use super::scope::Scope;
+use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
 use crate::region::RingKind;
 use bytemuck::{Pod, Zeroable};
-use std::collections::VecDeque;
-
-/// A node's published quiescence record (first slot of its node record).
-///
-/// ```
-/// use bi_core::runtime::testing::Setup;
-///
-/// let s = Setup::new(2, 0);
-/// let rep = s.nodes[1].quiesce().unwrap();
-/// let rec = s.nodes[1].record().unwrap();
-/// assert_eq!((rec.start, rec.end, rec.heartbeat), (rep.start, rep.end, rep.end));
-/// assert_eq!((rec.passes, rec.overflows, rec.expired_readers), (1, 0, 0));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct NodeRecord {
-    /// Start tick of the last pass.
-    pub start: u64,
-    /// End tick of the last pass.
-    pub end: u64,
-    /// Reclaim point: objects whose freed entry became visible more than `D` before it
-    /// are gone from this node.
-    pub reclaim: u64,
-    /// Heartbeat (the last pass's end).
-    pub heartbeat: u64,
-    /// Passes run.
-    pub passes: u64,
-    /// Log overflows and lease expiries handled by whole-heap invalidation.
-    pub overflows: u64,
-    /// Reader exclusions for an expired lease, in total (a reader that stays stopped is
-    /// counted again by every pass that sees it).
-    pub expired_readers: u64,
-    /// The token of the process running the node, 0 if none ([`claim`](super::claim)).
-    pub holder: u64,
-}
-
-impl NodeRecord {
-    /// Whether the node is run by a live process at `now` (this host's clock), judged
-    /// with `config`'s node lease and skew: it has a holder whose heartbeat is within a
-    /// lease of now.
-    ///
-    /// ```
-    /// use bi_core::runtime::{NodeRecord, RuntimeConfig};
-    ///
-    /// let config = RuntimeConfig::default().node_lease(1_000);
-    /// let r = NodeRecord { holder: 7, heartbeat: 5_000, ..NodeRecord::default() };
-    /// assert!(r.is_live(5_500, &config));
-    /// assert!(!r.is_live(7_000, &config)); // its lease lapsed
-    /// assert!(!NodeRecord::default().is_live(0, &config)); // never claimed
-    /// ```
-    pub fn is_live(&self, now: u64, config: &super::RuntimeConfig) -> bool {
-        super::claim::live(
-            self.holder,
-            self.heartbeat,
-            now,
-            config.node_lease,
-            config.skew,
-        )
-    }
-}
 
 /// What one pass did.
 ///
@@ -206,58 +150,6 @@ pub struct NodeFigures {
     /// The entries that writer last noted for it
     /// ([`Writer::note_entries`](super::Writer::note_entries)).
     pub entries: u64,
-}
-
-#[derive(Debug)]
-enum Items {
-    Ranges(Vec<(usize, usize)>),
-    Everything,
-}
-
-#[derive(Debug)]
-struct Group {
-    end: u64,
-    prev_start: u64,
-    items: Items,
-}
-
-/// A node's private pass state.
-pub(crate) struct PassState<V> {
-    pub(crate) policy: Policy<V>,
-    passes: u64,
-    next: Vec<[u64; 2]>,
-    pending: VecDeque<Group>,
-    last_start: u64,
-    reclaim: u64,
-    heartbeat: u64,
-    overflows: u64,
-    expired_total: u64,
-    first: bool,
-    longest: u64,
-    invalidated_lines: u64,
-}
-
-impl<V> PassState<V> {
-    pub(crate) fn new(nodes: usize, policy: Policy<V>, prev: NodeRecord) -> PassState<V> {
-        PassState {
-            policy,
-            passes: prev.passes,
-            next: vec![[0, 0]; nodes],
-            pending: VecDeque::new(),
-            last_start: prev.start,
-            reclaim: prev.reclaim,
-            heartbeat: prev.heartbeat,
-            overflows: prev.overflows,
-            expired_total: prev.expired_readers,
-            first: true,
-            longest: 0,
-            invalidated_lines: 0,
-        }
-    }
-
-    pub(crate) fn pending_groups(&self) -> usize {
-        self.pending.len()
-    }
 }
 
 /// Drops this node's copies of the root directory and of the heap: every line of it, or
@@ -527,7 +419,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     };
     // Another process may have claimed this node meanwhile: then it runs the node, and
     // this runtime stops writing its record.
-    super::claim::check_held(inner)?;
+    inner.claimed().check()?;
     let rec_at = inner.node_record_at();
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;
@@ -535,7 +427,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // The previous heartbeat stopped covering writes before this one landed: another
     // process may have taken this one's roles in between. Writers see the flag with the
     // new heartbeat and renew, re-reading their roles, before they write again.
-    if !super::lease::covers(st.heartbeat, inner.clock.refresh(), cfg.node_lease)
+    if !covers(st.heartbeat, inner.clock.refresh(), cfg.node_lease)
         && !cfg.faults.has(super::Fault::LeaseLapse)
     {
         inner.lapsed.store(true, Ordering::Release);
@@ -596,4 +488,22 @@ fn publish_figures<V: MemView>(inner: &NodeInner<V>, st: &PassState<V>) -> Resul
     inner.view.store(at, &figures)?;
     inner.view.writeback(at, size_of::<NodeFigures>())?;
     Ok(())
+}
+
+/// Declares that readers of `inner`'s node read the structure of `scope`; the first time,
+/// drops every cached line of the heap and the root directory (what passes skipped for
+/// it). Returns whether it did.
+pub(crate) fn declare_scope<V: MemView>(
+    inner: &NodeInner<V>,
+    scope: Scope,
+) -> Result<bool, BiError> {
+    if !inner.scopes.insert(scope) {
+        return Ok(false);
+    }
+    if inner.config.faults.has(Fault::ScopeRefresh) {
+        return Ok(true);
+    }
+    invalidate_everything(inner)?;
+    inner.view.fence();
+    Ok(true)
 }

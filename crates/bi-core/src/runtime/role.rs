@@ -13,9 +13,11 @@
 //! token), and the role can be taken over. What the taker finds in the record tells it
 //! whether a structure is already there to adopt ([`Role::previous`]).
 
-use super::{BiError, NodeRuntime, claim, share};
+use super::inner::NodeInner;
+use super::{BiError, record, share};
 use crate::mem::MemView;
 use bytemuck::{Pod, Zeroable};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a structure's writer record lies in its slot: after the root word.
@@ -65,7 +67,7 @@ pub struct WriterRecord {
 /// assert!(s.nodes[1].take_writer_role(s.slot(0), Duration::from_secs(1)).is_err());
 /// ```
 pub struct Role<V: MemView> {
-    rt: NodeRuntime<V>,
+    inner: Arc<NodeInner<V>>,
     at: usize,
     previous: WriterRecord,
 }
@@ -73,7 +75,7 @@ pub struct Role<V: MemView> {
 impl<V: MemView> std::fmt::Debug for Role<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Role")
-            .field("node", &self.rt.node())
+            .field("node", &self.inner.node)
             .field("record_at", &self.at)
             .field("previous", &self.previous)
             .finish()
@@ -111,42 +113,42 @@ impl<V: MemView> Role<V> {
     /// assert!(role.is_held().unwrap());
     /// ```
     pub fn is_held(&self) -> Result<bool, BiError> {
-        Ok(read(&self.rt, self.at)?.holder == self.rt.inner.token)
+        Ok(read(&self.inner, self.at)?.holder == self.inner.token)
     }
 }
 
 impl<V: MemView> Drop for Role<V> {
     fn drop(&mut self) {
         // Best effort: a record that cannot be cleared lapses with this node's lease.
-        if let Ok(r) = read(&self.rt, self.at)
-            && r.holder == self.rt.inner.token
+        if let Ok(r) = read(&self.inner, self.at)
+            && r.holder == self.inner.token
         {
             // The node stays: the next writer learns where the structure was written.
-            let _ = write(&self.rt, self.at, &WriterRecord { holder: 0, ..r });
+            let _ = write(&self.inner, self.at, &WriterRecord { holder: 0, ..r });
         }
-        self.rt.inner.note_role(self.at, false);
+        self.inner.note_role(self.at, false);
     }
 }
 
 /// Whether the structure whose slot is at `slot` has a writer now: its record, read from
 /// memory, names a holder that is this process or alive.
-pub(crate) fn held<V: MemView>(rt: &NodeRuntime<V>, slot: usize) -> Result<bool, BiError> {
-    let r = read(rt, slot + WRITER_RECORD_OFFSET)?;
-    Ok(r.holder != 0 && (r.holder == rt.inner.token || alive(rt, &r)?))
+pub(crate) fn held<V: MemView>(inner: &NodeInner<V>, slot: usize) -> Result<bool, BiError> {
+    let r = read(inner, slot + WRITER_RECORD_OFFSET)?;
+    Ok(r.holder != 0 && (r.holder == inner.token || alive(inner, &r)?))
 }
 
 /// Whether memory names this process as the writer of the structure whose slot is at
 /// `slot` (a process that stalled past its lease may find another named).
-pub(crate) fn mine<V: MemView>(rt: &NodeRuntime<V>, slot: usize) -> Result<bool, BiError> {
-    Ok(read(rt, slot + WRITER_RECORD_OFFSET)?.holder == rt.inner.token)
+pub(crate) fn mine<V: MemView>(inner: &NodeInner<V>, slot: usize) -> Result<bool, BiError> {
+    Ok(read(inner, slot + WRITER_RECORD_OFFSET)?.holder == inner.token)
 }
 
-fn read<V: MemView>(rt: &NodeRuntime<V>, at: usize) -> Result<WriterRecord, BiError> {
-    Ok(rt.view().load_from_memory(at)?)
+fn read<V: MemView>(inner: &NodeInner<V>, at: usize) -> Result<WriterRecord, BiError> {
+    Ok(inner.view.load_from_memory(at)?)
 }
 
-fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result<(), BiError> {
-    Ok(rt.view().store_to_memory(at, r)?)
+fn write<V: MemView>(inner: &NodeInner<V>, at: usize, r: &WriterRecord) -> Result<(), BiError> {
+    Ok(inner.view.store_to_memory(at, r)?)
 }
 
 /// Whether the writer `r` names is alive: its node's record still names its holder, whose
@@ -154,18 +156,17 @@ fn write<V: MemView>(rt: &NodeRuntime<V>, at: usize, r: &WriterRecord) -> Result
 /// after its successor adopted the structure), or, where this host's kernel cannot say
 /// ([`process`](super::process)), whose heartbeat is live. A holder whose process is
 /// gone is dead at once.
-fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiError> {
+fn alive<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<bool, BiError> {
     let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
         return Ok(false);
     };
-    let inner = &rt.inner;
     let (rec, presence) = share::runner_of(inner, node)?;
     if rec.holder != r.holder {
         return Ok(false);
     }
     let now = inner.clock.refresh();
     let cfg = &inner.config;
-    Ok(presence.or_lease(claim::live(
+    Ok(presence.or_lease(record::live(
         rec.holder,
         rec.heartbeat,
         now,
@@ -176,41 +177,42 @@ fn alive<V: MemView>(rt: &NodeRuntime<V>, r: &WriterRecord) -> Result<bool, BiEr
 
 /// Takes the writer role of the structure whose slot is at `slot`.
 pub(crate) fn take<V: MemView>(
-    rt: &NodeRuntime<V>,
+    inner: &Arc<NodeInner<V>>,
     slot: usize,
     timeout: Duration,
 ) -> Result<Role<V>, BiError> {
     let at = slot + WRITER_RECORD_OFFSET;
-    super::lock::again_if_lease_lost(|| take_once(rt, at, timeout), super::lock::is_lease_lost)
+    super::lock::again_if_lease_lost(|| take_once(inner, at, timeout), super::lock::is_lease_lost)
 }
 
 /// One try of [`take`], under one hold of the pool lock.
 fn take_once<V: MemView>(
-    rt: &NodeRuntime<V>,
+    inner: &Arc<NodeInner<V>>,
     at: usize,
     timeout: Duration,
 ) -> Result<Role<V>, BiError> {
-    let guard = rt.lock(timeout)?;
-    let previous = read(rt, at)?;
+    inner.check_runner()?;
+    let guard = super::lock::lock(inner, timeout)?;
+    let previous = read(inner, at)?;
     // A record naming this process is a role it still holds (giving it up clears it).
-    let mine = previous.holder == rt.inner.token;
-    if previous.holder != 0 && (mine || alive(rt, &previous)?) {
+    let mine = previous.holder == inner.token;
+    if previous.holder != 0 && (mine || alive(inner, &previous)?) {
         return Err(BiError::WriterAlive {
             node: previous.node as usize - 1,
         });
     }
     let record = WriterRecord {
-        node: rt.node() as u64 + 1,
-        holder: rt.inner.token,
-        since: rt.inner.clock.refresh(),
+        node: inner.node as u64 + 1,
+        holder: inner.token,
+        since: inner.clock.refresh(),
         takes: previous.takes + 1,
     };
     guard.check()?;
-    write(rt, at, &record)?;
+    write(inner, at, &record)?;
     drop(guard);
-    rt.inner.note_role(at, true);
+    inner.note_role(at, true);
     Ok(Role {
-        rt: rt.clone(),
+        inner: Arc::clone(inner),
         at,
         previous,
     })

@@ -30,12 +30,13 @@
 //! still exists before they take its node or its writer roles
 //! ([`process`](super::process)).
 
-use super::claim;
 use super::fault::Fault;
-use super::pass::NodeRecord;
 use super::process::Presence;
+use super::record;
+use super::record::NodeRecord;
 use super::{BiError, NodeInner, RuntimeConfig, process};
 use crate::mem::MemView;
+use crate::primitive::sync::atomic::Ordering;
 use bytemuck::{Pod, Zeroable};
 
 /// The node record slot that holds the share record.
@@ -204,6 +205,14 @@ fn record_order(per_node: usize, slot: usize) -> impl Iterator<Item = usize> {
     (0..stride).flat_map(move |phase| (phase..per_node).step_by(stride))
 }
 
+/// Gives reader record `index` back: the node counts one reader less, and the record is
+/// anyone's again (best effort: a record that cannot be given back is taken over once
+/// this process is gone).
+pub(crate) fn release_reader<V: MemView>(inner: &NodeInner<V>, index: usize) {
+    inner.registered.fetch_sub(1, Ordering::SeqCst);
+    let _ = release_reader_record(inner, index, inner.reader_holder);
+}
+
 /// Gives reader record `r` back (if `holder` still holds it).
 pub(crate) fn release_reader_record<V: MemView>(
     inner: &NodeInner<V>,
@@ -227,7 +236,7 @@ pub(crate) fn join<V: MemView>(
     config: &RuntimeConfig,
 ) -> Result<NodeRecord, BiError> {
     let record: NodeRecord = view.load_from_memory(at)?;
-    if !claim::live(
+    if !record::live(
         record.holder,
         record.heartbeat,
         now(),

@@ -9,7 +9,8 @@
 
 use super::grace::{GracePoint, grace};
 use super::object::{
-    Fetch, Generation, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with, write_object,
+    Fetch, Generation, Lines, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with,
+    write_object,
 };
 use super::ring::{LogEntry, RingGeom, RingWriter};
 use super::scope::Scope;
@@ -594,6 +595,42 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// every stamp now in the block's lines. The block is not yet written nor live.
     pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
         self.alloc_block_with(shape, true)
+    }
+
+    /// [`alloc_lines`](Self::alloc_lines); with `wait` false, a full heap is an error at
+    /// once.
+    pub(super) fn alloc_lines_with<T: Pod>(
+        &mut self,
+        records: &[T],
+        wait: bool,
+    ) -> Result<Link<Lines<T>>, BiError> {
+        let line = self.inner.line;
+        let shape = Shape::of_lines(records.len(), size_of::<T>(), line)?;
+        let one = Shape::new(size_of::<T>(), line)?;
+        let (block, generation) = self.alloc_block_with(&shape, wait)?;
+        let stamp = self.stamp(generation);
+        let view = &self.inner.view;
+        let written = records
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, r)| {
+                write_object(
+                    view,
+                    block.offset + i * line,
+                    &one,
+                    stamp,
+                    bytemuck::bytes_of(r),
+                    self.inner.config.faults,
+                )
+            })
+            .and_then(|()| self.stamp_rest(block, records.len(), stamp))
+            .and_then(|()| Ok(view.writeback(block.offset, block.len)?));
+        if let Err(e) = written {
+            let _ = self.heap.free(block);
+            return Err(e);
+        }
+        self.unfenced = true;
+        Ok(Link::new(block.offset, generation.get()))
     }
 
     /// [`alloc_block`](Self::alloc_block); with `wait` false, a full heap is an error at
