@@ -1,0 +1,170 @@
+//! The runtime's files import one another downward only: this test reads the sources
+//! of `src/runtime/` and fails on a circle of imports between its files (a file naming a
+//! sibling through `super::`, directly or through a name `mod.rs` re-exports), printing
+//! the circle. Unit tests and comments are left out: a test may use anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The sibling modules a file's code names: `super::name` paths, the names inside
+/// `super::{..}` groups, and `crate::runtime::name` paths, each mapped to the file that
+/// defines it (`reexports`: item names `mod.rs` re-exports, to their module).
+fn names(
+    code: &str,
+    modules: &BTreeSet<String>,
+    reexports: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut note = |name: &str| {
+        if modules.contains(name) {
+            found.insert(name.to_string());
+        } else if let Some(m) = reexports.get(name) {
+            found.insert(m.clone());
+        }
+    };
+    for prefix in ["super::", "crate::runtime::"] {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            rest = &rest[at + prefix.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let head = item.trim().split("::").next().unwrap_or("").trim();
+                    note(head.split_whitespace().next().unwrap_or(""));
+                }
+            } else {
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                note(&rest[..end]);
+            }
+        }
+    }
+    found
+}
+
+/// A file's code: without comment lines and without its unit tests.
+fn code_of(text: &str) -> String {
+    let body = match text.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    body.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `mod.rs`'s re-exports (`pub use m::{A, B};`, `use m::A;`): item name to module.
+fn reexports(mod_rs: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for line in mod_rs.lines() {
+        let line = line.trim();
+        let Some(path) = line
+            .strip_prefix("pub use ")
+            .or_else(|| line.strip_prefix("use "))
+        else {
+            continue;
+        };
+        let Some((module, items)) = path.trim_end_matches(';').split_once("::") else {
+            continue;
+        };
+        if !modules.contains(module) {
+            continue;
+        }
+        let items = items.trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            let item = item.trim();
+            if !item.is_empty() && !item.contains("::") {
+                map.insert(item.to_string(), module.to_string());
+            }
+        }
+    }
+    map
+}
+
+/// A circle in `graph`, if there is one.
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut found = path[i..].to_vec();
+            found.push(at.to_string());
+            return Some(found);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in graph.get(at).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(at.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|start| visit(start, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_runtimes_files_import_one_another_downward_only() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime");
+    let mut sources = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            sources.insert(stem, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let mod_rs = sources.remove("mod").expect("runtime/mod.rs");
+    // The test harness sits above everything it sets up.
+    sources.remove("testing");
+    let modules: BTreeSet<String> = sources.keys().cloned().collect();
+    assert!(modules.len() > 20, "read the runtime's files: {modules:?}");
+    let reexports = reexports(&mod_rs, &modules);
+    let graph: BTreeMap<String, BTreeSet<String>> = sources
+        .iter()
+        .map(|(m, text)| {
+            let mut uses = names(&code_of(text), &modules, &reexports);
+            uses.remove(m);
+            (m.clone(), uses)
+        })
+        .collect();
+    let edges: usize = graph.values().map(BTreeSet::len).sum();
+    assert!(edges > 50, "found the imports: {graph:?}");
+    if let Some(c) = circle(&graph) {
+        panic!("a circle of imports in src/runtime: {}", c.join(" -> "));
+    }
+}
+
+#[test]
+fn a_circle_is_found_and_named() {
+    let modules: BTreeSet<String> = ["a", "b", "c"].map(String::from).into();
+    let reexports = BTreeMap::from([("Thing".to_string(), "c".to_string())]);
+    let a = names(
+        &code_of("use super::b::X;\n// super::c::Comment\nfn f() {}"),
+        &modules,
+        &reexports,
+    );
+    let b = names("use super::{Thing, other};", &modules, &reexports);
+    let c = names("let x = crate::runtime::a::y();", &modules, &reexports);
+    assert_eq!((a.len(), b.len(), c.len()), (1, 1, 1));
+    let graph = BTreeMap::from([
+        ("a".to_string(), a),
+        ("b".to_string(), b),
+        ("c".to_string(), c),
+    ]);
+    assert_eq!(circle(&graph).map(|c| c.len()), Some(4));
+    let code = code_of("use super::b::X;\n#[cfg(test)]\nmod tests {\n use super::c::Y;\n}\n");
+    assert_eq!(names(&code, &modules, &reexports).len(), 1);
+}
