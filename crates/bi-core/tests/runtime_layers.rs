@@ -1,10 +1,20 @@
 //! The runtime's files import one another downward only: this test reads the sources
 //! of `src/runtime/` and fails on a circle of imports between its files (a file naming a
-//! sibling through `super::`, directly or through a name `mod.rs` re-exports), printing
-//! the circle. Unit tests and comments are left out: a test may use anything.
+//! sibling through `super::` or `crate::runtime::`, directly or through a name a
+//! `mod.rs` re-exports), printing the circle, and on a file of a folder that names a file
+//! of a folder above it ([`FOLDERS`]). Unit tests and comments are left out: a test may
+//! use anything.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+/// The runtime's folders, lowest first: a file may name files of its own folder (without
+/// a circle), of folders listed before it, and the root's vocabulary ([`VOCABULARY`]).
+/// Files not yet in a folder are not ranked.
+const FOLDERS: &[&str] = &["format", "node"];
+
+/// Files of the runtime's root that every folder may name: its error and its switches.
+const VOCABULARY: &[&str] = &["error", "fault"];
 
 /// The sibling modules a file's code names: `super::name` paths, the names inside
 /// `super::{..}` groups, and `crate::runtime::name` paths, each mapped to the file that
@@ -115,26 +125,43 @@ fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         .find_map(|start| visit(start, graph, &mut Vec::new(), &mut done))
 }
 
+/// Every `.rs` file under `dir`, as (folder, module name, text); `mod.rs` files apart.
+fn sources(dir: &Path, folder: &str, out: &mut Vec<(String, String, String)>, mods: &mut String) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            sources(&path, &name, out, mods);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if name == "mod" {
+                mods.push_str(&text);
+            } else {
+                out.push((folder.to_string(), name, text));
+            }
+        }
+    }
+}
+
 #[test]
 fn the_runtimes_files_import_one_another_downward_only() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime");
-    let mut sources = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            sources.insert(stem, std::fs::read_to_string(&path).unwrap());
-        }
-    }
-    let mod_rs = sources.remove("mod").expect("runtime/mod.rs");
+    let (mut files, mut mods) = (Vec::new(), String::new());
+    sources(&dir, "", &mut files, &mut mods);
     // The test harness sits above everything it sets up.
-    sources.remove("testing");
-    let modules: BTreeSet<String> = sources.keys().cloned().collect();
+    files.retain(|(_, m, _)| m != "testing");
+    let modules: BTreeSet<String> = files.iter().map(|(_, m, _)| m.clone()).collect();
+    assert_eq!(modules.len(), files.len(), "one name per file");
     assert!(modules.len() > 20, "read the runtime's files: {modules:?}");
-    let reexports = reexports(&mod_rs, &modules);
-    let graph: BTreeMap<String, BTreeSet<String>> = sources
+    let folder: BTreeMap<&str, &str> = files
         .iter()
-        .map(|(m, text)| {
+        .map(|(f, m, _)| (m.as_str(), f.as_str()))
+        .collect();
+    let rank = |m: &str| FOLDERS.iter().position(|f| *f == folder[m]);
+    let reexports = reexports(&mods, &modules);
+    let graph: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|(_, m, text)| {
             let mut uses = names(&code_of(text), &modules, &reexports);
             uses.remove(m);
             (m.clone(), uses)
@@ -144,6 +171,16 @@ fn the_runtimes_files_import_one_another_downward_only() {
     assert!(edges > 50, "found the imports: {graph:?}");
     if let Some(c) = circle(&graph) {
         panic!("a circle of imports in src/runtime: {}", c.join(" -> "));
+    }
+    for (m, uses) in &graph {
+        let Some(r) = rank(m) else { continue };
+        for u in uses {
+            assert!(
+                VOCABULARY.contains(&u.as_str()) || rank(u).is_some_and(|ru| ru <= r),
+                "{}/{m} names {u}, which is not in its folder or one below it",
+                folder[m.as_str()]
+            );
+        }
     }
 }
 

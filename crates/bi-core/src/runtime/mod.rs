@@ -146,6 +146,16 @@
 //!   version of their stamp (a hash map's bucket lines), see [`lines`];
 //! - [`Clock`] ([`TickClock`], [`EmulatedClock`]), [`RuntimeConfig`], [`Policy`].
 //!
+//! # Where the code lives
+//!
+//! By role, each folder importing only from those below it (a test reads the sources and
+//! fails on an import that runs upward or in a circle): `format/` (how objects, scopes,
+//! reader records and log rings lie in memory), then `node/` (who runs each node: claims,
+//! the node record and its leases, passes, the pool lock, writer roles, joined
+//! processes). The reader's and the writer's sides are the files left at this level, and
+//! `mod.rs` holds the runtime's handle, [`NodeRuntime`]. [`BiError`] and [`Fault`] are
+//! the vocabulary every folder uses.
+//!
 //! # Reader ordering
 //!
 //! A reader stores its state word, then loads shared data. The pass must not miss a
@@ -182,36 +192,25 @@
 //! ```
 
 mod adopt;
-mod background;
 pub mod bytes;
-pub mod claim;
-mod clock;
-mod config;
 mod error;
 pub mod fault;
+mod format;
 mod grace;
-mod inner;
 pub mod journal;
 pub mod lazy;
-pub mod lease;
 pub mod lines;
-pub mod lock;
-mod membarrier;
-pub mod object;
-pub mod pass;
-mod pass_state;
-mod process;
+mod node;
 mod reader;
-mod reader_state;
-mod record;
-pub mod ring;
-pub mod role;
-pub mod scope;
-pub mod share;
 pub mod slots;
 pub mod testing;
 pub mod walk;
 mod writer;
+
+use format::reader_state;
+pub use format::{object, ring, scope};
+use node::{background, clock, config, inner, membarrier, pass_state, process, record};
+pub use node::{claim, lease, lock, pass, role, share};
 
 pub use adopt::AdoptReport;
 pub use background::Background;

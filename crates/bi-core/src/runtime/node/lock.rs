@@ -23,7 +23,7 @@
 //! the lock meanwhile. [`PoolLockGuard::check`] tells a holder whether its lease still
 //! covers it; the operations the lock protects call it just before the one store that
 //! commits them. A node whose runner is a process of this host that is gone (killed,
-//! not stopped: [`process`](super::process)) is passed over at once, lease or not.
+//! not stopped: [`process`](crate::runtime::process)) is passed over at once, lease or not.
 //!
 //! A node's own record is only worth acting on while it is live: one that reached memory
 //! after a stall carries the heartbeat of before it, and others may have passed over it.
@@ -36,11 +36,11 @@
 //! running it must not take the bakery at once (both would write that record): they take
 //! a process-local mutex first, held with the guard.
 
-use super::fault::Fault;
-use super::process::Presence;
-use super::{BiError, NodeInner, share};
 use crate::mem::MemView;
 use crate::primitive::sync::MutexGuard;
+use crate::runtime::fault::Fault;
+use crate::runtime::process::Presence;
+use crate::runtime::{BiError, NodeInner, share};
 use bytemuck::{Pod, Zeroable};
 use std::sync::TryLockError;
 use std::time::{Duration, Instant};
@@ -127,7 +127,7 @@ impl<V: MemView> PoolLockGuard<'_, V> {
         // `heartbeat + lease`; its clock is at most `D` ahead of ours. Half the lease is
         // kept as a margin for the store the caller is about to make.
         let now = self.inner.clock.refresh();
-        if super::record::covers(self.heartbeat, now, self.inner.config.node_lease) {
+        if crate::runtime::record::covers(self.heartbeat, now, self.inner.config.node_lease) {
             Ok(())
         } else {
             Err(BiError::LockLeaseLost {
@@ -212,7 +212,7 @@ fn write<V: MemView>(inner: &NodeInner<V>, choosing: u64, ticket: u64) -> Result
 /// it meanwhile: a step of the bakery taken on it proves nothing.
 fn still_live<V: MemView>(inner: &NodeInner<V>, heartbeat: u64) -> bool {
     inner.config.faults.has(Fault::LockLapse)
-        || super::record::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
+        || crate::runtime::record::covers(heartbeat, inner.clock.refresh(), inner.config.node_lease)
 }
 
 /// Reads node `j`'s record from memory; `None` if its heartbeat is older than the lease

@@ -7,7 +7,7 @@
 //! successor adopted the structure and reused what the store links to.
 //!
 //! On its own host the kernel can tell. So the runner names itself in its node's share
-//! record ([`ShareRecord`](super::share::ShareRecord)): its host, its pid namespace,
+//! record ([`ShareRecord`](crate::runtime::share::ShareRecord)): its host, its pid namespace,
 //! its process id and the moment that process started (which no later process with the
 //! same id has). A holder whose record names a process of this host that still exists
 //! is alive, whatever its heartbeat: its roles and its node wait until it runs again
@@ -20,7 +20,7 @@
 //!
 //! The pool lock keeps to its lease: a stopped holder of a ticket is passed over once
 //! its lease ends, so that calls that need the lock keep their bound. What it guards
-//! commits with one store right after [`PoolLockGuard::check`](super::PoolLockGuard::check),
+//! commits with one store right after [`PoolLockGuard::check`](crate::runtime::PoolLockGuard::check),
 //! a window of a few instructions, where a write to a structure is a publication long.
 
 /// Reads field `n` (1-based, as `proc(5)` numbers them) of `/proc/<pid>/stat`, after the

@@ -3,7 +3,7 @@
 //! A node is a cache domain: the processes of one host see each other's stores without
 //! any cache operation. So several processes of a host can be one node: one of them
 //! *runs* it (it holds the node's claim, runs its quiescence pass and may write), the
-//! others *join* it ([`NodeRuntime::join`](super::NodeRuntime::join)) and only read.
+//! others *join* it ([`NodeRuntime::join`](crate::runtime::NodeRuntime::join)) and only read.
 //! The node's one pass then covers every reader of every process of the node:
 //!
 //! - **Reader records are shared.** Each record names the process using it in a holder
@@ -14,9 +14,9 @@
 //! - **Ordering without the runner's barrier.** The runner's pass orders its own
 //!   process's readers with `membarrier`, which reaches no other process: a joined
 //!   process's readers issue a full fence on entering instead
-//!   ([`ReaderOrdering::Fence`](super::ReaderOrdering::Fence)).
+//!   ([`ReaderOrdering::Fence`](crate::runtime::ReaderOrdering::Fence)).
 //! - **Every structure counts as read.** The runner knows which structures its own
-//!   readers declared ([`scope`](super::scope)), not those of other processes. A joined
+//!   readers declared ([`scope`](crate::runtime::scope)), not those of other processes. A joined
 //!   process raises the node's *joined* flag (in the node's share record), fences, then
 //!   drops its host's cached copy of the heap and the root directory; a pass reads the
 //!   flag after the ring tails it will act on and, when it is set, invalidates what
@@ -28,15 +28,15 @@
 //! runner, and the runner's pass would not be its pass. And it names the runner's
 //! process, so that processes of the same host can ask the kernel whether the runner
 //! still exists before they take its node or its writer roles
-//! ([`process`](super::process)).
+//! ([`process`](crate::runtime::process)).
 
-use super::fault::Fault;
-use super::process::Presence;
-use super::record;
-use super::record::NodeRecord;
-use super::{BiError, NodeInner, RuntimeConfig, process};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
+use crate::runtime::fault::Fault;
+use crate::runtime::process::Presence;
+use crate::runtime::record;
+use crate::runtime::record::NodeRecord;
+use crate::runtime::{BiError, NodeInner, RuntimeConfig, process};
 use bytemuck::{Pod, Zeroable};
 
 /// The node record slot that holds the share record.
@@ -100,7 +100,7 @@ impl ShareRecord {
 }
 
 /// What this host's kernel says of the process that runs, as `holder`, the node whose
-/// share record is at `share_at` ([`process`](super::process)): there (stopped or not:
+/// share record is at `share_at` ([`process`](crate::runtime::process)): there (stopped or not:
 /// the holder is alive whatever its heartbeat), gone (dead whatever its heartbeat), or
 /// unknown (another host or pid namespace, another holder's record: the lease judges).
 pub(crate) fn runner_presence<V: MemView>(

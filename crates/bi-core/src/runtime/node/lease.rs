@@ -2,7 +2,7 @@
 //!
 //! Other nodes judge this node by the heartbeat its passes write. Once that heartbeat is
 //! older than the node lease (allowing for the skew bound), another process may take
-//! the writer roles this process holds ([`role`](super::role)) and adopt their
+//! the writer roles this process holds ([`role`](crate::runtime::role)) and adopt their
 //! structures, and writers stop waiting for this node's passes. The writer's thread
 //! does not run the passes, so it cannot assume they ran: a pass thread starved of CPU,
 //! a virtual machine paused, a process stopped and continued, all let the heartbeat age
@@ -33,16 +33,16 @@
 //! in it now and then, and makes its store when it runs again, after its successor
 //! adopted the structure. Between processes of one host the kernel closes it: a writer
 //! whose process still exists is alive however old its heartbeat, so no process of its
-//! host takes its role or its node ([`process`](super::process)). Between hosts only
+//! host takes its role or its node ([`process`](crate::runtime::process)). Between hosts only
 //! the lease judges, and the window stays.
 
-use super::fault::Fault;
-use super::inner::Lost;
-use super::record::covers;
-use super::role::WriterRecord;
-use super::{BiError, NodeInner, lock, pass};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
+use crate::runtime::fault::Fault;
+use crate::runtime::inner::Lost;
+use crate::runtime::record::covers;
+use crate::runtime::role::WriterRecord;
+use crate::runtime::{BiError, NodeInner, lock, pass};
 use std::time::Duration;
 
 /// How long a renewal waits for the pool lock.

@@ -1,4 +1,4 @@
-//! The protocol word of a reader record ([`Reader`](super::Reader)): written by the
+//! The protocol word of a reader record ([`Reader`](crate::runtime::Reader)): written by the
 //! reader's own thread, read by its node's pass.
 
 /// The first word of a reader record: whether the reader is inside a read section and,

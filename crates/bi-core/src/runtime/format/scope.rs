@@ -2,7 +2,7 @@
 //! structures a node's readers use.
 //!
 //! A writer tags every entry it logs with its current [`Scope`]; a node's pass under
-//! [`Policy::Accessed`](super::Policy::Accessed) invalidates an entry's lines only if one
+//! [`Policy::Accessed`](crate::runtime::Policy::Accessed) invalidates an entry's lines only if one
 //! of the node's readers declared that scope. So a node whose readers never read a
 //! structure pays nothing for its updates, and a structure whose readers all sit on the
 //! writer's node costs no invalidation anywhere.

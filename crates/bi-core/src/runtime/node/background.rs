@@ -3,8 +3,8 @@
 //! An operating-system thread with its own flags and counters, so `std`'s atomics, not
 //! the loom switch's: a loom model runs its passes on its own threads, never this one.
 
-use super::{BiError, NodeInner};
 use crate::mem::MemView;
+use crate::runtime::{BiError, NodeInner};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -53,7 +53,7 @@ impl Background {
                 let mut previous_start: Option<Instant> = None;
                 while !s.load(Ordering::Acquire) {
                     let start = Instant::now();
-                    let outcome = super::pass::quiesce(&inner);
+                    let outcome = crate::runtime::pass::quiesce(&inner);
                     if let Some(before) = previous_start {
                         let ns = u64::try_from(before.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         longest.fetch_max(ns, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 //! A named structure's slot ([`Region::structure`](crate::region::Region::structure))
 //! holds its root word and, after it, a [`WriterRecord`]: the node and the holder token
 //! (see [`claim`]) of the process that writes it. Taking the role happens
-//! under the pool lock ([`lock`](super::lock)): the record is read from memory, and if it
+//! under the pool lock ([`lock`](crate::runtime::lock)): the record is read from memory, and if it
 //! names a writer that is still alive (its node's record still names that holder, with
 //! a live heartbeat) the attempt is [`BiError::WriterAlive`], never a second writer.
 //! Otherwise this process writes its own record, writes it back and fences.
@@ -13,9 +13,9 @@
 //! token), and the role can be taken over. What the taker finds in the record tells it
 //! whether a structure is already there to adopt ([`Role::previous`]).
 
-use super::inner::NodeInner;
-use super::{BiError, record, share};
 use crate::mem::MemView;
+use crate::runtime::inner::NodeInner;
+use crate::runtime::{BiError, record, share};
 use bytemuck::{Pod, Zeroable};
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,7 +154,7 @@ fn write<V: MemView>(inner: &NodeInner<V>, at: usize, r: &WriterRecord) -> Resul
 /// Whether the writer `r` names is alive: its node's record still names its holder, whose
 /// process still exists on this host (stopped, it would finish the write it stopped in
 /// after its successor adopted the structure), or, where this host's kernel cannot say
-/// ([`process`](super::process)), whose heartbeat is live. A holder whose process is
+/// ([`process`](crate::runtime::process)), whose heartbeat is live. A holder whose process is
 /// gone is dead at once.
 fn alive<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<bool, BiError> {
     let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
@@ -182,7 +182,10 @@ pub(crate) fn take<V: MemView>(
     timeout: Duration,
 ) -> Result<Role<V>, BiError> {
     let at = slot + WRITER_RECORD_OFFSET;
-    super::lock::again_if_lease_lost(|| take_once(inner, at, timeout), super::lock::is_lease_lost)
+    crate::runtime::lock::again_if_lease_lost(
+        || take_once(inner, at, timeout),
+        crate::runtime::lock::is_lease_lost,
+    )
 }
 
 /// One try of [`take`], under one hold of the pool lock.
@@ -192,7 +195,7 @@ fn take_once<V: MemView>(
     timeout: Duration,
 ) -> Result<Role<V>, BiError> {
     inner.check_runner()?;
-    let guard = super::lock::lock(inner, timeout)?;
+    let guard = crate::runtime::lock::lock(inner, timeout)?;
     let previous = read(inner, at)?;
     // A record naming this process is a role it still holds (giving it up clears it).
     let mine = previous.holder == inner.token;

@@ -1,9 +1,9 @@
 //! Runtime parameters and quiescence policies.
 
-#[cfg(feature = "faults")]
-use super::fault::Fault;
-use super::fault::Faults;
 use crate::mem::{MemError, MemView};
+#[cfg(feature = "faults")]
+use crate::runtime::fault::Fault;
+use crate::runtime::fault::Faults;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,7 @@ pub enum ReaderOrdering {
     /// The pass issues `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (as liburcu's memb
     /// flavour does), so readers need only a compiler fence. If the kernel refuses to
     /// register, the runtime falls back to [`ReaderOrdering::Fence`] and says so in
-    /// [`NodeRuntime::reader_ordering`](super::NodeRuntime::reader_ordering).
+    /// [`NodeRuntime::reader_ordering`](crate::runtime::NodeRuntime::reader_ordering).
     #[default]
     Membarrier,
     /// Readers issue a `fence(SeqCst)` after storing their state (about 10 ns more per
@@ -61,7 +61,7 @@ pub enum ReaderOrdering {
 pub enum Policy<V> {
     /// Invalidate what writers logged (slots, tracked objects and freed objects) for the
     /// structures this node's readers declared, and everything logged under
-    /// [`Scope::ALL`](super::Scope::ALL); skip the rest ([`scope`](super::scope)). The
+    /// [`Scope::ALL`](crate::runtime::Scope::ALL); skip the rest ([`scope`](crate::runtime::scope)). The
     /// default.
     Accessed,
     /// Invalidate everything writers logged in their modified and freed rings, whichever
@@ -237,7 +237,7 @@ impl RuntimeConfig {
     /// the heap: a node that opens a large pool touches only the memory in use. An extent
     /// is never given back, so one the table shows free was never written; a line of it
     /// that a prefetch left in a cache holds zeros, which no stamp matches. Off by
-    /// default: heaps cut into arenas ([`testing::Setup`](super::testing::Setup)) use
+    /// default: heaps cut into arenas ([`testing::Setup`](crate::runtime::testing::Setup)) use
     /// memory the table does not record.
     ///
     /// ```
@@ -333,14 +333,14 @@ impl RuntimeConfig {
     /// let bad = RuntimeConfig::default().reader_lease(0).validate();
     /// assert!(matches!(bad, Err(BiError::BadConfig { .. })));
     /// ```
-    pub fn validate(&self) -> Result<(), super::BiError> {
+    pub fn validate(&self) -> Result<(), crate::runtime::BiError> {
         if self.node_lease == 0 || self.reader_lease == 0 {
-            return Err(super::BiError::BadConfig {
+            return Err(crate::runtime::BiError::BadConfig {
                 reason: "leases must be positive",
             });
         }
         if self.skew >= 1 << 62 || self.node_lease >= 1 << 62 || self.reader_lease >= 1 << 62 {
-            return Err(super::BiError::BadConfig {
+            return Err(crate::runtime::BiError::BadConfig {
                 reason: "skew and leases must be below 2^62 ticks",
             });
         }

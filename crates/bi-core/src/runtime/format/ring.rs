@@ -19,12 +19,12 @@
 //! excluded, and its entries were overwritten) cannot know what it missed and invalidates
 //! the whole heap and root directory instead.
 
-use super::BiError;
-use super::object::MAX_OBJECT_LINES;
-use super::scope::Scope;
 use crate::mem::MemView;
 use crate::region::layout::RING_CONTROL_SLOTS;
 use crate::region::{Layout, RingKind};
+use crate::runtime::BiError;
+use crate::runtime::object::MAX_OBJECT_LINES;
+use crate::runtime::scope::Scope;
 use bytemuck::{Pod, Zeroable};
 use std::collections::VecDeque;
 
@@ -200,7 +200,7 @@ impl RingWriter {
 
     /// Makes room for `n` entries (at most the capacity) by forgetting the oldest entries
     /// in flight, whether or not every node has consumed them: the next appends overwrite
-    /// them ([`Fault::LogBackPressure`](super::Fault::LogBackPressure) only).
+    /// them ([`Fault::LogBackPressure`](crate::runtime::Fault::LogBackPressure) only).
     pub(crate) fn overwrite_oldest(&mut self, n: usize) {
         let keep = (self.geom.capacity as usize).saturating_sub(n);
         while self.inflight.len() > keep {

@@ -2,8 +2,8 @@
 //! the groups of lines waiting to be dropped once the readers that may hold them left,
 //! and the figures its record publishes.
 
-use super::config::Policy;
-use super::record::NodeRecord;
+use crate::runtime::config::Policy;
+use crate::runtime::record::NodeRecord;
 use std::collections::VecDeque;
 
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! its node run by a live process (claims, roles, the grace point, a joining process),
 //! and when it still covers a write (the writer's lease and the pool lock's).
 
-use super::config::RuntimeConfig;
+use crate::runtime::config::RuntimeConfig;
 use bytemuck::{Pod, Zeroable};
 
 /// A node's published quiescence record (first slot of its node record).
@@ -35,7 +35,7 @@ pub struct NodeRecord {
     /// Reader exclusions for an expired lease, in total (a reader that stays stopped is
     /// counted again by every pass that sees it).
     pub expired_readers: u64,
-    /// The token of the process running the node, 0 if none ([`claim`](super::claim)).
+    /// The token of the process running the node, 0 if none ([`claim`](crate::runtime::claim)).
     pub holder: u64,
 }
 
@@ -78,7 +78,7 @@ pub(crate) fn live(holder: u64, heartbeat: u64, now: u64, lease: u64, skew: u64)
 /// than half the node lease (the other half is the margin for the write). The pool
 /// lock's holder judges its own lease by the same rule ([`PoolLockGuard::check`]).
 ///
-/// [`PoolLockGuard::check`]: super::PoolLockGuard::check
+/// [`PoolLockGuard::check`]: crate::runtime::PoolLockGuard::check
 pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
     now.saturating_sub(heartbeat) < lease / 2
 }

@@ -13,7 +13,7 @@
 //! next pass fails with [`BiError::NodeTaken`] and it stops running the node, within one
 //! pass period, before it wrote anything but its claim and its record.
 //!
-//! Claims do not go through the pool lock ([`lock`](super::lock)), although it is the
+//! Claims do not go through the pool lock ([`lock`](crate::runtime::lock)), although it is the
 //! lock of root-directory changes and writer roles: its bakery gives each *node* one
 //! ticket record, and a process that is still choosing its node has none of its own
 //! (two processes claiming one node would share that node's ticket, which breaks the
@@ -25,11 +25,11 @@
 //! writers stop waiting for the node at once instead of after its lease. A node that
 //! never started has a zero heartbeat and holds nothing back either.
 
-use super::fault::{Fault, Faults};
-use super::process::Presence;
-use super::record::{NodeRecord, live};
-use super::{BiError, RuntimeConfig};
 use crate::mem::MemView;
+use crate::runtime::fault::{Fault, Faults};
+use crate::runtime::process::Presence;
+use crate::runtime::record::{NodeRecord, live};
+use crate::runtime::{BiError, RuntimeConfig};
 use std::hash::{BuildHasher, Hasher};
 
 /// A fresh, nonzero holder token: random per process and per call (std's hasher keys come
@@ -43,7 +43,7 @@ pub(crate) fn new_token() -> u64 {
 /// Claims node `node` whose record is at `at` for `token`; returns the record as it was.
 /// `presence` says what this host's kernel knows of a holder's process: one that still
 /// exists keeps the node its own however old its heartbeat, one that is gone loses it
-/// however fresh ([`process`](super::process)).
+/// however fresh ([`process`](crate::runtime::process)).
 pub(crate) fn claim<V: MemView>(
     view: &V,
     at: usize,

@@ -40,16 +40,16 @@
 //! [`Fetch::Value`], [`Fetch::Null`] or [`Fetch::Stale`]; what to do about a stale copy
 //! (invalidate, fence, read again) is the guard's business and written once there.
 
-use super::BiError;
-use super::fault::{Fault, Faults};
 use crate::mem::MemView;
 use crate::region::Section;
+use crate::runtime::BiError;
+use crate::runtime::fault::{Fault, Faults};
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 use std::marker::PhantomData;
 
 /// Names a line array in a [`Link`]: `Link<Lines<T>>` is an array of lines each holding
-/// one `T` (see the [line arrays](super::lines)). Never instantiated.
+/// one `T` (see the [line arrays](crate::runtime::lines)). Never instantiated.
 ///
 /// ```
 /// use bi_core::runtime::{Fetch, Link, lines::Lines, testing::Setup};
@@ -71,7 +71,7 @@ pub struct Lines<T> {
 pub const STAMP_BYTES: usize = 8;
 /// Most lines one object may span (a log entry packs the line count in 16 bits).
 pub const MAX_OBJECT_LINES: usize = 0xFFFF;
-/// Most lines one line array ([`Lines`](super::lines::Lines)) may have (2^24: a GiB of
+/// Most lines one line array ([`Lines`](crate::runtime::lines::Lines)) may have (2^24: a GiB of
 /// 64-byte lines).
 pub const MAX_LINES: usize = 1 << 24;
 /// Payload bytes that the validated read reads through its one-line fast path (a 64-byte
@@ -317,7 +317,7 @@ impl Stamp {
     }
 
     /// The stamp of the next version of a line rewritten in place
-    /// ([`lines`](super::lines)): the generation advances by one step above the bits a
+    /// ([`lines`](crate::runtime::lines)): the generation advances by one step above the bits a
     /// link carries, so links to the line keep matching while every older copy of it
     /// shows a different stamp. `None` once the generation is exhausted (after 2^46
     /// rewrites of one line): a rewrite that could not be told apart from an older
@@ -532,7 +532,7 @@ impl Shape {
     }
 
     /// The shape of `n` lines of `line_payload` bytes each, one record per line (a
-    /// [line array](super::lines)).
+    /// [line array](crate::runtime::lines)).
     pub(crate) fn of_lines(n: usize, line_payload: usize, line: usize) -> Result<Shape, BiError> {
         let one = Shape::new(line_payload, line)?;
         if one.lines != 1 || n == 0 || n > MAX_LINES {

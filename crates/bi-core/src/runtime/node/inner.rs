@@ -1,17 +1,17 @@
 //! One node's runtime state, shared by every handle of it in this process: its view of
 //! memory, its claim, its configuration and clock, the roles this process holds, and its
-//! pass state ([`NodeRuntime`](super::NodeRuntime) is the handle).
+//! pass state ([`NodeRuntime`](crate::runtime::NodeRuntime) is the handle).
 
-use super::claim::Claimed;
-use super::clock::Clock;
-use super::config::{ReaderOrdering, RuntimeConfig};
-use super::pass_state::PassState;
-use super::scope::ScopeSet;
-use super::{BiError, object};
 use crate::mem::MemView;
 use crate::primitive::sync::Mutex;
 use crate::primitive::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::region::Layout;
+use crate::runtime::claim::Claimed;
+use crate::runtime::clock::Clock;
+use crate::runtime::config::{ReaderOrdering, RuntimeConfig};
+use crate::runtime::pass_state::PassState;
+use crate::runtime::scope::ScopeSet;
+use crate::runtime::{BiError, object};
 use std::ops::DerefMut;
 use std::sync::{Arc, PoisonError};
 

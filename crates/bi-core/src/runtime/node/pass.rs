@@ -12,7 +12,7 @@
 //!    are never stale here), but its retirements still make a pending group;
 //! 4. invalidate modified slots (policy) and freed objects, under
 //!    [`Policy::Accessed`] only those of structures this node's readers declared
-//!    ([`scope`](super::scope)); remember the freed ones as a pending group tagged with
+//!    ([`scope`](crate::runtime::scope)); remember the freed ones as a pending group tagged with
 //!    this pass;
 //! 5. drain: a group of pass `k` whose every still-active reader entered after `E_k` is
 //!    invalidated once more (lines a reader re-fetched after pass `k` are dropped) and
@@ -41,17 +41,17 @@
 //! structures written on their own node invalidates nothing, and a structure whose
 //! readers all sit on its writer's node costs the other nodes one load per entry.
 
-use super::config::Policy;
-use super::fault::Fault;
-use super::pass_state::{Group, Items, PassState};
-use super::reader_state::ReaderState;
-use super::record::{NodeRecord, covers};
-use super::ring::{LogEntry, RingGeom, read_entries};
-use super::scope::Scope;
-use super::{BiError, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
 use crate::region::RingKind;
+use crate::runtime::config::Policy;
+use crate::runtime::fault::Fault;
+use crate::runtime::pass_state::{Group, Items, PassState};
+use crate::runtime::reader_state::ReaderState;
+use crate::runtime::record::{NodeRecord, covers};
+use crate::runtime::ring::{LogEntry, RingGeom, read_entries};
+use crate::runtime::scope::Scope;
+use crate::runtime::{BiError, NodeInner};
 use bytemuck::{Pod, Zeroable};
 
 /// What one pass did.
@@ -148,7 +148,7 @@ pub struct NodeFigures {
     /// The slot of the structure the node's writer last wrote (0: none).
     pub structure: u64,
     /// The entries that writer last noted for it
-    /// ([`Writer::note_entries`](super::Writer::note_entries)).
+    /// ([`Writer::note_entries`](crate::runtime::Writer::note_entries)).
     pub entries: u64,
 }
 
@@ -156,7 +156,7 @@ pub struct NodeFigures {
 /// only the extents the table marks granted ([`RuntimeConfig::extents_only`]). Returns
 /// the bytes dropped.
 ///
-/// [`RuntimeConfig::extents_only`]: super::RuntimeConfig::extents_only
+/// [`RuntimeConfig::extents_only`]: crate::runtime::RuntimeConfig::extents_only
 pub(crate) fn invalidate_everything<V: MemView>(inner: &NodeInner<V>) -> Result<usize, BiError> {
     let layout = &inner.layout;
     let dir = layout.root_directory();
@@ -227,7 +227,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // docs' "Reader ordering".)
     let barrier = inner.membarrier && inner.registered.load(Ordering::SeqCst) > 0;
     if barrier {
-        super::membarrier::barrier();
+        crate::runtime::membarrier::barrier();
     } else {
         // Pairs with the reader's fence (Fence ordering) or the emulator's lock.
         crate::primitive::sync::atomic::fence(Ordering::SeqCst);
@@ -311,7 +311,8 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         // joined, nothing is skipped. Read after this ring's tail (see `share`).
         crate::primitive::sync::atomic::fence(Ordering::SeqCst);
         let scoped = scoped
-            && (inner.config.faults.has(Fault::JoinedScopes) || !super::share::joined(inner)?);
+            && (inner.config.faults.has(Fault::JoinedScopes)
+                || !crate::runtime::share::joined(inner)?);
         for (g, tail, k) in todo {
             let next = st.next[w][k];
             if next == tail {
@@ -428,7 +429,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // process may have taken this one's roles in between. Writers see the flag with the
     // new heartbeat and renew, re-reading their roles, before they write again.
     if !covers(st.heartbeat, inner.clock.refresh(), cfg.node_lease)
-        && !cfg.faults.has(super::Fault::LeaseLapse)
+        && !cfg.faults.has(crate::runtime::Fault::LeaseLapse)
     {
         inner.lapsed.store(true, Ordering::Release);
     }
