@@ -149,11 +149,19 @@
 //! # Where the code lives
 //!
 //! By role, each folder importing only from those below it (a test reads the sources and
-//! fails on an import that runs upward or in a circle): `format/` (how objects, scopes,
-//! reader records and log rings lie in memory), then `node/` (who runs each node: claims,
-//! the node record and its leases, passes, the pool lock, writer roles, joined
-//! processes). The reader's and the writer's sides are the files left at this level, and
-//! `mod.rs` holds the runtime's handle, [`NodeRuntime`]. [`BiError`] and [`Fault`] are
+//! fails on an import that runs upward or in a circle), lowest first:
+//!
+//! - `format/`: how objects, scopes, reader records and log rings lie in memory;
+//! - `node/`: who runs each node (claims, the node record and its leases, passes, the
+//!   pool lock, writer roles, joined processes, the clock and the configuration);
+//! - `read/` and `write/`, side by side and never naming each other: a reader's
+//!   sections, the lookup loop and the walk; the writer, its grace point, its journal and
+//!   adoption;
+//! - `kinds/`: line arrays, slot arrays and byte strings, each with its layout, its reads
+//!   and its writes in one file (the one rule that spreads [`BiGuard`]'s and
+//!   [`Writer`]'s methods over several files).
+//!
+//! `mod.rs` holds the runtime's handle, [`NodeRuntime`]; [`BiError`] and [`Fault`] are
 //! the vocabulary every folder uses.
 //!
 //! # Reader ordering
@@ -191,26 +199,24 @@
 //! assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
 //! ```
 
-mod adopt;
-pub mod bytes;
 mod error;
 pub mod fault;
 mod format;
-mod grace;
-pub mod journal;
-pub mod lazy;
-pub mod lines;
+mod kinds;
 mod node;
-mod reader;
-pub mod slots;
+mod read;
 pub mod testing;
-pub mod walk;
-mod writer;
+mod write;
 
 use format::reader_state;
 pub use format::{object, ring, scope};
+pub use kinds::{bytes, lines, slots};
 use node::{background, clock, config, inner, membarrier, pass_state, process, record};
 pub use node::{claim, lease, lock, pass, role, share};
+use read::reader;
+pub use read::{lazy, walk};
+pub use write::journal;
+use write::{adopt, grace, writer};
 
 pub use adopt::AdoptReport;
 pub use background::Background;

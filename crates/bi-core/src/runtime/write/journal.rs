@@ -23,12 +23,12 @@
 //! The journal is two lines of the writer's own heap; the structure's slot names it
 //! ([`JOURNAL_OFFSET`]), so only named structures (whose slot is theirs) keep one.
 
-use super::object::{Shape, Stamp, check_in, store_words, write_object};
-use super::role::{WRITER_RECORD_OFFSET, WriterRecord};
-use super::writer::Writer;
-use super::{BiError, Fault};
 use crate::heap::Heap;
 use crate::mem::MemView;
+use crate::runtime::object::{Shape, Stamp, check_in, store_words, write_object};
+use crate::runtime::role::{WRITER_RECORD_OFFSET, WriterRecord};
+use crate::runtime::writer::Writer;
+use crate::runtime::{BiError, Fault};
 
 /// Where a named structure's slot holds the offset of its writer's journal (0: none),
 /// after the root word and the writer record.
@@ -122,7 +122,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Allocates the journal if this writer is to keep one and has none yet, and names it
     /// in its slot; a heap without room leaves it for the next time.
-    pub(super) fn open_journal(&mut self) -> Result<(), BiError> {
+    pub(in crate::runtime) fn open_journal(&mut self) -> Result<(), BiError> {
         let (None, Some(slot)) = (self.journal, self.journal_slot) else {
             return Ok(());
         };
@@ -139,7 +139,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Records the new image of the line at `at` in the journal, if this writer keeps
     /// one: the words first, the check word last.
-    pub(super) fn journal_line(
+    pub(in crate::runtime) fn journal_line(
         &self,
         at: usize,
         stamp: Stamp,

@@ -61,16 +61,16 @@
 //! assert_eq!(sum, Fetch::Value(70));
 //! ```
 
-use super::BiError;
-use super::lazy::Entry;
-use super::object::{Link, Shape, Stamp, write_object};
-use super::reader::BiGuard;
-use super::writer::{RewriteScratch, Writer};
 use crate::heap::Heap;
 use crate::mem::MemView;
+use crate::runtime::BiError;
+use crate::runtime::lazy::Entry;
+use crate::runtime::object::{Link, Shape, Stamp, write_object};
+use crate::runtime::reader::BiGuard;
+use crate::runtime::writer::{RewriteScratch, Writer};
 use bytemuck::Pod;
 
-pub use super::object::{Lines, MAX_LINES};
+pub use crate::runtime::object::{Lines, MAX_LINES};
 
 /// The link of record `i` of `array` for lines of `line` bytes (not checked against the
 /// array's length; a read checks the line's stamp).
@@ -443,7 +443,7 @@ impl<V: MemView> BiGuard<'_, V> {
         entry: Entry,
         link: Link<T>,
         f: impl Fn(&T) -> R,
-    ) -> Result<super::Fetch<R>, BiError> {
+    ) -> Result<crate::runtime::Fetch<R>, BiError> {
         self.enter_via(entry, link)?;
         self.fetch_with(link, f)
     }
@@ -473,13 +473,14 @@ impl<V: MemView> BiGuard<'_, V> {
         entry: Entry,
         link: Link<T>,
         f: impl Fn(&T) -> R,
-    ) -> Result<super::Fetch<(R, Stamp)>, BiError> {
+    ) -> Result<crate::runtime::Fetch<(R, Stamp)>, BiError> {
         self.enter_via(entry, link)?;
         let inner = self.inner();
         let objects = inner.objects();
-        let read = || super::object::fetch_stamped(&inner.view, objects, link, |v, s| (f(v), s));
+        let read =
+            || crate::runtime::object::fetch_stamped(&inner.view, objects, link, |v, s| (f(v), s));
         self.validated(read()?, read, || {
-            super::object::object_lines(link, inner.line)
+            crate::runtime::object::object_lines(link, inner.line)
         })
     }
 
@@ -506,7 +507,7 @@ impl<V: MemView> BiGuard<'_, V> {
             offset: n,
             section: "line array (index)",
         })?;
-        super::object::check_in(inner.layout.heap(), array.offset(), len, "heap")?;
+        crate::runtime::object::check_in(inner.layout.heap(), array.offset(), len, "heap")?;
         inner.view.invalidate(array.offset(), len)?;
         inner.view.fence();
         Ok(())
@@ -548,7 +549,7 @@ impl<V: MemView> BiGuard<'_, V> {
             && !link.is_null()
         {
             let inner = self.inner();
-            let (at, len) = super::object::object_lines(link, inner.line)?;
+            let (at, len) = crate::runtime::object::object_lines(link, inner.line)?;
             inner.view.invalidate(at, len)?;
             inner.view.fence();
         }

@@ -7,18 +7,18 @@
 //! FREED, writes that back and logs it in the freed ring; the block returns to the heap
 //! only once [`synchronize`](Writer::synchronize) says every live node is done with it.
 
-use super::grace::{GracePoint, grace};
-use super::object::{
-    Fetch, Generation, Lines, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with,
-    write_object,
-};
-use super::ring::{LogEntry, RingGeom, RingWriter};
-use super::scope::Scope;
-use super::{BiError, Fault, NodeInner, lease};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
 use crate::region::RingKind;
+use crate::runtime::grace::{GracePoint, grace};
+use crate::runtime::object::{
+    Fetch, Generation, Lines, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with,
+    write_object,
+};
+use crate::runtime::ring::{LogEntry, RingGeom, RingWriter};
+use crate::runtime::scope::Scope;
+use crate::runtime::{BiError, Fault, NodeInner, lease};
 use bytemuck::Pod;
 use std::collections::VecDeque;
 use std::fmt;
@@ -221,23 +221,23 @@ pub struct ReclaimReport {
 }
 
 #[derive(Debug)]
-pub(super) struct Retired {
-    pub(super) block: Block,
+pub(in crate::runtime) struct Retired {
+    pub(in crate::runtime) block: Block,
     /// The generation its lines carry (line 0 with the FREED mark).
-    pub(super) generation: Generation,
-    pub(super) visible: u64,
+    pub(in crate::runtime) generation: Generation,
+    pub(in crate::runtime) visible: u64,
 }
 
 /// The lists of a line rewrite, kept by the writer between rewrites so that a rewrite
 /// of a few lines allocates nothing.
 #[derive(Default)]
-pub(super) struct RewriteScratch {
+pub(in crate::runtime) struct RewriteScratch {
     /// (line offset, update index) of every update.
-    pub(super) order: Vec<(usize, usize)>,
+    pub(in crate::runtime) order: Vec<(usize, usize)>,
     /// (line offset, update index, new stamp) of the last update of each line.
-    pub(super) last: Vec<(usize, usize, Stamp)>,
+    pub(in crate::runtime) last: Vec<(usize, usize, Stamp)>,
     /// The lines rewritten, in order.
-    pub(super) lines: Vec<usize>,
+    pub(in crate::runtime) lines: Vec<usize>,
 }
 
 /// The writer of one node. See the [module docs](super) for the protocol.
@@ -260,12 +260,12 @@ pub(super) struct RewriteScratch {
 /// assert_eq!(*rt.reader().unwrap().enter().load::<u64>(slot).unwrap().unwrap(), 99);
 /// ```
 pub struct Writer<V: MemView, H: Heap> {
-    pub(super) inner: Arc<NodeInner<V>>,
-    pub(super) heap: H,
-    pub(super) modified: RingWriter,
-    pub(super) freed: RingWriter,
-    pub(super) retired: VecDeque<Retired>,
-    pub(super) retired_bytes: usize,
+    pub(in crate::runtime) inner: Arc<NodeInner<V>>,
+    pub(in crate::runtime) heap: H,
+    pub(in crate::runtime) modified: RingWriter,
+    pub(in crate::runtime) freed: RingWriter,
+    pub(in crate::runtime) retired: VecDeque<Retired>,
+    pub(in crate::runtime) retired_bytes: usize,
     /// Unlinked objects waiting for room in the freed ring ([`Writer::defer_retire`]).
     deferred: Vec<Link<()>>,
     /// The blocks of the retirement in progress and their generations (kept to reuse the
@@ -274,20 +274,20 @@ pub struct Writer<V: MemView, H: Heap> {
     /// The ring entries being appended (kept to reuse the allocation).
     entries: Vec<LogEntry>,
     /// The lines of the rewrite in progress (kept to reuse the allocation).
-    pub(super) rewrite: RewriteScratch,
+    pub(in crate::runtime) rewrite: RewriteScratch,
     /// Where this writer records each line it rewrites before it does, and the slot that
-    /// names it ([`journal`](super::journal)): allocated when the heap has room.
-    pub(super) journal: Option<usize>,
-    pub(super) journal_slot: Option<usize>,
+    /// names it ([`journal`](crate::runtime::journal)): allocated when the heap has room.
+    pub(in crate::runtime) journal: Option<usize>,
+    pub(in crate::runtime) journal_slot: Option<usize>,
     /// Sealed objects were written back since the last fence: the next slot store must
     /// fence first, or a reader could follow the new link into lines not yet in memory.
-    pub(super) unfenced: bool,
+    pub(in crate::runtime) unfenced: bool,
     /// Sealed objects whose lines are still to be written back: all of them go out just
     /// before the next fence ([`settle`](Self::settle)), back to back.
-    pub(super) unwritten: Vec<(usize, usize)>,
+    pub(in crate::runtime) unwritten: Vec<(usize, usize)>,
     /// The structure this writer's log entries are about ([`set_scope`](Self::set_scope)).
     scope: Scope,
-    /// The lease was checked since the last publication ([`lease`](super::lease)):
+    /// The lease was checked since the last publication ([`lease`](crate::runtime::lease)):
     /// allocations need not check it again.
     lease_checked: bool,
 }
@@ -336,7 +336,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Tags what this writer logs from now on as being about `scope` (a structure's:
     /// [`Scope::of_slot`] of its root slot), so that nodes none of whose readers declared
-    /// it skip its notices (see [`scope`](super::scope)). Unlinked objects still in the
+    /// it skip its notices (see [`scope`](crate::runtime::scope)). Unlinked objects still in the
     /// bag are retired first, under the old scope. A new writer logs under
     /// [`Scope::ALL`], which every node invalidates.
     ///
@@ -392,7 +392,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let s = Setup::new(1, 0);
     /// assert!(!s.writer(0).faults().has(Fault::ChainMiss));
     /// ```
-    pub fn faults(&self) -> super::Faults {
+    pub fn faults(&self) -> crate::runtime::Faults {
         self.inner.config.faults
     }
 
@@ -502,7 +502,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Writes back the sealed objects not yet written back, and fences if anything was
     /// written back since the last fence: after it, every sealed object is in memory.
-    pub(super) fn settle(&mut self) -> Result<(), BiError> {
+    pub(in crate::runtime) fn settle(&mut self) -> Result<(), BiError> {
         self.write_back_sealed()?;
         if self.unfenced {
             self.inner.view.fence();
@@ -531,9 +531,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Ok(())
     }
 
-    /// Notes the figures this node's passes publish ([`NodeFigures`](super::NodeFigures)):
+    /// Notes the figures this node's passes publish ([`NodeFigures`](crate::runtime::NodeFigures)):
     /// bytes waiting for their grace period, entries in flight in each ring.
-    pub(super) fn note_figures(&self) {
+    pub(in crate::runtime) fn note_figures(&self) {
         let stats = &self.inner.stats;
         stats
             .retired_bytes
@@ -544,7 +544,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Notes that the structure whose slot is `slot` holds `entries` entries: this
     /// node's next pass publishes it with the node's figures
-    /// ([`NodeFigures`](super::NodeFigures)), for inspection. Nothing reads it back.
+    /// ([`NodeFigures`](crate::runtime::NodeFigures)), for inspection. Nothing reads it back.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
@@ -593,13 +593,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Allocates a block for an object of `shape` and picks its generation: one more than
     /// every stamp now in the block's lines. The block is not yet written nor live.
-    pub(super) fn alloc_block(&mut self, shape: &Shape) -> Result<(Block, Generation), BiError> {
+    pub(in crate::runtime) fn alloc_block(
+        &mut self,
+        shape: &Shape,
+    ) -> Result<(Block, Generation), BiError> {
         self.alloc_block_with(shape, true)
     }
 
     /// [`alloc_lines`](Self::alloc_lines); with `wait` false, a full heap is an error at
     /// once.
-    pub(super) fn alloc_lines_with<T: Pod>(
+    pub(in crate::runtime) fn alloc_lines_with<T: Pod>(
         &mut self,
         records: &[T],
         wait: bool,
@@ -635,7 +638,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// [`alloc_block`](Self::alloc_block); with `wait` false, a full heap is an error at
     /// once instead of a wait for retired blocks to pass their grace period.
-    pub(super) fn alloc_block_with(
+    pub(in crate::runtime) fn alloc_block_with(
         &mut self,
         shape: &Shape,
         wait: bool,
@@ -696,13 +699,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// The stamp of this writer's new objects of generation `g`.
-    pub(super) fn stamp(&self, g: Generation) -> Stamp {
+    pub(in crate::runtime) fn stamp(&self, g: Generation) -> Stamp {
         Stamp::new(g, self.inner.config.track_objects)
     }
 
     /// Writes an object's payload under `stamp`, and the stamp into every line of the
     /// block past the object (so the block's lines agree on one incarnation).
-    pub(super) fn write_block(
+    pub(in crate::runtime) fn write_block(
         &self,
         block: Block,
         shape: &Shape,
@@ -716,7 +719,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Writes `stamp` into the lines of `block` from line `from` on (the lines past the
     /// object, so that the block's lines agree on one incarnation).
-    pub(super) fn stamp_rest(
+    pub(in crate::runtime) fn stamp_rest(
         &self,
         block: Block,
         from: usize,
@@ -861,7 +864,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`discard_link`](Self::discard_link) for a link of any type.
-    pub(super) fn discard_block<T>(&mut self, link: Link<T>) -> Result<(), BiError> {
+    pub(in crate::runtime) fn discard_block<T>(&mut self, link: Link<T>) -> Result<(), BiError> {
         let (len, generation) = self.own_block(link)?;
         let block = Block {
             offset: link.offset(),
@@ -872,7 +875,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Makes sure `n` entries fit in `ring`, reading node records if it looks full.
-    pub(super) fn reserve(
+    pub(in crate::runtime) fn reserve(
         inner: &NodeInner<V>,
         ring: &mut RingWriter,
         n: usize,
@@ -904,7 +907,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// its blocks (a foreign object's first line belongs to another node's writer), the
     /// stamp tells a live object from a retired one.
     /// Returns the length and the full generation.
-    pub(super) fn own_block<T>(&self, link: Link<T>) -> Result<(usize, Generation), BiError> {
+    pub(in crate::runtime) fn own_block<T>(
+        &self,
+        link: Link<T>,
+    ) -> Result<(usize, Generation), BiError> {
         let at = link.offset();
         let len = self
             .heap
@@ -921,7 +927,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Why `link` cannot be retired: already retired (FREED with its generation) or not
     /// a live object of this writer.
-    pub(super) fn not_retirable<T>(&self, link: Link<T>) -> BiError {
+    pub(in crate::runtime) fn not_retirable<T>(&self, link: Link<T>) -> BiError {
         let at = link.offset();
         let stamp = self.inner.view.load_u64(at).map(Stamp::from_raw);
         match stamp {
@@ -932,7 +938,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
     }
 
-    pub(super) fn check_slot(&self, slot: usize) -> Result<(), BiError> {
+    pub(in crate::runtime) fn check_slot(&self, slot: usize) -> Result<(), BiError> {
         let l = &self.inner.layout;
         if slot.is_multiple_of(8)
             && (l.heap().contains(slot, 8) || l.root_directory().contains(slot, 8))
@@ -1054,7 +1060,11 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Stores a raw link of any type (an object's, an array's) into `slot` with the
     /// protocol of [`try_publish_link`](Self::try_publish_link); returns the old word.
-    pub(super) fn try_publish_raw(&mut self, slot: usize, raw: u64) -> Result<u64, BiError> {
+    pub(in crate::runtime) fn try_publish_raw(
+        &mut self,
+        slot: usize,
+        raw: u64,
+    ) -> Result<u64, BiError> {
         self.check_slot(slot)?;
         Self::reserve(&self.inner, &mut self.modified, 1)?;
         self.store_link(slot, raw, None, false)
@@ -1064,7 +1074,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// per line), so every node's pass invalidates them: the lines and the entries reach
     /// memory under one fence, before the ring's tail moves. Room must have been
     /// reserved.
-    pub(super) fn fence_and_log_lines(&mut self, lines: &[usize]) -> Result<(), BiError> {
+    pub(in crate::runtime) fn fence_and_log_lines(
+        &mut self,
+        lines: &[usize],
+    ) -> Result<(), BiError> {
         let inner = &self.inner;
         let t = inner.clock.now();
         // Taken out for the call, put back to keep its allocation.
@@ -1097,7 +1110,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     /// Runs `f` until it does not find a log ring full, for at most the configured wait
     /// on a full log.
-    pub(super) fn wait<R>(
+    pub(in crate::runtime) fn wait<R>(
         &mut self,
         f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
@@ -1105,7 +1118,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`wait`](Self::wait), for at most `limit`.
-    pub(super) fn wait_up_to<R>(
+    pub(in crate::runtime) fn wait_up_to<R>(
         &mut self,
         limit: Duration,
         mut f: impl FnMut(&mut Self) -> Result<R, BiError>,
@@ -1125,7 +1138,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Writes the object back (if any), stores the link, writes the slot back, logs.
-    pub(super) fn store_link(
+    pub(in crate::runtime) fn store_link(
         &mut self,
         slot: usize,
         raw: u64,
@@ -1207,7 +1220,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_retire_all`](Self::try_retire_all) for links of any type (slot arrays too).
-    pub(super) fn try_retire_links<T>(&mut self, links: &[Link<T>]) -> Result<(), BiError> {
+    pub(in crate::runtime) fn try_retire_links<T>(
+        &mut self,
+        links: &[Link<T>],
+    ) -> Result<(), BiError> {
         if links.is_empty() {
             return Ok(());
         }

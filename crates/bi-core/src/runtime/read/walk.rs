@@ -8,11 +8,11 @@
 //! every load of shared memory. A stale copy leaves the loop for the guard's invalidate-and-read-again path
 //! and then the walk goes on.
 
-use super::BiError;
-use super::lazy::Search;
-use super::object::{Fetch, Link, Objects, fetch_with, object_lines};
-use super::reader::BiGuard;
 use crate::mem::MemView;
+use crate::runtime::BiError;
+use crate::runtime::lazy::Search;
+use crate::runtime::object::{Fetch, Link, Objects, fetch_with, object_lines};
+use crate::runtime::reader::BiGuard;
 use bytemuck::Pod;
 
 /// What a walk does after looking at one object.

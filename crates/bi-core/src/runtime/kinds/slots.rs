@@ -13,7 +13,7 @@
 //!
 //! # Layout
 //!
-//! A slot array is an object like any other ([`object`](super::object)): every line
+//! A slot array is an object like any other ([`object`](crate::runtime::object)): every line
 //! starts with its 8-byte stamp, and the payload is `n + 1` words scattered over the rest
 //! of the lines: first the number of slots `n`, then the slots. Stamp and line sizes are
 //! multiples of 8, so every slot lies wholly inside one line and is read and written with
@@ -80,12 +80,12 @@
 //! assert!(g.load_in::<u64>(&a, 3).unwrap().is_none());
 //! ```
 
-use super::BiError;
-use super::object::{Fetch, Link, MAX_OBJECT_LINES, STAMP_BYTES, Shape, Stamp, check_in};
-use super::reader::{BiGuard, Shared};
-use super::writer::{BiBox, Unpublished, Writer};
 use crate::heap::Heap;
 use crate::mem::MemView;
+use crate::runtime::BiError;
+use crate::runtime::object::{Fetch, Link, MAX_OBJECT_LINES, STAMP_BYTES, Shape, Stamp, check_in};
+use crate::runtime::reader::{BiGuard, Shared};
+use crate::runtime::writer::{BiBox, Unpublished, Writer};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 
@@ -202,7 +202,7 @@ fn array_bytes(n: usize) -> Result<usize, BiError> {
 
 impl<V: MemView, H: Heap> Writer<V, H> {
     /// The most slots one array may hold with this runtime's line size (an object spans
-    /// at most [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES) lines).
+    /// at most [`MAX_OBJECT_LINES`](crate::runtime::object::MAX_OBJECT_LINES) lines).
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;

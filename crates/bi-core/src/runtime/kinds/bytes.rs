@@ -9,10 +9,10 @@
 //!
 //! # Layout
 //!
-//! An ordinary object (see [`object`](super::object)) whose payload is the length (8
+//! An ordinary object (see [`object`](crate::runtime::object)) whose payload is the length (8
 //! bytes) followed by the bytes: with 64-byte lines, line 0 holds the length and the
 //! first 48 bytes, every further line 56 more. At most
-//! [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES) lines (3.6 MB of bytes with
+//! [`MAX_OBJECT_LINES`](crate::runtime::object::MAX_OBJECT_LINES) lines (3.6 MB of bytes with
 //! 64-byte lines).
 //!
 //! # Reads
@@ -48,14 +48,14 @@
 //! assert_eq!(g.compare_bytes(name, b"a string").unwrap(), Fetch::Value(std::cmp::Ordering::Less));
 //! ```
 
-use super::BiError;
-use super::object::{
-    Fetch, Link, ONE_LINE_PAYLOAD, Objects, STAMP_BYTES, Shape, check_in, visit_lines,
-};
-use super::reader::BiGuard;
-use super::writer::Writer;
 use crate::heap::Heap;
 use crate::mem::MemView;
+use crate::runtime::BiError;
+use crate::runtime::object::{
+    Fetch, Link, ONE_LINE_PAYLOAD, Objects, STAMP_BYTES, Shape, check_in, visit_lines,
+};
+use crate::runtime::reader::BiGuard;
+use crate::runtime::writer::Writer;
 use std::cmp::Ordering;
 
 /// Bytes of the length word at the start of a byte string's payload.
@@ -166,7 +166,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// became reachable, retire it with [`try_retire_bytes`](Self::try_retire_bytes) once
     /// it is no longer.
     ///
-    /// [`BiError::TooLarge`] past [`MAX_OBJECT_LINES`](super::object::MAX_OBJECT_LINES)
+    /// [`BiError::TooLarge`] past [`MAX_OBJECT_LINES`](crate::runtime::object::MAX_OBJECT_LINES)
     /// lines.
     ///
     /// ```

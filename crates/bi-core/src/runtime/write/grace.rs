@@ -1,11 +1,11 @@
 //! The grace point: the latest writer tick before which retired objects are gone from
 //! every live node.
 
-use super::record::NodeRecord;
-use super::{BiError, Fault, NodeInner};
 use crate::mem::MemView;
+use crate::runtime::record::NodeRecord;
+use crate::runtime::{BiError, Fault, NodeInner};
 
-/// The result of [`Writer::synchronize`](super::Writer::synchronize): retired objects
+/// The result of [`Writer::synchronize`](crate::runtime::Writer::synchronize): retired objects
 /// whose retirement became visible before `tick` (writer clock) may be freed.
 ///
 /// ```
@@ -56,7 +56,7 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
     for n in 0..inner.nodes {
         let rec: NodeRecord = view.load(inner.node_record_of(n)?)?;
         let live = if leased {
-            super::record::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d)
+            crate::runtime::record::live(rec.holder, rec.heartbeat, now, inner.config.node_lease, d)
         } else {
             rec.holder != 0
         };

@@ -7,7 +7,7 @@
 //! reader's own thread writes the record, and only into its node's cache: the node's
 //! quiescence pass reads it through the same (node-coherent) cache. Nothing on the read
 //! path writes back, invalidates or fences (except the documented
-//! [`ReaderOrdering::Fence`](super::ReaderOrdering::Fence) fallback), so a read section
+//! [`ReaderOrdering::Fence`](crate::runtime::ReaderOrdering::Fence) fallback), so a read section
 //! costs what liburcu's memb flavour costs: enter loads the coarse clock word the reader
 //! holds directly, stores its state and issues a compiler fence; exit issues a compiler
 //! fence and stores "outside".
@@ -15,12 +15,12 @@
 //! Every validated read goes through one skeleton ([`BiGuard::validated`]): read; on a
 //! stale copy, invalidate the lines, fence and read once more.
 
-use super::object::{Fetch, Link, WordAligned, fetch_with, object_lines};
-use super::reader_state::ReaderState;
-use super::{BiError, Fault, NodeInner};
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::AtomicU64;
 use crate::primitive::sync::atomic::{Ordering, compiler_fence, fence};
+use crate::runtime::object::{Fetch, Link, WordAligned, fetch_with, object_lines};
+use crate::runtime::reader_state::ReaderState;
+use crate::runtime::{BiError, Fault, NodeInner};
 use bytemuck::Pod;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 /// A registered reader of one node: one per thread (`!Sync`).
 ///
-/// Obtained from [`NodeRuntime::reader`](super::NodeRuntime::reader); dropping it frees
+/// Obtained from [`NodeRuntime::reader`](crate::runtime::NodeRuntime::reader); dropping it frees
 /// its record for another thread.
 ///
 /// ```
@@ -143,7 +143,7 @@ impl<V: MemView> Reader<V> {
     }
 
     /// Declares that this reader reads the structure of `scope`
-    /// ([`NodeRuntime::use_scope`](super::NodeRuntime::use_scope)). Call it before the
+    /// ([`NodeRuntime::use_scope`](crate::runtime::NodeRuntime::use_scope)). Call it before the
     /// first section that reads the structure.
     ///
     /// ```
@@ -155,8 +155,8 @@ impl<V: MemView> Reader<V> {
     /// let other = s.nodes[1].reader().unwrap();
     /// assert!(!other.use_scope(Scope::of_slot(s.slot(0))).unwrap());
     /// ```
-    pub fn use_scope(&self, scope: super::Scope) -> Result<bool, BiError> {
-        super::pass::declare_scope(&self.inner, scope)
+    pub fn use_scope(&self, scope: crate::runtime::Scope) -> Result<bool, BiError> {
+        crate::runtime::pass::declare_scope(&self.inner, scope)
     }
 
     /// Whether a section is open.
@@ -215,7 +215,7 @@ impl<V: MemView> Drop for Reader<V> {
             .inner
             .view
             .store_u64(self.record, ReaderState::OUTSIDE.raw());
-        super::share::release_reader(&self.inner, self.index);
+        crate::runtime::share::release_reader(&self.inner, self.index);
     }
 }
 
@@ -316,16 +316,16 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<'_, T> {
 }
 
 impl<'r, V: MemView> BiGuard<'r, V> {
-    pub(super) fn view(&self) -> &V {
+    pub(in crate::runtime) fn view(&self) -> &V {
         &self.reader.inner.view
     }
 
-    pub(super) fn inner(&self) -> &NodeInner<V> {
+    pub(in crate::runtime) fn inner(&self) -> &NodeInner<V> {
         &self.reader.inner
     }
 
     /// The mechanisms switched off in this node's runtime (none outside tests; see
-    /// [`Fault`](super::Fault)), for structures that read through the guard.
+    /// [`Fault`](crate::runtime::Fault)), for structures that read through the guard.
     ///
     /// ```
     /// use bi_core::runtime::{Fault, testing::Setup};
@@ -334,7 +334,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// let r = s.nodes[0].reader().unwrap();
     /// assert!(!r.enter().faults().has(Fault::SnapshotSum));
     /// ```
-    pub fn faults(&self) -> super::Faults {
+    pub fn faults(&self) -> crate::runtime::Faults {
         self.reader.inner.config.faults
     }
 
@@ -477,7 +477,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// invalidates the byte range `lines()` names, fences and runs `read` once more. (The
     /// first read is the caller's, so that the hit path is inlined where it is used.)
     #[inline(always)]
-    pub(super) fn validated<R>(
+    pub(in crate::runtime) fn validated<R>(
         &self,
         first: Fetch<R>,
         read: impl Fn() -> Result<Fetch<R>, BiError>,
@@ -492,7 +492,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// The slow path of [`validated`](Self::validated).
     #[cold]
     #[inline(never)]
-    pub(super) fn read_again<R>(
+    pub(in crate::runtime) fn read_again<R>(
         &self,
         read: impl Fn() -> Result<Fetch<R>, BiError>,
         lines: impl FnOnce() -> Result<(usize, usize), BiError>,
@@ -531,7 +531,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     #[inline(always)]
-    pub(super) fn cached_slot_word(&self, slot: usize) -> Result<u64, BiError> {
+    pub(in crate::runtime) fn cached_slot_word(&self, slot: usize) -> Result<u64, BiError> {
         if !slot.is_multiple_of(8) {
             return Err(BiError::OutOfSection {
                 offset: slot,
@@ -542,7 +542,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// The word at `slot`, read from memory: its line is invalidated and fenced first.
-    pub(super) fn fresh_slot_word(&self, slot: usize) -> Result<u64, BiError> {
+    pub(in crate::runtime) fn fresh_slot_word(&self, slot: usize) -> Result<u64, BiError> {
         let view = self.view();
         view.invalidate(slot, 8)?;
         view.fence();

@@ -3,7 +3,7 @@
 //! A writer process that dies (or restarts) loses its heap's free lists and its queue of
 //! retired blocks; memory keeps what it wrote back, which includes every object a
 //! returned publication made reachable. The next writer of the structure (after taking
-//! its role, see [`role`](super::role)) walks the structure from its root, which only
+//! its role, see [`role`](crate::runtime::role)) walks the structure from its root, which only
 //! the structure knows how to do, and hands the objects it reached to
 //! [`Writer::adopt`]: they stay live in the heap. Everything else in the arena is what
 //! the dead writer retired, left unlinked in its bag, or allocated without publishing.
@@ -14,13 +14,13 @@
 //! retirement is. Until then allocations wait for it
 //! when the heap has nothing else ([`Writer::alloc`] reclaims and retries).
 
-use super::fault::Fault;
-use super::object::{Generation, MAX_OBJECT_LINES, Shape, Stamp};
-use super::ring::{LogEntry, RingWriter};
-use super::writer::Retired;
-use super::{BiError, Writer};
 use crate::heap::{Block, Heap, HeapError};
 use crate::mem::MemView;
+use crate::runtime::fault::Fault;
+use crate::runtime::object::{Generation, MAX_OBJECT_LINES, Shape, Stamp};
+use crate::runtime::ring::{LogEntry, RingWriter};
+use crate::runtime::writer::Retired;
+use crate::runtime::{BiError, Writer};
 use std::time::Duration;
 
 /// What [`Writer::adopt`] took over.

@@ -10,16 +10,16 @@
 //! the structure supplies one search, told whether to read its entry points from the
 //! cache or from memory.
 
-use super::BiError;
-use super::reader::BiGuard;
 use crate::mem::MemView;
+use crate::runtime::BiError;
+use crate::runtime::reader::BiGuard;
 
 /// How many times a lookup starts over at once from entry points read fresh from memory
 /// when a link it follows turns out stale. Each attempt follows a newer publication.
 pub const FRESH_ATTEMPTS: usize = 16;
 
 /// How long a lookup keeps starting over (yielding the processor between attempts) once
-/// [`FRESH_ATTEMPTS`] were stale. A line rewritten in place ([`lines`](super::lines))
+/// [`FRESH_ATTEMPTS`] were stale. A line rewritten in place ([`lines`](crate::runtime::lines))
 /// matches nothing while its writer is between the first and the last store of the
 /// rewrite, and a writer descheduled there holds every fresh reader of that line until
 /// it runs again: a scheduling delay, not an error. Only a link that stays stale this
