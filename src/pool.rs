@@ -31,7 +31,6 @@
 //! ```
 
 use crate::error::{Error, structure};
-use crate::shared::{OpenWrites, Writing};
 use bi_alloc::{AllocError, Extents, NodeHeap};
 use bi_collections::delegate::{ClientConfig, Idle};
 use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
@@ -740,3 +739,27 @@ pub(crate) fn writer_in<M: MemView + 'static>(
         r => Ok(r?),
     }
 }
+
+/// How a process serves the other processes' writes and sends its own: the pool's
+/// [`PoolConfig::serving`](crate::PoolConfig::serving) and
+/// [`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Writing {
+    pub(crate) serving: Idle,
+    pub(crate) timeout: Duration,
+}
+
+impl Writing {
+    pub(crate) fn of(config: &crate::PoolConfig) -> Writing {
+        Writing {
+            serving: config.serving,
+            timeout: config.write_timeout,
+        }
+    }
+}
+
+/// The writes of every structure this process has a shared handle of, by name, so that
+/// its handles share one writer or one client (two clients of one node on one channel
+/// would corrupt it).
+pub(crate) type OpenWrites =
+    std::sync::Mutex<Vec<(String, std::sync::Weak<dyn std::any::Any + Send + Sync>)>>;

@@ -114,7 +114,7 @@
 
 use crate::error::{Error, structure};
 use crate::pool::writer_in;
-use crate::pool::{Pool, PoolError};
+use crate::pool::{Pool, PoolError, Writing};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, Idle,
@@ -519,24 +519,6 @@ where
             trust: Duration::from_nanos(lease / 2),
         };
         Ok(self.remote.get_or_init(|| remote))
-    }
-}
-
-/// How a process serves the other processes' writes and sends its own: the pool's
-/// [`PoolConfig::serving`](crate::PoolConfig::serving) and
-/// [`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Writing {
-    serving: Idle,
-    timeout: Duration,
-}
-
-impl Writing {
-    pub(crate) fn of(config: &crate::PoolConfig) -> Writing {
-        Writing {
-            serving: config.serving,
-            timeout: config.write_timeout,
-        }
     }
 }
 
@@ -1169,11 +1151,6 @@ impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
         Ok(self.reads.here()?.get(key)?)
     }
 }
-
-/// The writes of every structure this process has a shared handle of, by name, so that
-/// its handles share one writer or one client (two clients of one node on one channel
-/// would corrupt it).
-pub(crate) type OpenWrites = Mutex<Vec<(String, std::sync::Weak<dyn Any + Send + Sync>)>>;
 
 impl<M: MemView + 'static> Pool<M> {
     /// A handle of the map named `name` that reads on this node and writes from here

@@ -27,6 +27,7 @@
 //! its structure owns and never used: the next writer's adoption counts it with the rest
 //! of what the dead writer left, and gives it back to the heap after a grace period.
 
+use crate::grow::Grow;
 use crate::node_heap::NodeHeap;
 use bi_core::heap::HeapError;
 use bi_core::mem::MemView;
@@ -38,48 +39,6 @@ use std::time::Duration;
 
 /// How long a grant waits for the pool lock before it fails with [`HeapError::NoExtent`].
 pub const GRANT_LOCK_WAIT: Duration = Duration::from_secs(5);
-
-/// Where a growing [`NodeHeap`] gets more memory.
-///
-/// ```
-/// use bi_alloc::{Grow, NodeHeap};
-/// use bi_core::heap::{Heap, HeapError};
-/// use bi_core::line::LineSize;
-/// use std::ops::Range;
-///
-/// /// Grants one range (the first request, in whole lines), then nothing.
-/// struct Once(bool);
-/// impl Grow for Once {
-///     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
-///         match std::mem::replace(&mut self.0, true) {
-///             false => Ok(0..bytes.next_multiple_of(64)),
-///             true => Err(HeapError::OutOfMemory { requested: bytes, free: 0 }),
-///         }
-///     }
-/// }
-/// let source = Box::new(Once(false));
-/// let mut heap = NodeHeap::growing(0..64 * 64, LineSize::X86, &[], source).unwrap();
-/// assert!(heap.alloc(64).is_ok()); // granted
-/// assert!(heap.alloc(60 * 64).is_err()); // the source has nothing more
-/// ```
-pub trait Grow: Send + Sync {
-    /// A range of whole lines, at least `bytes` long, that the heap now owns and nobody
-    /// else does. [`HeapError::OutOfMemory`] when the pool has no room for it.
-    ///
-    /// ```
-    /// use bi_alloc::{Extents, Grow};
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut extents = Extents::new(s.nodes[0].clone(), s.slot(0) as u64).unwrap();
-    /// let a = extents.grow(100).unwrap(); // one extent: whole lines, at least 100 bytes
-    /// assert!(a.len() >= 100 && a.start % 64 == 0);
-    /// let b = extents.grow(100).unwrap();
-    /// assert_eq!(b.start, a.end); // first fit: the next free extent
-    /// assert_eq!(extents.owned().unwrap(), [a.start..b.end]); // merged
-    /// ```
-    fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError>;
-}
 
 /// The extent table of a pool, as seen by one owner: the extents it holds, and more on
 /// demand.

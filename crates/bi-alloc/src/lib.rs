@@ -59,11 +59,13 @@ pub mod arena;
 pub mod class;
 pub mod error;
 pub mod extents;
+mod grow;
 mod live;
 pub mod node_heap;
 mod runs;
 
 pub use arena::{ArenaRange, Arenas, MIN_ARENA_LINES};
 pub use error::AllocError;
-pub use extents::{Extents, GRANT_LOCK_WAIT, Grow};
+pub use extents::{Extents, GRANT_LOCK_WAIT};
+pub use grow::Grow;
 pub use node_heap::{ClassStats, LargeStats, NodeHeap, NodeHeapStats};

@@ -60,7 +60,7 @@
 use crate::arena::Arenas;
 use crate::class::{CLASS_LINES, CLASSES, class_of};
 use crate::error::AllocError;
-use crate::extents::Grow;
+use crate::grow::Grow;
 use crate::live::{Kind, LiveMap};
 use crate::runs::FreeRuns;
 use bi_core::heap::{Block, Heap, HeapError, HeapStats};

@@ -6,7 +6,7 @@
 //! caller can react (re-create, refuse, report) and a person reading the message can see
 //! what was found and what was expected.
 
-use super::layout::{Section, SectionKind};
+use super::section::{Section, SectionKind};
 use crate::mem::{EmulatorError, MemError};
 use crate::ptr::PtrError;
 use std::fmt;

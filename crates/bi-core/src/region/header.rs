@@ -54,14 +54,14 @@
 //! running state), so every one-byte corruption of the header is caught.
 
 use super::error::RegionError;
-use super::layout::{Layout, RegionConfig, Section, SectionKind};
+use super::layout::{Layout, RegionConfig};
+pub use super::section::HEADER_LEN;
+use super::section::{Section, SectionKind};
 
 /// The first eight bytes of every region.
 pub const MAGIC: [u8; 8] = *b"BIREGION";
 /// The header format version this code reads and writes.
 pub const FORMAT_VERSION: u32 = 4;
-/// Length of the encoded header in bytes.
-pub const HEADER_LEN: usize = 152;
 
 /// Byte offsets of the header's fields, for tools and tests that inspect or craft headers.
 pub mod offsets {

@@ -55,14 +55,15 @@ mod error;
 pub mod header;
 pub mod layout;
 pub mod roots;
+mod section;
 
 pub use error::RegionError;
 pub use header::{FORMAT_VERSION, HEADER_LEN, Header, MAGIC};
 pub use layout::{
-    EXTENT_ENTRY_BYTES, Layout, MIN_EXTENT_LINES, RegionConfig, RingKind, Section, SectionKind,
-    TARGET_EXTENTS,
+    EXTENT_ENTRY_BYTES, Layout, MIN_EXTENT_LINES, RegionConfig, RingKind, TARGET_EXTENTS,
 };
 pub use roots::{MAX_ROOT_NAME, RootInfo};
+pub use section::{Section, SectionKind};
 
 use crate::mem::{Backing, ClockSource, EmulatedNode, Emulator, EmulatorConfig, Hardware, MemView};
 use crate::ptr::ShPtr;
