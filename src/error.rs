@@ -19,7 +19,6 @@
 //! assert!(!err.to_string().contains("0x"), "{err}");
 //! ```
 
-use crate::pool::PoolError;
 use bi_alloc::AllocError;
 use bi_collections::CollectionError;
 use bi_collections::delegate::DelegationError;
@@ -276,6 +275,133 @@ fn collection_kind(e: &CollectionError) -> ErrorKind {
             _ => ErrorKind::Other,
         },
         _ => ErrorKind::Other,
+    }
+}
+
+/// Why a pool could not be opened or used: the [`cause`](crate::Error::cause) of a
+/// [`bi::Error`](crate::Error), each variant carrying the error of the layer that failed.
+/// Match on [`Error::kind`](crate::Error::kind) to decide; on this for the details.
+///
+/// ```
+/// use bi::core::region::RegionConfig;
+/// use bi::{ErrorKind, Pool, PoolConfig, PoolError};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("one-node.bi");
+/// let region = RegionConfig::new(4 << 20).with_nodes(1);
+/// let config = PoolConfig { region, ..PoolConfig::default() };
+/// let pool = Pool::open_or_create(&path, config.clone()).unwrap();
+/// // The only node is run by a live process (this one).
+/// let err = Pool::open_or_create(&path, config).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Busy);
+/// assert!(matches!(err.cause(), PoolError::NoFreeNode { nodes: 1 }));
+/// let _w = pool.map_writer::<u64, u64>("a").unwrap();
+/// let err = pool.tree_writer::<u64, u64>("b").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::WriterAlive);
+/// assert!(matches!(err.cause(), PoolError::WriterTaken));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// The region file could not be opened, created or validated.
+    Region(RegionError),
+    /// The runtime refused (a node taken, a bad configuration, ...).
+    Runtime(BiError),
+    /// The node's heap could not be set up.
+    Alloc(AllocError),
+    /// Opening a structure failed (another type under that name, a live writer, ...).
+    Collection(CollectionError),
+    /// Every node of the region is run by a live process.
+    NoFreeNode {
+        /// Nodes in the region.
+        nodes: usize,
+    },
+    /// This pool's node writer is already handed out (one writer handle per pool).
+    WriterTaken,
+    /// A live process writes the structure but has not served it through a shared
+    /// handle ([`Pool::map`]) yet, so there is nowhere to send writes: open the
+    /// writer's handle with `map` or `tree`, then this one.
+    NoWriterYet,
+    /// An environment variable the program reads has a value it cannot use
+    /// ([`Emulation::from_env`](crate::Emulation::from_env)).
+    BadEnvironment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should hold.
+        expected: &'static str,
+    },
+}
+
+impl fmt::Display for PoolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoolError::Region(e) => write!(f, "region: {e}"),
+            PoolError::Runtime(e) => write!(f, "runtime: {e}"),
+            PoolError::Alloc(e) => write!(f, "heap: {e}"),
+            PoolError::Collection(e) => write!(f, "{e}"),
+            PoolError::NoFreeNode { nodes } => {
+                write!(
+                    f,
+                    "all {nodes} nodes of the region are run by live processes"
+                )
+            }
+            PoolError::WriterTaken => {
+                write!(
+                    f,
+                    "this pool's node already has a writer handle (one per pool)"
+                )
+            }
+            PoolError::NoWriterYet => f.write_str(
+                "the structure's writer serves no other process yet (it opened no shared \
+                 handle)",
+            ),
+            PoolError::BadEnvironment {
+                var,
+                value,
+                expected,
+            } => write!(f, "{var}={value:?}: expected {expected}"),
+        }
+    }
+}
+
+impl std::error::Error for PoolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PoolError::Region(e) => Some(e),
+            PoolError::Runtime(e) => Some(e),
+            PoolError::Alloc(e) => Some(e),
+            PoolError::Collection(e) => Some(e),
+            PoolError::NoFreeNode { .. }
+            | PoolError::WriterTaken
+            | PoolError::NoWriterYet
+            | PoolError::BadEnvironment { .. } => None,
+        }
+    }
+}
+
+impl From<RegionError> for PoolError {
+    fn from(e: RegionError) -> Self {
+        PoolError::Region(e)
+    }
+}
+
+impl From<BiError> for PoolError {
+    fn from(e: BiError) -> Self {
+        PoolError::Runtime(e)
+    }
+}
+
+impl From<AllocError> for PoolError {
+    fn from(e: AllocError) -> Self {
+        PoolError::Alloc(e)
+    }
+}
+
+impl From<CollectionError> for PoolError {
+    fn from(e: CollectionError) -> Self {
+        PoolError::Collection(e)
     }
 }
 

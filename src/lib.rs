@@ -102,8 +102,9 @@ pub mod prelude {
 }
 
 pub use emulation::Emulation;
+pub use error::PoolError;
 pub use error::{Error, ErrorKind};
-pub use pool::{Pool, PoolConfig, PoolError};
+pub use pool::{Pool, PoolConfig};
 pub use shared::{Shared, SharedMap, SharedTree};
 
 pub use bi_alloc as alloc;

@@ -112,9 +112,10 @@
 //! - **One serving thread per writer process**, taking the same lock as the process's
 //!   own writes: writes are serialized, as with any single writer.
 
+use crate::error::PoolError;
 use crate::error::{Error, structure};
 use crate::pool::writer_in;
-use crate::pool::{Pool, PoolError, Writing};
+use crate::pool::{Pool, Writing};
 use bi_alloc::NodeHeap;
 use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, Idle,

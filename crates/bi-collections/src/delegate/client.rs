@@ -1,8 +1,9 @@
 //! The sending side: any thread on any node, with its own channel and acknowledgement.
 
 use super::backoff::Backoff;
-use super::error::{DelegationError, WaitingFor, mem};
+use super::error::{DelegationError, WaitingFor};
 use super::layout::DelegationLayout;
+use super::mem;
 
 /// A client waiting for an acknowledgement rings the server's doorbell after this many
 /// polls (a server that is awake answers within them), then once in [`RING_EVERY`].

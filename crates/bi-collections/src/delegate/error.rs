@@ -305,9 +305,3 @@ impl fmt::Display for DelegationError {
 }
 
 impl std::error::Error for DelegationError {}
-
-/// A memory access in the delegation area failed: reported like one in a channel
-/// (the area is channels and their acknowledgements).
-pub(super) fn mem(e: bi_core::mem::MemError) -> crate::CollectionError {
-    crate::CollectionError::Channel(bi_core::channel::ChannelError::Mem(e))
-}

@@ -17,7 +17,8 @@
 //! writes ([`parcel`](super::parcel)). Both sides compute every offset from the same [`DelegationLayout`], built
 //! from the same range, client count, capacity and line size.
 
-use super::error::{DelegationError, mem};
+use super::error::DelegationError;
+use super::mem;
 use super::record::{WireRecord, WireResult};
 use crate::{CollectionError, Stored};
 use bi_core::channel::ChannelLayout;

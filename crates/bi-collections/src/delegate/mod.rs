@@ -188,3 +188,9 @@ pub use layout::{DEFAULT_PARCEL_BYTES, DelegationLayout};
 pub use named::NAMED_CAPACITY;
 pub use record::{OpRecord, Outcome, same_bytes};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};
+
+/// A memory access in the delegation area failed: reported like one in a channel
+/// (the area is channels and their acknowledgements).
+fn mem(e: bi_core::mem::MemError) -> crate::CollectionError {
+    crate::CollectionError::Channel(bi_core::channel::ChannelError::Mem(e))
+}

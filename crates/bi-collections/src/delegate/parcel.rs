@@ -19,7 +19,8 @@
 //!
 //! A parcel is its length (one 8-byte word) then its bytes, zero-padded to whole words.
 
-use super::error::{DelegationError, mem};
+use super::error::DelegationError;
+use super::mem;
 use crate::CollectionError;
 use crate::stored::ByteSource;
 use bi_core::mem::MemView;

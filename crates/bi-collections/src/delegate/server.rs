@@ -2,8 +2,9 @@
 //! batch, then acknowledges under one fence.
 
 use super::backoff::{Backoff, Idle};
-use super::error::{DelegationError, mem};
+use super::error::DelegationError;
 use super::layout::DelegationLayout;
+use super::mem;
 use super::parcel::{self, Parcels};
 use super::record::{FailedWords, Outcome, ResultRecord, WireRecord};
 use crate::stored::out_of_line_len;
