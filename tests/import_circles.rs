@@ -148,10 +148,10 @@ fn edges(krate: &Crate, module: &ModPath, is_face: bool, code: &str) -> BTreeSet
     };
     let mut found = BTreeSet::new();
     let mut note = |path: ModPath| {
-        if let Some(file) = resolve(krate, &path, 0) {
-            if &file != module {
-                found.insert(file);
-            }
+        if let Some(file) = resolve(krate, &path, 0)
+            && &file != module
+        {
+            found.insert(file);
         }
     };
     for (prefix, base) in [
@@ -182,10 +182,7 @@ fn edges(krate: &Crate, module: &ModPath, is_face: bool, code: &str) -> BTreeSet
             let tree = &rest[..end];
             let tree = match tree.find("::{") {
                 Some(_) => &tree[..tree.find('}').map_or(tree.len(), |j| j + 1)],
-                None => tree
-                    .split(|c: char| c == ' ' || c == '\n' || c == ',' || c == '{' || c == '}')
-                    .next()
-                    .unwrap_or(""),
+                None => tree.split([' ', '\n', ',', '{', '}']).next().unwrap_or(""),
             };
             for (path, _) in expand(tree) {
                 let mut full = base.clone();
