@@ -85,7 +85,25 @@ pub(crate) fn covers(heartbeat: u64, now: u64, lease: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::covers;
+    use super::{NodeRecord, covers};
+    use crate::runtime::RuntimeConfig;
+
+    #[test]
+    fn a_node_is_live_while_its_holder_heartbeats_within_its_lease() {
+        let config = RuntimeConfig::default().node_lease(1_000);
+        let held = NodeRecord {
+            holder: 7,
+            heartbeat: 5_000,
+            ..NodeRecord::default()
+        };
+        assert!(held.is_live(5_500, &config));
+        assert!(
+            !held.is_live(5_000 + 1_000 + config.skew + 1, &config),
+            "lapsed"
+        );
+        let released = NodeRecord { holder: 0, ..held };
+        assert!(!released.is_live(5_500, &config), "no holder");
+    }
 
     #[test]
     fn a_heartbeat_covers_writes_for_half_a_lease() {
