@@ -4,9 +4,11 @@
 //! pool lock, and finds the role taken: it writes nothing more. When nobody took the
 //! role, the renewal keeps it.
 
+use bi_core::heap::BumpHeap;
+use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, RuntimeConfig};
+use bi_core::runtime::{BiError, Link, Role, RuntimeConfig, Writer};
 use std::time::Duration;
 
 const LEASE: u64 = 1_000_000;
@@ -20,9 +22,19 @@ fn machine(config: RuntimeConfig) -> Setup {
     )
 }
 
+/// What [`role_taken`] leaves: the machine, node 0's role and writer (which published
+/// `first` before it stalled), and node 1's role.
+struct Taken {
+    s: Setup,
+    role: Role<EmulatedNode>,
+    w: Writer<EmulatedNode, BumpHeap>,
+    first: Link<u64>,
+    taken: Role<EmulatedNode>,
+}
+
 /// Node 0 writes slot 0 under its role; its passes stall past the lease; node 1 takes
-/// the role. Returns what node 0's next allocation and publication did.
-fn write_after_the_role_was_taken(config: RuntimeConfig) -> Result<(), BiError> {
+/// the role.
+fn role_taken(config: RuntimeConfig) -> Taken {
     let s = machine(config);
     let slot = s.slot(0);
     let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
@@ -33,9 +45,27 @@ fn write_after_the_role_was_taken(config: RuntimeConfig) -> Result<(), BiError> 
     s.emu.advance(2 * LEASE);
     let taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
     assert_eq!(taken.previous().node, 1, "node 1 adopts node 0's structure");
+    Taken {
+        s,
+        role,
+        w,
+        first,
+        taken,
+    }
+}
+
+/// What node 0's next allocation and publication did once its role was taken.
+fn write_after_the_role_was_taken(config: RuntimeConfig) -> Result<(), BiError> {
+    // Both roles stay held (bound, not dropped) while node 0 writes.
+    let Taken {
+        s,
+        mut w,
+        role: _role,
+        taken: _taken,
+        ..
+    } = role_taken(config);
     let second = w.alloc_sealed(2u64)?;
-    w.publish_link(slot, second)?;
-    drop(role);
+    w.publish_link(s.slot(0), second)?;
     Ok(())
 }
 
@@ -84,14 +114,13 @@ fn a_writer_whose_lease_lapsed_renews_it_when_nobody_took_its_role() {
 
 #[test]
 fn a_lost_role_stays_lost_after_its_taker_gives_it_up() {
-    let s = machine(RuntimeConfig::default());
-    let slot = s.slot(0);
-    let role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
-    let mut w = s.writer(0);
-    let first = w.alloc_sealed(1u64).unwrap();
-    w.publish_link(slot, first).unwrap();
-    s.emu.advance(2 * LEASE);
-    let taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    let Taken {
+        s,
+        role,
+        mut w,
+        first,
+        taken,
+    } = role_taken(RuntimeConfig::default());
     let lost = |r: Result<(), BiError>| matches!(r, Err(BiError::RoleLost { node: 0, .. }));
     assert!(lost(w.alloc_sealed(2u64).map(drop)));
     // The taker may have changed the structure: node 0's writer, which still believes
@@ -99,6 +128,6 @@ fn a_lost_role_stays_lost_after_its_taker_gives_it_up() {
     drop(taken);
     s.quiesce_all().unwrap();
     assert!(lost(w.alloc_sealed(3u64).map(drop)));
-    assert!(lost(w.publish_link(slot, first).map(drop)));
+    assert!(lost(w.publish_link(s.slot(0), first).map(drop)));
     drop(role);
 }
