@@ -34,8 +34,7 @@ use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
 use crate::runtime::fault::Fault;
 use crate::runtime::process::Presence;
-use crate::runtime::record;
-use crate::runtime::record::NodeRecord;
+use crate::runtime::record::{self, NodeRecord};
 use crate::runtime::{BiError, NodeInner, RuntimeConfig, process};
 use bytemuck::{Pod, Zeroable};
 
