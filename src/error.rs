@@ -319,7 +319,7 @@ pub enum PoolError {
     /// This pool's node writer is already handed out (one writer handle per pool).
     WriterTaken,
     /// A live process writes the structure but has not served it through a shared
-    /// handle ([`Pool::map`]) yet, so there is nowhere to send writes: open the
+    /// handle ([`Pool::map`](crate::Pool::map)) yet, so there is nowhere to send writes: open the
     /// writer's handle with `map` or `tree`, then this one.
     NoWriterYet,
     /// An environment variable the program reads has a value it cannot use

@@ -268,7 +268,7 @@ impl Pool<EmulatedNode> {
     /// write-backs and invalidations, as nodes without coherence would, and the stale
     /// reads, reuse hazards and lost writes among them are counted
     /// ([`emulator_stats`](Self::emulator_stats)). `configure` sets the machine's seed
-    /// and event rates ([`Emulation`] reads them from the environment).
+    /// and event rates ([`Emulation`](crate::Emulation) reads them from the environment).
     ///
     /// ```
     /// use bi::{Pool, PoolConfig};

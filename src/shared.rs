@@ -100,7 +100,7 @@
 //!   a request, then up to a millisecond). A writer of the same host rings the server
 //!   awake; one of another host waits out the nap. Idling costs CPU: on a 2-core KVM
 //!   guest, half a core or more while warm and about 1.5% once cold (see
-//!   [`Idle`](bi_collections::delegate::Idle)); longer naps cost less.
+//!   [`Idle`]); longer naps cost less.
 //! - **A remote write carries strings of up to 256 KiB** (less 8 bytes; keys, values
 //!   and a compare-and-set's expected value together): a request is a fixed-size
 //!   record, and a string longer than its 16-byte word travels in the sending node's

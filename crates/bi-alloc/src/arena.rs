@@ -22,7 +22,7 @@
 //! every node gets `lines / nodes` lines, and the first `lines % nodes` nodes one more, so
 //! shares differ by at most one line and together cover the section exactly. Every arena
 //! starts and ends on a line boundary, so two nodes never write one line. A node's arena
-//! must hold at least [`MIN_ARENA_LINES`] lines; a smaller heap section is
+//! must hold at least `MIN_ARENA_LINES` lines; a smaller heap section is
 //! [`AllocError::HeapTooSmall`].
 
 use crate::error::AllocError;
@@ -31,7 +31,7 @@ use bi_core::region::{Layout, Section};
 use std::ops::Range;
 
 /// The fewest lines a node's arena may have.
-pub const MIN_ARENA_LINES: usize = 8;
+pub(crate) const MIN_ARENA_LINES: usize = 8;
 
 /// One node's share of the heap section: `offset .. offset + len`, whole lines.
 ///
@@ -138,7 +138,7 @@ impl Arenas {
     /// Splits the heap section of `layout` among the layout's nodes.
     ///
     /// Errors: [`AllocError::HeapTooSmall`] when a node would get fewer than
-    /// [`MIN_ARENA_LINES`] lines.
+    /// `MIN_ARENA_LINES` lines.
     ///
     /// ```
     /// use bi_alloc::Arenas;
@@ -172,7 +172,7 @@ impl Arenas {
     /// ```
     ///
     /// Errors: [`AllocError::NoNodes`] for `nodes == 0`, [`AllocError::HeapTooSmall`] when
-    /// a node would get fewer than [`MIN_ARENA_LINES`] lines.
+    /// a node would get fewer than `MIN_ARENA_LINES` lines.
     pub fn split_range(
         heap: Range<usize>,
         line: LineSize,

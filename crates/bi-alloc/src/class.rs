@@ -25,7 +25,7 @@ pub const CLASS_LINES: [usize; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
 pub const LARGEST_CLASS_LINES: usize = CLASS_LINES[CLASS_LINES.len() - 1];
 
 /// Number of size classes.
-pub const CLASSES: usize = CLASS_LINES.len();
+pub(crate) const CLASSES: usize = CLASS_LINES.len();
 
 /// The index of the smallest class that holds `lines` lines, or `None` if `lines` is zero
 /// or above [`LARGEST_CLASS_LINES`].

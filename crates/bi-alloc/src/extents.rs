@@ -38,7 +38,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 /// How long a grant waits for the pool lock before it fails with [`HeapError::NoExtent`].
-pub const GRANT_LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const GRANT_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The extent table of a pool, as seen by one owner: the extents it holds, and more on
 /// demand.

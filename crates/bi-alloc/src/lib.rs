@@ -64,8 +64,8 @@ mod live;
 pub mod node_heap;
 mod runs;
 
-pub use arena::{ArenaRange, Arenas, MIN_ARENA_LINES};
+pub use arena::{ArenaRange, Arenas};
 pub use error::AllocError;
-pub use extents::{Extents, GRANT_LOCK_WAIT};
+pub use extents::Extents;
 pub use grow::Grow;
 pub use node_heap::{ClassStats, LargeStats, NodeHeap, NodeHeapStats};

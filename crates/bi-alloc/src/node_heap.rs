@@ -39,7 +39,7 @@
 //! - Requests are rounded up to whole lines. Up to
 //!   [`LARGEST_CLASS_LINES`](crate::class::LARGEST_CLASS_LINES) lines they are served from
 //!   a size class ([`CLASS_LINES`]): a LIFO free list per class, refilled by cutting a
-//!   chunk of several slots at a time (up to [`CHUNK_LINES`] lines, fewer in small arenas).
+//!   chunk of several slots at a time (up to `CHUNK_LINES` lines, fewer in small arenas).
 //!   Slots stay in their class once cut.
 //! - Longer requests get an exact run of lines. Freed runs are coalesced with their free
 //!   neighbours; allocation is first-fit over the free runs; a free run that reaches the
@@ -70,7 +70,7 @@ use std::ops::Range;
 
 /// The most lines a size class cuts from the arena at once (fewer for large slots, and
 /// at most a sixteenth of a small arena).
-pub const CHUNK_LINES: usize = 32;
+pub(crate) const CHUNK_LINES: usize = 32;
 
 /// Counters of one size class.
 ///
@@ -712,9 +712,7 @@ impl Heap for NodeHeap {
     }
 
     /// Memory first from what the heap owns, then from its source (a growing heap), and
-    /// only then from the free slots of other classes ([`recycle_free_slots`]).
-    ///
-    /// [`recycle_free_slots`]: Geom::recycle_free_slots
+    /// only then from the free slots of other classes (`Geom::recycle_free_slots`).
     fn alloc_tagged(&mut self, bytes: usize) -> Result<(Block, Option<u64>), HeapError> {
         let short = match self.alloc_owned(bytes) {
             Err(e @ HeapError::OutOfMemory { .. }) => e,

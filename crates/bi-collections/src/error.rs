@@ -55,17 +55,7 @@ pub enum CollectionError {
 impl CollectionError {
     /// Whether the heap had no room for what the operation needed (nothing of the
     /// operation was written; it may go through once room is freed).
-    ///
-    /// ```
-    /// use bi_collections::CollectionError;
-    /// use bi_core::heap::HeapError;
-    /// use bi_core::runtime::BiError;
-    ///
-    /// let full = CollectionError::Runtime(BiError::Heap(HeapError::OutOfMemory { requested: 64, free: 0 }));
-    /// assert!(full.is_no_room());
-    /// assert!(!CollectionError::Corrupt { reason: "x" }.is_no_room());
-    /// ```
-    pub fn is_no_room(&self) -> bool {
+    pub(crate) fn is_no_room(&self) -> bool {
         matches!(
             self,
             CollectionError::Runtime(BiError::Heap(
@@ -123,5 +113,22 @@ impl From<ChannelError> for CollectionError {
 impl From<DelegationError> for CollectionError {
     fn from(e: DelegationError) -> Self {
         CollectionError::Delegation(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CollectionError;
+    use bi_core::heap::HeapError;
+    use bi_core::runtime::BiError;
+
+    #[test]
+    fn only_a_heap_without_room_is_no_room() {
+        let full = CollectionError::Runtime(BiError::Heap(HeapError::OutOfMemory {
+            requested: 64,
+            free: 0,
+        }));
+        assert!(full.is_no_room());
+        assert!(!CollectionError::Corrupt { reason: "x" }.is_no_room());
     }
 }

@@ -22,7 +22,7 @@ use bi_core::runtime::{NodeRuntime, Role, Scope, Writer};
 use std::time::Duration;
 
 /// How long opening a structure or taking its writer role waits for the pool lock.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The fingerprint of a structure of kind `kind` with keys `K` and values `V` (never 0).
 ///

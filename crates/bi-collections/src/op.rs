@@ -103,13 +103,7 @@ impl<V> Guard<V> {
     }
 
     /// Whether this guard admits every value (an unconditional operation).
-    ///
-    /// ```
-    /// use bi_collections::Guard;
-    ///
-    /// assert!(Guard::<u8>::Always.is_always() && !Guard::Equals(3u8).is_always());
-    /// ```
-    pub fn is_always(&self) -> bool {
+    pub(crate) fn is_always(&self) -> bool {
         matches!(self, Guard::Always)
     }
 }
@@ -226,7 +220,7 @@ pub trait ApplyBatch<K, V> {
     fn apply_batch(&mut self, ops: &[Op<K, V>]) -> Result<BatchReport, CollectionError>;
 
     /// A bound on the length of every value the structure holds, counting only the
-    /// bytes that do not fit a value's word ([`out_of_line_len`](crate::stored::out_of_line_len)):
+    /// bytes that do not fit a value's word (`out_of_line_len`):
     /// `Some(0)` for plain values. `None` (the default) when the structure cannot tell. A
     /// delegation server reports old values back through a bounded reply area, and
     /// looks up what each request will find before applying it only when this bound
@@ -297,7 +291,7 @@ pub trait ApplyBatch<K, V> {
         Ok(false)
     }
 
-    /// Whether a batch that fails for lack of heap ([`CollectionError::is_no_room`])
+    /// Whether a batch that fails for lack of heap (`CollectionError::is_no_room`)
     /// leaves in the `olds` of [`apply_reporting`](Self::apply_reporting) (and the
     /// `found` of [`apply_guarded`](Self::apply_guarded)) exactly one value for each
     /// operation it applied or refused: a prefix of the batch, after which nothing was
@@ -405,5 +399,17 @@ pub trait ApplyBatch<K, V> {
             found.clear();
         }
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Guard;
+
+    #[test]
+    fn only_always_is_unconditional() {
+        assert!(Guard::<u8>::Always.is_always());
+        assert!(!Guard::Equals(3u8).is_always());
+        assert!(!Guard::<u8>::Absent.is_always());
     }
 }

@@ -317,15 +317,7 @@ impl<K: Stored> Query<K> for K {
 
 /// Bytes of `item` that do not fit its word (kept in a byte string of their own when
 /// stored): zero for plain items and strings of up to 16 bytes.
-///
-/// ```
-/// use bi_collections::stored::out_of_line_len;
-///
-/// assert_eq!(out_of_line_len(&7u64), 0);
-/// assert_eq!(out_of_line_len(&"sixteen bytes ok".to_string()), 0);
-/// assert_eq!(out_of_line_len(&vec![0u8; 17]), 17);
-/// ```
-pub fn out_of_line_len<T: Stored>(item: &T) -> usize {
+pub(crate) fn out_of_line_len<T: Stored>(item: &T) -> usize {
     let mut len = 0;
     // Counting only: the word is not kept.
     let _ = item.to_word(|bytes| {
@@ -576,6 +568,13 @@ stored_bytes!(Box<[u8]>, [u8], BYTES, |b| Ok(b.into_boxed_slice()));
 mod tests {
     use super::*;
     use bi_core::runtime::testing::Setup;
+
+    #[test]
+    fn only_bytes_past_the_word_are_out_of_line() {
+        assert_eq!(out_of_line_len(&7u64), 0);
+        assert_eq!(out_of_line_len(&"sixteen bytes ok".to_string()), 0);
+        assert_eq!(out_of_line_len(&vec![0u8; 17]), 17);
+    }
 
     /// Every pair of strings orders and matches as `str` does, inline or not.
     #[test]

@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 /// The most operations one combined batch carries.
-pub const DEFAULT_COMBINED_BATCH: usize = 256;
+pub(crate) const DEFAULT_COMBINED_BATCH: usize = 256;
 
 const PENDING: u8 = 0;
 const APPLIED: u8 = 1;

@@ -182,11 +182,11 @@ mod server;
 
 pub use backoff::Idle;
 pub use client::{ClientConfig, DelegationClient};
-pub use combine::{DEFAULT_COMBINED_BATCH, NodeCombiner, Pending};
+pub use combine::{NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::{DEFAULT_PARCEL_BYTES, DelegationLayout};
-pub use named::NAMED_CAPACITY;
-pub use record::{OpRecord, Outcome, same_bytes};
+pub(crate) use record::same_bytes;
+pub use record::{OpRecord, Outcome};
 pub use server::{DEFAULT_MAX_BATCH, DelegationServer, ServeReport, ServeTotals};
 
 /// A memory access in the delegation area failed: reported like one in a channel

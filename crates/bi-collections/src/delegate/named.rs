@@ -16,7 +16,7 @@ use bi_core::region::Region;
 use bi_core::runtime::{BiError, NodeRuntime};
 
 /// Records per client channel of a named structure's area.
-pub const NAMED_CAPACITY: usize = 64;
+pub(crate) const NAMED_CAPACITY: usize = 64;
 
 /// The name of the area of the structure named `name`.
 fn area_name(name: &str) -> String {
@@ -25,7 +25,7 @@ fn area_name(name: &str) -> String {
 
 impl<K: Stored, V: Stored> DelegationLayout<K, V> {
     /// The delegation area of the structure named `name`, with `clients` clients of
-    /// [`NAMED_CAPACITY`] records each: granted now if `grant` (the structure's writer
+    /// `NAMED_CAPACITY` records each: granted now if `grant` (the structure's writer
     /// does) and there is none yet; `None` if there is none and `grant` is false (no
     /// writer has served the structure yet). An area granted for another client count
     /// or record type is refused when its header is checked.

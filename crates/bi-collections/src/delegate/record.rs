@@ -363,13 +363,7 @@ pub(crate) type WireResult<V> = ResultRecord<<V as Stored>::Word>;
 /// Whether two `Pod` values have the same bytes: how the delegation server compares the
 /// value a guard expects with the value it finds (so a float `NaN` equals itself and
 /// `0.0` differs from `-0.0`, as with a hardware compare-and-swap).
-///
-/// ```
-/// use bi_collections::delegate::same_bytes;
-///
-/// assert!(same_bytes(&f64::NAN, &f64::NAN) && !same_bytes(&0.0f64, &-0.0));
-/// ```
-pub fn same_bytes<V: Pod>(a: &V, b: &V) -> bool {
+pub(crate) fn same_bytes<V: Pod>(a: &V, b: &V) -> bool {
     bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
 }
 
@@ -461,6 +455,13 @@ impl<V: Pod> ResultRecord<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_compare_by_their_bytes_as_a_hardware_compare_does() {
+        assert!(same_bytes(&f64::NAN, &f64::NAN));
+        assert!(!same_bytes(&0.0f64, &-0.0));
+        assert!(same_bytes(&7u32, &7u32) && !same_bytes(&7u32, &8u32));
+    }
 
     #[test]
     fn records_round_trip_through_bytes() {

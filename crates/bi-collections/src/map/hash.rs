@@ -6,10 +6,10 @@ use foldhash::fast::FixedState;
 use std::hash::{BuildHasher, Hash};
 
 /// Seed of the map's hash: part of the shared format, never change it.
-pub const MAP_HASH_SEED: u64 = 0x6269_5f6d_6170_0001;
+pub(crate) const MAP_HASH_SEED: u64 = 0x6269_5f6d_6170_0001;
 
 /// The 64-bit hash of `key`: foldhash's fast hasher with the fixed seed
-/// [`MAP_HASH_SEED`] (foldhash is pinned to one version, whose output is stable for one
+/// `MAP_HASH_SEED` (foldhash is pinned to one version, whose output is stable for one
 /// platform).
 ///
 /// ```

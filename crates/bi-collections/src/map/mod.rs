@@ -162,7 +162,7 @@ pub mod snapshot;
 pub mod tags;
 mod write;
 
-pub use hash::{MAP_HASH_SEED, bucket_of, key_hash};
+pub use hash::{bucket_of, key_hash};
 pub use read::{BATCH_AHEAD, Iter, MapReadHandle, MapRef};
 pub use write::MapWriteHandle;
 

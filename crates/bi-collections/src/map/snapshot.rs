@@ -27,7 +27,7 @@
 //! sums to another value than its counters.
 //!
 //! An attempt that fails either check starts again; a writer that commits during every
-//! one of [`SNAPSHOT_ATTEMPTS`] attempts makes the read
+//! one of `SNAPSHOT_ATTEMPTS` attempts makes the read
 //! [`CollectionError::Contended`].
 //!
 //! # Trade-offs
@@ -49,7 +49,7 @@ use bi_core::runtime::{Entry, Fault, Fetch};
 use std::hash::Hash;
 
 /// Attempts of a snapshot read before it reports [`CollectionError::Contended`].
-pub const SNAPSHOT_ATTEMPTS: usize = 64;
+pub(crate) const SNAPSHOT_ATTEMPTS: usize = 64;
 
 /// One read of a partition from memory.
 struct Collect<K, V> {

@@ -77,7 +77,11 @@ impl<K: Ord + Clone + Debug, V: Eq + Clone + Debug> History<K, V> {
 
     /// The shortest prefix of `ops` that, applied to the current contents, gives
     /// `actual`: what a batch that failed part-way published. `None` if no prefix does.
-    pub fn matching_prefix(&self, ops: &[Op<K, V>], actual: &BTreeMap<K, V>) -> Option<usize> {
+    pub(crate) fn matching_prefix(
+        &self,
+        ops: &[Op<K, V>],
+        actual: &BTreeMap<K, V>,
+    ) -> Option<usize> {
         let mut m = self.model.clone();
         for n in 0..=ops.len() {
             if &m == actual {

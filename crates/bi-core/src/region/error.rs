@@ -34,7 +34,7 @@ pub enum RegionError {
         source: std::io::Error,
     },
     /// [`Region::create`](super::Region::create) found a file already there: an existing
-    /// region is never overwritten unless asked ([`Region::create_replacing`](super::Region::create_replacing)).
+    /// region is never overwritten unless asked ([`Region::fresh`](super::Region::fresh)).
     AlreadyExists {
         /// The file.
         path: PathBuf,

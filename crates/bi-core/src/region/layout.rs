@@ -54,7 +54,7 @@ pub const LOG_ENTRY_BYTES: usize = 16;
 /// The smallest heap a region may have.
 pub const MIN_HEAP_BYTES: usize = 4096;
 /// The smallest slot: one 64-byte record.
-pub const MIN_SLOT_BYTES: usize = 64;
+pub(crate) const MIN_SLOT_BYTES: usize = 64;
 /// Bytes per extent table entry (the owner word of one extent).
 pub const EXTENT_ENTRY_BYTES: usize = 8;
 /// The smallest extent, in lines.
@@ -65,14 +65,14 @@ pub const TARGET_EXTENTS: usize = 1024;
 /// Most nodes a region can describe.
 pub const MAX_NODES: u32 = 4096;
 /// Most readers per node.
-pub const MAX_READERS_PER_NODE: u32 = 65536;
+pub(crate) const MAX_READERS_PER_NODE: u32 = 65536;
 /// Most entries per log ring.
-pub const MAX_LOG_RING_ENTRIES: u32 = 1 << 24;
+pub(crate) const MAX_LOG_RING_ENTRIES: u32 = 1 << 24;
 /// Most root directory entries.
-pub const MAX_ROOT_ENTRIES: u32 = 65536;
+pub(crate) const MAX_ROOT_ENTRIES: u32 = 65536;
 /// Largest region size in bytes (2^48: far beyond any memory pool, and small enough that no
 /// offset computation can overflow).
-pub const MAX_REGION_SIZE: u64 = 1 << 48;
+pub(crate) const MAX_REGION_SIZE: u64 = 1 << 48;
 
 /// The parameters a region's layout is computed from.
 ///

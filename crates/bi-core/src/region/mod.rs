@@ -62,7 +62,7 @@ pub use header::{FORMAT_VERSION, HEADER_LEN, Header, MAGIC};
 pub use layout::{
     EXTENT_ENTRY_BYTES, Layout, MIN_EXTENT_LINES, RegionConfig, RingKind, TARGET_EXTENTS,
 };
-pub use roots::{MAX_ROOT_NAME, RootInfo};
+pub use roots::RootInfo;
 pub use section::{Section, SectionKind};
 
 use crate::mem::{Backing, ClockSource, EmulatedNode, Emulator, EmulatorConfig, Hardware, MemView};
@@ -143,26 +143,15 @@ impl Region {
     /// [`create`](Self::create), truncating a file already at `path`. Whatever region it
     /// held is lost, and a process that still maps it faults: for tests and tools that
     /// mean to start over.
-    ///
-    /// ```
-    /// use bi_core::region::{Region, RegionConfig};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("pool.bi");
-    /// Region::create(&path, RegionConfig::new(1 << 20)).unwrap();
-    /// let again = Region::create_replacing(&path, RegionConfig::new(2 << 20)).unwrap();
-    /// assert_eq!(again.layout().size(), 2 << 20);
-    /// assert_eq!(Region::open(&path).unwrap().layout().size(), 2 << 20);
-    /// ```
-    pub fn create_replacing(
+    pub(crate) fn create_replacing(
         path: impl AsRef<Path>,
         config: RegionConfig,
     ) -> Result<Region, RegionError> {
         Region::create_with(path.as_ref(), config, true)
     }
 
-    /// A fresh region: in the file or device at `path` when there is one (replacing what
-    /// it held, as [`create_replacing`](Self::create_replacing)), else in anonymous memory
+    /// A fresh region: in the file or device at `path` when there is one (truncating what
+    /// it held: a process that still maps it faults), else in anonymous memory
     /// ([`anonymous`](Self::anonymous)). For programs told where their shared memory
     /// lives, if anywhere.
     /// ```

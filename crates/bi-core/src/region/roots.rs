@@ -54,10 +54,10 @@ use crate::ptr::ShPtr;
 use bytemuck::{Pod, Zeroable};
 
 /// Longest root name, in bytes of UTF-8.
-pub const MAX_ROOT_NAME: usize = 32;
+pub(crate) const MAX_ROOT_NAME: usize = 32;
 
 /// Size of a root directory entry's contents in bytes (an entry occupies one slot).
-pub const ROOT_ENTRY_BYTES: usize = 64;
+pub(crate) const ROOT_ENTRY_BYTES: usize = 64;
 
 const STATE_FREE: u8 = 0;
 const STATE_USED: u8 = 1;

@@ -48,7 +48,7 @@ impl SectionKind {
     ];
 
     /// The sections recorded in the header's section table (all but the header itself).
-    pub const STORED: [SectionKind; 6] = [
+    pub(crate) const STORED: [SectionKind; 6] = [
         SectionKind::NodeTable,
         SectionKind::ReaderTable,
         SectionKind::LogRings,

@@ -1,6 +1,7 @@
 //! Region tests that run everywhere, Miri included (no files, no mappings).
 
 use super::header::{offsets, seal};
+use super::roots::MAX_ROOT_NAME;
 use super::*;
 use crate::line::LineSize;
 use crate::mem::MemError;
@@ -84,6 +85,16 @@ fn small() -> RegionConfig {
 
 fn heap_ptr<T>(region: &Region, index: u64) -> ShPtr<T> {
     ShPtr::new(region.layout().heap().offset as u64 + index * 64)
+}
+
+#[test]
+fn create_replacing_starts_over_on_a_file_that_holds_a_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.bi");
+    Region::create(&path, RegionConfig::new(1 << 20)).unwrap();
+    let again = Region::create_replacing(&path, RegionConfig::new(2 << 20)).unwrap();
+    assert_eq!(again.layout().size(), 2 << 20);
+    assert_eq!(Region::open(&path).unwrap().layout().size(), 2 << 20);
 }
 
 #[test]

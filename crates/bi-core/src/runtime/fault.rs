@@ -132,7 +132,7 @@ switches! {
         SecondInvalidation,
         /// The grace point compares clocks of different nodes without allowing for the
         /// configured skew bound `D`, so a node whose clock runs ahead seems to have
-        /// passed after a retirement it has not seen ([`grace`](super::grace)).
+        /// passed after a retirement it has not seen (`runtime::write::grace`).
         SkewBound,
         /// A reused block's new object takes the generation of the block's last one
         /// instead of the next, so a link kept from before the reuse (and any stale copy
@@ -175,7 +175,7 @@ switches! {
         /// live node's pass has consumed them, so a node that falls behind finds more
         /// unread entries than the ring holds: it cannot know what it missed and drops
         /// every line of the heap and the root directory it caches
-        /// ([`ring`](super::ring)).
+        /// (`runtime::format::ring`).
         LogBackPressure,
         /// The pool lock's records of nodes `2 k` and `2 k + 1` lie side by side in one
         /// line instead of on lines of their own, so each node writes back a copy of the
@@ -259,7 +259,7 @@ switches! {
         /// even when its process still exists on this host (stopped, not gone), so another
         /// process takes its node and its writer roles, and the stopped process's stores
         /// land beside its successor's once it runs again
-        /// ([`process`](super::process)).
+        /// (`runtime::node::process`).
         LiveProcess,
     }
 }

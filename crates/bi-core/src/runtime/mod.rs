@@ -135,7 +135,7 @@
 //! - [`Reader`], [`BiGuard`], [`Shared`] (reader side); [`Writer`], [`BiBox`] (writer
 //!   side); [`Link`] (generation-tagged links);
 //! - the protocol words as types: [`Stamp`] and [`Generation`] (the word at the start of
-//!   every line of an object, and its matching rule), [`ReaderState`] (a reader record's
+//!   every line of an object, and its matching rule), `ReaderState` (a reader record's
 //!   word);
 //! - the read path, each written once: [`BiGuard::fetch`] / [`BiGuard::fetch_with`] (the
 //!   validated read of one object: [`Fetch`]), [`walk`] (a search along links),
@@ -209,7 +209,8 @@ pub mod testing;
 mod write;
 
 use format::reader_state;
-pub use format::{object, ring, scope};
+use format::ring;
+pub use format::{object, scope};
 pub use kinds::{bytes, lines, slots};
 use node::{background, clock, config, inner, membarrier, pass_state, process, record};
 pub use node::{claim, lease, lock, pass, role, share};
@@ -222,7 +223,7 @@ pub use adopt::AdoptReport;
 pub use background::Background;
 pub use bytes::Bytes;
 pub use clock::{Clock, EmulatedClock, TickClock};
-pub use config::{InvalidateFn, Policy, ReaderOrdering, RuntimeConfig};
+pub use config::{Policy, ReaderOrdering, RuntimeConfig};
 pub use error::BiError;
 pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
@@ -231,7 +232,6 @@ pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Lines, Link, Stamp};
 pub use pass::{FIGURES_SLOT, NodeFigures, PassReport};
 pub use reader::{BiGuard, Reader, Shared};
-pub use reader_state::ReaderState;
 pub use record::NodeRecord;
 pub use role::{Role, WriterRecord};
 pub use scope::Scope;

@@ -292,7 +292,7 @@ impl Setup {
     /// Makes node `n`'s share record name process `pid` of this host as the process
     /// that runs it, as if that process had claimed it (the runtime in this process keeps
     /// running it): other nodes then judge node `n`'s runner by whether `pid` still
-    /// exists, as they judge a runner in another process ([`process`](super::process)).
+    /// exists, as they judge a runner in another process (`runtime::node::process`).
     /// False, writing nothing, if `pid` is no process of this host.
     ///
     /// ```

@@ -68,7 +68,7 @@ pub struct Lines<T> {
 }
 
 /// Bytes of the stamp at the start of every line.
-pub const STAMP_BYTES: usize = 8;
+pub(crate) const STAMP_BYTES: usize = 8;
 /// Most lines one object may span (a log entry packs the line count in 16 bits).
 pub const MAX_OBJECT_LINES: usize = 0xFFFF;
 /// Most lines one line array ([`Lines`](crate::runtime::lines::Lines)) may have (2^24: a GiB of
@@ -76,7 +76,7 @@ pub const MAX_OBJECT_LINES: usize = 0xFFFF;
 pub const MAX_LINES: usize = 1 << 24;
 /// Payload bytes that the validated read reads through its one-line fast path (a 64-byte
 /// line's payload).
-pub const ONE_LINE_PAYLOAD: usize = 56;
+pub(crate) const ONE_LINE_PAYLOAD: usize = 56;
 
 const OFFSET_BITS: u32 = 48;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;

@@ -31,33 +31,18 @@ use std::collections::VecDeque;
 const OFFSET_MASK: u64 = (1 << 48) - 1;
 
 /// One log entry as stored in a ring.
-///
-/// ```
-/// use bi_core::runtime::{Scope, ring::LogEntry};
-///
-/// let e = LogEntry::new(4096, 2, 77, Scope::ALL);
-/// assert_eq!((e.offset(), e.lines(), e.time(), e.scope()), (4096, 2, 77, Scope::ALL));
-/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
-pub struct LogEntry {
+pub(crate) struct LogEntry {
     /// Offset of the first byte in the low 48 bits, number of lines in the top 16.
-    pub word: u64,
+    pub(crate) word: u64,
     /// The writer's clock when logged in the low 48 bits, the scope in the top 16.
-    pub tag: u64,
+    pub(crate) tag: u64,
 }
 
 impl LogEntry {
     /// An entry covering `lines` lines from `offset`, about `scope`.
-    ///
-    /// ```
-    /// use bi_core::runtime::{Scope, ring::LogEntry};
-    ///
-    /// let e = LogEntry::new(12345, 3, 9, Scope::of_slot(64));
-    /// assert_eq!((e.offset(), e.lines(), e.time()), (12345, 3, 9));
-    /// assert_eq!(e.scope(), Scope::of_slot(64));
-    /// ```
-    pub fn new(offset: usize, lines: usize, time: u64, scope: Scope) -> LogEntry {
+    pub(crate) fn new(offset: usize, lines: usize, time: u64, scope: Scope) -> LogEntry {
         let lines = lines.min(MAX_OBJECT_LINES) as u64;
         LogEntry {
             word: (offset as u64 & OFFSET_MASK) | (lines << 48),
@@ -65,49 +50,25 @@ impl LogEntry {
         }
     }
 
-    /// The low 48 bits of the writer's clock when logged.
-    ///
-    /// ```
-    /// use bi_core::runtime::{Scope, ring::LogEntry};
-    ///
-    /// let e = LogEntry::new(0, 1, (1 << 48) + 5, Scope::ALL);
-    /// assert_eq!(e.time(), 5); // the low 48 bits
-    /// ```
-    pub fn time(&self) -> u64 {
+    /// The low 48 bits of the writer's clock when logged (no pass needs it: it tells a
+    /// reader of the ring's memory when an entry was made).
+    #[cfg(test)]
+    pub(crate) fn time(&self) -> u64 {
         self.tag & OFFSET_MASK
     }
 
     /// The structure the lines belong to.
-    ///
-    /// ```
-    /// use bi_core::runtime::{Scope, ring::LogEntry};
-    ///
-    /// let scope = Scope::of_slot(8192);
-    /// assert_eq!(LogEntry::new(64, 1, 0, scope).scope(), scope);
-    /// ```
-    pub fn scope(&self) -> Scope {
+    pub(crate) fn scope(&self) -> Scope {
         Scope::from_raw((self.tag >> 48) as u16)
     }
 
     /// First byte.
-    ///
-    /// ```
-    /// use bi_core::runtime::{Scope, ring::LogEntry};
-    ///
-    /// assert_eq!(LogEntry::new(1 << 40, 1, 0, Scope::ALL).offset(), 1 << 40);
-    /// ```
-    pub fn offset(&self) -> usize {
+    pub(crate) fn offset(&self) -> usize {
         (self.word & OFFSET_MASK) as usize
     }
 
     /// Lines covered.
-    ///
-    /// ```
-    /// use bi_core::runtime::{Scope, ring::LogEntry};
-    ///
-    /// assert_eq!(LogEntry::new(64, 3, 0, Scope::ALL).lines(), 3);
-    /// ```
-    pub fn lines(&self) -> usize {
+    pub(crate) fn lines(&self) -> usize {
         (self.word >> 48) as usize
     }
 }
@@ -267,6 +228,21 @@ pub(crate) fn read_entries<V: MemView>(
 mod tests {
     use super::*;
     use crate::region::RegionConfig;
+
+    #[test]
+    fn an_entry_keeps_offset_lines_scope_and_the_low_48_bits_of_its_time() {
+        let scope = Scope::of_slot(8192);
+        let e = LogEntry::new(1 << 40, 3, (1 << 48) + 5, scope);
+        assert_eq!(
+            (e.offset(), e.lines(), e.time(), e.scope()),
+            (1 << 40, 3, 5, scope)
+        );
+        let all = LogEntry::new(4096, 2, 77, Scope::ALL);
+        assert_eq!(
+            (all.offset(), all.lines(), all.time(), all.scope()),
+            (4096, 2, 77, Scope::ALL)
+        );
+    }
 
     #[test]
     fn entries_pack_and_ranges_wrap() {

@@ -40,7 +40,7 @@
 //! more; a second mismatch means the array link itself is stale, and the caller re-reads
 //! the slot that holds it ([`BiGuard::load_slots_fresh`]).
 //!
-//! Updating a slot in place keeps the grace argument of the [runtime](super) valid,
+//! Updating a slot in place keeps the grace argument of the [runtime](crate::runtime) valid,
 //! because that argument never needed slots to be immutable, only that:
 //!
 //! - every slot store is written back and its line logged in the modified ring *before*

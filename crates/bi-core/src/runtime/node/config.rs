@@ -76,7 +76,7 @@ pub enum Policy<V> {
 }
 
 /// An application's invalidation routine for [`Policy::Callback`].
-pub type InvalidateFn<V> = Arc<dyn Fn(&V) -> Result<(), MemError> + Send + Sync>;
+pub(crate) type InvalidateFn<V> = Arc<dyn Fn(&V) -> Result<(), MemError> + Send + Sync>;
 
 impl<V> Clone for Policy<V> {
     fn clone(&self) -> Self {

@@ -33,7 +33,7 @@
 //! in it now and then, and makes its store when it runs again, after its successor
 //! adopted the structure. Between processes of one host the kernel closes it: a writer
 //! whose process still exists is alive however old its heartbeat, so no process of its
-//! host takes its role or its node ([`process`](crate::runtime::process)). Between hosts only
+//! host takes its role or its node (`runtime::node::process`). Between hosts only
 //! the lease judges, and the window stays.
 
 use crate::mem::MemView;

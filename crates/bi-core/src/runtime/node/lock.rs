@@ -23,7 +23,7 @@
 //! the lock meanwhile. [`PoolLockGuard::check`] tells a holder whether its lease still
 //! covers it; the operations the lock protects call it just before the one store that
 //! commits them. A node whose runner is a process of this host that is gone (killed,
-//! not stopped: [`process`](crate::runtime::process)) is passed over at once, lease or not.
+//! not stopped: `runtime::node::process`) is passed over at once, lease or not.
 //!
 //! A node's own record is only worth acting on while it is live: one that reached memory
 //! after a stall carries the heartbeat of before it, and others may have passed over it.
@@ -229,12 +229,12 @@ fn read<V: MemView>(
 }
 
 /// How many times [`again_if_lease_lost`] runs a step again.
-pub const LOST_LEASE_RETRIES: u32 = 16;
+pub(crate) const LOST_LEASE_RETRIES: u32 = 16;
 
 /// Runs `step`, a step under the pool lock that takes the lock itself and calls
 /// [`PoolLockGuard::check`] before its first store, again from the start (the lock taken
 /// anew) each time it fails for a lease lost while it held the lock (`lost` tells those
-/// errors), up to [`LOST_LEASE_RETRIES`] times. Such a failure wrote nothing, so running
+/// errors), up to 16 times. Such a failure wrote nothing, so running
 /// the step again is running it for the first time: a process stalled inside the lock
 /// on a loaded machine waits once more instead of failing its caller.
 ///

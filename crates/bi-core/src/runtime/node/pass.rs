@@ -1,6 +1,6 @@
 //! The quiescence pass of one node.
 //!
-//! See the [module docs](super) for the argument; this file is its steps:
+//! See the [module docs](crate::runtime) for the argument; this file is its steps:
 //!
 //! 1. order every reader's "inside" store before what follows (membarrier, when the node
 //!    has a registered reader), `S := now`;

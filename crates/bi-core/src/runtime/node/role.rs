@@ -2,7 +2,7 @@
 //!
 //! A named structure's slot ([`Region::structure`](crate::region::Region::structure))
 //! holds its root word and, after it, a [`WriterRecord`]: the node and the holder token
-//! (see [`claim`]) of the process that writes it. Taking the role happens
+//! (see [`claim`](crate::runtime::claim)) of the process that writes it. Taking the role happens
 //! under the pool lock ([`lock`](crate::runtime::lock)): the record is read from memory, and if it
 //! names a writer that is still alive (its node's record still names that holder, with
 //! a live heartbeat) the attempt is [`BiError::WriterAlive`], never a second writer.

@@ -28,7 +28,7 @@
 //! runner, and the runner's pass would not be its pass. And it names the runner's
 //! process, so that processes of the same host can ask the kernel whether the runner
 //! still exists before they take its node or its writer roles
-//! ([`process`](crate::runtime::process)).
+//! (`runtime::node::process`).
 
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;

@@ -20,8 +20,9 @@
 //! the line from it. A journal whose check fails was being written when the process
 //! died, before the line was touched.
 //!
-//! The journal is two lines of the writer's own heap; the structure's slot names it
-//! ([`JOURNAL_OFFSET`]), so only named structures (whose slot is theirs) keep one.
+//! The journal is two lines of the writer's own heap; the structure's slot names it (in
+//! the word after the writer record), so only named structures (whose slot is theirs)
+//! keep one.
 
 use crate::heap::Heap;
 use crate::mem::MemView;
@@ -32,7 +33,7 @@ use crate::runtime::{BiError, Fault};
 
 /// Where a named structure's slot holds the offset of its writer's journal (0: none),
 /// after the root word and the writer record.
-pub const JOURNAL_OFFSET: usize = WRITER_RECORD_OFFSET + size_of::<WriterRecord>();
+pub(crate) const JOURNAL_OFFSET: usize = WRITER_RECORD_OFFSET + size_of::<WriterRecord>();
 
 /// Words of the journal's first line after its stamp: the line's offset, its new stamp,
 /// the record's length in bytes, the check word.
@@ -61,16 +62,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// lines of this writer's heap, allocated now if the heap has room and otherwise
     /// before a later rewrite (never waiting for room); until then lines are rewritten
     /// without one, as before.
-    ///
-    /// ```
-    /// use bi_core::mem::MemView;
-    /// use bi_core::runtime::{journal::JOURNAL_OFFSET, testing::Setup};
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// w.keep_rewrite_journal(s.slot(0)).unwrap();
-    /// assert_ne!(s.nodes[0].view().load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap(), 0);
-    /// ```
     pub fn keep_rewrite_journal(&mut self, slot: usize) -> Result<(), BiError> {
         self.journal_slot = Some(slot);
         self.journal = None;
@@ -93,21 +84,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// is not reachable from the structure, so the adoption quarantines it: it is not
     /// reused before this writer stops using it. Call it after
     /// [`finish_from_journal`](Self::finish_from_journal).
-    ///
-    /// ```
-    /// use bi_core::mem::MemView;
-    /// use bi_core::runtime::{journal::JOURNAL_OFFSET, testing::Setup};
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// w.keep_rewrite_journal(s.slot(0)).unwrap();
-    /// let journal = s.nodes[0].view().load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap();
-    /// drop(w);
-    /// let mut next = s.writer(0);
-    /// assert!(next.resume_rewrite_journal(s.slot(0)).unwrap());
-    /// let named = s.nodes[0].view().load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap();
-    /// assert_eq!(named, journal); // the same lines, until it keeps its own
-    /// ```
     pub fn resume_rewrite_journal(&mut self, slot: usize) -> Result<bool, BiError> {
         let view = &self.inner.view;
         let heap = self.inner.objects().heap;
@@ -206,5 +182,45 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         Self::reserve(&self.inner, &mut self.modified, 1)?;
         self.fence_and_log_lines(&[target])?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JOURNAL_OFFSET;
+    use crate::mem::MemView;
+    use crate::runtime::testing::Setup;
+
+    #[test]
+    fn a_kept_journal_is_named_in_the_structure_slot() {
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        w.keep_rewrite_journal(s.slot(0)).unwrap();
+        assert_ne!(
+            s.nodes[0]
+                .view()
+                .load::<u64>(s.slot(0) + JOURNAL_OFFSET)
+                .unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_successor_resumes_the_journal_its_predecessor_named() {
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        w.keep_rewrite_journal(s.slot(0)).unwrap();
+        let journal = s.nodes[0]
+            .view()
+            .load::<u64>(s.slot(0) + JOURNAL_OFFSET)
+            .unwrap();
+        drop(w);
+        let mut next = s.writer(0);
+        assert!(next.resume_rewrite_journal(s.slot(0)).unwrap());
+        let named = s.nodes[0]
+            .view()
+            .load::<u64>(s.slot(0) + JOURNAL_OFFSET)
+            .unwrap();
+        assert_eq!(named, journal); // the same lines, until it keeps its own
     }
 }

@@ -240,7 +240,7 @@ pub(in crate::runtime) struct RewriteScratch {
     pub(in crate::runtime) lines: Vec<usize>,
 }
 
-/// The writer of one node. See the [module docs](super) for the protocol.
+/// The writer of one node. See the [module docs](crate::runtime) for the protocol.
 ///
 /// ```
 /// use bi_core::heap::BumpHeap;
