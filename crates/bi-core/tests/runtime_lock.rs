@@ -300,3 +300,72 @@ fn a_node_waits_while_another_is_choosing_its_ticket() {
         "both nodes held the lock"
     );
 }
+
+/// A waiting node keeps its own record live while it waits, so it keeps its place in
+/// line: node 1 waits behind node 0's holder, node 2 comes after it, and node 1 goes
+/// first when node 0 leaves, even though by then it has waited more than half a lease
+/// (past which a node whose record was not renewed must withdraw and take a new ticket,
+/// behind node 2's). The clock moves in jumps of 3/8 of the lease: a waiter that renews
+/// more than a quarter lease after its last heartbeat stays live; one that does not
+/// lapses at the second jump, and node 2 (which came a jump later) does not.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
+    use bi_core::runtime::LockRecord;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    // Far above the ticks the emulated operations of the waiting loops add themselves.
+    const LEASE: u64 = 1 << 30;
+    let s = machine(
+        9,
+        RuntimeConfig::default()
+            .node_lease(LEASE)
+            .reader_lease(LEASE),
+    );
+    let layout = *s.region.layout();
+    let record = |node: usize| -> LockRecord {
+        let at = layout.node_record(node).unwrap().offset + layout.slot_size();
+        s.nodes[0].view().load_from_memory(at).unwrap()
+    };
+    // Waits (boundedly: a waiter that does not do it is what the test is about) until
+    // `done` holds of the records.
+    let wait_for = |done: &dyn Fn() -> bool| {
+        let since = Instant::now();
+        while !done() && since.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let waiting = |node: usize| {
+        let r = record(node);
+        r.ticket != 0 && r.choosing == 0
+    };
+    let fresh = |node: usize| s.emu.now().saturating_sub(record(node).heartbeat) <= LEASE / 4;
+    let holder = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    let order = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        let enter = |node: usize| {
+            let order = &order;
+            let runtime = &s.nodes[node];
+            move || {
+                let _guard = runtime.lock(Duration::from_secs(60)).unwrap();
+                order.lock().unwrap().push(node);
+            }
+        };
+        scope.spawn(enter(1));
+        wait_for(&|| waiting(1));
+        advance(&s.emu, LEASE * 3 / 8);
+        wait_for(&|| fresh(1));
+        scope.spawn(enter(2));
+        wait_for(&|| waiting(2));
+        assert!(record(2).ticket > record(1).ticket, "node 2 came after node 1");
+        advance(&s.emu, LEASE * 3 / 8);
+        wait_for(&|| fresh(1) && fresh(2));
+        drop(holder);
+    });
+    assert_eq!(
+        *order.lock().unwrap(),
+        [1, 2],
+        "the node that waited longer lost its place in line"
+    );
+}
