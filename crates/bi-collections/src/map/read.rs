@@ -11,7 +11,10 @@ use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
-use bi_core::runtime::{BiError, BiGuard, Entry, Fault, Fetch, Link, Reader, Search, Stamp, lines};
+use bi_core::runtime::walk::Step;
+use bi_core::runtime::{
+    BiError, BiGuard, Entry, Fault, Fetch, Lines, Link, Reader, Search, Stamp, lines,
+};
 use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -29,6 +32,15 @@ fn stale_or<T>(r: Result<T, CollectionError>) -> Result<Search<T>, CollectionErr
         Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(Search::Stale),
         Err(e) => Err(e),
     }
+}
+
+/// A chain walk's answer from a decoded value: found, or (a stale byte string) stale.
+#[inline(always)]
+fn answer<T, R>(r: Result<R, CollectionError>) -> Result<Fetch<Step<T, R>>, CollectionError> {
+    Ok(match stale_or(r)? {
+        Search::Found(v) => Fetch::Value(Step::Found(v)),
+        Search::Missing | Search::Stale => Fetch::Stale,
+    })
 }
 
 /// A reader of a [`BiHashMap`] on one node (one per thread, like the runtime's
@@ -588,7 +600,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             return Ok(Search::Stale);
         };
         let b = bucket_of(h, buckets);
-        let mut line = g.line(array, 1 + b)?;
+        let line = g.line(array, 1 + b)?;
         // The bucket's tags first: their line is dense and mostly cached, and most misses
         // end there. It is on the key's path like the bucket line: read through `entry`.
         // The bucket line is asked for first, so that a hit's two reads overlap.
@@ -606,10 +618,9 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             Fetch::Value(false) => return Ok(Search::Missing),
             Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
         }
-        for _ in 0..MAX_CHAIN {
-            let found = g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))?;
-            let next = match found {
-                Fetch::Value(Ok(Probe::Found(v))) => return stale_or(V::from_word(&v, g)),
+        self.follow_chain(line, entry, entry, |entry, line| {
+            let next = match g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))? {
+                Fetch::Value(Ok(Probe::Found(v))) => return answer(V::from_word(&v, g)),
                 Fetch::Value(Ok(Probe::Next(next))) => next,
                 Fetch::Value(Ok(Probe::Candidates(pairs, next))) => {
                     for raw in pairs.into_iter().filter(|&r| r != 0) {
@@ -619,29 +630,23 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                             Ok(key.matches(&k, g)?.then_some(p.value))
                         })?;
                         match hit {
-                            Fetch::Value(Ok(Some(v))) => return stale_or(V::from_word(&v, g)),
+                            Fetch::Value(Ok(Some(v))) => return answer(V::from_word(&v, g)),
                             Fetch::Value(Ok(None)) => {}
-                            Fetch::Value(Err(e)) => return stale_or(Err(e)),
-                            Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+                            Fetch::Value(Err(e)) => return answer(Err(e)),
+                            Fetch::Null | Fetch::Stale => return Ok(Fetch::Stale),
                         }
                     }
                     next
                 }
-                Fetch::Value(Err(e)) => return stale_or(Err(e)),
-                Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+                Fetch::Value(Err(e)) => return answer(Err(e)),
+                Fetch::Null | Fetch::Stale => return Ok(Fetch::Stale),
             };
-            if next.is_null() {
-                // The lines of a chain read through the cache may be versions of
-                // different moments; a miss across them is still the answer of a moment
-                // between them, since a key never changes line while it stays present
-                // (the writer keeps a removed key's entry for it through the batch).
-                return Ok(Search::Missing);
-            }
-            line = g.line(next, 0)?;
-        }
-        Err(corrupt(
-            "a bucket chain longer than any map makes (a cycle?)",
-        ))
+            // The lines of a chain read through the cache may be versions of different
+            // moments; a miss across them is still the answer of a moment between them,
+            // since a key never changes line while it stays present (the writer keeps a
+            // removed key's entry for it through the batch).
+            Ok(Fetch::Value(Step::Next(next)))
+        })
     }
 
     /// Whether `key` is present.
@@ -934,18 +939,45 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         mut each: impl FnMut(&BucketLine, Stamp) -> Result<bool, CollectionError>,
     ) -> Result<bool, CollectionError> {
         let g = &self.guard;
-        let (mut line, mut entry) = (g.line(array, 1 + b)?, first);
-        for _ in 0..MAX_CHAIN {
+        let walked = self.follow_chain(g.line(array, 1 + b)?, first, rest, |entry, line| {
             let Fetch::Value((l, stamp)) = g.fetch_stamped_via(entry, line, |l| *l)? else {
-                return Ok(false);
+                return Ok(Fetch::Stale);
             };
-            if !each(&l, stamp)? {
-                return Ok(false);
+            // `each` stops the walk by answering.
+            Ok(Fetch::Value(match each(&l, stamp)? {
+                true => Step::Next(l.next()),
+                false => Step::Found(()),
+            }))
+        })?;
+        Ok(walked == Search::Missing)
+    }
+
+    /// The loop every walk of a bucket chain runs: from the bucket's `line` (read through
+    /// `first`) along its overflow lines (read through `rest`), `look` reads each line
+    /// and answers or names the next; a line that did not validate ends the walk
+    /// ([`Search::Stale`]), and so does the end of the chain ([`Search::Missing`]).
+    #[inline(always)]
+    fn follow_chain<R>(
+        &self,
+        mut line: Link<BucketLine>,
+        first: Entry,
+        rest: Entry,
+        mut look: impl FnMut(
+            Entry,
+            Link<BucketLine>,
+        ) -> Result<Fetch<Step<Lines<BucketLine>, R>>, CollectionError>,
+    ) -> Result<Search<R>, CollectionError> {
+        let mut entry = first;
+        for _ in 0..MAX_CHAIN {
+            let next = match look(entry, line)? {
+                Fetch::Value(Step::Found(r)) => return Ok(Search::Found(r)),
+                Fetch::Value(Step::Next(next)) => next,
+                Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+            };
+            if next.is_null() {
+                return Ok(Search::Missing);
             }
-            if l.next().is_null() {
-                return Ok(true);
-            }
-            (line, entry) = (g.line(l.next(), 0)?, rest);
+            (line, entry) = (self.guard.line(next, 0)?, rest);
         }
         Err(corrupt(
             "a bucket chain longer than any map makes (a cycle?)",
