@@ -358,7 +358,10 @@ fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
         wait_for(&|| fresh(1));
         scope.spawn(enter(2));
         wait_for(&|| waiting(2));
-        assert!(record(2).ticket > record(1).ticket, "node 2 came after node 1");
+        assert!(
+            record(2).ticket > record(1).ticket,
+            "node 2 came after node 1"
+        );
         advance(&s.emu, LEASE * 3 / 8);
         wait_for(&|| fresh(1) && fresh(2));
         drop(holder);

@@ -9,7 +9,7 @@ use super::parcel::{self, Parcels};
 use super::record::{FailedWords, Outcome, ResultRecord, WireRecord};
 use crate::stored::out_of_line_len;
 use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Stored};
-use bi_core::channel::{ChannelError, ChannelLayout, Corruption};
+use bi_core::channel::Consumer;
 use bi_core::mem::MemView;
 use bi_core::runtime::{Fault, Faults};
 use std::fmt;
@@ -121,13 +121,10 @@ impl ServeTotals {
 /// The server's view of one client's channel (of records `R`).
 #[derive(Clone, Copy, Debug)]
 struct ClientState<R> {
-    channel: ChannelLayout<R>,
+    /// Its channel's consuming end: the head is what was consumed, applied and
+    /// acknowledged (the head counter and the acknowledgement word in memory).
+    consumer: Consumer<R>,
     ack_offset: usize,
-    /// Records consumed, applied and acknowledged (the head counter and the
-    /// acknowledgement word in memory).
-    head: u64,
-    /// The client's tail as last read (never ahead of memory).
-    tail: u64,
     /// Records taken in the current batch.
     take: usize,
     /// Polls of this client in a row that found nothing new.
@@ -304,7 +301,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         if faults.has(Fault::DelegationTakeover) {
             server.refresh_counters(Poll::All, true)?;
             for c in &mut server.clients {
-                c.tail = c.head;
+                c.consumer.forget_tail();
             }
         } else {
             server.fail_unacknowledged()?;
@@ -329,10 +326,8 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         let clients = (0..layout.clients())
             .map(|index| {
                 Ok(ClientState {
-                    channel: layout.channel(index)?,
+                    consumer: Consumer::new(layout.channel(index)?, 0),
                     ack_offset: layout.ack_offset(index)?,
-                    head: 0,
-                    tail: 0,
                     take: 0,
                     quiet: 0,
                     failed: FailedWords::from_words(view.load(failed_at(index)?).map_err(mem)?),
@@ -645,7 +640,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// ```
     pub fn acknowledged(&self, index: usize) -> Result<u64, CollectionError> {
         match self.clients.get(index) {
-            Some(c) => Ok(c.head),
+            Some(c) => Ok(c.consumer.head()),
             None => Err(DelegationError::NoSuchClient {
                 index,
                 clients: self.clients.len(),
@@ -662,15 +657,15 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         let speculate = self.speculates();
         let polled = |c: &ClientState<_>| poll == Poll::All || (!c.broken && c.quiet < QUIET_AFTER);
         for c in self.clients.iter().filter(|c| polled(c)) {
-            v.invalidate(c.channel.tail_offset(), size_of::<u64>())
-                .map_err(mem)?;
+            let consumer = &c.consumer;
+            consumer.drop_tail(v).map_err(mem)?;
             if speculate && !heads {
-                v.invalidate(c.channel.slot_offset(c.head), size_of::<WireRecord<K, V>>())
+                let next = consumer.layout().slot_offset(consumer.head());
+                v.invalidate(next, size_of::<WireRecord<K, V>>())
                     .map_err(mem)?;
             }
             if heads {
-                v.invalidate(c.channel.head_offset(), size_of::<u64>())
-                    .map_err(mem)?;
+                consumer.drop_head(v).map_err(mem)?;
             }
         }
         v.fence();
@@ -679,43 +674,28 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                 continue;
             }
             if heads {
-                c.head = v.load::<u64>(c.channel.head_offset()).map_err(mem)?;
-                c.tail = c.head;
+                c.consumer.read_head(v).map_err(mem)?;
             }
-            let tail = v.load::<u64>(c.channel.tail_offset()).map_err(mem)?;
-            let corrupt = |reason| ChannelError::Corrupt {
-                reason,
-                head: c.head,
-                tail,
-            };
-            // A broken client's last sane tail is not kept: one that starts again
-            // may send from its head.
-            let floor = if c.broken { c.head } else { c.tail };
-            let found = if tail < floor {
-                Some(corrupt(Corruption::WentBack))
-            } else if tail - c.head > c.channel.capacity() as u64 {
-                Some(corrupt(Corruption::Overfull))
-            } else {
-                None
-            };
-            if let Some(e) = found {
-                if heads {
-                    return Err(e.into());
+            let new = match c.consumer.read_tail(v) {
+                Ok(new) => new,
+                Err(e) if heads => return Err(e.into()),
+                Err(e) => {
+                    // Nothing is taken from it; every other client goes on. A broken
+                    // client's last sane tail is not kept: one that starts again may
+                    // send from its head.
+                    c.consumer.forget_tail();
+                    mark_broken(&mut self.broken, index, c, e.into());
+                    continue;
                 }
-                // Nothing is taken from it; every other client goes on.
-                c.tail = c.head;
-                mark_broken(&mut self.broken, index, c, e.into());
-                continue;
-            }
-            if c.broken && tail == c.head {
+            };
+            if c.broken && c.consumer.available() == 0 {
                 heal(&mut self.broken, index, c);
             }
-            c.quiet = if tail > c.tail {
+            c.quiet = if new > 0 {
                 0
             } else {
                 c.quiet.saturating_add(1)
             };
-            c.tail = tail;
         }
         Ok(())
     }
@@ -727,8 +707,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         let mut budget = max_batch;
         for k in 0..n {
             let c = &mut self.clients[(self.first + k) % n];
-            // `tail - head <= capacity` was checked, so it fits a `usize`.
-            c.take = ((c.tail - c.head) as usize).min(budget);
+            c.take = c.consumer.available().min(budget);
             budget -= c.take;
         }
         self.first = (self.first + 1) % n;
@@ -739,19 +718,11 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// `self.ops`, in client order then sequence order.
     fn read_records(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
-        let size = size_of::<WireRecord<K, V>>();
         let speculates = self.speculates();
         let speculated = |c: &ClientState<_>| speculates && c.take == 1;
         let mut fence = false;
         for c in self.clients.iter().filter(|c| c.take > 0 && !speculated(c)) {
-            // The slots may hold the previous lap's records, or lines prefetched before
-            // the client wrote them: drop exactly the ones about to be read, in at most
-            // two ranges (the second when they wrap past the last slot).
-            let (first, rest) = split_at_wrap(c.head, c.take, c.channel.capacity());
-            v.invalidate(c.channel.slot_offset(c.head), first * size)
-                .map_err(mem)?;
-            v.invalidate(c.channel.entries_offset(), rest * size)
-                .map_err(mem)?;
+            c.consumer.drop_entries(v, c.take).map_err(mem)?;
             fence = true;
         }
         if fence {
@@ -783,7 +754,8 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                     // (Its tail is read again at the next full poll.)
                     self.ops.truncate(start);
                     self.guards.truncate(start);
-                    (c.take, c.tail) = (0, c.head);
+                    c.take = 0;
+                    c.consumer.forget_tail();
                     mark_broken(&mut self.broken, index, c, e);
                 }
                 Err(e) => return Err(e),
@@ -804,8 +776,9 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     ) -> Result<(), CollectionError> {
         let v = parcels.view;
         let size = size_of::<WireRecord<K, V>>();
-        for i in c.head..c.head + c.take as u64 {
-            let at = c.channel.slot_offset(i);
+        let from = c.consumer.head();
+        for i in from..from + c.take as u64 {
+            let at = c.consumer.layout().slot_offset(i);
             let mut record = v.load::<WireRecord<K, V>>(at).map_err(mem)?;
             if !record.carries(i + 1) && speculated {
                 // The line was refetched between the poll's invalidation and the
@@ -952,7 +925,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         let mut replied = false;
         let mut at = 0;
         for (index, c) in self.clients.iter().enumerate() {
-            let seqs = c.head + 1..=c.head + c.take as u64;
+            let seqs = c.consumer.head() + 1..=c.consumer.head() + c.take as u64;
             let outcome = |_| {
                 let guard = guards.next().unwrap_or(&Guard::Always);
                 let this = at;
@@ -1050,7 +1023,8 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         self.refresh_counters(Poll::All, true)?;
         let v = &self.view;
         for index in 0..self.clients.len() {
-            let (head, tail) = (self.clients[index].head, self.clients[index].tail);
+            let consumer = &self.clients[index].consumer;
+            let (head, tail) = (consumer.head(), consumer.tail());
             if tail > head {
                 self.write_outcomes(index, head + 1..=tail, |_| Outcome::Failed)?;
                 let failed = self.layout.failed_offset(index)?;
@@ -1062,7 +1036,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         }
         v.fence();
         for c in &mut self.clients {
-            c.take = (c.tail - c.head) as usize;
+            c.take = c.consumer.available();
         }
         self.acknowledge()
     }
@@ -1071,22 +1045,16 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// acknowledgement to the last record applied; one write-back each, one fence.
     fn acknowledge(&mut self) -> Result<(), CollectionError> {
         let v = &self.view;
-        for c in self.clients.iter().filter(|c| c.take > 0) {
+        for c in self.clients.iter_mut().filter(|c| c.take > 0) {
+            c.consumer.publish_head(v, c.take).map_err(mem)?;
             // The sequence number of record `i` is `i + 1`, so the new head is also the
             // last sequence number applied.
-            let head = c.head + c.take as u64;
-            v.store(c.channel.head_offset(), &head).map_err(mem)?;
-            v.store(c.ack_offset, &head).map_err(mem)?;
-            v.writeback(c.channel.head_offset(), size_of::<u64>())
-                .map_err(mem)?;
+            v.store(c.ack_offset, &c.consumer.head()).map_err(mem)?;
             // The whole line: the acknowledgement and the latest outcome beside it.
             v.writeback(c.ack_offset, 1).map_err(mem)?;
-        }
-        v.fence();
-        for c in &mut self.clients {
-            c.head += c.take as u64;
             c.take = 0;
         }
+        v.fence();
         Ok(())
     }
 }

@@ -46,7 +46,8 @@
 //!   the head, more than `capacity` outstanding, a counter going backwards) is a
 //!   [`ChannelError::Corrupt`], never an out-of-range access or a panic.
 //! - A [`Sender`] and a [`Receiver`] each hold one node's [`MemView`] and their private
-//!   copies of both counters. Neither is `Clone`: one producer and one consumer per
+//!   copies of both counters. A consumer of many channels at once (a delegated
+//!   structure's writer) takes the [`Consumer`]'s steps for each under shared fences. Neither is `Clone`: one producer and one consumer per
 //!   channel is what makes the single-writer-per-line argument hold (a second endpoint
 //!   attached to the same layout elsewhere breaks it; it shows up as corruption only if a
 //!   counter is seen going backwards).
@@ -72,11 +73,13 @@
 //! # Ok::<(), bi_core::channel::ChannelError>(())
 //! ```
 
+mod consumer;
 mod error;
 mod layout;
 mod receiver;
 mod sender;
 
+pub use consumer::Consumer;
 pub use error::{ChannelError, Corruption};
 pub use layout::ChannelLayout;
 pub use receiver::Receiver;

@@ -1,6 +1,7 @@
 //! The consumer's end: polls the tail, reads entries, then publishes the head.
 
-use super::error::{ChannelError, Corruption};
+use super::consumer::Consumer;
+use super::error::ChannelError;
 use super::layout::ChannelLayout;
 use crate::mem::MemView;
 use crate::runtime::{Fault, Faults};
@@ -12,7 +13,8 @@ use std::fmt;
 /// It owns the head: it is the only code that stores to the head line, and it keeps its
 /// own copy of it. It also keeps the tail as last read from memory; whenever that cached
 /// tail does not cover what a call asks for, the call invalidates the tail line, fences
-/// and reloads it (a tail read from the cache would never move).
+/// and reloads it (a tail read from the cache would never move). The counters and the
+/// steps of a poll are a [`Consumer`]'s; a receiver adds the view and the fences.
 ///
 /// Not `Clone`: a channel has exactly one consumer.
 ///
@@ -31,11 +33,7 @@ use std::fmt;
 /// ```
 pub struct Receiver<V, T> {
     view: V,
-    layout: ChannelLayout<T>,
-    /// Messages consumed so far (the head in memory).
-    head: u64,
-    /// The producer's tail as last read from memory (never ahead of the real one).
-    tail: u64,
+    consumer: Consumer<T>,
     /// The mechanisms switched off (none outside tests; see [`Fault`]).
     faults: Faults,
 }
@@ -43,10 +41,10 @@ pub struct Receiver<V, T> {
 impl<V, T> fmt::Debug for Receiver<V, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Receiver")
-            .field("offset", &self.layout.offset())
-            .field("capacity", &self.layout.capacity())
-            .field("head", &self.head)
-            .field("cached_tail", &self.tail)
+            .field("offset", &self.consumer.layout().offset())
+            .field("capacity", &self.consumer.layout().capacity())
+            .field("head", &self.consumer.head())
+            .field("cached_tail", &self.consumer.tail())
             .finish_non_exhaustive()
     }
 }
@@ -72,9 +70,7 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
         let (head, tail) = super::attach(&view, &layout)?;
         Ok(Receiver {
             view,
-            layout,
-            head,
-            tail,
+            consumer: Consumer::attached(layout, head, tail),
             faults: Faults::default(),
         })
     }
@@ -169,8 +165,7 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
     /// assert_eq!(rx.available(), 2);
     /// ```
     pub fn available(&self) -> usize {
-        // `tail - head <= capacity` is kept by every update of either field.
-        (self.tail - self.head) as usize
+        self.consumer.available()
     }
 
     /// Messages consumed so far (the head counter).
@@ -190,7 +185,7 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
     /// assert_eq!((out, rx.received()), (vec![7, 8], 2));
     /// ```
     pub fn received(&self) -> u64 {
-        self.head
+        self.consumer.head()
     }
 
     /// The channel's layout.
@@ -206,7 +201,7 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
     /// assert_eq!(*rx.layout(), layout);
     /// ```
     pub fn layout(&self) -> &ChannelLayout<T> {
-        &self.layout
+        self.consumer.layout()
     }
 
     /// The view this consumer works through.
@@ -236,49 +231,25 @@ impl<V: MemView, T: Pod> Receiver<V, T> {
         if max == 0 {
             return Ok(0);
         }
-        if self.available() < max {
-            self.refresh_tail()?;
+        let (v, c) = (&self.view, &mut self.consumer);
+        if c.available() < max {
+            if !self.faults.has(Fault::ChannelTail) {
+                c.drop_tail(v)?;
+                v.fence();
+            }
+            c.read_tail(v)?;
         }
-        let n = self.available().min(max);
+        let n = c.available().min(max);
         if n == 0 {
             return Ok(0);
         }
-        let v = &self.view;
-        // The slots may hold a previous lap's messages, or lines prefetched before the
-        // producer wrote them: drop exactly the entries about to be read.
-        for (offset, len) in self.layout.entry_ranges(self.head, n) {
-            v.invalidate(offset, len)?;
-        }
+        c.drop_entries(v, n)?;
         v.fence();
-        for i in self.head..self.head + n as u64 {
-            sink(v.load::<T>(self.layout.slot_offset(i))?);
+        for i in c.head()..c.head() + n as u64 {
+            sink(v.load::<T>(c.layout().slot_offset(i))?);
         }
-        let head = self.head + n as u64;
-        v.store(self.layout.head_offset(), &head)?;
-        v.writeback(self.layout.head_offset(), size_of::<u64>())?;
+        c.publish_head(v, n)?;
         v.fence();
-        self.head = head;
         Ok(n)
-    }
-
-    /// Drops the cached tail line, fences, and reloads the tail, checking that it moved
-    /// forward and is at most a capacity ahead of the head.
-    fn refresh_tail(&mut self) -> Result<(), ChannelError> {
-        let at = self.layout.tail_offset();
-        if !self.faults.has(Fault::ChannelTail) {
-            self.view.invalidate(at, size_of::<u64>())?;
-            self.view.fence();
-        }
-        let tail = self.view.load::<u64>(at)?;
-        if tail < self.tail {
-            return Err(ChannelError::Corrupt {
-                reason: Corruption::WentBack,
-                head: self.head,
-                tail,
-            });
-        }
-        super::check_outstanding(self.head, tail, self.layout.capacity())?;
-        self.tail = tail;
-        Ok(())
     }
 }
