@@ -17,6 +17,13 @@
 //! row; the test suite asserts both, and the `hazards` example prints the table (`--json`
 //! for one object per line).
 //!
+//! Names: a row is named after its hazard (what goes wrong: `publish_before_writeback`),
+//! its switch after the mechanism (`Fault::PublishOrder`), and the file that holds the
+//! row after the switch (`publish_order.rs`), or after the family of switches its rows
+//! share (`snapshot.rs` for `SnapshotSum` and `SnapshotRecollect`). A few files hold rows
+//! of unrelated switches that share one program; `tests/hazard_names.rs` lists them and
+//! checks the rest.
+//!
 //! The catalog needs the `hazards` feature (it switches mechanisms off, so it is never
 //! part of a default build).
 //!
@@ -28,39 +35,39 @@
 //! }
 //! ```
 
-mod adoption;
-mod barrier_read_from_cache;
-mod barrier_without_invalidation;
-mod cached_tags;
+mod adopt;
 mod chain_miss;
-mod clock_skew;
-mod dangling_reference;
+mod channel_tail;
 mod delegation;
-mod extent_table;
-mod first_declaration;
-mod frontier_without_marks;
-mod half_written_line;
-mod joined_process;
+mod extent_table_read;
+mod frontier_marks;
+mod graph_barrier;
+mod joined_scopes;
+mod lazy;
+mod line_stamp;
+mod live_process;
 mod liveness;
-mod log_overflow;
-mod lost_update;
+mod lock_lapse;
+mod lock_writeback;
+mod log_back_pressure;
+mod logged_slots;
 mod node_claim;
 mod own_writes;
-mod pool_lock;
-mod prefetch_after_invalidate;
-mod resolution_failure;
+mod parcel;
+mod publish_order;
+mod record_lines;
+mod region_barrier_read;
 mod reuse_under_reader;
 mod rewrite_journal;
+mod scope_refresh;
 mod second_bank_start;
-mod spinning_reader;
-mod stale_beyond_bound;
-mod stale_parcel;
-mod stalled_lock;
-mod stopped_process;
-mod torn_object;
-mod torn_snapshot;
+mod second_invalidation;
+mod skew_bound;
+mod snapshot;
+mod stamp_order;
+mod tag_path;
 mod type_confusion;
-mod value_overwritten_while_read;
+mod value_banks;
 mod writer_lease;
 
 use bi_core::mem::EmulatorConfig;
@@ -197,46 +204,46 @@ pub struct Hazard {
 /// ```
 pub fn catalog() -> Vec<Hazard> {
     vec![
-        stale_beyond_bound::HAZARD,
-        dangling_reference::HAZARD,
+        logged_slots::HAZARD,
+        second_invalidation::HAZARD,
         type_confusion::HAZARD,
-        prefetch_after_invalidate::HAZARD,
-        torn_object::HAZARD,
-        resolution_failure::MAP,
-        resolution_failure::TREE,
+        line_stamp::HAZARD,
+        publish_order::HAZARD,
+        lazy::MAP,
+        lazy::TREE,
         own_writes::HAZARD,
         own_writes::TREE,
         chain_miss::HAZARD,
-        cached_tags::HAZARD,
-        lost_update::HAZARD,
-        spinning_reader::HAZARD,
-        log_overflow::HAZARD,
+        tag_path::HAZARD,
+        record_lines::HAZARD,
+        channel_tail::HAZARD,
+        log_back_pressure::HAZARD,
         delegation::TAKEOVER,
         delegation::GUARDS,
-        torn_snapshot::SUM,
-        torn_snapshot::RECOLLECT,
-        stale_parcel::WRITEBACK,
-        stale_parcel::INVALIDATE,
-        barrier_without_invalidation::HAZARD,
-        frontier_without_marks::HAZARD,
-        value_overwritten_while_read::HAZARD,
+        snapshot::SUM,
+        snapshot::RECOLLECT,
+        parcel::WRITEBACK,
+        parcel::INVALIDATE,
+        graph_barrier::HAZARD,
+        frontier_marks::HAZARD,
+        value_banks::HAZARD,
         second_bank_start::HAZARD,
-        barrier_read_from_cache::HAZARD,
-        clock_skew::HAZARD,
-        half_written_line::HAZARD,
-        first_declaration::HAZARD,
-        extent_table::HAZARD,
-        pool_lock::HAZARD,
-        stalled_lock::HAZARD,
+        region_barrier_read::HAZARD,
+        skew_bound::HAZARD,
+        stamp_order::HAZARD,
+        scope_refresh::HAZARD,
+        extent_table_read::HAZARD,
+        lock_writeback::HAZARD,
+        lock_lapse::HAZARD,
         node_claim::HAZARD,
-        adoption::QUARANTINE,
-        adoption::ANNOUNCE,
+        adopt::QUARANTINE,
+        adopt::ANNOUNCE,
         rewrite_journal::HAZARD,
-        joined_process::HAZARD,
+        joined_scopes::HAZARD,
         writer_lease::HAZARD,
         writer_lease::RENEWED_BY_A_PASS,
         writer_lease::LOST_AGAIN,
-        stopped_process::HAZARD,
+        live_process::HAZARD,
         type_confusion::RETIRED,
         reuse_under_reader::HAZARD,
         reuse_under_reader::UNRECORDED,
