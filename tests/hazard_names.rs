@@ -12,7 +12,10 @@ use std::path::Path;
 /// Files whose rows share one program over several unrelated switches, and the switches.
 const SHARED_PROGRAMS: &[(&str, &[&str])] = &[
     // A takeover and a batch's guards, over one delegation area and its clients.
-    ("delegation", &["delegation_takeover", "guards_at_batch_start"]),
+    (
+        "delegation",
+        &["delegation_takeover", "guards_at_batch_start"],
+    ),
     // Memory a dead node or a stuck reader holds back: one retire-and-reclaim program.
     ("liveness", &["node_lease", "reader_lease"]),
     // A reader inside while its block is reused: the wait and the record it waits on.
@@ -20,7 +23,10 @@ const SHARED_PROGRAMS: &[(&str, &[&str])] = &[
     // A kept link to an object freed and reused: the generation and the FREED mark.
     ("type_confusion", &["freed_mark", "generation_bump"]),
     // A writer that lost its role writing on: its lease, a pass's renewal, lost roles.
-    ("writer_lease", &["lease_lapse", "lost_roles", "writer_lease"]),
+    (
+        "writer_lease",
+        &["lease_lapse", "lost_roles", "writer_lease"],
+    ),
 ];
 
 fn snake(camel: &str) -> String {
@@ -79,7 +85,8 @@ fn every_hazard_file_is_named_after_its_switch() {
 #[test]
 fn the_name_rule_reads_switches_as_written() {
     assert_eq!(snake("PublishOrder"), "publish_order");
-    let text = "    name: \"x\",\n    fault: Fault::SnapshotSum,\n    fault: Fault::SnapshotRecollect,\n";
+    let text =
+        "    name: \"x\",\n    fault: Fault::SnapshotSum,\n    fault: Fault::SnapshotRecollect,\n";
     assert_eq!(
         switches(text),
         BTreeSet::from(["snapshot_sum".to_string(), "snapshot_recollect".to_string()])

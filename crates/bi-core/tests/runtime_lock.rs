@@ -311,9 +311,7 @@ fn a_node_waits_while_another_is_choosing_its_ticket() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
-    use bi_core::runtime::LockRecord;
     use std::sync::Mutex;
-    use std::time::Instant;
 
     // Far above the ticks the emulated operations of the waiting loops add themselves.
     const LEASE: u64 = 1 << 30;
@@ -323,23 +321,8 @@ fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
             .node_lease(LEASE)
             .reader_lease(LEASE),
     );
-    let layout = *s.region.layout();
-    let record = |node: usize| -> LockRecord {
-        let at = layout.node_record(node).unwrap().offset + layout.slot_size();
-        s.nodes[0].view().load_from_memory(at).unwrap()
-    };
-    // Waits (boundedly: a waiter that does not do it is what the test is about) until
-    // `done` holds of the records.
-    let wait_for = |done: &dyn Fn() -> bool| {
-        let since = Instant::now();
-        while !done() && since.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
-    let waiting = |node: usize| {
-        let r = record(node);
-        r.ticket != 0 && r.choosing == 0
-    };
+    let record = |node: usize| lock_record(&s, node);
+    let waiting = |node: usize| waiting(&s, node);
     let fresh = |node: usize| s.emu.now().saturating_sub(record(node).heartbeat) <= LEASE / 4;
     let holder = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
     let order = Mutex::new(Vec::new());
@@ -371,4 +354,47 @@ fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
         [1, 2],
         "the node that waited longer lost its place in line"
     );
+}
+
+/// Node `node`'s lock record, as in memory.
+fn lock_record(s: &Setup, node: usize) -> bi_core::runtime::LockRecord {
+    let layout = s.region.layout();
+    let at = layout.node_record(node).unwrap().offset + layout.slot_size();
+    s.nodes[0].view().load_from_memory(at).unwrap()
+}
+
+/// Whether node `node` holds a ticket and has finished choosing it.
+fn waiting(s: &Setup, node: usize) -> bool {
+    let r = lock_record(s, node);
+    r.ticket != 0 && r.choosing == 0
+}
+
+/// Waits until `done` holds, for at most two seconds (boundedly: a step that never
+/// comes is what some tests are about, and they then fail on what follows).
+fn wait_for(done: &dyn Fn() -> bool) {
+    let since = std::time::Instant::now();
+    while !done() && since.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A guard reports its place in line: node 1, which took its ticket while node 0 held
+/// the lock, enters with the next one, and says so in its `Debug` form too.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_guard_reports_the_ticket_it_entered_with() {
+    let s = machine(10, patient());
+    let first = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+    assert_eq!(first.ticket(), 1);
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let guard = s.nodes[1].lock(Duration::from_secs(60)).unwrap();
+            (guard.ticket(), format!("{guard:?}"))
+        });
+        wait_for(&|| waiting(&s, 1));
+        drop(first);
+        let (ticket, shown) = waiter.join().unwrap();
+        assert_eq!(ticket, 2);
+        assert!(shown.contains("node: 1, ticket: 2"), "{shown}");
+    });
 }

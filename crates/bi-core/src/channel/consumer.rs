@@ -152,3 +152,91 @@ impl<T: Pod> Consumer<T> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::Sender;
+    use crate::line::LineSize;
+    use crate::mem::{Emulator, EmulatorConfig};
+
+    fn rig() -> (Emulator, ChannelLayout<u32>) {
+        let emu = Emulator::new(EmulatorConfig::new(1024, 3));
+        let layout = ChannelLayout::new(64, 4, LineSize::X86).unwrap();
+        layout.init(&emu.node(0)).unwrap();
+        (emu, layout)
+    }
+
+    /// One poll with the steps in order: what the producer published, then consumed.
+    fn poll(c: &mut Consumer<u32>, v: &impl MemView) -> Vec<u32> {
+        c.drop_tail(v).unwrap();
+        v.fence();
+        c.read_tail(v).unwrap();
+        let n = c.available();
+        c.drop_entries(v, n).unwrap();
+        v.fence();
+        let got = (c.head()..c.head() + n as u64)
+            .map(|i| v.load(c.layout().slot_offset(i)).unwrap())
+            .collect();
+        c.publish_head(v, n).unwrap();
+        v.fence();
+        got
+    }
+
+    /// A consumer that takes over from a gone one goes on from the head it published,
+    /// though this node's cache still holds the head line from before.
+    #[test]
+    fn a_takeover_goes_on_from_the_head_the_gone_consumer_published() {
+        let (emu, layout) = rig();
+        let (first, next) = (emu.node(1), emu.node(2));
+        let mut tx = Sender::new(emu.node(0), layout).unwrap();
+        // The next consumer's node caches the head line while it is still 0.
+        assert_eq!(next.load::<u64>(layout.head_offset()).unwrap(), 0);
+        tx.send_batch(&[1, 2, 3]).unwrap();
+        let mut gone = Consumer::new(layout, 0);
+        assert_eq!(poll(&mut gone, &first), [1, 2, 3]);
+        let mut taker = Consumer::new(layout, 0);
+        taker.drop_head(&next).unwrap();
+        next.fence();
+        taker.read_head(&next).unwrap();
+        assert_eq!((taker.head(), taker.tail(), taker.available()), (3, 3, 0));
+        tx.send_batch(&[4]).unwrap();
+        assert_eq!(poll(&mut taker, &next), [4]);
+    }
+
+    /// A consumer that forgets the tail it was promised accepts a producer starting
+    /// again from the head; one that remembers it takes the lower tail for corruption.
+    #[test]
+    fn a_forgotten_tail_lets_the_producer_start_again_from_the_head() {
+        let (emu, layout) = rig();
+        let (p, v) = (emu.node(0), emu.node(1));
+        let publish_tail = |tail: u64| {
+            p.store(layout.tail_offset(), &tail).unwrap();
+            p.writeback(layout.tail_offset(), 8).unwrap();
+            p.fence();
+        };
+        let mut c = Consumer::new(layout, 0);
+        publish_tail(3);
+        c.drop_tail(&v).unwrap();
+        v.fence();
+        assert_eq!(c.read_tail(&v).unwrap(), 3);
+        assert_eq!((c.tail(), c.available()), (3, 3));
+        let mut remembers = c;
+        c.forget_tail();
+        assert_eq!((c.head(), c.tail(), c.available()), (0, 0, 0));
+        publish_tail(1);
+        c.drop_tail(&v).unwrap();
+        remembers.drop_tail(&v).unwrap();
+        v.fence();
+        assert_eq!(c.read_tail(&v).unwrap(), 1);
+        assert_eq!(
+            remembers.read_tail(&v),
+            Err(ChannelError::Corrupt {
+                reason: Corruption::WentBack,
+                head: 0,
+                tail: 1
+            })
+        );
+        assert_eq!(remembers.tail(), 3, "an error keeps the tail known");
+    }
+}
