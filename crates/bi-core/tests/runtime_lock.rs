@@ -331,7 +331,7 @@ fn a_waiter_past_half_its_lease_keeps_its_place_in_line() {
             let order = &order;
             let runtime = &s.nodes[node];
             move || {
-                let _guard = runtime.lock(Duration::from_secs(60)).unwrap();
+                let _guard = runtime.lock(Duration::from_secs(10)).unwrap();
                 order.lock().unwrap().push(node);
             }
         };
@@ -388,7 +388,7 @@ fn a_guard_reports_the_ticket_it_entered_with() {
     assert_eq!(first.ticket(), 1);
     std::thread::scope(|scope| {
         let waiter = scope.spawn(|| {
-            let guard = s.nodes[1].lock(Duration::from_secs(60)).unwrap();
+            let guard = s.nodes[1].lock(Duration::from_secs(10)).unwrap();
             (guard.ticket(), format!("{guard:?}"))
         });
         wait_for(&|| waiting(&s, 1));
