@@ -88,6 +88,7 @@ fn heap_ptr<T>(region: &Region, index: u64) -> ShPtr<T> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Miri runs isolated from the file system")]
 fn create_replacing_starts_over_on_a_file_that_holds_a_region() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pool.bi");
