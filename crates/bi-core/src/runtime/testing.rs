@@ -326,6 +326,32 @@ impl Setup {
         Ok(true)
     }
 
+    /// Makes node `n`'s reader record `record` held by process `pid` (this host's kernel
+    /// is asked about it as about any holder): a record of a live process is never
+    /// taken, one of a gone process is taken over. Returns the record's index.
+    ///
+    /// # Errors
+    ///
+    /// [`BiError::BadNode`] for a node or record the layout does not have.
+    pub fn hold_reader_record_in(
+        &self,
+        n: usize,
+        record: usize,
+        pid: u32,
+    ) -> Result<usize, BiError> {
+        let at = self
+            .region
+            .layout()
+            .reader_record(n, record)
+            .ok_or(BiError::BadNode { node: n })?
+            .offset;
+        let word = super::share::holder_of(pid, 0x5eed);
+        self.nodes[n]
+            .view()
+            .store_to_memory(at + super::share::HOLDER_AT, &word)?;
+        Ok(record)
+    }
+
     /// Runs one pass on every node, in order.
     ///
     /// ```

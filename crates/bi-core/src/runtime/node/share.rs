@@ -133,20 +133,29 @@ pub fn host_id() -> u64 {
     if cfg!(miri) {
         return 0;
     }
-    std::fs::read("/proc/sys/kernel/random/boot_id")
-        .map(|id| {
-            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-            for b in id {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-            h | 1
-        })
+    std::fs::read(BOOT_ID)
+        .map(|id| host_id_of(&id))
         .unwrap_or(0)
 }
 
-/// The holder word of a reader record taken by this process with `token`.
-pub(crate) fn holder(token: u64) -> u64 {
-    (u64::from(std::process::id()) << 32) | (token & 0xffff_ffff) | 1
+/// Where the kernel keeps the identity of this boot.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// The host identity of a host whose boot id reads `boot_id` (a 64-bit FNV-1a hash,
+/// never 0).
+fn host_id_of(boot_id: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in boot_id {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h | 1
+}
+
+/// The holder word of a reader record taken by process `pid` with `token`: the process
+/// in the high half (so that another process can ask the kernel whether it is still
+/// there), the token's low half below it, never 0.
+pub(crate) fn holder_of(pid: u32, token: u64) -> u64 {
+    (u64::from(pid) << 32) | (token & 0xffff_ffff) | 1
 }
 
 /// Whether the process named by a holder word may still be alive (this process, or a
@@ -293,6 +302,28 @@ pub(crate) fn joined<V: MemView>(inner: &NodeInner<V>) -> Result<bool, BiError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_boot_ids_are_two_hosts() {
+        let ids: Vec<u64> = (0..2000u32)
+            .map(|i| host_id_of(format!("{:08x}-77aa-4c1e-9d2b-{i:012x}\n", i * 7919).as_bytes()))
+            .collect();
+        let mut distinct = ids.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ids.len(), "two boots, one identity");
+        assert!(ids.iter().all(|&h| h != 0), "0 is no host");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri runs isolated from the file system")]
+    fn this_host_is_named_by_its_boot_id() {
+        // Where the kernel gives a boot id, the host is named by it: two hosts sharing a
+        // pool must not take each other's processes for their own.
+        if let Ok(id) = std::fs::read(BOOT_ID) {
+            assert_eq!(host_id(), host_id_of(&id));
+        }
+    }
 
     #[test]
     fn reader_records_are_handed_out_apart_and_every_one_once() {
