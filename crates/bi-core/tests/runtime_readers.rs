@@ -2,20 +2,16 @@
 //! gives it back when it leaves, and a record whose holder's process is gone is taken
 //! over, while one a live process holds never is.
 
+mod common;
+
 use bi_core::runtime::BiError;
 use bi_core::runtime::testing::Setup;
+use common::a_gone_process;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn per_node(s: &Setup) -> usize {
     s.region.layout().config().readers_per_node() as usize
-}
-
-fn a_gone_process() -> u32 {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! Writer roles (`runtime::role`): one writer per named structure, a dead writer's role
 //! taken over after its lease, a restarted process taking its own node's role at once.
 
+mod common;
+
 use bi_core::mem::{EmulatedNode, MemView};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{BiError, NodeRuntime, RuntimeConfig};
+use common::a_gone_process;
 use std::time::Duration;
 
 const LEASE: u64 = 1_000_000;
@@ -96,13 +99,6 @@ fn a_restarted_process_takes_its_node_and_role_back_once_the_old_claim_lapses() 
 
 /// A process of this host that exits at once (reaped, so no process has its id for a
 /// while; a later one with the same id would have started later).
-fn a_gone_process() -> u32 {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
-}
-
 #[test]
 #[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
 fn a_writer_whose_process_is_gone_loses_role_and_node_at_once() {

@@ -26,3 +26,11 @@ impl Val {
         *self == Val::new(self.id)
     }
 }
+
+/// The id of a process that existed a moment ago and is gone (reaped).
+pub fn a_gone_process() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
