@@ -127,3 +127,33 @@ fn a_link_stale_for_a_while_is_followed_to_its_new_target() {
     });
     assert_eq!(found.unwrap(), Some(3 * FRESH_ATTEMPTS));
 }
+
+/// The guard's own fresh reads: `load_fresh` reads the slot from memory where `load`
+/// trusts the node's cached copy until a pass, and `invalidate_path` drops what a
+/// caller found stale, so that the next `load` reads it anew. A copy prints its value
+/// and the link it came through.
+#[test]
+fn a_guard_reads_a_slot_fresh_when_asked_and_after_dropping_its_path() {
+    let s = Setup::new(2, 0);
+    let slot = s.slot(0);
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    assert!(g.load::<u64>(slot).unwrap().is_none()); // node 1 caches the empty slot
+    let mut w = s.writer(0);
+    let link = w.alloc_sealed(3u64).unwrap();
+    w.publish_link(slot, link).unwrap();
+    assert!(g.load::<u64>(slot).unwrap().is_none(), "stale until a pass");
+    let fresh = g.load_fresh::<u64>(slot).unwrap().unwrap();
+    assert_eq!((*fresh, fresh.link()), (3, link));
+    let shown = format!("{fresh:?}");
+    assert!(
+        shown.contains("value: 3") && shown.contains("link"),
+        "{shown}"
+    );
+    // Published again: the cached slot word is the old link until node 1 drops it.
+    let newer = w.alloc_sealed(4u64).unwrap();
+    w.publish_link(slot, newer).unwrap();
+    assert_eq!(*g.load::<u64>(slot).unwrap().unwrap(), 3);
+    g.invalidate_path(&[slot]).unwrap();
+    assert_eq!(*g.load::<u64>(slot).unwrap().unwrap(), 4);
+}

@@ -137,7 +137,7 @@ fn a_first_declaration_drops_root_slots_cached_while_skipping() {
 /// extents the table marks granted (two adjacent ones and a third apart), reading the
 /// table from memory (a copy the node cached before the grants does not hide them), and
 /// leaves the lines of never-granted extents alone, also one between granted ones;
-/// without it, every line of the heap goes.
+/// without it, every line of the heap goes. A pass's report counts those lines.
 #[test]
 fn a_whole_heap_invalidation_covers_the_granted_extents_only() {
     for extents_only in [false, true] {
@@ -184,5 +184,18 @@ fn a_whole_heap_invalidation_covers_the_granted_extents_only() {
                 );
             }
         }
+        // Node 1's first pass drops the same lines again, and counts them.
+        let pass = s.nodes[1].quiesce().unwrap();
+        assert!(pass.whole_heap);
+        let heap_bytes: usize = if extents_only {
+            granted.iter().map(|&i| layout.extent(i).unwrap().len).sum()
+        } else {
+            layout.heap().len
+        };
+        assert_eq!(
+            pass.invalidated_lines * line,
+            layout.root_directory().len + heap_bytes,
+            "extents_only: {extents_only}"
+        );
     }
 }

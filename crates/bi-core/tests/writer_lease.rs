@@ -105,11 +105,50 @@ fn a_writer_whose_lease_lapsed_renews_it_when_nobody_took_its_role() {
         s.nodes[1].take_writer_role(slot, WAIT),
         Err(BiError::WriterAlive { node: 0 })
     ));
-    // Within half a lease of a pass, writes pass the check without renewing.
+    // Within half a lease of a pass, writes pass the check without renewing, also
+    // after a pass of the node's own (a background pass on time is no lapse).
     let passes = after.passes;
     let link = w.alloc_sealed(8u64).unwrap();
     w.publish_link(slot, link).unwrap();
     assert_eq!(s.nodes[0].record().unwrap().passes, passes);
+    s.nodes[0].quiesce().unwrap();
+    let link = w.alloc_sealed(9u64).unwrap();
+    w.publish_link(slot, link).unwrap();
+    assert_eq!(s.nodes[0].record().unwrap().passes, passes + 1);
+}
+
+/// A pass that runs after the lapse (a late background pass, say) gives node 0 a fresh
+/// heartbeat before its writer writes again: the writer still learns that the lease
+/// lapsed, renews, and finds its role taken. The node counts the lapse (its first pass
+/// is no lapse).
+#[test]
+fn a_writer_whose_node_passed_after_a_lapse_still_finds_its_role_taken() {
+    let s = machine(RuntimeConfig::default());
+    let slot = s.slot(0);
+    let _role = s.nodes[0].take_writer_role(slot, WAIT).unwrap();
+    let mut w = s.writer(0);
+    s.nodes[0].quiesce().unwrap();
+    let first = w.alloc_sealed(1u64).unwrap();
+    w.publish_link(slot, first).unwrap();
+    s.emu.advance(2 * LEASE);
+    let _taken = s.nodes[1].take_writer_role(slot, WAIT).unwrap();
+    let pass = s.nodes[0].quiesce().unwrap();
+    assert!(pass.whole_heap, "a lapsed node drops what it caches");
+    s.nodes[0].quiesce().unwrap(); // whose record counts the lapse
+    assert_eq!(s.nodes[0].record().unwrap().overflows, 1);
+    s.nodes[0].quiesce().unwrap(); // and passes on time add nothing
+    assert_eq!(s.nodes[0].record().unwrap().overflows, 1);
+    let r = w.alloc_sealed(2u64).map(drop);
+    assert!(
+        matches!(
+            r,
+            Err(BiError::RoleLost {
+                node: 0,
+                taker: Some(1)
+            })
+        ),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -225,6 +225,7 @@ fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
         reuse_hazards,
         rejected_reads,
         lost_writes,
+        lost_at,
         ..
     }) = last
     {
@@ -234,8 +235,10 @@ fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
         let accepted = reuse_hazards.saturating_sub(rejected_reads);
         v.oracle_reuse_accepted += accepted;
         if accepted > 0 || lost_writes > 0 {
+            let place =
+                lost_at.map_or(String::new(), |o| format!(" (the last at pool offset {o})"));
             v.violations.push(format!(
-                "{}: the oracle counted {reuse_hazards} loads of reused memory ({accepted} beyond the reads rejected) and {lost_writes} lost write-backs",
+                "{}: the oracle counted {reuse_hazards} loads of reused memory ({accepted} beyond the reads rejected) and {lost_writes} lost write-backs{place}",
                 life.name
             ));
         }

@@ -92,6 +92,8 @@ pub enum Event {
         /// The longest gap between two of the process's passes so far (ns): what a read
         /// may be stale by (plus the skew allowance).
         pass_gap: u64,
+        /// The pool offset of the line of the last lost write-back, if any.
+        lost_at: Option<u64>,
     },
     /// Something the process could not do (the words of the error).
     Trouble { at: u64, what: String },
@@ -130,8 +132,10 @@ impl Event {
                 rejected_reads,
                 lost_writes,
                 pass_gap,
+                lost_at,
             } => format!(
-                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap}"
+                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {}",
+                lost_at.map_or("-".to_string(), |o| o.to_string())
             ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
         }
@@ -160,6 +164,7 @@ impl Event {
                 rejected_reads: num()?,
                 lost_writes: num()?,
                 pass_gap: num()?,
+                lost_at: num(),
             },
             "trouble" => {
                 let mut parts = line.splitn(3, ' ');
@@ -291,6 +296,17 @@ mod tests {
                 rejected_reads: 6,
                 lost_writes: 5,
                 pass_gap: 7,
+                lost_at: Some(4096),
+            },
+            Event::Oracle {
+                at: 1,
+                stale_reads: 0,
+                max_staleness: 0,
+                reuse_hazards: 0,
+                rejected_reads: 0,
+                lost_writes: 0,
+                pass_gap: 7,
+                lost_at: None,
             },
             Event::Trouble {
                 at: 8,

@@ -192,7 +192,10 @@ impl NodeCache {
             pending: false,
         };
         self.stats.lines_written_back += 1;
-        self.stats.lost_writes += u64::from(w.lost_update);
+        if w.lost_update {
+            self.stats.lost_writes += 1;
+            self.stats.last_lost_line = Some(s.tag * ls);
+        }
         cx.marks.push(Mark {
             line: s.tag,
             version: w.version,

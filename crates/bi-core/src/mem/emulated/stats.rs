@@ -46,6 +46,9 @@ pub struct NodeStats {
     /// Dirty lines written back over a newer write-back by another node: the other node's
     /// bytes in that line were lost.
     pub lost_writes: u64,
+    /// The byte offset of the line of the last lost write-back counted in
+    /// [`lost_writes`](Self::lost_writes), to tell which part of a region lost it.
+    pub last_lost_line: Option<usize>,
     /// Dirty lines copied to memory, for any reason (write-back, invalidate, eviction).
     pub lines_written_back: u64,
     /// Lines dropped by `invalidate` or `flush`.
@@ -66,7 +69,8 @@ pub struct NodeStats {
 }
 
 impl AddAssign for NodeStats {
-    /// Adds counters; `max_staleness` takes the maximum.
+    /// Adds counters; `max_staleness` takes the maximum, `last_lost_line` the added
+    /// one's if it has one.
     fn add_assign(&mut self, o: NodeStats) {
         self.loads += o.loads;
         self.stores += o.stores;
@@ -76,6 +80,7 @@ impl AddAssign for NodeStats {
         self.max_staleness = self.max_staleness.max(o.max_staleness);
         self.reuse_hazards += o.reuse_hazards;
         self.lost_writes += o.lost_writes;
+        self.last_lost_line = o.last_lost_line.or(self.last_lost_line);
         self.lines_written_back += o.lines_written_back;
         self.lines_invalidated += o.lines_invalidated;
         self.evictions += o.evictions;

@@ -508,3 +508,172 @@ pub(crate) fn declare_scope<V: MemView>(
     inner.view.fence();
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mem::MemView;
+    use crate::region::{RegionConfig, RingKind};
+    use crate::runtime::RuntimeConfig;
+    use crate::runtime::ring::{LogEntry, RingGeom};
+    use crate::runtime::scope::Scope;
+    use crate::runtime::testing::Setup;
+
+    /// A pass reports what it did: its number, when it started and ended (as the node
+    /// record says), the entries of every ring it consumed (its own node's writer's too,
+    /// which it only counts) and the lines it dropped: each retired object's once when
+    /// its entry comes, and again when its group drains. A node that keeps up with the
+    /// rings never reports an overflow, however many entries went by in all.
+    #[test]
+    fn a_pass_reports_its_number_the_entries_it_consumed_and_the_lines_it_dropped() {
+        let s = Setup::with(
+            RegionConfig::new(1 << 20)
+                .with_nodes(2)
+                .with_log_ring_entries(16),
+            |c| c.seed(1),
+            RuntimeConfig::default(),
+        );
+        let first = s.quiesce_all().unwrap();
+        assert_eq!((first[0].pass, first[1].pass), (1, 1));
+        assert!(first[1].whole_heap);
+        assert_eq!(
+            s.nodes[1].record().unwrap().overflows,
+            0,
+            "a first pass is no lapse"
+        );
+        let mut w = s.writer(0);
+        let mut old = w.alloc_sealed(0u64).unwrap();
+        w.publish_link(s.slot(0), old).unwrap();
+        s.quiesce_all().unwrap();
+        for round in 0..4u64 {
+            let replaced = 3;
+            for i in 0..replaced {
+                let new = w.alloc_sealed(round * 10 + i).unwrap();
+                w.publish_link(s.slot(0), new).unwrap();
+                w.retire(old).unwrap();
+                old = new;
+            }
+            let own = s.nodes[0].quiesce().unwrap();
+            let other = s.nodes[1].quiesce().unwrap();
+            let record = s.nodes[1].record().unwrap();
+            let expected_pass = 3 + 2 * round;
+            assert_eq!(other.pass, expected_pass, "round {round}");
+            assert_eq!((other.start, other.end), (record.start, record.end));
+            assert!(!own.overflow && !other.overflow, "round {round}");
+            assert_eq!(own.freed, replaced as usize, "round {round}");
+            assert_eq!(other.freed, replaced as usize, "round {round}");
+            assert!(other.modified >= replaced as usize, "round {round}");
+            assert_eq!(own.modified, other.modified, "round {round}");
+            assert!(
+                other.invalidated_lines >= replaced as usize,
+                "round {round}"
+            );
+            // Nothing new: the groups of both nodes drain, node 1's dropping the retired
+            // objects' lines (one each) a second time.
+            let own = s.nodes[0].quiesce().unwrap();
+            let other = s.nodes[1].quiesce().unwrap();
+            assert_eq!((own.drained, other.drained), (1, 1), "round {round}");
+            assert_eq!(other.invalidated_lines, replaced as usize, "round {round}");
+            assert_eq!((own.modified, other.modified), (0, 0), "round {round}");
+            w.reclaim().unwrap();
+        }
+    }
+
+    /// Under [`Policy::Everything`](crate::runtime::Policy::Everything) every pass drops
+    /// the whole heap and the root directory, and says so in its count of lines.
+    #[test]
+    fn under_the_everything_policy_a_pass_drops_and_counts_the_whole_heap() {
+        let s = Setup::new(2, 0);
+        s.quiesce_all().unwrap();
+        s.nodes[1].set_policy(crate::runtime::Policy::Everything);
+        let layout = s.region.layout();
+        let whole = (layout.heap().len + layout.root_directory().len) / layout.line_size().get();
+        let pass = s.nodes[1].quiesce().unwrap();
+        assert!(pass.invalidated_lines >= whole, "{pass:?}");
+    }
+
+    /// What a node's passes publish beside its record, read back where inspection tools
+    /// read it: the lines they dropped in all, the longest pass, the readers registered.
+    /// Another node's figures are its own.
+    #[test]
+    fn passes_publish_their_figures_beside_the_node_record() {
+        let s = Setup::new(2, 0);
+        let _reader = s.nodes[1].reader().unwrap();
+        let (mut total, mut longest) = (0, 0);
+        for _ in 0..3 {
+            let p = s.nodes[1].quiesce().unwrap();
+            total += p.invalidated_lines as u64;
+            longest = longest.max(p.end - p.start);
+        }
+        assert!(total > 0);
+        let f = s.nodes[1].figures().unwrap();
+        assert_eq!(
+            (f.invalidated_lines, f.longest_pass, f.readers),
+            (total, longest, 1)
+        );
+        assert_eq!(s.nodes[0].figures().unwrap(), super::NodeFigures::default());
+    }
+
+    /// A node's own writer's retirements wait for the node's own readers too: a reader
+    /// inside since before the retirement holds the block back, however many passes run,
+    /// until it leaves.
+    #[test]
+    fn a_block_retired_under_a_reader_of_the_writers_own_node_waits_for_it() {
+        let s = Setup::new(2, 0);
+        s.quiesce_all().unwrap();
+        let mut w = s.writer(0);
+        let old = w.alloc_sealed(1u64).unwrap();
+        w.publish_link(s.slot(0), old).unwrap();
+        s.quiesce_all().unwrap();
+        let reader = s.nodes[0].reader().unwrap();
+        let guard = reader.enter();
+        assert_eq!(*guard.load::<u64>(s.slot(0)).unwrap().unwrap(), 1);
+        let new = w.alloc_sealed(2u64).unwrap();
+        w.publish_link(s.slot(0), new).unwrap();
+        w.retire(old).unwrap();
+        for _ in 0..4 {
+            s.quiesce_all().unwrap();
+        }
+        assert_eq!(w.reclaim().unwrap().freed_blocks, 0, "the reader is inside");
+        drop(guard);
+        for _ in 0..2 {
+            s.quiesce_all().unwrap();
+        }
+        assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+    }
+
+    /// Entries a pass cannot trust (one naming lines past the end of the region, one of
+    /// no line at all) are counted and skipped: the pass goes on, and drops the lines
+    /// the good entry beside them names.
+    #[test]
+    fn entries_outside_the_region_are_skipped_and_the_pass_goes_on() {
+        let s = Setup::new(2, 0);
+        s.quiesce_all().unwrap();
+        let (n0, n1) = (s.emu.node(0), s.emu.node(1));
+        let line = s.region.layout().line_size().get();
+        let at = s.arena(0).start;
+        n1.load::<u64>(at).unwrap(); // node 1 caches a line of node 0's share
+        n0.store(at, &7u64).unwrap();
+        n0.writeback(at, 8).unwrap();
+        let ring = RingGeom::new(s.region.layout(), 0, RingKind::Modified).unwrap();
+        let tail: u64 = n0.load_from_memory(ring.tail_at).unwrap();
+        let past_the_end = s.region.layout().size() + line;
+        let entries = [
+            LogEntry::new(past_the_end, 1, 1, Scope::ALL),
+            LogEntry::new(at, 0, 1, Scope::ALL),
+            LogEntry::new(at, 1, 1, Scope::ALL),
+        ];
+        for (i, e) in entries.iter().enumerate() {
+            n0.store(ring.entry_at(tail + i as u64), e).unwrap();
+            n0.writeback(ring.entry_at(tail + i as u64), size_of::<LogEntry>())
+                .unwrap();
+        }
+        n0.fence();
+        n0.store(ring.tail_at, &(tail + 3)).unwrap();
+        n0.writeback(ring.tail_at, 8).unwrap();
+        n0.fence();
+        let pass = s.nodes[1].quiesce().unwrap();
+        assert_eq!(pass.modified, 3);
+        assert!(!n1.is_cached(at), "the good entry's line is dropped");
+        assert_eq!(n1.load::<u64>(at).unwrap(), 7);
+    }
+}

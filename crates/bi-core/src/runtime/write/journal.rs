@@ -188,21 +188,117 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 #[cfg(test)]
 mod tests {
     use super::JOURNAL_OFFSET;
+    use crate::heap::BumpHeap;
     use crate::mem::MemView;
+    use crate::runtime::object::{Generation, Stamp};
     use crate::runtime::testing::Setup;
 
+    /// The journal is named in its structure's slot, and in no other slot.
     #[test]
     fn a_kept_journal_is_named_in_the_structure_slot() {
         let s = Setup::new(1, 0);
+        let view = s.nodes[0].view();
+        let words = |slot: usize| -> Vec<u64> {
+            let size = s.region.layout().slot_size();
+            (0..size / 8)
+                .map(|i| view.load::<u64>(slot + 8 * i).unwrap())
+                .collect()
+        };
+        let others = |from: usize| (from..8).map(|i| words(s.slot(i))).collect::<Vec<_>>();
+        let before = others(1);
         let mut w = s.writer(0);
         w.keep_rewrite_journal(s.slot(0)).unwrap();
-        assert_ne!(
-            s.nodes[0]
-                .view()
-                .load::<u64>(s.slot(0) + JOURNAL_OFFSET)
-                .unwrap(),
-            0
-        );
+        assert_ne!(view.load::<u64>(s.slot(0) + JOURNAL_OFFSET).unwrap(), 0);
+        assert_eq!(others(1), before, "another structure's slot changed");
+    }
+
+    /// A writer whose heap has no room for a journal keeps none, and its structure's
+    /// slot stops naming the previous writer's: a successor must not take that one's
+    /// lines for this writer's journal.
+    #[test]
+    fn a_writer_without_room_for_a_journal_names_none() {
+        let s = Setup::new(1, 0);
+        let slot = s.slot(0);
+        let mut first = s.writer(0);
+        first.keep_rewrite_journal(slot).unwrap();
+        drop(first);
+        let line = s.region.layout().line_size();
+        let at = s.arena(0).end - line.get();
+        let full = BumpHeap::new(at..at + line.get(), line).unwrap();
+        let mut w = s.nodes[0].writer(full).unwrap();
+        w.keep_rewrite_journal(slot).unwrap();
+        let view = s.nodes[0].view();
+        assert_eq!(view.load::<u64>(slot + JOURNAL_OFFSET).unwrap(), 0);
+        assert!(!w.resume_rewrite_journal(slot).unwrap());
+        assert!(!w.finish_from_journal(slot).unwrap());
+    }
+
+    /// A slot whose journal word names something that is not two lines of the heap (a
+    /// corrupt slot) is not taken for a journal: neither resumed (the next rewrite would
+    /// write there) nor read.
+    #[test]
+    fn a_journal_word_outside_the_heap_is_not_a_journal() {
+        let s = Setup::new(1, 0);
+        let slot = s.slot(0);
+        let heap = s.region.layout().heap();
+        let line = s.region.layout().line_size().get();
+        let view = s.nodes[0].view();
+        let mut w = s.writer(0);
+        let near_the_end = [heap.end() - line - 8, heap.end() - line, heap.end() - 8];
+        for bad in [8, heap.offset - line, heap.end() + line]
+            .into_iter()
+            .chain(near_the_end)
+        {
+            view.store_to_memory(slot + JOURNAL_OFFSET, &(bad as u64))
+                .unwrap();
+            assert!(!w.resume_rewrite_journal(slot).unwrap(), "journal at {bad}");
+            assert!(!w.finish_from_journal(slot).unwrap(), "journal at {bad}");
+        }
+    }
+
+    /// A host that dies inside a rewrite can leave in memory the line's invalid stamp and
+    /// only part of the journal (here its first line, with the place, stamp and check,
+    /// and not the line of words): the check refuses such a journal, so the line is not
+    /// given words no writer wrote. A record longer than a line's payload is refused too.
+    #[test]
+    fn a_journal_torn_by_its_hosts_death_is_not_applied() {
+        let s = Setup::new(1, 0);
+        let slot = s.slot(0);
+        let line = s.region.layout().line_size().get();
+        let view = s.nodes[0].view();
+        let mut w = s.writer(0);
+        w.keep_rewrite_journal(slot).unwrap();
+        let a = w.alloc_lines(&[[1u64; 3], [2u64; 3]]).unwrap();
+        w.publish_lines(slot, a).unwrap();
+        let target = a.offset() + line;
+        let j = view.load_from_memory::<u64>(slot + JOURNAL_OFFSET).unwrap() as usize;
+        let words: Vec<u8> = [0x5555_5555_5555_5555u64; 3]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let stamp = Stamp::new(Generation::new(9), false);
+        w.journal_line(target, stamp, &words).unwrap();
+        view.writeback(j, line).unwrap(); // the first line reaches memory
+        view.store_u64(target, Stamp::INVALID.raw()).unwrap();
+        view.writeback(target, line).unwrap(); // and the half-written line
+        view.fence();
+        s.emu.node(0).crash(); // the line of words never does
+        assert!(!w.finish_from_journal(slot).unwrap());
+        let now: u64 = view.load_from_memory(target).unwrap();
+        assert_eq!(now, Stamp::INVALID.raw(), "the line is as the host left it");
+        // The same journal whole is applied; one whose length is more than a line's
+        // payload is not.
+        for (len, applied) in [(line - 8, true), (line - 7, false), (0, false)] {
+            let record = vec![0x77u8; len];
+            w.journal_line(target, stamp, &record).unwrap();
+            view.store_u64(target, Stamp::INVALID.raw()).unwrap();
+            view.writeback(target, line).unwrap();
+            view.writeback(j, 2 * line).unwrap();
+            view.fence();
+            assert_eq!(w.finish_from_journal(slot).unwrap(), applied, "len {len}");
+            let now: u64 = view.load_from_memory(target).unwrap();
+            assert_eq!(now == stamp.raw(), applied, "len {len}");
+        }
     }
 
     #[test]

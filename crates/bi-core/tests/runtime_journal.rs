@@ -1,0 +1,127 @@
+//! The rewrite journal (`runtime::journal`) by what it is for: a writer's process killed
+//! inside the rewrite of a line in place leaves that line half-written in memory (its
+//! stamp invalid, its host alive); the successor that takes the structure over
+//! finishes it from the journal the structure's slot names, so every reader reads the
+//! line again, with the new words.
+
+use bi_core::heap::BumpHeap;
+use bi_core::mem::{Access, MemError, Observed};
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{EmulatedClock, Entry, Fetch, Lines, Link, NodeRuntime, RuntimeConfig};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+const LEASE: u64 = 1_000_000;
+const KILLED: MemError = MemError::BadSize {
+    requested: 0,
+    reason: "the process was killed",
+};
+const BEFORE: [u64; 4] = [1, 2, 3, 4];
+const REWRITTEN: usize = 2;
+const NEW: u64 = 30;
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default()
+        .node_lease(LEASE)
+        .reader_lease(LEASE)
+}
+
+/// What the killed process got done.
+#[derive(Debug, Default)]
+struct Done {
+    /// The array it published in slot 0.
+    published: Option<Link<Lines<u64>>>,
+    /// Its rewrite of line [`REWRITTEN`] returned.
+    rewritten: bool,
+    /// It was killed.
+    killed: bool,
+}
+
+/// A process on node 0, killed right before its `n`th store (its host lives on, so
+/// every store it made stays, as on a coherent machine), keeps a rewrite journal for
+/// slot 0, publishes an array of four lines there and rewrites one line in place. Its
+/// node's lease then runs out and a new process runs node 0.
+fn killed_before_store(s: &mut Setup, n: usize) -> Done {
+    drop(s.nodes.remove(0));
+    let host = s.emu.node(0);
+    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
+    let clock = Arc::new(EmulatedClock::new(host));
+    let mut done = Done::default();
+    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+        let heap = BumpHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+        if let Ok(mut w) = node0.writer(heap) {
+            let slot = s.slot(0);
+            let wrote = w.keep_rewrite_journal(slot).and_then(|()| {
+                let a = w.alloc_lines(&BEFORE)?;
+                w.publish_lines(slot, a)?;
+                done.published = Some(a);
+                w.rewrite_lines(&[(a, REWRITTEN, NEW)])
+            });
+            done.rewritten = wrote.is_ok();
+            std::mem::forget(w); // a killed process runs no destructor
+        }
+        std::mem::forget(node0);
+    }
+    for _ in 0..4 {
+        s.emu.advance(LEASE / 2);
+        s.nodes[0].quiesce().unwrap();
+    }
+    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
+    s.nodes.insert(0, fresh);
+    done.killed = dead.load(Ordering::SeqCst);
+    done
+}
+
+/// Line `i` of `array` as node 1 reads it from memory.
+fn read_on_node_1(s: &Setup, array: Link<Lines<u64>>, i: usize) -> Fetch<u64> {
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    g.fetch_via(Entry::Fresh, g.line(array, i).unwrap(), |v| *v)
+        .unwrap()
+}
+
+/// Killed before every store in turn: the successor (on the same host) finishes the
+/// line from the journal exactly when the rewrite had begun and not ended, and then
+/// node 1 reads every line of the array, the rewritten one with its new value whenever
+/// the rewrite had begun.
+#[test]
+fn a_line_its_writers_process_was_killed_rewriting_is_finished_from_the_journal() {
+    let mut finished_any = false;
+    for n in 1.. {
+        let mut s = Setup::with(
+            RegionConfig::new(1 << 18).with_nodes(2),
+            |c| c.seed(n as u64),
+            config(),
+        );
+        let done = killed_before_store(&mut s, n);
+        let heap = BumpHeap::new(s.arena(1), s.region.layout().line_size()).unwrap();
+        let mut successor = s.nodes[0].writer(heap).unwrap();
+        let finished = successor.finish_from_journal(s.slot(0)).unwrap();
+        finished_any |= finished;
+        s.quiesce_all().unwrap();
+        if let Some(a) = done.published {
+            for (i, &before) in BEFORE.iter().enumerate() {
+                let read = read_on_node_1(&s, a, i);
+                if i != REWRITTEN {
+                    assert_eq!(read, Fetch::Value(before), "line {i}, killed at store {n}");
+                } else if done.rewritten || finished {
+                    assert_eq!(read, Fetch::Value(NEW), "killed at store {n}");
+                } else {
+                    assert!(
+                        matches!(read, Fetch::Value(v) if v == before || v == NEW),
+                        "line {i}, killed at store {n}: {read:?}"
+                    );
+                }
+            }
+        } else {
+            assert!(!finished, "nothing was published (killed at store {n})");
+        }
+        if !done.killed {
+            assert!(done.rewritten && !finished);
+            break;
+        }
+    }
+    assert!(finished_any, "some kill fell inside the rewrite");
+}
