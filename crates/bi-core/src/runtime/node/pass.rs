@@ -524,9 +524,13 @@ mod tests {
     /// its entry comes, and again when its group drains. A node that keeps up with the
     /// rings never reports an overflow, however many entries went by in all.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
     fn a_pass_reports_its_number_the_entries_it_consumed_and_the_lines_it_dropped() {
         let s = Setup::with(
-            RegionConfig::new(1 << 20)
+            RegionConfig::new(1 << 18)
                 .with_nodes(2)
                 .with_log_ring_entries(16),
             |c| c.seed(1),
@@ -581,6 +585,10 @@ mod tests {
     /// Under [`Policy::Everything`](crate::runtime::Policy::Everything) every pass drops
     /// the whole heap and the root directory, and says so in its count of lines.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
     fn under_the_everything_policy_a_pass_drops_and_counts_the_whole_heap() {
         let s = Setup::new(2, 0);
         s.quiesce_all().unwrap();
@@ -595,6 +603,10 @@ mod tests {
     /// read it: the lines they dropped in all, the longest pass, the readers registered.
     /// Another node's figures are its own.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
     fn passes_publish_their_figures_beside_the_node_record() {
         let s = Setup::new(2, 0);
         let _reader = s.nodes[1].reader().unwrap();
@@ -617,6 +629,10 @@ mod tests {
     /// inside since before the retirement holds the block back, however many passes run,
     /// until it leaves.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
     fn a_block_retired_under_a_reader_of_the_writers_own_node_waits_for_it() {
         let s = Setup::new(2, 0);
         s.quiesce_all().unwrap();

@@ -261,6 +261,10 @@ mod tests {
     /// and not the line of words): the check refuses such a journal, so the line is not
     /// given words no writer wrote. A record longer than a line's payload is refused too.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
     fn a_journal_torn_by_its_hosts_death_is_not_applied() {
         let s = Setup::new(1, 0);
         let slot = s.slot(0);
