@@ -61,6 +61,10 @@ struct Slot {
     /// The memory line held, or `EMPTY`.
     tag: usize,
     dirty: bool,
+    /// Every byte of the line was stored since the copy was filled or last written back,
+    /// so its write-back carries nothing of an older version: it overwrites newer memory
+    /// as a coherent machine's last store would, and that is no lost write-back.
+    whole: bool,
     /// Memory's version when this copy was filled or last written back.
     version: u64,
     /// Memory's incarnation at the same moment.
@@ -74,6 +78,7 @@ struct Slot {
 const FREE: Slot = Slot {
     tag: EMPTY,
     dirty: false,
+    whole: false,
     version: 0,
     incarnation: 0,
     stale_since: NOT_STALE,
@@ -186,13 +191,14 @@ impl NodeCache {
         self.slots[slot] = Slot {
             tag: s.tag,
             dirty: false,
+            whole: false,
             version: w.version,
             incarnation: w.incarnation,
             stale_since: NOT_STALE,
             pending: false,
         };
         self.stats.lines_written_back += 1;
-        if w.lost_update {
+        if w.lost_update && !s.whole {
             self.stats.lost_writes += 1;
             self.stats.last_lost_line = Some(s.tag * ls);
         }
@@ -234,6 +240,7 @@ impl NodeCache {
         self.slots[slot] = Slot {
             tag: line,
             dirty: false,
+            whole: false,
             version: snap.version,
             incarnation: snap.incarnation,
             stale_since: NOT_STALE,
@@ -385,7 +392,9 @@ impl NodeCache {
         let (at, one_line) = self.within_line(offset, src.len());
         if one_line {
             let slot = self.ensure(self.line.line_of(offset), cx);
-            self.slots[slot].dirty = true;
+            let s = &mut self.slots[slot];
+            s.dirty = true;
+            s.whole |= src.len() == ls;
             let start = slot * ls + at;
             self.data[start..start + src.len()].copy_from_slice(src);
             return;
@@ -393,9 +402,11 @@ impl NodeCache {
         let mut done = 0;
         for line in self.line.lines(offset, src.len()) {
             let slot = self.ensure(line, cx);
-            self.slots[slot].dirty = true;
             let at = offset + done - line * ls;
             let take = (ls - at).min(src.len() - done);
+            let s = &mut self.slots[slot];
+            s.dirty = true;
+            s.whole |= take == ls;
             self.data[slot * ls + at..slot * ls + at + take]
                 .copy_from_slice(&src[done..done + take]);
             done += take;
@@ -553,6 +564,39 @@ mod tests {
         rig.at(10, |cx| b.load(0, &mut out, cx));
         assert_eq!(out, [0]);
         assert_eq!((b.stats.stale_reads, b.stats.max_staleness), (1, 7));
+    }
+
+    #[test]
+    fn only_a_write_back_carrying_stale_bytes_is_a_lost_write() {
+        let cfg = EmulatorConfig::new(1024, 3);
+        let rig = Rig::new(&cfg);
+        let mut n: Vec<NodeCache> = (0..3).map(|i| NodeCache::new(&cfg, i)).collect();
+        let mut out = [0u8; 1];
+        // Every node copies lines 0, 1 and 2 at version 0.
+        for c in &mut n {
+            rig.at(1, |cx| (0..3).for_each(|l| c.load(l * 64, &mut out, cx)));
+        }
+        // Node 0 moves memory past all three copies.
+        rig.at(2, |cx| n[0].store(0, &[9; 192], cx));
+        rig.at(3, |cx| n[0].write_back(0, 192, cx));
+        // Node 1 replaces line 0 whole: its stale bytes are all overwritten, so its
+        // write-back is a coherent machine's last store, not a lost write.
+        rig.at(4, |cx| n[1].store(0, &[1; 64], cx));
+        rig.at(5, |cx| n[1].store(8, &[2; 8], cx));
+        rig.at(6, |cx| n[1].write_back(0, 64, cx));
+        assert_eq!(n[1].stats.lost_writes, 0);
+        // Node 2 writes 64 bytes across lines 1 and 2, whole in neither: both write-backs
+        // carry stale bytes of version 0.
+        rig.at(7, |cx| n[2].store(96, &[3; 64], cx));
+        rig.at(8, |cx| n[2].write_back(64, 128, cx));
+        assert_eq!(n[2].stats.lost_writes, 2);
+        // A whole store counts only until the write-back: the next partial store over a
+        // copy gone stale again loses a write.
+        rig.at(9, |cx| n[0].store(0, &[4; 64], cx));
+        rig.at(10, |cx| n[0].write_back(0, 64, cx));
+        rig.at(11, |cx| n[1].store(0, &[5], cx));
+        rig.at(12, |cx| n[1].write_back(0, 64, cx));
+        assert_eq!(n[1].stats.lost_writes, 1);
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub(super) struct Written {
     /// The memory's incarnation (the written copy is now part of it).
     pub(super) incarnation: u64,
     /// Whether another node's write-back landed after the writer's copy was filled, so
-    /// this whole-line write overwrote bytes the writer never saw.
+    /// this whole-line write overwrote bytes the writer never saw (lost, unless the
+    /// writer had stored every byte of the line itself: the node cache judges that).
     pub(super) lost_update: bool,
 }
 

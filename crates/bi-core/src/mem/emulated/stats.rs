@@ -43,8 +43,11 @@ pub struct NodeStats {
     /// Loads that returned at least one byte from a copy filled before the memory was
     /// reused (an older incarnation).
     pub reuse_hazards: u64,
-    /// Dirty lines written back over a newer write-back by another node: the other node's
-    /// bytes in that line were lost.
+    /// Dirty lines written back over a newer write-back by another node while carrying
+    /// bytes of the older copy: the other node's bytes in that line were lost. A line
+    /// this node stored whole since it was filled carries no stale byte; its write-back
+    /// replaces the other node's as a coherent machine's later store would, and is not
+    /// counted (a flag protocol's claims, written as whole lines, overwrite by design).
     pub lost_writes: u64,
     /// The byte offset of the line of the last lost write-back counted in
     /// [`lost_writes`](Self::lost_writes), to tell which part of a region lost it.

@@ -19,7 +19,10 @@
 //! (two processes claiming one node would share that node's ticket, which breaks the
 //! bakery). The claim is instead a flag protocol of its own: write the claim, let it
 //! settle, and check that memory still names this process before acting as the node
-//! (the pool waits 5 ms; every pass checks again).
+//! (the pool waits 5 ms; every pass checks again). A claim writes the whole record, one
+//! 64-byte line, so of two claims written back at once the later one replaces the
+//! earlier whole, as on a coherent machine: no stale byte of either reaches memory (the
+//! emulator's oracle does not count such a write-back as lost).
 //!
 //! A runtime that ends (its last handle dropped) clears its claim and its heartbeat, so
 //! writers stop waiting for the node at once instead of after its lease. A node that

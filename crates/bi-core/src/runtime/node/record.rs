@@ -39,6 +39,9 @@ pub struct NodeRecord {
     pub holder: u64,
 }
 
+// One whole line on x86: a claim replaces it whole ([`claim`](crate::runtime::claim)).
+const _: () = assert!(size_of::<NodeRecord>() == 64);
+
 impl NodeRecord {
     /// Whether the node is run by a live process at `now` (this host's clock), judged
     /// with `config`'s node lease and skew: it has a holder whose heartbeat is within a

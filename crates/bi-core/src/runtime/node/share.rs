@@ -81,7 +81,15 @@ pub struct ShareRecord {
     /// The pid namespace `pid` belongs to, 0 if unknown (a region made before it was
     /// recorded): another namespace's ids cannot be looked up.
     pub pid_space: u64,
+    /// Zero. Pads the record to one whole 64-byte line, so that each write of it (by a
+    /// runner that claims the node, or a process that joins it) replaces the line
+    /// whole: of two such writes at once the later one wins, as on a coherent machine,
+    /// and no stale byte of the earlier one's copy reaches memory.
+    pub reserved: [u64; 2],
 }
+
+// One whole line on x86 (see `reserved`).
+const _: () = assert!(size_of::<ShareRecord>() == 64);
 
 impl ShareRecord {
     /// The record of a runner with holder token `runner`: this host and this process.
@@ -94,6 +102,7 @@ impl ShareRecord {
             pid,
             started,
             pid_space: process::pid_space(),
+            reserved: [0; 2],
         }
     }
 }
