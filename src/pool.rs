@@ -483,6 +483,30 @@ impl<M: MemView + 'static> Pool<M> {
             .map_or(Duration::ZERO, Background::longest_span)
     }
 
+    /// The longest gap between background passes, as
+    /// [`longest_pass_gap`](Self::longest_pass_gap) measures it, among the passes that
+    /// ended since this was last called; each call starts a new window. A monitor that
+    /// asks now and then learns how stale reads could be lately, which a stop of the
+    /// process long ago (a debugger, a paused machine) does not inflate.
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    /// use std::time::Duration;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
+    /// while pool.passes().0 < 3 {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// let lately = pool.take_longest_pass_gap();
+    /// assert!(lately > Duration::ZERO && lately <= pool.longest_pass_gap());
+    /// ```
+    pub fn take_longest_pass_gap(&self) -> Duration {
+        self.background
+            .as_ref()
+            .map_or(Duration::ZERO, Background::take_longest_span)
+    }
+
     /// The node's writer, over a heap of the extents of the structure at `slot`.
     fn writer_for(&self, slot: usize) -> Result<bi_core::runtime::Writer<M, NodeHeap>, PoolError> {
         writer_in(&self.rt, slot)

@@ -3,6 +3,7 @@
 //! under the pool lock. No extent is ever granted to two owners.
 
 use bi_alloc::{Extents, Grow};
+use bi_core::heap::HeapError;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
@@ -49,4 +50,50 @@ fn writers_on_two_nodes_never_get_the_same_extent() {
             assert_eq!(owned.iter().map(|r| r.len()).sum::<usize>(), mine);
         }
     }
+}
+
+/// A grant of a run longer than one line of the table (eight owner words) reaches memory
+/// whole: another node granting next finds every extent of it taken, and reads it back
+/// as one range.
+#[test]
+fn a_run_of_many_extents_is_granted_once_and_read_back_whole() {
+    let s = Setup::new(2, 0);
+    let layout = *s.region.layout();
+    let owners = [s.slot(0) as u64, s.slot(1) as u64];
+    let mut first = Extents::new(s.nodes[0].clone(), owners[0]).unwrap();
+    let mut second = Extents::new(s.nodes[1].clone(), owners[1]).unwrap();
+    let run = first.grow(20 * layout.extent_bytes()).unwrap();
+    assert_eq!(run.len(), 20 * layout.extent_bytes());
+    let next = second.grow(1).unwrap();
+    assert!(
+        next.start >= run.end || next.end <= run.start,
+        "{next:?} inside {run:?}"
+    );
+    let seen = Extents::new(s.nodes[1].clone(), owners[0])
+        .unwrap()
+        .owned()
+        .unwrap();
+    assert_eq!(seen, [run]);
+}
+
+/// A request that no free run holds is refused, and the error says how much is free.
+#[test]
+fn a_request_no_free_run_holds_is_refused_with_what_is_free() {
+    let s = Setup::new(2, 0);
+    let layout = *s.region.layout();
+    let extent = layout.extent_bytes();
+    let everything = layout.extents() * extent;
+    let free = |e: &mut Extents<_>| match e.grow(everything + 1) {
+        Err(HeapError::OutOfMemory { requested, free }) => {
+            assert_eq!(requested, everything + 1);
+            free
+        }
+        other => panic!("{other:?}"),
+    };
+    let mut first = Extents::new(s.nodes[0].clone(), s.slot(0) as u64).unwrap();
+    let before = free(&mut first);
+    assert!(before > 0 && before <= everything);
+    first.grow(extent).unwrap();
+    let mut second = Extents::new(s.nodes[1].clone(), s.slot(1) as u64).unwrap();
+    assert_eq!(free(&mut second), before - extent);
 }

@@ -242,25 +242,11 @@ fn process_killed_at_store(
     n: usize,
     keys: std::ops::Range<u64>,
 ) -> (Vec<u64>, bool) {
-    use bi_core::mem::{Access, MemError, Observed};
-    use bi_core::runtime::{EmulatedClock, NodeRuntime};
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering;
-
-    const KILLED: MemError = MemError::BadSize {
-        requested: 0,
-        reason: "the process was killed",
-    };
-    drop(s.nodes.remove(0));
-    let host = s.emu.node(0);
-    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
-    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
-    let clock = Arc::new(EmulatedClock::new(host));
-    let mut acked = Vec::new();
-    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+    let (acked, killed) = s.kill_process_at_store(0, n, config(), |s, node0| {
+        let mut acked = Vec::new();
         let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
-        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
-            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+        let taken = BiHashMap::<u64, u64>::named(&s.region, node0, "m")
+            .and_then(|map| map.take_writer(node0, node0.writer(heap)?));
         if let Ok(mut w) = taken {
             for k in keys {
                 if w.insert(k, k * 7).is_err() {
@@ -270,16 +256,9 @@ fn process_killed_at_store(
             }
             std::mem::forget(w); // a killed process runs no destructor
         }
-        std::mem::forget(node0);
-    }
-    // Node 0's lease runs out while node 1 passes; a new process starts there.
-    for _ in 0..4 {
-        s.emu.advance(LEASE / 2);
-        s.nodes[0].quiesce().unwrap();
-    }
-    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
-    s.nodes.insert(0, fresh);
-    (acked, dead.load(Ordering::SeqCst))
+        acked
+    });
+    (acked.unwrap_or_default(), killed)
 }
 
 /// Adopts the map on node 0 and checks that every key of `acked` is there, and that a

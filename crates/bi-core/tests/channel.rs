@@ -280,6 +280,212 @@ fn zero_sized_messages_only_count() {
     assert_eq!(out.len(), 4);
 }
 
+/// Two channels laid out one right after the other in one memory, each with its own
+/// producer and consumer, over adversarial hardware: the first goes round its ring
+/// while the second fills up, and the second's producer, finding its ring full, reads
+/// its own consumer's head (still 0), not the first's (6): each consumer then gets its
+/// own producer's messages, in order.
+#[test]
+fn two_channels_side_by_side_keep_their_counters_apart() {
+    let line = LineSize::X86;
+    for seed in seeds() {
+        let a = ChannelLayout::<u64>::new(line.get(), 4, line).unwrap();
+        let b = ChannelLayout::<u64>::new(a.end(), 4, line).unwrap();
+        let emu = Emulator::new(adversarial(b.end() + 4 * line.get(), seed, line));
+        a.init(&emu.node(0)).unwrap();
+        b.init(&emu.node(0)).unwrap();
+        let mut tx_a = Sender::new(emu.node(0), a).unwrap();
+        let mut tx_b = Sender::new(emu.node(0), b).unwrap();
+        let mut rx_a = Receiver::new(emu.node(1), a).unwrap();
+        let mut rx_b = Receiver::new(emu.node(1), b).unwrap();
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        for batch in [0..4, 4..6] {
+            let values: Vec<u64> = batch.map(u64::make).collect();
+            assert_eq!(tx_a.send_batch(&values).unwrap(), values.len());
+            rx_a.recv_batch(&mut got_a, 4).unwrap();
+        }
+        let values: Vec<u64> = (0..5).map(|i| !u64::make(i)).collect();
+        assert_eq!(tx_b.send_batch(&values).unwrap(), 4, "seed {seed}");
+        assert!(!tx_b.try_send(&values[4]).unwrap(), "seed {seed}");
+        rx_b.recv_batch(&mut got_b, 4).unwrap();
+        assert_eq!(
+            got_a,
+            (0..6).map(u64::make).collect::<Vec<_>>(),
+            "seed {seed}"
+        );
+        assert_eq!(got_b, values[..4], "seed {seed}");
+    }
+}
+
+/// A producer that takes a channel over from another node's producer starts at the
+/// tail memory holds, even where its node's cache still has the tail line from before
+/// (128-byte lines: the head and the tail are each a line of their own).
+#[test]
+fn a_producer_attached_later_starts_at_the_tail_in_memory() {
+    let line = LineSize::new(128).unwrap();
+    let (size, layout) = memory_for::<u64>(line.get(), 8, line);
+    let emu = Emulator::new(EmulatorConfig::new(size, 3).line_size(line));
+    layout.init(&emu.node(0)).unwrap();
+    // Node 2 caches the tail line while the tail is 0.
+    assert_eq!(emu.node(2).load::<u64>(layout.tail_offset()).unwrap(), 0);
+    let mut first = Sender::new(emu.node(0), layout).unwrap();
+    let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    assert_eq!(
+        first
+            .send_batch(&[u64::make(0), u64::make(1), u64::make(2)])
+            .unwrap(),
+        3
+    );
+    drop(first);
+    let mut got = Vec::new();
+    assert_eq!(rx.recv_batch(&mut got, 8).unwrap(), 3);
+    let mut next = Sender::new(emu.node(2), layout).unwrap();
+    assert_eq!(next.sent(), 3);
+    assert!(next.try_send(&u64::make(3)).unwrap());
+    assert_eq!(rx.recv_batch(&mut got, 8).unwrap(), 1);
+    assert_eq!(got, (0..4).map(u64::make).collect::<Vec<_>>());
+}
+
+/// Endpoints refuse a layout whose lines are smaller than the memory's (its head and
+/// tail would share a line and lose each other's updates) or that does not fit the
+/// memory, and take one whose lines are larger (its head and tail only lie further
+/// apart).
+#[test]
+fn endpoints_refuse_a_layout_of_smaller_lines_or_past_the_memory() {
+    let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    let small = ChannelLayout::<u64>::new(0, 8, LineSize::new(32).unwrap()).unwrap();
+    let refused = Err(ChannelError::LineSize {
+        layout: 32,
+        view: 64,
+    });
+    assert_eq!(small.init(&emu.node(0)), refused);
+    assert_eq!(Sender::new(emu.node(0), small).map(drop), refused);
+    assert_eq!(Receiver::new(emu.node(1), small).map(drop), refused);
+    let past = ChannelLayout::<u64>::new(4096 - 128, 8, LineSize::X86).unwrap();
+    assert!(matches!(past.init(&emu.node(0)), Err(ChannelError::Mem(_))));
+    assert!(matches!(
+        Sender::new(emu.node(0), past),
+        Err(ChannelError::Mem(_))
+    ));
+    let large = ChannelLayout::<u64>::new(0, 8, LineSize::new(128).unwrap()).unwrap();
+    large.init(&emu.node(0)).unwrap();
+    let (mut tx, mut rx) = (
+        Sender::new(emu.node(0), large).unwrap(),
+        Receiver::new(emu.node(1), large).unwrap(),
+    );
+    assert!(tx.try_send(&7).unwrap());
+    assert_eq!(rx.try_recv().unwrap(), Some(7));
+}
+
+/// `init` makes memory an empty channel whatever it held, for endpoints on every node:
+/// the leftovers of an earlier use are gone from memory, not only from the cache of the
+/// node that initialised it.
+#[test]
+fn init_clears_leftovers_for_every_node() {
+    let line = LineSize::X86;
+    let (size, layout) = memory_for::<u64>(line.get(), 8, line);
+    let emu = Emulator::new(EmulatorConfig::new(size, 2));
+    emu.node(1)
+        .store_to_memory(layout.head_offset(), &40u64)
+        .unwrap();
+    emu.node(1)
+        .store_to_memory(layout.tail_offset(), &99u64)
+        .unwrap();
+    layout.init(&emu.node(0)).unwrap();
+    let mut rx = Receiver::new(emu.node(1), layout).unwrap();
+    let mut tx = Sender::new(emu.node(1), layout).unwrap();
+    assert_eq!((rx.received(), tx.sent(), tx.free()), (0, 0, 8));
+    assert!(tx.try_send(&5).unwrap());
+    assert_eq!(rx.try_recv().unwrap(), Some(5));
+}
+
+/// `send_all` sends everything in order through a ring smaller than the batch, calling
+/// its `wait` each time, and only when, the ring is full (here the wait takes one
+/// message out).
+#[test]
+fn send_all_waits_for_room_and_sends_everything() {
+    let (_emu, mut tx, mut rx) = rig::<u64>(|size| EmulatorConfig::new(size, 2), 2, LineSize::X86);
+    let values: Vec<u64> = (0..7).map(u64::make).collect();
+    let mut got = Vec::new();
+    let mut waits = 0;
+    tx.send_all(&values, || {
+        waits += 1;
+        rx.recv_batch(&mut got, 1).unwrap();
+    })
+    .unwrap();
+    // Two fill the ring; each of the other five finds it full once (a wait takes one).
+    assert_eq!(waits, 5);
+    rx.recv_batch(&mut got, 8).unwrap();
+    assert_eq!(got, values);
+}
+
+/// A poll that has enough messages in hand reads no counter from memory: only the
+/// entries it takes are dropped from the cache, and what it has left is counted.
+#[test]
+fn a_poll_with_enough_messages_in_hand_reads_no_counter() {
+    let (emu, mut tx, mut rx) = rig::<u64>(|size| EmulatorConfig::new(size, 2), 8, LineSize::X86);
+    assert_eq!(tx.send_batch(&[1, 2, 3, 4]).unwrap(), 4);
+    let mut got = Vec::new();
+    assert_eq!(rx.recv_batch(&mut got, 1).unwrap(), 1); // reads the tail: 4 in hand
+    assert_eq!(rx.available(), 3);
+    let before = emu.node(1).stats().lines_invalidated;
+    assert_eq!(rx.recv_batch(&mut got, 3).unwrap(), 3);
+    // The three entries share one line; the tail's line stays.
+    assert_eq!(emu.node(1).stats().lines_invalidated - before, 1);
+    assert_eq!((got, rx.available()), (vec![1, 2, 3, 4], 0));
+}
+
+/// A send with room in hand reads no counter from memory, and a send into a full ring
+/// sends nothing and fences only to read the head again.
+#[test]
+fn a_send_with_room_in_hand_reads_no_counter() {
+    let (emu, mut tx, _rx) = rig::<u64>(|size| EmulatorConfig::new(size, 2), 8, LineSize::X86);
+    assert_eq!(tx.send_batch(&[1, 2, 3, 4]).unwrap(), 4);
+    let before = emu.node(0).stats();
+    assert_eq!(tx.send_batch(&[5, 6, 7, 8]).unwrap(), 4); // exactly the room it knows of
+    assert_eq!(
+        emu.node(0).stats().lines_invalidated,
+        before.lines_invalidated
+    );
+    let before = emu.node(0).stats();
+    assert_eq!(tx.send_batch(&[9]).unwrap(), 0); // full
+    let after = emu.node(0).stats();
+    assert_eq!(
+        (after.fences - before.fences, after.stores),
+        (1, before.stores)
+    );
+}
+
+/// What a log line shows of an endpoint: where its channel lies and how far it got.
+#[test]
+fn endpoints_show_where_their_channel_lies() {
+    let (_emu, mut tx, mut rx) = rig::<u64>(|size| EmulatorConfig::new(size, 2), 4, LineSize::X86);
+    assert!(tx.try_send(&1).unwrap());
+    assert_eq!(rx.try_recv().unwrap(), Some(1));
+    let layout = *tx.layout();
+    assert_eq!(
+        format!("{layout:?}"),
+        "ChannelLayout { offset: 64, capacity: 4, line: 64, entry_size: 8, len: 192 }"
+    );
+    assert!(format!("{tx:?}").starts_with("Sender { offset: 64, capacity: 4, tail: 1"));
+    assert!(format!("{rx:?}").contains("offset: 64"), "{rx:?}");
+    // Layouts are equal when they describe the same channel.
+    let same = ChannelLayout::<u64>::new(64, 4, LineSize::X86).unwrap();
+    assert_eq!(layout, same);
+    for other in [
+        ChannelLayout::<u64>::new(128, 4, LineSize::X86).unwrap(),
+        ChannelLayout::<u64>::new(64, 8, LineSize::X86).unwrap(),
+    ] {
+        assert_ne!(layout, other);
+    }
+    // The same place and capacity with longer lines is another layout.
+    let at_0 = ChannelLayout::<u64>::new(0, 4, LineSize::X86).unwrap();
+    assert_ne!(
+        at_0,
+        ChannelLayout::new(0, 4, LineSize::new(128).unwrap()).unwrap()
+    );
+}
+
 // ---- Negative control: a consumer that polls a cached tail -------------------------------
 
 /// The real consumer's protocol minus one step: it loads the tail without invalidating

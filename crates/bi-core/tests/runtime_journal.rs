@@ -5,18 +5,11 @@
 //! line again, with the new words.
 
 use bi_core::heap::BumpHeap;
-use bi_core::mem::{Access, MemError, Observed};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{EmulatedClock, Entry, Fetch, Lines, Link, NodeRuntime, RuntimeConfig};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use bi_core::runtime::{Entry, Fetch, Lines, Link, RuntimeConfig};
 
 const LEASE: u64 = 1_000_000;
-const KILLED: MemError = MemError::BadSize {
-    requested: 0,
-    reason: "the process was killed",
-};
 const BEFORE: [u64; 4] = [1, 2, 3, 4];
 const REWRITTEN: usize = 2;
 const NEW: u64 = 30;
@@ -43,35 +36,26 @@ struct Done {
 /// slot 0, publishes an array of four lines there and rewrites one line in place. Its
 /// node's lease then runs out and a new process runs node 0.
 fn killed_before_store(s: &mut Setup, n: usize) -> Done {
-    drop(s.nodes.remove(0));
-    let host = s.emu.node(0);
-    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
-    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
-    let clock = Arc::new(EmulatedClock::new(host));
-    let mut done = Done::default();
-    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
-        let heap = BumpHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
-        if let Ok(mut w) = node0.writer(heap) {
-            let slot = s.slot(0);
-            let wrote = w.keep_rewrite_journal(slot).and_then(|()| {
-                let a = w.alloc_lines(&BEFORE)?;
-                w.publish_lines(slot, a)?;
-                done.published = Some(a);
-                w.rewrite_lines(&[(a, REWRITTEN, NEW)])
-            });
-            done.rewritten = wrote.is_ok();
-            std::mem::forget(w); // a killed process runs no destructor
-        }
-        std::mem::forget(node0);
+    let (done, killed) = s.kill_process_at_store(0, n, config(), |s, node0| {
+        let (line, slot) = (s.region.layout().line_size(), s.slot(0));
+        let mut done = Done::default();
+        let Ok(mut w) = node0.writer(BumpHeap::new(s.arena(0), line).unwrap()) else {
+            return done;
+        };
+        let wrote = w.keep_rewrite_journal(slot).and_then(|()| {
+            let a = w.alloc_lines(&BEFORE)?;
+            w.publish_lines(slot, a)?;
+            done.published = Some(a);
+            w.rewrite_lines(&[(a, REWRITTEN, NEW)])
+        });
+        done.rewritten = wrote.is_ok();
+        std::mem::forget(w); // a killed process runs no destructor
+        done
+    });
+    Done {
+        killed,
+        ..done.unwrap_or_default()
     }
-    for _ in 0..4 {
-        s.emu.advance(LEASE / 2);
-        s.nodes[0].quiesce().unwrap();
-    }
-    let fresh = NodeRuntime::emulated(s.emu.node(0), *s.region.layout(), config()).unwrap();
-    s.nodes.insert(0, fresh);
-    done.killed = dead.load(Ordering::SeqCst);
-    done
 }
 
 /// Line `i` of `array` as node 1 reads it from memory.

@@ -179,47 +179,52 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
 /// and judges it: no load of reused memory that its read did not reject, no lost
 /// write-back, and no read staler than the bound, except while the process was stopped
 /// or running its first passes after it was continued (its passes did not run).
+///
+/// The bound is the documented one lengthened by how late the process's passes ran
+/// around the read: a read in the window between two reports was stale at most until the
+/// next pass, which ended in that window or, if it was late, in the next one; so the
+/// longer window gap of the two counts.
 fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
-    let mut previous: Option<(u64, u64)> = None; // (at, max_staleness)
-    let mut gap = 0;
-    let mut last = None;
+    let reports: Vec<_> = life
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Oracle {
+                at,
+                max_staleness,
+                pass_gap,
+                window_gap,
+                ..
+            } => Some((e, *at, *max_staleness, *pass_gap, *window_gap)),
+            _ => None,
+        })
+        .collect();
     let settle = bounds.recovery.as_nanos() as u64;
-    for e in &life.events {
-        let Event::Oracle {
-            at,
-            max_staleness,
-            pass_gap,
-            ..
-        } = e
-        else {
-            continue;
-        };
-        // The documented bound, lengthened by how late this process's passes ran (as
-        // of its last report before it was first stopped: a stop is no lateness).
-        if life.stops.first().is_none_or(|&(s, _)| *at < s) {
-            gap = *pass_gap;
-        }
-        let bound = bounds.staleness + Duration::from_nanos(gap).saturating_sub(bounds.period);
-        v.longest_pass_gap_us = v.longest_pass_gap_us.max(*pass_gap as f64 / 1e3);
+    let mut previous: Option<(u64, u64)> = None; // (at, max_staleness)
+    for (i, &(_, at, max_staleness, pass_gap, window_gap)) in reports.iter().enumerate() {
+        let next_window = reports.get(i + 1).map_or(0, |r| r.4);
+        let lateness = Duration::from_nanos(window_gap.max(next_window));
+        let bound = bounds.staleness + lateness.saturating_sub(bounds.period);
+        v.longest_pass_gap_us = v.longest_pass_gap_us.max(pass_gap as f64 / 1e3);
         let (since, before) = previous.unwrap_or((life.started, 0));
         let stopped = life
             .stops
             .iter()
-            .any(|&(s, c)| s <= *at && c.saturating_add(settle) >= since);
-        if *max_staleness > before && !stopped {
-            v.oracle_max_staleness_us = v.oracle_max_staleness_us.max(*max_staleness as f64 / 1e3);
-            if *max_staleness > bound.as_nanos() as u64 {
+            .any(|&(s, c)| s <= at && c.saturating_add(settle) >= since);
+        if max_staleness > before && !stopped {
+            v.oracle_max_staleness_us = v.oracle_max_staleness_us.max(max_staleness as f64 / 1e3);
+            if max_staleness > bound.as_nanos() as u64 {
                 v.violations.push(format!(
                     "{}: a read returned a line {:.0} us stale (bound {:?} with the passes' lateness), between {since} and {at}",
                     life.name,
-                    *max_staleness as f64 / 1e3,
+                    max_staleness as f64 / 1e3,
                     bound
                 ));
             }
         }
-        previous = Some((*at, *max_staleness));
-        last = Some(e);
+        previous = Some((at, max_staleness));
     }
+    let last = reports.last().map(|r| r.0);
     if let Some(&Event::Oracle {
         stale_reads,
         reuse_hazards,
@@ -358,6 +363,50 @@ mod tests {
         // Inserted and nothing else: absent is a loss.
         let lost = check(&[life(vec![insert])], &[], bounds, &Empty);
         assert_eq!(lost.violations.len(), 1, "{:?}", lost.violations);
+    }
+
+    #[test]
+    fn a_stale_read_is_judged_by_the_passes_lateness_around_it() {
+        let bounds = Bounds {
+            call: Duration::from_secs(3),
+            recovery: Duration::from_millis(100),
+            staleness: Duration::from_millis(1),
+            period: Duration::from_millis(1),
+        };
+        let ms = 1_000_000;
+        let report = |at: u64, max_staleness: u64, window_gap: u64| Event::Oracle {
+            at: at * ms,
+            stale_reads: 1,
+            max_staleness: max_staleness * ms / 10,
+            reuse_hazards: 0,
+            rejected_reads: 0,
+            lost_writes: 0,
+            // A stop long ago made the longest gap of the process's life large.
+            pass_gap: 2_000 * ms,
+            window_gap: window_gap * ms / 10,
+            lost_at: None,
+        };
+        let judge = |events| {
+            let life = Life {
+                name: "worker 0.0".into(),
+                failed: None,
+                started: 0,
+                ended: None,
+                stops: vec![(10 * ms, 2_010 * ms)],
+                events,
+            };
+            check(&[life], &[], bounds, &Empty).violations
+        };
+        // 1.5 ms stale while the passes ran 2.5 ms apart in that window: within the bound
+        // (1 ms + 2.5 - 1); the same while they ran on time (1 ms): 0.5 ms too stale.
+        let settled = report(2_500, 0, 10);
+        assert!(judge(vec![settled.clone(), report(3_000, 15, 25)]).is_empty());
+        assert_eq!(judge(vec![settled.clone(), report(3_000, 15, 10)]).len(), 1);
+        // The late pass ended only in the next window: it still counts.
+        let late = vec![settled, report(3_000, 15, 10), report(3_500, 15, 25)];
+        assert!(judge(late).is_empty());
+        // Inside the stop and the settling after it, nothing counts.
+        assert!(judge(vec![report(1_500, 90, 10), report(2_050, 90, 10)]).is_empty());
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub enum Event {
         /// The longest gap between two of the process's passes so far (ns): what a read
         /// may be stale by (plus the skew allowance).
         pass_gap: u64,
+        /// The longest gap between two of the process's passes that ended since its last
+        /// report (ns): its passes' lateness in that window, which a stop long ago does
+        /// not inflate.
+        window_gap: u64,
         /// The pool offset of the line of the last lost write-back, if any.
         lost_at: Option<u64>,
     },
@@ -132,9 +136,10 @@ impl Event {
                 rejected_reads,
                 lost_writes,
                 pass_gap,
+                window_gap,
                 lost_at,
             } => format!(
-                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {}",
+                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {window_gap} {}",
                 lost_at.map_or("-".to_string(), |o| o.to_string())
             ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
@@ -164,6 +169,7 @@ impl Event {
                 rejected_reads: num()?,
                 lost_writes: num()?,
                 pass_gap: num()?,
+                window_gap: num()?,
                 lost_at: num(),
             },
             "trouble" => {
@@ -296,6 +302,7 @@ mod tests {
                 rejected_reads: 6,
                 lost_writes: 5,
                 pass_gap: 7,
+                window_gap: 3,
                 lost_at: Some(4096),
             },
             Event::Oracle {
@@ -306,6 +313,7 @@ mod tests {
                 rejected_reads: 0,
                 lost_writes: 0,
                 pass_gap: 7,
+                window_gap: 0,
                 lost_at: None,
             },
             Event::Trouble {

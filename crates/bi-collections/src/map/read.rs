@@ -24,12 +24,12 @@ fn corrupt(reason: &'static str) -> CollectionError {
     CollectionError::Corrupt { reason }
 }
 
-/// A read that met a stale copy of a byte string (the search starts again from fresh
-/// entry points), as opposed to a real failure.
-fn stale_or<T>(r: Result<T, CollectionError>) -> Result<Search<T>, CollectionError> {
+/// The value of a decoding, `None` if it met a stale copy of a byte string (the search
+/// starts again from fresh entry points), or the real failure.
+fn unless_stale<T>(r: Result<T, CollectionError>) -> Result<Option<T>, CollectionError> {
     match r {
-        Ok(v) => Ok(Search::Found(v)),
-        Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(Search::Stale),
+        Ok(v) => Ok(Some(v)),
+        Err(CollectionError::Runtime(BiError::StaleLink { .. })) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -37,9 +37,9 @@ fn stale_or<T>(r: Result<T, CollectionError>) -> Result<Search<T>, CollectionErr
 /// A chain walk's answer from a decoded value: found, or (a stale byte string) stale.
 #[inline(always)]
 fn answer<T, R>(r: Result<R, CollectionError>) -> Result<Fetch<Step<T, R>>, CollectionError> {
-    Ok(match stale_or(r)? {
-        Search::Found(v) => Fetch::Value(Step::Found(v)),
-        Search::Missing | Search::Stale => Fetch::Stale,
+    Ok(match unless_stale(r)? {
+        Some(v) => Fetch::Value(Step::Found(v)),
+        None => Fetch::Stale,
     })
 }
 
@@ -872,9 +872,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
                 }
             };
             let decoded = K::from_word(&k, g).and_then(|k| Ok((k, V::from_word(&v, g)?)));
-            match stale_or(decoded)? {
-                Search::Found((k, v)) => each(k, v),
-                _ => return Ok(false),
+            match unless_stale(decoded)? {
+                Some((k, v)) => each(k, v),
+                None => return Ok(false),
             }
         }
         Ok(true)

@@ -53,9 +53,12 @@
 
 use super::{BiError, NodeRuntime, PassReport, RuntimeConfig, Writer};
 use crate::heap::BumpHeap;
-use crate::mem::{EmulatedNode, Emulator, EmulatorConfig, MemView};
+use crate::mem::{Access, EmulatedNode, Emulator, EmulatorConfig, MemError, MemView, Observed};
+use crate::primitive::sync::atomic::Ordering;
 use crate::region::{Region, RegionConfig};
+use crate::runtime::EmulatedClock;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// An emulated machine, its region and a runtime per node.
 ///
@@ -287,6 +290,72 @@ impl Setup {
         let layout = *self.region.layout();
         let fresh = NodeRuntime::emulated(self.emu.node(n), layout, config).expect("runtime");
         self.nodes.insert(n, fresh);
+    }
+
+    /// Node `n`'s process is killed before its `store`-th store (a store or a
+    /// compare-and-exchange, counted from the start of a new runtime for node `n`) while
+    /// `work` runs as that process (given the setup, whose `nodes` lack node `n` meanwhile,
+    /// and the process's runtime); its host stays up, so the dirty lines of its cache
+    /// stay and may still reach memory (where [`crash_and_restart`](Self::crash_and_restart)
+    /// loses them). Then the node's lease runs out while every other node passes, and a
+    /// new process runs node `n` with `config`. `work` forgets the handles it makes
+    /// (`std::mem::forget`: a killed process runs no destructor). Returns what `work`
+    /// returned (`None` if the killed process could not even start its runtime) and
+    /// whether the kill came.
+    ///
+    /// # Panics
+    ///
+    /// If the new runtime cannot be made, or another node's pass fails.
+    ///
+    /// ```
+    /// use bi_core::heap::BumpHeap;
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let mut s = Setup::new(2, 0);
+    /// let config = RuntimeConfig::default().node_lease(1_000_000).reader_lease(1_000_000);
+    /// let (published, killed) = s.kill_process_at_store(0, 3, config, |s, rt| {
+    ///     let line = s.region.layout().line_size();
+    ///     let mut w = rt.writer(BumpHeap::new(s.arena(0), line).unwrap()).unwrap();
+    ///     let published = w.alloc(7u64).map(|b| w.publish(s.slot(0), b).is_ok());
+    ///     std::mem::forget(w);
+    ///     published.unwrap_or(false)
+    /// });
+    /// assert!(killed && published != Some(true)); // killed starting, or publishing
+    /// assert!(s.nodes[0].holds_claim().unwrap()); // a new process runs node 0
+    /// ```
+    pub fn kill_process_at_store<R>(
+        &mut self,
+        n: usize,
+        store: usize,
+        config: RuntimeConfig,
+        work: impl FnOnce(&Setup, &NodeRuntime<Observed<EmulatedNode>>) -> R,
+    ) -> (Option<R>, bool) {
+        const KILLED: MemError = MemError::BadSize {
+            requested: 0,
+            reason: "the process was killed",
+        };
+        drop(self.nodes.remove(n));
+        let host = self.emu.node(n);
+        let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+        let (view, dead) = Observed::dying(host.clone(), store, stores, KILLED, || {});
+        let clock = Arc::new(EmulatedClock::new(host));
+        let layout = *self.region.layout();
+        let done = NodeRuntime::new(view, layout, n, config.clone(), clock)
+            .ok()
+            .map(|rt| {
+                let done = work(self, &rt);
+                std::mem::forget(rt);
+                done
+            });
+        for _ in 0..4 {
+            self.emu.advance(config.node_lease_ticks() / 2);
+            for other in &self.nodes {
+                other.quiesce().expect("another node's pass");
+            }
+        }
+        let fresh = NodeRuntime::emulated(self.emu.node(n), layout, config).expect("runtime");
+        self.nodes.insert(n, fresh);
+        (done, dead.load(Ordering::SeqCst))
     }
 
     /// Makes node `n`'s share record name process `pid` of this host as the process

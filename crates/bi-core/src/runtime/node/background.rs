@@ -32,6 +32,8 @@ pub struct Background {
     taken: Arc<AtomicBool>,
     /// The longest time, in nanoseconds, from the start of one pass to the end of the next.
     span: Arc<AtomicU64>,
+    /// The same since [`take_longest_span`](Background::take_longest_span) last asked.
+    recent: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -45,8 +47,9 @@ impl Background {
         let errors = Arc::new(AtomicU64::new(0));
         let taken = Arc::new(AtomicBool::new(false));
         let span = Arc::new(AtomicU64::new(0));
+        let recent = Arc::new(AtomicU64::new(0));
         let (s, p, e, t) = (stop.clone(), passes.clone(), errors.clone(), taken.clone());
-        let longest = span.clone();
+        let (longest, longest_recent) = (span.clone(), recent.clone());
         let thread = std::thread::Builder::new()
             .name(format!("bi-pass-{}", inner.node))
             .spawn(move || {
@@ -57,6 +60,7 @@ impl Background {
                     if let Some(before) = previous_start {
                         let ns = u64::try_from(before.elapsed().as_nanos()).unwrap_or(u64::MAX);
                         longest.fetch_max(ns, Ordering::Relaxed);
+                        longest_recent.fetch_max(ns, Ordering::Relaxed);
                     }
                     previous_start = Some(start);
                     match outcome {
@@ -81,6 +85,7 @@ impl Background {
             errors,
             taken,
             span,
+            recent,
             thread,
         }
     }
@@ -104,6 +109,28 @@ impl Background {
     /// ```
     pub fn longest_span(&self) -> Duration {
         Duration::from_nanos(self.span.load(Ordering::Relaxed))
+    }
+
+    /// The longest span, as [`longest_span`](Self::longest_span) measures it, of the
+    /// passes that ended since this was last called (since the thread started, the first
+    /// time); each call starts a new window. What the staleness bound was over a
+    /// stretch of time: a process stopped and continued long ago (a debugger, a paused
+    /// machine) makes the longest span of its life large for good, not this one.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
+    /// while bg.passes() < 3 {
+    ///     std::thread::yield_now();
+    /// }
+    /// let window = bg.take_longest_span();
+    /// assert!(window > Duration::ZERO && window <= bg.longest_span());
+    /// ```
+    pub fn take_longest_span(&self) -> Duration {
+        Duration::from_nanos(self.recent.swap(0, Ordering::Relaxed))
     }
 
     /// Passes completed so far.
