@@ -62,6 +62,7 @@ mod rewrite_journal;
 mod scope_refresh;
 mod second_bank_start;
 mod second_invalidation;
+mod share_record;
 mod skew_bound;
 mod snapshot;
 mod stamp_order;
@@ -244,6 +245,7 @@ pub fn catalog() -> Vec<Hazard> {
         writer_lease::RENEWED_BY_A_PASS,
         writer_lease::LOST_AGAIN,
         live_process::HAZARD,
+        share_record::HAZARD,
         type_confusion::RETIRED,
         reuse_under_reader::HAZARD,
         reuse_under_reader::UNRECORDED,

@@ -261,6 +261,12 @@ switches! {
         /// land beside its successor's once it runs again
         /// (`runtime::node::process`).
         LiveProcess,
+        /// A node's runner does not check, at each pass, that its node's share record
+        /// still names it: when another process claimed the same free node at the same
+        /// moment and its share record landed last, the record names that loser, so
+        /// other processes cannot ask the kernel about the runner and judge it by its
+        /// lease alone (`runtime::node::share`).
+        ShareRecordRepair,
     }
 }
 

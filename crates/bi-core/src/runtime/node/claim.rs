@@ -22,7 +22,9 @@
 //! (the pool waits 5 ms; every pass checks again). A claim writes the whole record, one
 //! 64-byte line, so of two claims written back at once the later one replaces the
 //! earlier whole, as on a coherent machine: no stale byte of either reaches memory (the
-//! emulator's oracle does not count such a write-back as lost).
+//! emulator's oracle does not count such a write-back as lost). Each claimant then
+//! writes the node's share record ([`share`](crate::runtime::share)), and the one that
+//! lands last may be the loser's: the winner's passes make it name the winner again.
 //!
 //! A runtime that ends (its last handle dropped) clears its claim and its heartbeat, so
 //! writers stop waiting for the node at once instead of after its lease. A node that

@@ -51,6 +51,7 @@ use crate::runtime::reader_state::ReaderState;
 use crate::runtime::record::{NodeRecord, covers};
 use crate::runtime::ring::{LogEntry, RingGeom, read_entries};
 use crate::runtime::scope::Scope;
+use crate::runtime::share::keep_naming_runner;
 use crate::runtime::{BiError, NodeInner};
 use bytemuck::{Pod, Zeroable};
 
@@ -421,6 +422,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     // Another process may have claimed this node meanwhile: then it runs the node, and
     // this runtime stops writing its record.
     inner.claimed().check()?;
+    keep_naming_runner(inner)?;
     let rec_at = inner.node_record_at();
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;

@@ -285,6 +285,24 @@ pub(crate) fn record_of<V: MemView>(inner: &NodeInner<V>, node: usize) -> Result
     Ok(inner.node_record_of(node)? + SHARE_SLOT * inner.layout.slot_size())
 }
 
+/// Makes the node's share record name this runner again if it does not: two processes
+/// that claim one free node at the same moment both write it, and the claim may go to
+/// one while the record that landed last is the other's. The runner checks at each pass,
+/// while it holds the claim, so the record names the process that runs the node within a
+/// pass of the claim settling (the `joined` flag is kept).
+pub(crate) fn keep_naming_runner<V: MemView>(inner: &NodeInner<V>) -> Result<(), BiError> {
+    if inner.joined || inner.config.faults.has(Fault::ShareRecordRepair) {
+        return Ok(());
+    }
+    let at = record_at(inner);
+    let r: ShareRecord = inner.view.load_from_memory(at)?;
+    if r.runner != inner.token {
+        let mine = ShareRecord::of_this_process(inner.token, r.joined);
+        inner.view.store_to_memory(at, &mine)?;
+    }
+    Ok(())
+}
+
 /// Node `node`'s record, read from memory, and whether the process it names as the
 /// node's runner is there ([`runner_presence`]).
 pub(crate) fn runner_of<V: MemView>(
