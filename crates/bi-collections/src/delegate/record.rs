@@ -25,6 +25,35 @@ const GUARD_ABSENT: u64 = 1;
 const GUARD_PRESENT: u64 = 2;
 const GUARD_EQUALS: u64 = 3;
 
+/// A record's first word, stored as itself: the guard in bits 60..64, the kind of
+/// operation in bits 56..60 and the client's sequence number, modulo 2^56, below them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(transparent)]
+struct Tag(u64);
+
+impl Tag {
+    fn new(kind: u64, guard: u64, seq: u64) -> Tag {
+        Tag(guard << 60 | kind << SEQ_BITS | seq & SEQ_MASK)
+    }
+
+    fn seq(self) -> u64 {
+        self.0 & SEQ_MASK
+    }
+
+    /// The kind in the low nibble, the guard in the high one.
+    fn kind_and_guard(self) -> u64 {
+        self.0 >> SEQ_BITS
+    }
+
+    fn kind(self) -> u64 {
+        self.kind_and_guard() & 0xf
+    }
+
+    fn guard(self) -> u64 {
+        self.kind_and_guard() >> 4
+    }
+}
+
 /// One delegated operation in shared memory: tag (kind, guard, sequence number), key,
 /// value, expected value.
 ///
@@ -44,7 +73,7 @@ const GUARD_EQUALS: u64 = 3;
 /// ```
 #[repr(C, packed)]
 pub struct OpRecord<K, V> {
-    tag: u64,
+    tag: Tag,
     key: K,
     value: V,
     expected: V,
@@ -105,7 +134,7 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
             Guard::Equals(v) => (GUARD_EQUALS, v),
         };
         OpRecord {
-            tag: guard << 60 | kind << SEQ_BITS | seq & SEQ_MASK,
+            tag: Tag::new(kind, guard, seq),
             key,
             value,
             expected,
@@ -122,7 +151,8 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!(OpRecord::new(9, Op::<u32, u32>::Remove(1)).seq(), 9);
     /// ```
     pub fn seq(&self) -> u64 {
-        self.tag & SEQ_MASK
+        let tag = self.tag;
+        tag.seq()
     }
 
     /// Whether this is the record of operation number `seq` (compared modulo 2^56).
@@ -151,7 +181,8 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!(OpRecord::guarded(1, Op::<u32, u32>::Remove(1), Guard::Equals(1)).kind(), 0x32);
     /// ```
     pub fn kind(&self) -> u64 {
-        self.tag >> SEQ_BITS
+        let tag = self.tag;
+        tag.kind_and_guard()
     }
 
     /// The operation, or `None` if the tag is not one [`OpRecord::guarded`] writes.
@@ -181,13 +212,13 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// ```
     pub fn request(&self) -> Option<(Op<K, V>, Guard<V>)> {
         // Fields are copied out by value: a packed field may not be borrowed.
-        let (key, value, expected) = (self.key, self.value, self.expected);
-        let op = match self.kind() & 0xf {
+        let (tag, key, value, expected) = (self.tag, self.key, self.value, self.expected);
+        let op = match tag.kind() {
             KIND_INSERT => Op::Insert(key, value),
             KIND_REMOVE => Op::Remove(key),
             _ => return None,
         };
-        let guard = match self.kind() >> 4 {
+        let guard = match tag.guard() {
             GUARD_ALWAYS => Guard::Always,
             GUARD_ABSENT => Guard::Absent,
             GUARD_PRESENT => Guard::Present,
@@ -494,7 +525,7 @@ mod tests {
         let rec = OpRecord::new(1, Op::<u64, u64>::Remove(3));
         for (kind, guard) in [(3, 0), (0, 1), (1, 4), (2, 15)] {
             let mut bad = rec;
-            bad.tag = (guard << 4 | kind) << SEQ_BITS | 1;
+            bad.tag = Tag::new(kind, guard, 1);
             assert_eq!(bad.request(), None, "kind {kind} guard {guard}");
             assert_eq!(bad.kind(), guard << 4 | kind);
         }

@@ -481,7 +481,7 @@ impl<V: MemView> NodeRuntime<V> {
         };
         let inner = NodeInner {
             token: if join { 0 } else { token },
-            reader_holder: share::holder_of(std::process::id(), token),
+            reader_holder: reader_state::ReaderHolder::new(std::process::id(), token),
             joined: join,
             line: line.get(),
             layout,

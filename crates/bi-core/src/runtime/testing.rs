@@ -414,7 +414,7 @@ impl Setup {
             .reader_record(n, record)
             .ok_or(BiError::BadNode { node: n })?
             .offset;
-        let word = super::share::holder_of(pid, 0x5eed);
+        let word = super::reader_state::ReaderHolder::new(pid, 0x5eed).word();
         self.nodes[n]
             .view()
             .store_to_memory(at + super::share::HOLDER_AT, &word)?;

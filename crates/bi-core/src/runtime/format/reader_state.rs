@@ -1,5 +1,6 @@
-//! The protocol word of a reader record ([`Reader`](crate::runtime::Reader)): written by the
-//! reader's own thread, read by its node's pass.
+//! The protocol words of a reader record ([`Reader`](crate::runtime::Reader)): its state,
+//! written by the reader's own thread and read by its node's pass, and its holder, taken
+//! by the process that uses the record.
 
 /// The first word of a reader record: whether the reader is inside a read section and,
 /// if so, the clock tick at which it entered.
@@ -39,6 +40,36 @@ impl ReaderState {
         } else {
             None
         }
+    }
+}
+
+/// The holder word of a reader record, stored as itself: the process that holds the
+/// record in the high half (so that another process can ask the kernel whether it is
+/// still there), the low half of the holder's token below it; never 0, which is a free
+/// record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct ReaderHolder(u64);
+
+impl ReaderHolder {
+    /// The holder word of process `pid` taking records with `token`.
+    pub(crate) fn new(pid: u32, token: u64) -> ReaderHolder {
+        ReaderHolder((u64::from(pid) << 32) | (token & 0xffff_ffff) | 1)
+    }
+
+    /// From the stored word.
+    pub(crate) const fn from_word(word: u64) -> ReaderHolder {
+        ReaderHolder(word)
+    }
+
+    /// The stored word.
+    pub(crate) const fn word(self) -> u64 {
+        self.0
+    }
+
+    /// The holding process.
+    pub(crate) const fn pid(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 }
 

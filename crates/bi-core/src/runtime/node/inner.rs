@@ -10,6 +10,7 @@ use crate::runtime::claim::Claimed;
 use crate::runtime::clock::Clock;
 use crate::runtime::config::{ReaderOrdering, RuntimeConfig};
 use crate::runtime::pass_state::PassState;
+use crate::runtime::reader_state::ReaderHolder;
 use crate::runtime::scope::ScopeSet;
 use crate::runtime::{BiError, object};
 use std::ops::DerefMut;
@@ -50,7 +51,7 @@ pub(crate) struct NodeInner<V: MemView> {
     pub(crate) membarrier: bool,
     pub(crate) ordering: ReaderOrdering,
     /// What this runtime writes in the holder word of the reader records it takes.
-    pub(crate) reader_holder: u64,
+    pub(crate) reader_holder: ReaderHolder,
     /// This process joined the node another process of its host runs ([`share`]).
     pub(crate) joined: bool,
     /// Readers registered now: a pass with none to order against skips `membarrier`.

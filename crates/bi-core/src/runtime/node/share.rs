@@ -34,6 +34,7 @@ use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;
 use crate::runtime::fault::Fault;
 use crate::runtime::process::Presence;
+use crate::runtime::reader_state::ReaderHolder;
 use crate::runtime::record::{self, NodeRecord};
 use crate::runtime::{BiError, NodeInner, RuntimeConfig, process};
 use bytemuck::{Pod, Zeroable};
@@ -160,18 +161,11 @@ fn host_id_of(boot_id: &[u8]) -> u64 {
     h | 1
 }
 
-/// The holder word of a reader record taken by process `pid` with `token`: the process
-/// in the high half (so that another process can ask the kernel whether it is still
-/// there), the token's low half below it, never 0.
-pub(crate) fn holder_of(pid: u32, token: u64) -> u64 {
-    (u64::from(pid) << 32) | (token & 0xffff_ffff) | 1
-}
-
-/// Whether the process named by a holder word may still be alive (this process, or a
-/// process of this host with that id; a reused id is taken as alive, which only keeps a
-/// record from being reused).
-fn holder_alive(word: u64) -> bool {
-    let pid = (word >> 32) as u32;
+/// Whether the process named by a reader record's holder word may still be alive (this
+/// process, or a process of this host with that id; a reused id is taken as alive,
+/// which only keeps a record from being reused).
+fn may_be_alive(holder: ReaderHolder) -> bool {
+    let pid = holder.pid();
     if pid == std::process::id() || cfg!(miri) {
         return true;
     }
@@ -188,14 +182,14 @@ fn holder_alive(word: u64) -> bool {
 /// process is gone); returns its index.
 pub(crate) fn take_reader_record<V: MemView>(
     inner: &NodeInner<V>,
-    holder: u64,
+    holder: ReaderHolder,
 ) -> Result<usize, BiError> {
     let per_node = inner.layout.config().readers_per_node() as usize;
     for r in record_order(per_node, inner.layout.slot_size()) {
         let at = inner.reader_record(r)? + HOLDER_AT;
-        let mut found = inner.view.compare_exchange_u64(at, 0, holder)?;
-        if found != 0 && !holder_alive(found) {
-            found = match inner.view.compare_exchange_u64(at, found, holder)? {
+        let mut found = inner.view.compare_exchange_u64(at, 0, holder.word())?;
+        if found != 0 && !may_be_alive(ReaderHolder::from_word(found)) {
+            found = match inner.view.compare_exchange_u64(at, found, holder.word())? {
                 f if f == found => 0,
                 f => f,
             };
@@ -234,10 +228,10 @@ pub(crate) fn release_reader<V: MemView>(inner: &NodeInner<V>, index: usize) {
 pub(crate) fn release_reader_record<V: MemView>(
     inner: &NodeInner<V>,
     r: usize,
-    holder: u64,
+    holder: ReaderHolder,
 ) -> Result<(), BiError> {
     let at = inner.reader_record(r)? + HOLDER_AT;
-    inner.view.compare_exchange_u64(at, holder, 0)?;
+    inner.view.compare_exchange_u64(at, holder.word(), 0)?;
     Ok(())
 }
 
