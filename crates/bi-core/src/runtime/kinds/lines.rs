@@ -566,6 +566,36 @@ mod tests {
 
     type Rec = [u64; 3];
 
+    /// A reader's node keeps its copy of a line rewritten in place until its guard drops
+    /// the line: by the array's first lines (`refresh_lines`) or by the lines' offsets
+    /// (`drop_lines`); a range or an offset outside the heap or region is an error.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_guard_reads_a_rewritten_line_anew_once_it_drops_it() {
+        use crate::runtime::Entry;
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[1u64, 2, 3]).unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        let at = |i| g.line(a, i).unwrap();
+        let cached = |i| g.fetch_via(Entry::Cached, at(i), |v| *v).unwrap();
+        assert_eq!((cached(1), cached(2)), (Fetch::Value(2), Fetch::Value(3)));
+        w.rewrite_lines(&[(a, 1, 20), (a, 2, 30)]).unwrap();
+        // Still the old copies: nothing dropped them.
+        assert_eq!((cached(1), cached(2)), (Fetch::Value(2), Fetch::Value(3)));
+        g.refresh_lines(a, 2).unwrap(); // lines 0 and 1 only
+        assert_eq!((cached(1), cached(2)), (Fetch::Value(20), Fetch::Value(3)));
+        g.drop_lines([at(2).offset()]).unwrap();
+        assert_eq!(cached(2), Fetch::Value(30));
+        assert!(g.refresh_lines(a, usize::MAX).is_err());
+        assert!(g.refresh_lines(a, 1 << 30).is_err());
+        assert!(g.drop_lines([usize::MAX - 8]).is_err());
+    }
+
     fn read(
         g: &BiGuard<'_, crate::mem::EmulatedNode>,
         a: Link<Lines<Rec>>,
