@@ -605,6 +605,103 @@ mod tests {
         g.fetch_via(e, g.line(a, i).unwrap(), |r| *r).unwrap()
     }
 
+    /// Every index is checked against its own array's length before anything is
+    /// written, also in a batch that names arrays of different lengths; a batch of
+    /// distinct lines rewrites every one of them; a stamp is asked of lines that exist
+    /// only; and no index leads past the links' offset width.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn indices_are_checked_against_their_own_array_and_a_batch_rewrites_every_line() {
+        use crate::runtime::Entry;
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let long = w.alloc_lines(&[1u64, 2, 3, 4, 5]).unwrap();
+        let short = w.alloc_lines(&[6u64, 7]).unwrap();
+        assert_eq!(
+            (w.lines_len(long).unwrap(), w.lines_len(short).unwrap()),
+            (5, 2)
+        );
+        // Index 3 exists in the first array only.
+        assert!(matches!(
+            w.try_rewrite_lines(&[(long, 3, 40), (short, 3, 99)]),
+            Err(BiError::OutOfSection { .. })
+        ));
+        assert!(matches!(
+            w.try_rewrite_lines(&[(short, 1, 70), (long, 1, 20), (short, 3, 99)]),
+            Err(BiError::OutOfSection { .. })
+        ));
+        assert_eq!(w.read_own_line(long, 3).unwrap(), 4, "nothing changed");
+        assert_eq!(w.read_own_line(short, 1).unwrap(), 7, "nothing changed");
+        // One batch of distinct lines over both arrays: each gets its record.
+        w.try_rewrite_lines(&[(long, 4, 50), (long, 0, 10), (short, 1, 70), (long, 2, 30)])
+            .unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        let fresh = |a, i| {
+            g.fetch_via(Entry::Fresh, g.line(a, i).unwrap(), |v| *v)
+                .unwrap()
+        };
+        let long_now: Vec<_> = (0..5).map(|i| fresh(long, i)).collect();
+        assert_eq!(long_now, [10, 2, 30, 4, 50].map(Fetch::Value));
+        assert_eq!(
+            (fresh(short, 0), fresh(short, 1)),
+            (Fetch::Value(6), Fetch::Value(70))
+        );
+        // Stamps: of the last line, not of the one past it.
+        assert!(w.line_stamp(short, 1).is_ok());
+        assert!(matches!(
+            w.line_stamp(short, 2),
+            Err(BiError::OutOfSection { .. })
+        ));
+        // A line link is at most 2^48 - 1 bytes in: the next would wrap to offset 0.
+        let line = s.region.layout().line_size().get();
+        let last = ((1usize << 48) - long.offset()) / line - 1;
+        assert_eq!(g.line(long, last).unwrap().offset(), (1 << 48) - line);
+        assert!(matches!(
+            g.line(long, last + 1),
+            Err(BiError::OutOfSection { .. })
+        ));
+    }
+
+    /// A prefetch, the writer's or a reader's, brings a line its node does not hold into
+    /// the node's cache (the emulator counts it); a null link asks for nothing.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_prefetch_brings_the_line_into_its_nodes_cache() {
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[1u64, 2, 3]).unwrap();
+        let prefetches = |node| s.emu.stats(node).prefetches;
+        let line = s.region.layout().line_size().get();
+        s.nodes[0].view().invalidate(a.offset(), 3 * line).unwrap();
+        w.prefetch_line(a, 2);
+        assert_eq!(prefetches(0), 1);
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        g.prefetch(Link::<u64>::null());
+        assert_eq!(prefetches(1), 0);
+        g.prefetch(g.line(a, 1).unwrap());
+        assert_eq!(prefetches(1), 1);
+    }
+
+    /// A discarded array's memory goes back to the heap at once (it was never published).
+    #[test]
+    fn a_discarded_array_gives_its_memory_back() {
+        use crate::heap::Heap;
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[1u64, 2, 3]).unwrap();
+        assert!(w.heap().stats().live >= 3 * 64);
+        w.discard_lines(a).unwrap();
+        assert_eq!(w.heap().stats().live, 0);
+    }
+
     #[test]
     fn a_cached_old_version_lasts_until_a_pass_and_a_fresh_read_sees_the_new_one() {
         let s = Setup::new(2, 3);
