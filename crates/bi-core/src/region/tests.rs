@@ -114,6 +114,20 @@ fn anonymous_round_trip() {
     assert_eq!(copy.load(&cview, q).unwrap(), [7, 8]);
 }
 
+/// The format version a decoded header reports (what `bi inspect` shows) is the one its
+/// bytes carry, and a region is written in the current one.
+#[test]
+fn a_header_reports_the_format_version_its_bytes_carry() {
+    let bytes = Region::anonymous(small()).unwrap().to_bytes();
+    let stored = u32::from_le_bytes(
+        bytes[offsets::VERSION..offsets::VERSION + 4]
+            .try_into()
+            .unwrap(),
+    );
+    assert_eq!(stored, FORMAT_VERSION);
+    assert_eq!(Header::decode(&bytes).unwrap().version(), stored);
+}
+
 /// A valid image with one byte range replaced, resealed if `reseal`.
 fn crafted(edit: impl FnOnce(&mut Vec<u8>), reseal: bool) -> Result<Region, RegionError> {
     let mut bytes = Region::anonymous(small()).unwrap().to_bytes();
@@ -390,6 +404,83 @@ fn torn_or_corrupt_entries_are_errors() {
         region.root::<u64, _>(&view, "x"),
         Err(RegionError::CorruptRoot { index: 0, .. })
     ));
+}
+
+/// An entry whose checksum is right but whose fields are not (a file written by
+/// something else, or corrupted and resealed) is refused field by field: a name length
+/// of 0 or past the limit, and a structure entry that does not describe its own slot
+/// (elsewhere, another size, another alignment). The well-formed structure entry opens.
+#[test]
+fn sealed_root_entries_with_bad_fields_are_refused() {
+    let region = Region::anonymous(small()).unwrap();
+    let view = TraceView::new(&region);
+    let (own, _) = region
+        .structure(&view, "orders", 0xABC, true)
+        .unwrap()
+        .unwrap();
+    let entry = region.layout().root_entry(0).unwrap().offset;
+    let mut good = [0u8; 64];
+    region.backing().load_bytes(entry, &mut good).unwrap();
+    let reopened = |edit: &dyn Fn(&mut [u8; 64])| {
+        let mut raw = good;
+        edit(&mut raw);
+        let sum = super::header::fnv1a(&raw[..56]);
+        raw[56..].copy_from_slice(&sum.to_ne_bytes());
+        region.backing().store_bytes(entry, &raw).unwrap();
+        region.structure(&view, "orders", 0xABC, false)
+    };
+    assert_eq!(reopened(&|_| {}).unwrap(), Some((own, false)));
+    let refused = |edit: &dyn Fn(&mut [u8; 64]), why: &str| match reopened(edit) {
+        Err(RegionError::CorruptRoot { index: 0, reason }) => assert_eq!(reason, why),
+        other => panic!("{why}: {other:?}"),
+    };
+    let length = "name length out of range";
+    refused(&|raw| raw[1] = 0, length);
+    refused(&|raw| raw[1] = MAX_ROOT_NAME as u8 + 1, length);
+    let own_slot = "a structure entry must point at its own slot";
+    refused(
+        &|raw| raw[8..16].copy_from_slice(&(own as u64 + 64).to_ne_bytes()),
+        own_slot,
+    );
+    refused(
+        &|raw| raw[4..8].copy_from_slice(&4u32.to_ne_bytes()),
+        own_slot,
+    );
+    refused(&|raw| raw[2] = 2, own_slot);
+}
+
+/// The listing a tool shows (`bi inspect`) gives each root's name, object, size and
+/// alignment as set; and every section has a name of its own for error messages.
+#[test]
+fn roots_are_listed_as_set_and_sections_by_name() {
+    let region = Region::anonymous(small()).unwrap();
+    let view = TraceView::new(&region);
+    let wide: ShPtr<[u64; 2]> = heap_ptr(&region, 2);
+    let narrow: ShPtr<u16> = heap_ptr(&region, 0);
+    region.set_root(&view, "wide", wide).unwrap();
+    region.set_root(&view, "narrow", narrow).unwrap();
+    let listed: Vec<_> = region
+        .roots(&view)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.name, r.offset, r.size, r.align))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("wide".to_owned(), wide.offset(), 16, 8),
+            ("narrow".to_owned(), narrow.offset(), 2, 2)
+        ]
+    );
+    let names: std::collections::HashSet<_> =
+        SectionKind::ALL.iter().map(|k| k.to_string()).collect();
+    assert_eq!(names.len(), SectionKind::ALL.len());
+    assert!(names.iter().all(|n| !n.is_empty()));
+    let heap = Section {
+        offset: 4096,
+        len: 8192,
+    };
+    assert_eq!(heap.to_string(), "4096..12288 (8192 bytes)");
 }
 
 #[test]
