@@ -478,3 +478,48 @@ fn a_bag_of_deferred_retirements_is_retired_with_one_ring_append() {
     ));
     assert_eq!(w.deferred(), 0);
 }
+
+/// A writer stalled between storing a root slot and logging it (descheduled on a loaded
+/// machine; here its host's clock is moved on at the slot's write-back) shows the stall
+/// in its longest publish span: what another node's read may see the old slot for, on
+/// top of the staleness bound. An update with no stall shows far less, and a span is
+/// reported once.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+)]
+fn a_writer_stalled_inside_a_publication_shows_it_in_its_publish_span() {
+    use bi_core::heap::BumpHeap;
+    use bi_core::mem::{Access, Observed};
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const STALL: u64 = 40_000_000; // 40 ms of the emulated clock
+    let mut s = Setup::new(2, 0);
+    drop(s.nodes.remove(0));
+    let slot = s.slot(0);
+    let stall = Arc::new(AtomicBool::new(false));
+    let (host, armed) = (s.emu.node(0), stall.clone());
+    let emu = s.emu.clone();
+    let view = Observed::new(host.clone(), move |a| {
+        if a == Access::WriteBack(slot, 8) && armed.swap(false, Ordering::SeqCst) {
+            emu.advance(STALL);
+        }
+        Ok(())
+    });
+    let layout = *s.region.layout();
+    let config = RuntimeConfig::default();
+    let rt = NodeRuntime::new(view, layout, 0, config, Arc::new(EmulatedClock::new(host))).unwrap();
+    let line = s.region.layout().line_size();
+    let mut w = rt.writer(BumpHeap::new(s.arena(0), line).unwrap()).unwrap();
+    let b = w.alloc(1u64).unwrap();
+    w.publish(slot, b).unwrap();
+    let quiet = rt.take_longest_publish_span();
+    assert!(quiet < Duration::from_nanos(STALL / 4), "{quiet:?}");
+    stall.store(true, Ordering::SeqCst);
+    let b = w.alloc(2u64).unwrap();
+    w.publish(slot, b).unwrap();
+    assert!(rt.take_longest_publish_span() >= Duration::from_nanos(STALL));
+    assert_eq!(rt.take_longest_publish_span(), Duration::ZERO);
+}

@@ -72,6 +72,9 @@ pub struct Verdict {
     pub oracle_max_staleness_us: f64,
     /// The longest gap between two passes of any process (the pass period when on time).
     pub longest_pass_gap_us: f64,
+    /// The longest time any process's writer took from an update's first store to a
+    /// line others may hold to its log append (the staleness bound counts from there).
+    pub longest_publish_span_us: f64,
     pub oracle_reuse_hazards: u64,
     /// Loads of reused memory beyond the reads rejected for them, process by process.
     pub oracle_reuse_accepted: u64,
@@ -85,6 +88,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
     // Each key's writes in the order they returned (one process writes a key).
     let mut by_key: BTreeMap<u64, Vec<(WriteKind, Outcome)>> = BTreeMap::new();
     let ms = |ns: u64| ns as f64 / 1e6;
+    let spans = publish_spans(lives);
     for life in lives {
         if let Some(why) = &life.failed {
             v.violations.push(format!("{}: {why}", life.name));
@@ -156,7 +160,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
             let killed = Outcome::Unknown("killed".into());
             by_key.entry(k).or_default().push((w, killed));
         }
-        oracle(life, bounds, &mut v);
+        oracle(life, bounds, &spans, &mut v);
         v.own_writes_read_back += life
             .events
             .iter()
@@ -175,6 +179,29 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
     v
 }
 
+/// A writer's publish span in one report window: `(from, to, span)`, in ns.
+type Span = (u64, u64, u64);
+
+/// Every process's publish spans, window by window (its reports' `publish_span`).
+fn publish_spans(lives: &[Life]) -> Vec<Span> {
+    let mut out = Vec::new();
+    for life in lives {
+        let mut from = life.started;
+        for e in &life.events {
+            if let Event::Oracle {
+                at, publish_span, ..
+            } = e
+            {
+                if *publish_span > 0 {
+                    out.push((from, *at, *publish_span));
+                }
+                from = *at;
+            }
+        }
+    }
+    out
+}
+
 /// Adds what the emulator's oracle counted for `life` (its last report holds its totals)
 /// and judges it: no load of reused memory that its read did not reject, no lost
 /// write-back, and no read staler than the bound, except while the process was stopped
@@ -183,8 +210,11 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
 /// The bound is the documented one lengthened by how late the process's passes ran
 /// around the read: a read in the window between two reports was stale at most until the
 /// next pass, which ended in that window or, if it was late, in the next one; so the
-/// longer window gap of the two counts.
-fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
+/// longer window gap of the two counts. And the bound counts from the update's log
+/// append, not from the write-back the oracle dates a stale copy by: the longest
+/// publish span of any writer in the time the stale line may have been written back
+/// (from the read's staleness before the window to its end) is added too.
+fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
     let reports: Vec<_> = life
         .events
         .iter()
@@ -204,9 +234,19 @@ fn oracle(life: &Life, bounds: Bounds, v: &mut Verdict) {
     for (i, &(_, at, max_staleness, pass_gap, window_gap)) in reports.iter().enumerate() {
         let next_window = reports.get(i + 1).map_or(0, |r| r.4);
         let lateness = Duration::from_nanos(window_gap.max(next_window));
-        let bound = bounds.staleness + lateness.saturating_sub(bounds.period);
         v.longest_pass_gap_us = v.longest_pass_gap_us.max(pass_gap as f64 / 1e3);
         let (since, before) = previous.unwrap_or((life.started, 0));
+        let written_from = since.saturating_sub(max_staleness);
+        let publishing = spans
+            .iter()
+            .filter(|&&(from, to, _)| from <= at && to >= written_from)
+            .map(|&(_, _, span)| span)
+            .max()
+            .unwrap_or(0);
+        v.longest_publish_span_us = v.longest_publish_span_us.max(publishing as f64 / 1e3);
+        let bound = bounds.staleness
+            + lateness.saturating_sub(bounds.period)
+            + Duration::from_nanos(publishing);
         let stopped = life
             .stops
             .iter()
@@ -384,6 +424,7 @@ mod tests {
             // A stop long ago made the longest gap of the process's life large.
             pass_gap: 2_000 * ms,
             window_gap: window_gap * ms / 10,
+            publish_span: 0,
             lost_at: None,
         };
         let judge = |events| {
@@ -407,6 +448,52 @@ mod tests {
         assert!(judge(late).is_empty());
         // Inside the stop and the settling after it, nothing counts.
         assert!(judge(vec![report(1_500, 90, 10), report(2_050, 90, 10)]).is_empty());
+    }
+
+    /// A writer descheduled between its write-back and its log append made a read
+    /// staler by that long: the writer's publish span in that time is added to the
+    /// bound, and one in another time is not.
+    #[test]
+    fn a_stale_read_is_judged_by_the_writers_publish_span_around_it() {
+        let bounds = Bounds {
+            call: Duration::from_secs(3),
+            recovery: Duration::from_millis(100),
+            staleness: Duration::from_millis(1),
+            period: Duration::from_millis(1),
+        };
+        let ms = 1_000_000;
+        let report = |at: u64, max_staleness: u64, publish_span: u64| Event::Oracle {
+            at: at * ms,
+            stale_reads: 1,
+            max_staleness: max_staleness * ms / 10,
+            reuse_hazards: 0,
+            rejected_reads: 0,
+            lost_writes: 0,
+            pass_gap: ms,
+            window_gap: ms,
+            publish_span: publish_span * ms / 10,
+            lost_at: None,
+        };
+        let life = |name: &str, events| Life {
+            name: name.into(),
+            failed: None,
+            started: 0,
+            ended: None,
+            stops: vec![],
+            events,
+        };
+        let judge = |writer_reports| {
+            let reader = life("reader", vec![report(500, 0, 0), report(1_000, 25, 0)]);
+            let writer = life("writer", writer_reports);
+            check(&[reader, writer], &[], bounds, &Empty).violations
+        };
+        // 2.5 ms stale against a 1 ms bound: the writer took 2 ms to log in that window.
+        assert!(judge(vec![report(500, 0, 0), report(1_000, 0, 20)]).is_empty());
+        // Only 1 ms there; 2 ms long before: too stale.
+        assert_eq!(
+            judge(vec![report(100, 0, 20), report(1_000, 0, 10)]).len(),
+            1
+        );
     }
 
     #[test]

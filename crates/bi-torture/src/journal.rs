@@ -96,6 +96,10 @@ pub enum Event {
         /// report (ns): its passes' lateness in that window, which a stop long ago does
         /// not inflate.
         window_gap: u64,
+        /// The longest time the process's writer took since its last report from an
+        /// update's first store to a line other nodes may hold to the log append (ns):
+        /// how much later than the write-back the staleness bound starts counting.
+        publish_span: u64,
         /// The pool offset of the line of the last lost write-back, if any.
         lost_at: Option<u64>,
     },
@@ -137,9 +141,10 @@ impl Event {
                 lost_writes,
                 pass_gap,
                 window_gap,
+                publish_span,
                 lost_at,
             } => format!(
-                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {window_gap} {}",
+                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {window_gap} {publish_span} {}",
                 lost_at.map_or("-".to_string(), |o| o.to_string())
             ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
@@ -170,6 +175,7 @@ impl Event {
                 lost_writes: num()?,
                 pass_gap: num()?,
                 window_gap: num()?,
+                publish_span: num()?,
                 lost_at: num(),
             },
             "trouble" => {
@@ -303,6 +309,7 @@ mod tests {
                 lost_writes: 5,
                 pass_gap: 7,
                 window_gap: 3,
+                publish_span: 9,
                 lost_at: Some(4096),
             },
             Event::Oracle {
@@ -314,6 +321,7 @@ mod tests {
                 lost_writes: 0,
                 pass_gap: 7,
                 window_gap: 0,
+                publish_span: 0,
                 lost_at: None,
             },
             Event::Trouble {

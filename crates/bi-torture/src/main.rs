@@ -278,6 +278,7 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
         lost_writes: s.lost_writes,
         pass_gap: pool.longest_pass_gap().as_nanos() as u64,
         window_gap: pool.take_longest_pass_gap().as_nanos() as u64,
+        publish_span: pool.runtime().take_longest_publish_span().as_nanos() as u64,
         lost_at: s.last_lost_line.map(|o| o as u64),
     })
 }

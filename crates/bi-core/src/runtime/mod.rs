@@ -618,6 +618,29 @@ impl<V: MemView> NodeRuntime<V> {
         self.inner.stats.mismatches.load(Ordering::Relaxed)
     }
 
+    /// The longest time this process's writer took, since the last call, from an
+    /// update's first store to a line other nodes may hold (a root slot, a line rewritten
+    /// in place) to the log append that tells their passes. A read on another node may
+    /// see the old line that long on top of the staleness bound, which counts from the
+    /// append: on a loaded machine a writer descheduled between the two lengthens it.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let b = w.alloc(5u64).unwrap();
+    /// w.publish(s.slot(0), b).unwrap();
+    /// let span = s.nodes[0].take_longest_publish_span();
+    /// assert!(span > Duration::ZERO && span < Duration::from_secs(60));
+    /// assert_eq!(s.nodes[0].take_longest_publish_span(), Duration::ZERO); // taken
+    /// ```
+    pub fn take_longest_publish_span(&self) -> std::time::Duration {
+        let span = self.inner.stats.publish_span.swap(0, Ordering::Relaxed);
+        std::time::Duration::from_nanos(span)
+    }
+
     /// Replaces the quiescence policy.
     ///
     /// ```

@@ -35,6 +35,9 @@ pub(crate) struct Stats {
     /// The structure (slot) whose entries the writer noted last, and their number.
     pub(crate) structure: AtomicU64,
     pub(crate) entries: AtomicU64,
+    /// The longest span, in clock nanoseconds, from an update's first write-back of a
+    /// line other nodes may hold to its log append, since it was last taken.
+    pub(crate) publish_span: AtomicU64,
 }
 
 pub(crate) struct NodeInner<V: MemView> {

@@ -290,6 +290,10 @@ pub struct Writer<V: MemView, H: Heap> {
     /// The lease was checked since the last publication ([`lease`](crate::runtime::lease)):
     /// allocations need not check it again.
     lease_checked: bool,
+    /// When (this node's clock) the update in progress began writing back lines other
+    /// nodes may hold (a slot, lines rewritten in place); its log append ends the span
+    /// ([`NodeRuntime::take_longest_publish_span`](crate::runtime::NodeRuntime::take_longest_publish_span)).
+    pub(in crate::runtime) writing_since: Option<u64>,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -331,6 +335,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             unwritten: Vec::new(),
             scope: Scope::ALL,
             lease_checked: false,
+            writing_since: None,
         })
     }
 
@@ -526,6 +531,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.modified.append(&self.inner.view, entries)?;
         let visible = self.inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
+        if let Some(since) = self.writing_since.take() {
+            let span = visible.saturating_sub(since);
+            self.inner
+                .stats
+                .publish_span
+                .fetch_max(span, Ordering::Relaxed);
+        }
         self.lease_checked = false;
         self.note_figures();
         Ok(())
@@ -1159,6 +1171,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             // Written back, and fenced only by the ring append, after the slot.
             self.write_back_sealed()?;
         }
+        self.writing_since = Some(self.inner.clock.refresh());
         let inner = &self.inner;
         let view = &inner.view;
         // (An existing link's object was written back when it was first published.)
