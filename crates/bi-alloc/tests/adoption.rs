@@ -80,10 +80,10 @@ fn a_link_into_a_quarantined_line_never_matches_what_is_put_there_later() {
         .find(|l| l.offset() == stale.offset())
         .expect("the quarantined line is handed out again");
     assert!(
-        reused.generation() > stale.generation(),
+        reused.generation().get() > stale.generation().get(),
         "reused at generation {} under a link of generation {}",
-        reused.generation(),
-        stale.generation()
+        reused.generation().get(),
+        stale.generation().get()
     );
     // Published (so written back), and every node has passed since.
     w.publish_link(s.slot(2), reused).unwrap();
@@ -94,8 +94,8 @@ fn a_link_into_a_quarantined_line_never_matches_what_is_put_there_later() {
     assert!(
         matches!(got, Err(BiError::StaleLink { .. })),
         "{got:?} at generation {} (reused {})",
-        stale.generation(),
-        reused.generation()
+        stale.generation().get(),
+        reused.generation().get()
     );
     assert!(g.follow(reused).unwrap().is_some());
 }

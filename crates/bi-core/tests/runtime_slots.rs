@@ -76,7 +76,7 @@ fn writer_refuses_arrays_it_does_not_own_and_double_retirement() {
     w.publish_slots(s.slot(0), a).unwrap();
     let b = w.alloc(1u64).unwrap();
     assert!(w.publish_in(a, 4, b).is_err(), "index past the end");
-    let forged = Link::new(a.offset(), a.generation() + 1);
+    let forged = Link::new(a.offset(), a.generation().next());
     assert!(matches!(
         w.publish_link_in(forged, 0, Link::<u64>::null()),
         Err(BiError::StaleLink { .. })

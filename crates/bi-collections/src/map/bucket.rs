@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn entries_round_trip_and_leave_the_link_alone() {
-        let next: LineLink = Link::new(64 * 1000, 0xBEEF);
+        let next: LineLink = Link::new(64 * 1000, bi_core::runtime::LinkGeneration::new(0xBEEF));
         let mut l = BucketLine::default();
         l.set_next(next);
         l.put::<u32, [u64; 2]>(1, 7, [8, 9]);
@@ -299,7 +299,7 @@ mod tests {
     fn linked_entries_round_trip() {
         type Big = [u64; 8];
         let mut l = BucketLine::default();
-        let pair: Link<Pair<u64, Big>> = Link::new(4096, 3);
+        let pair: Link<Pair<u64, Big>> = Link::new(4096, bi_core::runtime::LinkGeneration::new(3));
         l.put_linked::<u64, Big>(2, 0xABCD, pair);
         assert_eq!(l.linked::<u64, Big>(2), (0xABCD, pair));
         assert!(l.is_used(2) && !l.is_used(0));

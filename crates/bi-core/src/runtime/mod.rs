@@ -229,7 +229,7 @@ pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
 pub use lazy::{Entry, Search};
 pub use lock::{LockRecord, PoolLockGuard};
-pub use object::{Fetch, Generation, Lines, Link, Stamp};
+pub use object::{Fetch, Generation, Lines, Link, LinkGeneration, Stamp};
 pub use pass::{FIGURES_SLOT, NodeFigures, PassReport};
 pub use reader::{BiGuard, Reader, Shared};
 pub use record::NodeRecord;
@@ -999,7 +999,7 @@ mod tests {
         let r = s.nodes[1].reader().unwrap();
         let g = r.enter();
         assert!(g.load::<u64>(3).is_err()); // misaligned slot
-        let wild: Link<u64> = Link::new(s.region.layout().size() - 8, 1);
+        let wild: Link<u64> = Link::new(s.region.layout().size() - 8, LinkGeneration::new(1));
         assert!(matches!(g.follow(wild), Err(BiError::OutOfSection { .. })));
         assert!(w.retire(wild).is_err());
         let b = w.alloc(2u64).unwrap();

@@ -91,7 +91,7 @@ const LINK_GENERATION_MASK: u64 = 0xFFFF;
 ///
 /// let g = Generation::new(0x1_0005);
 /// assert_eq!(g.next().get(), 0x1_0006);
-/// assert_eq!(g.link_bits(), 5); // a link keeps the low 16 bits
+/// assert_eq!(g.link_bits().get(), 5); // a link keeps the low 16 bits
 /// assert_eq!(Generation::MAX.next(), Generation::MAX); // saturates
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -132,7 +132,7 @@ impl Generation {
     ///
     /// let g = Generation::new(0xFFFF);
     /// assert!(g.next() > g);
-    /// assert_eq!(g.next().link_bits(), 0); // links keep 16 bits and wrap
+    /// assert_eq!(g.next().link_bits().get(), 0); // links keep 16 bits and wrap
     /// ```
     #[must_use]
     pub const fn next(self) -> Generation {
@@ -146,12 +146,44 @@ impl Generation {
     /// use bi_core::runtime::object::Generation;
     ///
     /// let g = Generation::new(0x2_0003);
-    /// let link: Link<u64> = Link::new(64, g.get());
+    /// let link: Link<u64> = Link::new(64, g.link_bits());
     /// assert_eq!(link.generation(), g.link_bits());
-    /// assert_eq!(g.link_bits(), 3);
+    /// assert_eq!(g.link_bits().get(), 3);
     /// ```
-    pub const fn link_bits(self) -> u64 {
-        self.0 & LINK_GENERATION_MASK
+    pub const fn link_bits(self) -> LinkGeneration {
+        LinkGeneration::new(self.0)
+    }
+}
+
+/// The bits of a [`Generation`] a [`Link`] carries (the low 16): what a line's
+/// [`Stamp`] is matched against when the link is followed.
+///
+/// ```
+/// use bi_core::runtime::LinkGeneration;
+///
+/// assert_eq!(LinkGeneration::new(0x1_0005).get(), 5); // 16 bits kept
+/// assert_eq!(LinkGeneration::new(0xFFFF).next(), LinkGeneration::new(0)); // and wraps
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct LinkGeneration(u64);
+
+impl LinkGeneration {
+    /// The low 16 bits of `bits`.
+    pub const fn new(bits: u64) -> LinkGeneration {
+        LinkGeneration(bits & LINK_GENERATION_MASK)
+    }
+
+    /// The bits, as a number below 2^16.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The next value of the 16 bits (wrapping): a link that names another generation
+    /// of the same block.
+    #[must_use]
+    pub const fn next(self) -> LinkGeneration {
+        LinkGeneration::new(self.0 + 1)
     }
 }
 
@@ -168,7 +200,7 @@ impl Generation {
 /// use bi_core::runtime::object::{Generation, Stamp};
 ///
 /// let s = Stamp::new(Generation::new(7), false);
-/// let link: Link<u64> = Link::new(4096, 7);
+/// let link: Link<u64> = Link::new(4096, Generation::new(7).link_bits());
 /// assert!(s.matches(link.generation()));
 /// assert!(!s.freed().matches(link.generation()));
 /// assert!(!Stamp::INVALID.matches(link.generation()));
@@ -242,13 +274,14 @@ impl Stamp {
     /// use bi_core::runtime::object::{Generation, Stamp};
     ///
     /// let s = Stamp::new(Generation::new(0x1_0002), false);
-    /// assert!(s.matches(2)); // links carry the low 16 bits
-    /// assert!(!s.matches(3));
-    /// assert!(!s.freed().matches(2));
+    /// let two = Generation::new(2).link_bits();
+    /// assert!(s.matches(two)); // links carry the low 16 bits
+    /// assert!(!s.matches(two.next()));
+    /// assert!(!s.freed().matches(two));
     /// ```
     #[inline(always)]
-    pub const fn matches(self, link_generation: u64) -> bool {
-        self.0 & (Self::FREED | LINK_GENERATION_MASK) == link_generation
+    pub const fn matches(self, link_generation: LinkGeneration) -> bool {
+        self.0 & (Self::FREED | LINK_GENERATION_MASK) == link_generation.0
     }
 
     /// The generation (meaningless for [`INVALID`](Self::INVALID)).
@@ -329,7 +362,7 @@ impl Stamp {
     /// let s = Stamp::new(Generation::new(7), true);
     /// let t = s.next_version().unwrap();
     /// assert_ne!(s, t);
-    /// assert!(t.matches(7) && t.is_tracked());
+    /// assert!(t.matches(Generation::new(7).link_bits()) && t.is_tracked());
     /// ```
     #[must_use]
     pub const fn next_version(self) -> Option<Stamp> {
@@ -352,10 +385,10 @@ const VERSION_STEP: u64 = LINK_GENERATION_MASK + 1;
 /// A `Link` is plain data: store it in slots and inside objects.
 ///
 /// ```
-/// use bi_core::runtime::Link;
+/// use bi_core::runtime::{Link, LinkGeneration};
 ///
-/// let l: Link<u64> = Link::new(4096, 7);
-/// assert_eq!((l.offset(), l.generation()), (4096, 7));
+/// let l: Link<u64> = Link::new(4096, LinkGeneration::new(7));
+/// assert_eq!((l.offset(), l.generation().get()), (4096, 7));
 /// assert!(Link::<u64>::null().is_null());
 /// assert_eq!(Link::<u64>::from_raw(l.raw()), l);
 /// ```
@@ -366,19 +399,16 @@ pub struct Link<T> {
 }
 
 impl<T> Link<T> {
-    /// A link to the object at `offset` with generation `generation` (only its low 16
-    /// bits are kept).
+    /// A link to the object at `offset` (its low 48 bits) of generation `generation`.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
-    /// let l: Link<u32> = Link::new(128, 0x1_0009);
-    /// assert_eq!((l.offset(), l.generation()), (128, 9)); // 16 bits kept
+    /// let l: Link<u32> = Link::new(128, LinkGeneration::new(9));
+    /// assert_eq!((l.offset(), l.generation().get()), (128, 9));
     /// ```
-    pub const fn new(offset: usize, generation: u64) -> Link<T> {
-        Link::from_raw(
-            ((generation & LINK_GENERATION_MASK) << OFFSET_BITS) | (offset as u64 & OFFSET_MASK),
-        )
+    pub const fn new(offset: usize, generation: LinkGeneration) -> Link<T> {
+        Link::from_raw((generation.0 << OFFSET_BITS) | (offset as u64 & OFFSET_MASK))
     }
 
     /// The null link.
@@ -400,7 +430,7 @@ impl<T> Link<T> {
     /// use bi_core::runtime::Link;
     ///
     /// let l = Link::<u64>::from_raw((3 << 48) | 4096);
-    /// assert_eq!((l.offset(), l.generation()), (4096, 3));
+    /// assert_eq!((l.offset(), l.generation().get()), (4096, 3));
     /// ```
     pub const fn from_raw(raw: u64) -> Link<T> {
         Link {
@@ -412,9 +442,9 @@ impl<T> Link<T> {
     /// The stored representation.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
-    /// let l = Link::<u64>::new(64, 1);
+    /// let l = Link::<u64>::new(64, LinkGeneration::new(1));
     /// assert_eq!(l.raw(), (1 << 48) | 64);
     /// ```
     pub const fn raw(self) -> u64 {
@@ -424,10 +454,11 @@ impl<T> Link<T> {
     /// Whether this is the null link.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
     /// assert!(Link::<u8>::from_raw(0).is_null());
-    /// assert!(!Link::<u8>::new(64, 0).is_null()); // generation 0 at a nonzero offset
+    /// let zero = LinkGeneration::new(0);
+    /// assert!(!Link::<u8>::new(64, zero).is_null()); // generation 0 at a nonzero offset
     /// ```
     pub const fn is_null(self) -> bool {
         self.raw == 0
@@ -436,31 +467,32 @@ impl<T> Link<T> {
     /// Offset of the object.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
-    /// assert_eq!(Link::<u64>::new(8192, 5).offset(), 8192);
+    /// assert_eq!(Link::<u64>::new(8192, LinkGeneration::new(5)).offset(), 8192);
     /// ```
     pub const fn offset(self) -> usize {
         (self.raw & OFFSET_MASK) as usize
     }
 
-    /// Low 16 bits of the object's generation.
+    /// The bits of the object's generation this link carries.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
-    /// assert_eq!(Link::<u64>::new(64, 0xABCD).generation(), 0xABCD);
+    /// let g = LinkGeneration::new(0xABCD);
+    /// assert_eq!(Link::<u64>::new(64, g).generation(), g);
     /// ```
-    pub const fn generation(self) -> u64 {
-        self.raw >> OFFSET_BITS
+    pub const fn generation(self) -> LinkGeneration {
+        LinkGeneration(self.raw >> OFFSET_BITS)
     }
 
     /// The same link, typed as a link to `U`.
     ///
     /// ```
-    /// use bi_core::runtime::Link;
+    /// use bi_core::runtime::{Link, LinkGeneration};
     ///
-    /// let l: Link<[u64; 2]> = Link::new(64, 2);
+    /// let l: Link<[u64; 2]> = Link::new(64, LinkGeneration::new(2));
     /// let c: Link<u64> = l.cast();
     /// assert_eq!(c.raw(), l.raw());
     /// ```
@@ -496,7 +528,7 @@ impl<T> fmt::Debug for Link<T> {
         if self.is_null() {
             f.write_str("Link(null)")
         } else {
-            write!(f, "Link({}@g{})", self.offset(), self.generation())
+            write!(f, "Link({}@g{})", self.offset(), self.generation().get())
         }
     }
 }
@@ -647,7 +679,7 @@ impl Objects {
     /// FREED. ([`Fault::LineStamp`] admits any stamp; [`Fault::FreedMark`] ignores the
     /// FREED mark.)
     #[inline(always)]
-    pub(crate) fn admits(self, stamp: u64, link_generation: u64) -> bool {
+    pub(crate) fn admits(self, stamp: u64, link_generation: LinkGeneration) -> bool {
         Stamp(stamp).matches(link_generation)
             || self.faults.has(Fault::LineStamp)
             || (self.faults.has(Fault::FreedMark)
@@ -874,9 +906,9 @@ mod tests {
 
     #[test]
     fn link_packs_offset_and_generation() {
-        let l: Link<u32> = Link::new(0xFFFF_FFFF_FFFF, 0x1_2345);
+        let l: Link<u32> = Link::new(0xFFFF_FFFF_FFFF, LinkGeneration::new(0x1_2345));
         assert_eq!(l.offset(), 0xFFFF_FFFF_FFFF);
-        assert_eq!(l.generation(), 0x2345);
+        assert_eq!(l.generation().get(), 0x2345);
         let raw: u64 = bytemuck::cast(l);
         assert_eq!(raw, l.raw());
     }
@@ -897,7 +929,7 @@ mod tests {
             }
         }
         for bits in [0u64, 1, 0xFFFF] {
-            assert!(!Stamp::INVALID.matches(bits));
+            assert!(!Stamp::INVALID.matches(LinkGeneration::new(bits)));
         }
         assert!(!Stamp::INVALID.is_freed() && !Stamp::INVALID.is_tracked());
     }

@@ -193,7 +193,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
         self.unwritten.push((block.offset, block.len));
         self.unfenced = true;
-        Ok(Link::new(block.offset, generation.get()))
+        Ok(Link::new(block.offset, generation.link_bits()))
     }
 
     /// Reads back one of this writer's live byte strings from this node's cache (see

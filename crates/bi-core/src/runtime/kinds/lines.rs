@@ -757,7 +757,7 @@ mod tests {
             w.try_rewrite_lines(&[(a, 0, [8; 3]), (a, past, [9; 3])]),
             Err(BiError::OutOfSection { .. })
         ));
-        let foreign: Link<Lines<Rec>> = Link::new(a.offset(), a.generation() + 1);
+        let foreign: Link<Lines<Rec>> = Link::new(a.offset(), a.generation().next());
         assert!(matches!(
             w.try_rewrite_lines(&[(foreign, 0, [9; 3])]),
             Err(BiError::StaleLink { .. })

@@ -273,7 +273,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(e);
         }
         self.unfenced = true;
-        Ok(Link::new(block.offset, generation.get()))
+        Ok(Link::new(block.offset, generation.link_bits()))
     }
 
     /// The block length and slot count of an array this writer allocated and has not
@@ -705,7 +705,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// let r = s.nodes[0].reader().unwrap();
     /// let g = r.enter();
     /// assert_eq!(g.slots(a).unwrap().unwrap().len(), 2);
-    /// let wrong = Link::<SlotArray>::new(a.offset(), a.generation() + 1);
+    /// let wrong = Link::<SlotArray>::new(a.offset(), a.generation().next());
     /// assert!(matches!(g.slots(wrong), Err(BiError::StaleLink { .. })));
     /// ```
     pub fn slots(&self, link: Link<SlotArray>) -> Result<Option<SlotArrayRef<'_>>, BiError> {

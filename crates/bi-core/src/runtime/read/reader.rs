@@ -401,7 +401,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// let g = r.enter();
     /// assert_eq!(*g.follow(link).unwrap().unwrap(), 12);
     /// assert!(g.follow(Link::<u64>::null()).unwrap().is_none());
-    /// let wrong = Link::<u64>::new(link.offset(), link.generation() + 1);
+    /// let wrong = Link::<u64>::new(link.offset(), link.generation().next());
     /// assert!(matches!(g.follow(wrong), Err(BiError::StaleLink { .. })));
     /// ```
     #[inline]
@@ -434,7 +434,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// assert!(matches!(g.fetch(link).unwrap(), Fetch::Value(v) if *v == 7));
     /// assert!(matches!(g.fetch(Link::<u32>::null()).unwrap(), Fetch::Null));
     /// // The same block under another generation: not this object.
-    /// let wrong = Link::<u32>::new(link.offset(), link.generation() + 1);
+    /// let wrong = Link::<u32>::new(link.offset(), link.generation().next());
     /// assert!(matches!(g.fetch(wrong).unwrap(), Fetch::Stale));
     /// ```
     #[inline(always)]

@@ -88,7 +88,7 @@ impl<T: Pod> BiBox<T> {
     /// let before = b.link();
     /// b.set(2);
     /// assert_eq!(*b.get(), 2);
-    /// assert_eq!(b.link().generation(), before.generation() + 1); // rewritten when published
+    /// assert_eq!(b.link().generation(), before.generation().next()); // rewritten when published
     /// w.discard(b).unwrap();
     /// ```
     pub fn set(&mut self, value: T) {
@@ -131,7 +131,7 @@ impl<T: Pod> BiBox<T> {
         } else {
             self.generation
         };
-        Link::new(self.block.offset, g.get())
+        Link::new(self.block.offset, g.link_bits())
     }
 }
 
@@ -645,7 +645,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Err(e);
         }
         self.unfenced = true;
-        Ok(Link::new(block.offset, generation.get()))
+        Ok(Link::new(block.offset, generation.link_bits()))
     }
 
     /// [`alloc_block`](Self::alloc_block); with `wait` false, a full heap is an error at
@@ -834,7 +834,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         }
         self.unwritten.push((b.block.offset, b.block.len));
         self.unfenced = true;
-        Ok(Link::new(b.block.offset, b.generation.get()))
+        Ok(Link::new(b.block.offset, b.generation.link_bits()))
     }
 
     /// [`alloc`](Self::alloc) then [`seal`](Self::seal): a new immutable object, whose
@@ -1004,7 +1004,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
                 return Err(Unpublished { error, bibox: new });
             }
         }
-        let link = Link::<T>::new(new.block.offset, new.generation.get());
+        let link = Link::<T>::new(new.block.offset, new.generation.link_bits());
         let object = Some((new.block.offset, new.block.len / self.inner.line));
         match self.store_link(slot, link.raw(), object, tracked) {
             Ok(old) => Ok(Link::from_raw(old)),
@@ -1222,7 +1222,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let mut w = s.writer(0);
     /// let a = w.alloc_sealed(1u64).unwrap();
     /// let b = w.alloc_sealed(2u64).unwrap();
-    /// let foreign = Link::<u64>::new(s.arena(0).end + 64, 1); // not this writer's
+    /// let foreign = Link::<u64>::new(s.arena(0).end + 64, Default::default()); // not this writer's
     /// assert!(w.try_retire_all(&[a, foreign]).is_err());
     /// assert_eq!(w.retired_blocks(), 0); // nothing was retired
     /// w.try_retire_all(&[a, b]).unwrap();
