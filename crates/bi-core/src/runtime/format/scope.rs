@@ -137,6 +137,22 @@ mod tests {
         assert!(set.with(|c| c(s)));
     }
 
+    /// A scope stored in a record may be any 16-bit value: the highest ones too have a
+    /// bit of their own, and declaring one declares no other.
+    #[test]
+    fn every_scope_has_a_bit_of_its_own() {
+        let set = ScopeSet::new();
+        let edges = [1u16, 63, 64, 65_471, 65_472, u16::MAX];
+        for (i, &raw) in edges.iter().enumerate() {
+            assert!(set.insert(Scope::from_raw(raw)), "{raw}");
+            set.with(|c| {
+                for (j, &other) in edges.iter().enumerate() {
+                    assert_eq!(c(Scope::from_raw(other)), j <= i, "{raw} then {other}");
+                }
+            });
+        }
+    }
+
     #[test]
     fn slots_spread_over_scopes() {
         let scopes: std::collections::HashSet<_> =

@@ -506,6 +506,123 @@ mod tests {
         }
     }
 
+    /// A string of up to 48 bytes is read in one pass over its line, as a one-line
+    /// object is (the emulator's count of loads is the same for 1 byte and for 48), a
+    /// longer one piece by piece; a null link is no string.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_string_that_fits_one_line_is_read_in_one_pass() {
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let r = s.nodes[1].reader().unwrap();
+        let mut loads_to_read = |len: usize| {
+            let link = w.alloc_bytes(&vec![7u8; len]).unwrap();
+            w.publish_bytes(s.slot(0), link).unwrap();
+            let g = r.enter();
+            let mut out = Vec::new();
+            assert_eq!(g.read_bytes(link, &mut out).unwrap(), Fetch::Value(()));
+            let before = s.emu.stats(1).loads;
+            assert_eq!(g.read_bytes(link, &mut out).unwrap(), Fetch::Value(()));
+            assert_eq!(out, vec![7u8; len]);
+            s.emu.stats(1).loads - before
+        };
+        let short = loads_to_read(1);
+        assert_eq!(loads_to_read(48), short);
+        assert!(loads_to_read(49) > short);
+        let g = r.enter();
+        let mut out = vec![1];
+        assert_eq!(g.read_bytes(Link::null(), &mut out).unwrap(), Fetch::Null);
+    }
+
+    /// With lines of 32 bytes (a string's first line holds 16 of its bytes) and of 128,
+    /// strings of every length around the line ends read back whole.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn strings_round_trip_on_lines_of_32_and_128_bytes() {
+        use crate::region::RegionConfig;
+        use crate::runtime::RuntimeConfig;
+        for line in [32, 128] {
+            let region = RegionConfig::new(1 << 18)
+                .with_nodes(2)
+                .with_line_size(line);
+            let s = Setup::with(region, |c| c.seed(3), RuntimeConfig::default());
+            let mut w = s.writer(0);
+            let r = s.nodes[1].reader().unwrap();
+            for len in [0, 1, 15, 16, 17, 40, 48, 49, 56, 57, 112, 120, 121, 300] {
+                let bytes: Vec<u8> = (0..len).map(|i| (i * 3 + len) as u8).collect();
+                let link = w.alloc_bytes(&bytes).unwrap();
+                w.publish_bytes(s.slot(0), link).unwrap();
+                let g = r.enter();
+                let mut out = Vec::new();
+                assert_eq!(g.read_bytes(link, &mut out).unwrap(), Fetch::Value(()));
+                assert_eq!(out, bytes, "{len} bytes on {line}-byte lines");
+            }
+        }
+    }
+
+    /// A one-line string retired while a reader is between the two reads of its stamp
+    /// (the reader's copy of the line evicted in between, so the second read sees
+    /// memory) is read as stale, not as the words read in between.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_string_retired_between_the_reads_of_its_stamp_is_stale() {
+        use crate::mem::{Access, Observed};
+        use crate::runtime::object::Stamp;
+        use crate::runtime::{EmulatedClock, NodeRuntime, RuntimeConfig};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+        let mut s = Setup::new(3, 0);
+        let mut w = s.writer(0);
+        let link = w.alloc_bytes(b"a short string").unwrap();
+        w.publish_bytes(s.slot(0), link).unwrap();
+        let at = link.offset();
+        drop(s.nodes.remove(1));
+        let (host, retirer) = (s.emu.node(1), s.emu.node(2));
+        // 0: not yet; 1: armed; 2: done.
+        let state = Arc::new(AtomicUsize::new(0));
+        let armed = state.clone();
+        let evict = host.clone();
+        let view = Observed::new(host.clone(), move |a| {
+            if a == Access::Load(at + 8)
+                && armed
+                    .compare_exchange(1, 2, AtomicOrdering::SeqCst, AtomicOrdering::SeqCst)
+                    .is_ok()
+            {
+                let stamp: u64 = retirer.load(at).unwrap();
+                retirer
+                    .store(at, &Stamp::from_raw(stamp).freed().raw())
+                    .unwrap();
+                retirer.writeback(at, 64).unwrap();
+                retirer.fence();
+                evict.evict(at).unwrap();
+            }
+            Ok(())
+        });
+        let layout = *s.region.layout();
+        let clock = Arc::new(EmulatedClock::new(host));
+        let rt = NodeRuntime::new(view, layout, 1, RuntimeConfig::default(), clock).unwrap();
+        let r = rt.reader().unwrap();
+        let g = r.enter();
+        let mut out = Vec::new();
+        assert_eq!(g.read_bytes(link, &mut out).unwrap(), Fetch::Value(()));
+        state.store(1, AtomicOrdering::SeqCst);
+        assert_eq!(g.read_bytes(link, &mut out).unwrap(), Fetch::Stale);
+        assert_eq!(
+            state.load(AtomicOrdering::SeqCst),
+            2,
+            "the retirement came between"
+        );
+    }
+
     #[test]
     fn a_reused_string_is_never_returned() {
         let s = Setup::new(2, 11);
