@@ -16,7 +16,7 @@
 //! per ordered pair: channel p -> q (stock mode only)
 //! ```
 //!
-//! A meta word is `stamp << 1 | flag` ([`meta`](super::exchange::meta)): the stamp is the
+//! A meta word is `stamp << 1 | flag` ([`Meta`](super::exchange::Meta)): the stamp is the
 //! superstep that wrote the slot (values: 0 at initialisation, `t + 1` after the apply of
 //! superstep `t`; partials: `t + 1` in superstep `t`, 0 = never written), the flag says
 //! "changed" (values) or "signalled" (partials). The values of stamp `s` are in bank

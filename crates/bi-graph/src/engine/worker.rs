@@ -14,7 +14,7 @@
 //!
 //! How values cross partitions is the [`Exchange`]'s business, not this loop's.
 
-use super::exchange::{Exchange, Words, bank, meta, stamp_of};
+use super::exchange::{Exchange, Meta, Words, bank};
 use super::memory::{WordSource, decode, encode, words_of};
 use super::plan::{Csr, PartPlan};
 use super::program::{VertexInfo, VertexProgram};
@@ -184,7 +184,7 @@ fn fold<P: VertexProgram, S: WordSource, const MEASURE: bool>(
     let mut read = |c: u32| -> Result<P::Data, MemError> {
         let c = c as usize;
         if MEASURE {
-            let stamp = stamp_of(src.word(c + dw)?);
+            let stamp = Meta::from_word(src.word(c + dw)?).stamp();
             *staleness = (*staleness).max(expect.saturating_sub(stamp));
         }
         src.value(c)
@@ -293,7 +293,7 @@ fn scatter_all<P: VertexProgram, S: WordSource>(
     let mut scratch = [];
     let dirty = dirty.unwrap_or(&mut scratch);
     for (l, &s) in slot.iter().enumerate() {
-        if src.word(s as usize + dw)? != meta(stamp, true) {
+        if Meta::from_word(src.word(s as usize + dw)?) != Meta::new(stamp, true) {
             continue;
         }
         let d: P::Data = src.value(s as usize)?;
@@ -428,10 +428,10 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let words = encode(&d);
             let words = &words[..words_of::<P::Data>()];
             self.exchange
-                .put_value(i, first, words, meta(0, initially))?;
+                .put_value(i, first, words, Meta::new(0, initially))?;
             if both {
                 self.exchange
-                    .put_value(i, second, words, meta(0, initially))?;
+                    .put_value(i, second, words, Meta::new(0, initially))?;
             }
             self.mdata.push(d);
         }
@@ -484,7 +484,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         self.mdata[i] = new;
         let words = &words[..words_of::<P::Data>()];
         self.exchange
-            .put_value(i, bank, words, meta(stamp, changed))?;
+            .put_value(i, bank, words, Meta::new(stamp, changed))?;
         Ok(changed)
     }
 
@@ -520,7 +520,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             let signalled = std::mem::take(&mut self.signal[l as usize]);
             let partial = encode(&self.feeder_partial[k]);
             self.exchange
-                .put_partial(l as usize, partial, meta(stamp, signalled))?;
+                .put_partial(l as usize, partial, Meta::new(stamp, signalled))?;
         }
         // Masters fold their edges, a block at a time; those no replica feeds apply at
         // once.
@@ -572,13 +572,13 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                     own_done = true;
                 }
                 let (partial_meta, g) = self.exchange.next_partial(q, i)?;
-                let partial_meta = partial_meta.unwrap_or(meta(stamp, false));
-                let written = stamp_of(partial_meta);
+                let partial_meta = partial_meta.unwrap_or(Meta::new(stamp, false));
+                let written = partial_meta.stamp();
                 if written == 0 {
                     continue; // never written (periodic mode: not yet visible)
                 }
                 self.max_staleness = self.max_staleness.max(stamp - written.min(stamp));
-                signalled |= partial_meta & 1 == 1;
+                signalled |= partial_meta.flag();
                 acc = program.sum(acc, decode(&g));
             }
             if !own_done {

@@ -1,6 +1,6 @@
 //! The stock exchange: private replica copies, and messages for everything that crosses.
 
-use super::{Exchange, Words, padded};
+use super::{Exchange, Meta, Words, padded};
 use crate::engine::barrier::{Aborted, Barrier};
 use crate::engine::memory::LocalWords;
 use crate::engine::plan::PartPlan;
@@ -216,7 +216,11 @@ impl Mailbox {
     }
 
     /// The next partial partition `q` sent, which must be for master `i`.
-    pub fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+    pub fn next_partial(
+        &mut self,
+        q: usize,
+        i: usize,
+    ) -> Result<(Option<Meta>, Words), GraphError> {
         let msg = self.inbox[q]
             .get(self.cursor[q])
             .ok_or(GraphError::Exchange {
@@ -228,7 +232,7 @@ impl Mailbox {
                 what: "partial out of order",
             });
         }
-        Ok((Some(msg[1]), [msg[2], msg[3]]))
+        Ok((Some(Meta::from_word(msg[1])), [msg[2], msg[3]]))
     }
 }
 
@@ -337,25 +341,27 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         i: usize,
         bank: usize,
         value: &[u64],
-        meta: u64,
+        meta: Meta,
     ) -> Result<(), GraphError> {
         let plan = self.plan;
         self.copies
-            .put(plan.masters[i] as usize, bank, value, meta)?;
+            .put(plan.masters[i] as usize, bank, value, meta.word())?;
         let value = padded(value);
         let mirrors = plan.mirror_start[i] as usize..plan.mirror_start[i + 1] as usize;
         for m in mirrors {
             let q = usize::from(plan.mirror_part[m]);
             let local = u64::from(plan.mirror_local[m]);
-            self.mail.send_value(q, [local, meta, value[0], value[1]]);
+            self.mail
+                .send_value(q, [local, meta.word(), value[0], value[1]]);
         }
         Ok(())
     }
 
-    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
+    fn put_partial(&mut self, l: usize, partial: Words, meta: Meta) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let i = u64::from(self.plan.master_index[l]);
-        self.mail.send_partial(m, [i, meta, partial[0], partial[1]]);
+        self.mail
+            .send_partial(m, [i, meta.word(), partial[0], partial[1]]);
         Ok(())
     }
 
@@ -363,7 +369,7 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         self.mail.exchange(&mut self.transport, false)
     }
 
-    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<Meta>, Words), GraphError> {
         self.mail.next_partial(q, i)
     }
 

@@ -45,17 +45,43 @@ pub(crate) fn padded(value: &[u64]) -> Words {
     w
 }
 
-/// The meta word of a value or partial: the superstep that wrote it and one flag
-/// ("changed" for a value, "signalled" for a partial).
-#[inline]
-pub(crate) fn meta(stamp: u64, flag: bool) -> u64 {
-    stamp << 1 | u64::from(flag)
-}
+/// The meta word of a value or partial, stored as itself: the superstep that wrote it
+/// (its stamp, 0 for never) above one flag ("changed" for a value, "signalled" for a
+/// partial).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct Meta(u64);
 
-/// A meta word's stamp.
-#[inline]
-pub(crate) fn stamp_of(meta: u64) -> u64 {
-    meta >> 1
+impl Meta {
+    /// The meta word of superstep `stamp` with `flag`.
+    #[inline]
+    pub(crate) const fn new(stamp: u64, flag: bool) -> Meta {
+        Meta(stamp << 1 | flag as u64)
+    }
+
+    /// From the stored word.
+    #[inline]
+    pub(crate) const fn from_word(word: u64) -> Meta {
+        Meta(word)
+    }
+
+    /// The stored word.
+    #[inline]
+    pub(crate) const fn word(self) -> u64 {
+        self.0
+    }
+
+    /// The superstep that wrote it.
+    #[inline]
+    pub(crate) const fn stamp(self) -> u64 {
+        self.0 >> 1
+    }
+
+    /// The flag: "changed" for a value, "signalled" for a partial.
+    #[inline]
+    pub(crate) const fn flag(self) -> bool {
+        self.0 & 1 == 1
+    }
 }
 
 /// The bank of value slots that holds the values of stamp `stamp`.
@@ -78,18 +104,18 @@ pub(crate) trait Exchange {
     /// Word index, in [`source`](Exchange::source), of local vertex `l`'s value slot.
     fn value_word(&self, l: usize) -> usize;
 
-    /// Publishes master `i`'s value (its data words) with its meta word ([`meta`]) in
-    /// `bank` (that of the meta word's stamp, [`bank`]).
+    /// Publishes master `i`'s value (its data words) with its meta word in `bank` (that
+    /// of the meta word's stamp, [`bank`]).
     fn put_value(
         &mut self,
         i: usize,
         bank: usize,
         value: &[u64],
-        meta: u64,
+        meta: Meta,
     ) -> Result<(), GraphError>;
 
-    /// Publishes replica `l`'s partial with its meta word (`stamp << 1 | signalled`).
-    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError>;
+    /// Publishes replica `l`'s partial with its meta word (its flag: signalled).
+    fn put_partial(&mut self, l: usize, partial: Words, meta: Meta) -> Result<(), GraphError>;
 
     /// Ends gather: the partials put become readable by their masters. With `fresh`,
     /// every partial read afterwards is this superstep's.
@@ -98,7 +124,7 @@ pub(crate) trait Exchange {
     /// The next partial that partition `q` holds for master `i`, as `(meta, words)`; no
     /// meta word where the layout keeps none (then the partial is this superstep's and
     /// signals nothing).
-    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError>;
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<Meta>, Words), GraphError>;
 
     /// Ends apply: the values put in `bank` and this partition's aggregate (with its
     /// count of changed masters) become readable everywhere. Fills `all[q]` with
@@ -119,4 +145,24 @@ pub(crate) trait Exchange {
 
     /// Messages sent so far.
     fn messages(&self) -> u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Meta, bank};
+
+    /// A meta word keeps its superstep and its flag apart through the stored word, and
+    /// the values of consecutive supersteps alternate banks.
+    #[test]
+    fn a_meta_word_carries_its_superstep_and_flag() {
+        for stamp in [0u64, 1, 2, 77, u64::MAX >> 1] {
+            for flag in [false, true] {
+                let m = Meta::from_word(Meta::new(stamp, flag).word());
+                assert_eq!((m.stamp(), m.flag()), (stamp, flag));
+            }
+            assert_ne!(Meta::new(stamp, true), Meta::new(stamp, false));
+            assert_ne!(bank(stamp), bank(stamp.wrapping_add(1)));
+        }
+        assert_eq!(Meta::from_word(0), Meta::new(0, false)); // never written
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::messages::{Mailbox, Transport};
 use super::slots::{Access, meet, write_slot};
-use super::{Exchange, Words, padded};
+use super::{Exchange, Meta, Words, padded};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::read_slot;
 use crate::engine::plan::PartPlan;
@@ -204,31 +204,32 @@ impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, 
         i: usize,
         bank: usize,
         value: &[u64],
-        meta: u64,
+        meta: Meta,
     ) -> Result<(), GraphError> {
         let base = self.layout.value_word(self.p, i) + self.layout.bank_words(bank);
-        let slot_meta = self.layout.value_meta.then_some(meta);
+        let slot_meta = self.layout.value_meta.then_some(meta.word());
         write_slot(&self.access, &self.view, base, value, slot_meta).map_err(mem)?;
         let value = padded(value);
         let starts = &self.pools.send_start[self.p];
         let sends = starts[i] as usize..starts[i + 1] as usize;
         for &(r, k) in &self.pools.sends[self.p][sends] {
             self.mail
-                .send_value(r as usize, [u64::from(k), meta, value[0], value[1]]);
+                .send_value(r as usize, [u64::from(k), meta.word(), value[0], value[1]]);
         }
         Ok(())
     }
 
-    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
+    fn put_partial(&mut self, l: usize, partial: Words, meta: Meta) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         if !self.same_pool(m) {
             let i = u64::from(self.plan.master_index[l]);
-            self.mail.send_partial(m, [i, meta, partial[0], partial[1]]);
+            self.mail
+                .send_partial(m, [i, meta.word(), partial[0], partial[1]]);
             return Ok(());
         }
         let base = self.layout.partial_word(self.p, self.next[m]);
         self.next[m] += 1;
-        let slot_meta = self.layout.partial_meta.then_some(meta);
+        let slot_meta = self.layout.partial_meta.then_some(meta.word());
         write_slot(
             &self.access,
             &self.view,
@@ -244,14 +245,16 @@ impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, 
         self.exchange(None)
     }
 
-    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<u64>, Words), GraphError> {
+    fn next_partial(&mut self, q: usize, i: usize) -> Result<(Option<Meta>, Words), GraphError> {
         if !self.same_pool(q) {
             return self.mail.next_partial(q, i);
         }
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
         self.cursor[q] += 1;
-        read_slot(&self.source(0), base, self.words[1], layout.partial_meta).map_err(mem)
+        let (meta, words) =
+            read_slot(&self.source(0), base, self.words[1], layout.partial_meta).map_err(mem)?;
+        Ok((meta.map(Meta::from_word), words))
     }
 
     fn exchange_values(

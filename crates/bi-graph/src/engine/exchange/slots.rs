@@ -1,7 +1,7 @@
 //! The BI exchange: every value and partial in one slot of its writer's lines, read in
 //! place by the others.
 
-use super::{Exchange, Words};
+use super::{Exchange, Meta, Words};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::{DirectWords, ViewWords, WordSource, out_of_bounds, read_slot};
 use crate::engine::plan::PartPlan;
@@ -223,19 +223,19 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
         i: usize,
         bank: usize,
         value: &[u64],
-        meta: u64,
+        meta: Meta,
     ) -> Result<(), GraphError> {
         let base = self.own_values[bank] + i * self.value_stride;
-        let meta = self.value_meta.then_some(meta);
+        let meta = self.value_meta.then_some(meta.word());
         self.put(base, value, meta)
     }
 
     #[inline]
-    fn put_partial(&mut self, l: usize, partial: Words, meta: u64) -> Result<(), GraphError> {
+    fn put_partial(&mut self, l: usize, partial: Words, meta: Meta) -> Result<(), GraphError> {
         let m = usize::from(self.plan.master_of[l]);
         let base = self.layout.partial_word(self.p, self.next[m]);
         self.next[m] += 1;
-        let meta = self.layout.partial_meta.then_some(meta);
+        let meta = self.layout.partial_meta.then_some(meta.word());
         self.put(base, &partial[..self.gw], meta)
     }
 
@@ -251,11 +251,13 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
     }
 
     #[inline]
-    fn next_partial(&mut self, q: usize, _i: usize) -> Result<(Option<u64>, Words), GraphError> {
+    fn next_partial(&mut self, q: usize, _i: usize) -> Result<(Option<Meta>, Words), GraphError> {
         let layout = self.layout;
         let base = layout.partial_word(q, layout.segments[q][self.p] + self.cursor[q]);
         self.cursor[q] += 1;
-        read_slot(&self.source(0), base, self.gw, layout.partial_meta).map_err(mem)
+        let (meta, words) =
+            read_slot(&self.source(0), base, self.gw, layout.partial_meta).map_err(mem)?;
+        Ok((meta.map(Meta::from_word), words))
     }
 
     fn exchange_values(
