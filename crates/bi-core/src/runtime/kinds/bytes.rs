@@ -653,6 +653,85 @@ mod tests {
         assert_eq!(out, [2u8; 200]);
     }
 
+    /// A reader whose node holds lines of a string's block from before its reuse (a
+    /// prefetcher brought them in after the node's pass) finds the new string stale
+    /// there once, drops every line of it (its length read from memory) and reads it
+    /// whole on the second attempt.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn old_lines_of_a_reused_block_are_dropped_and_the_string_read_again() {
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let first = w.alloc_bytes(&[1u8; 200]).unwrap();
+        w.publish_bytes(s.slot(0), first).unwrap();
+        w.publish_bytes(s.slot(0), Link::<Bytes>::null()).unwrap();
+        w.try_retire_bytes(&[first]).unwrap();
+        for _ in 0..3 {
+            s.quiesce_all().unwrap();
+            w.reclaim().unwrap();
+        }
+        assert_eq!(w.retired_blocks(), 0);
+        // After node 1's last pass: its prefetcher brings the block's later lines in.
+        let line = s.region.layout().line_size().get();
+        for i in 1..4 {
+            s.nodes[1]
+                .view()
+                .prefetch(first.offset() + i * line)
+                .unwrap();
+        }
+        let second = w.alloc_bytes(&[2u8; 200]).unwrap();
+        assert_eq!(second.offset(), first.offset(), "the block was reused");
+        w.publish_bytes(s.slot(0), second).unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let before = s.nodes[1].mismatches();
+        let g = r.enter();
+        let mut out = Vec::new();
+        assert_eq!(g.read_bytes(second, &mut out).unwrap(), Fetch::Value(()));
+        assert_eq!(out, [2u8; 200]);
+        assert_eq!(s.nodes[1].mismatches(), before + 1, "one stale attempt");
+    }
+
+    /// An order is decided by the first byte that differs, also when the probe is
+    /// shorter than the stored string's first piece; a probe that ends first is less.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_short_probe_is_ordered_against_a_long_string_by_its_bytes() {
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let long = w.alloc_bytes(&[b'm'; 100]).unwrap();
+        let r = s.nodes[0].reader().unwrap();
+        let g = r.enter();
+        let order = |probe: &[u8]| g.compare_bytes(long, probe).unwrap();
+        assert_eq!(order(b"z"), Fetch::Value(Ordering::Greater));
+        assert_eq!(order(b"a"), Fetch::Value(Ordering::Less));
+        assert_eq!(order(b"mm"), Fetch::Value(Ordering::Less));
+        assert_eq!(order(b""), Fetch::Value(Ordering::Less));
+        assert_eq!(order(&[b'm'; 101]), Fetch::Value(Ordering::Greater));
+    }
+
+    /// What a writer's adoption takes for a live string is its lines, stamps included;
+    /// a string discarded before publication gives its memory back at once.
+    #[test]
+    fn a_strings_lines_are_what_it_occupies_and_a_discard_frees_them() {
+        use crate::heap::Heap;
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let line = s.region.layout().line_size().get();
+        let short = w.alloc_bytes(b"short").unwrap();
+        let long = w.alloc_bytes(&[0; 100]).unwrap();
+        assert_eq!(w.string_bytes(short).unwrap(), line);
+        assert_eq!(w.string_bytes(long).unwrap(), 2 * line);
+        let live = w.heap().stats().live;
+        w.discard_bytes(long).unwrap();
+        assert!(w.heap().stats().live <= live - 2 * line);
+    }
+
     #[test]
     fn a_link_of_another_type_is_not_a_string() {
         let s = Setup::new(1, 0);
