@@ -886,6 +886,32 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 mod tests {
     use super::*;
 
+    /// The largest array `max_slots` names is one an object may span: it is granted,
+    /// one slot more is refused; an array of no slot is empty and one of one is not.
+    #[test]
+    #[cfg_attr(miri, ignore = "writes 65,535 emulated lines")]
+    fn the_largest_array_spans_the_most_lines_an_object_may() {
+        use crate::region::RegionConfig;
+        use crate::runtime::RuntimeConfig;
+        use crate::runtime::testing::Setup;
+        let region = RegionConfig::new(4 << 20).with_nodes(1).with_line_size(32);
+        let s = Setup::with(region, |c| c, RuntimeConfig::default());
+        let mut w = s.writer(0);
+        let max = w.max_slots();
+        assert!(matches!(
+            w.alloc_slots(max + 1),
+            Err(BiError::TooLarge { .. })
+        ));
+        let a = w.alloc_slots(max).unwrap();
+        assert_eq!(w.slots_len(a).unwrap(), max);
+        assert_eq!(w.heap().stats().live, MAX_OBJECT_LINES * 32);
+        let (none, one) = (w.alloc_slots(0).unwrap(), w.alloc_slots(1).unwrap());
+        let r = s.nodes[0].reader().unwrap();
+        let g = r.enter();
+        assert!(g.slots(none).unwrap().unwrap().is_empty());
+        assert!(!g.slots(one).unwrap().unwrap().is_empty());
+    }
+
     #[test]
     fn word_positions_follow_the_object_layout() {
         for line in [16usize, 32, 64, 128] {
