@@ -461,8 +461,9 @@ impl<M: MemView + 'static> Pool<M> {
         }
     }
 
-    /// The longest time between the starts of two consecutive background passes so far:
-    /// the pass period when the pass thread runs on time. A read is stale by at most this
+    /// The longest time from the start of one background pass to the end of the next so
+    /// far: about the pass period when the pass thread runs on time (what bounds a line
+    /// written back just after a pass began). A read is stale by at most this
     /// (plus the skew allowance): a machine too loaded to run the pass on time makes
     /// reads staler, and this tells by how much.
     ///

@@ -317,7 +317,7 @@ fn background_pass_thread_starts_and_stops_cleanly() {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
-        // What a read's staleness is judged against: the gap between two pass starts.
+        // What a read's staleness is judged against: from one pass's start to the next one's end.
         assert!(bg.longest_span() > Duration::ZERO);
         assert_eq!(bg.stop(), 0);
     }
