@@ -886,6 +886,34 @@ impl<'r, V: MemView> BiGuard<'r, V> {
 mod tests {
     use super::*;
 
+    /// A writer's own view of its arrays: each slot holds what was last published into
+    /// it and a publication hands back what it replaced; a link of another type whose
+    /// first word claims more slots than its block holds is no array of this writer's.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_writer_reads_its_slots_as_published_and_refuses_a_counterfeit_array() {
+        use crate::runtime::testing::Setup;
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(4).unwrap();
+        let (x, y) = (w.alloc_sealed(1u64).unwrap(), w.alloc_sealed(2u64).unwrap());
+        assert!(w.try_publish_link_in(a, 1, x).unwrap().is_null());
+        assert_eq!(w.slot_in::<u64>(a, 1).unwrap(), x);
+        assert_eq!(w.try_publish_link_in(a, 1, y).unwrap(), x);
+        assert_eq!(w.slot_in::<u64>(a, 1).unwrap(), y);
+        assert!(w.slot_in::<u64>(a, 0).unwrap().is_null());
+        let other = w.alloc_sealed([100u64, 0, 0]).unwrap(); // 100 slots would take 15 lines
+        let counterfeit = Link::<SlotArray>::new(other.offset(), other.generation());
+        assert!(matches!(
+            w.slots_len(counterfeit),
+            Err(BiError::StaleLink { .. })
+        ));
+        assert!(w.word_in(counterfeit, 50).is_err());
+    }
+
     /// The largest array `max_slots` names is one an object may span: it is granted,
     /// one slot more is refused; an array of no slot is empty and one of one is not.
     #[test]
