@@ -344,6 +344,35 @@ mod tests {
         (w, Outcome::Done)
     }
 
+    /// A pass period and a staleness bound of 1 ms.
+    fn bounds() -> Bounds {
+        Bounds {
+            call: Duration::from_secs(3),
+            recovery: Duration::from_millis(100),
+            staleness: Duration::from_millis(1),
+            period: Duration::from_millis(1),
+        }
+    }
+
+    /// An oracle report at `at` ms of a read `max_staleness` tenths of a millisecond
+    /// stale, in a window whose passes ran `window_gap` tenths apart and whose writer
+    /// took `publish_span` tenths to log an update.
+    fn oracle_report(at: u64, max_staleness: u64, window_gap: u64, publish_span: u64) -> Event {
+        let ms = 1_000_000;
+        Event::Oracle {
+            at: at * ms,
+            stale_reads: 1,
+            max_staleness: max_staleness * ms / 10,
+            reuse_hazards: 0,
+            rejected_reads: 0,
+            lost_writes: 0,
+            // A stop long ago made the longest gap of the process's life large.
+            pass_gap: 2_000 * ms,
+            window_gap: window_gap * ms / 10,
+            publish_span: publish_span * ms / 10,
+            lost_at: None,
+        }
+    }
     #[test]
     fn each_kind_of_loss_is_judged_a_violation() {
         let v = Some(value_of(1));
@@ -372,12 +401,7 @@ mod tests {
 
     #[test]
     fn a_write_the_process_was_killed_inside_may_have_gone_either_way() {
-        let bounds = Bounds {
-            call: Duration::from_secs(3),
-            recovery: Duration::from_millis(100),
-            staleness: Duration::from_millis(1),
-            period: Duration::from_millis(1),
-        };
+        let bounds = bounds();
         let life = |events| Life {
             name: "worker 0.0".into(),
             failed: None,
@@ -407,26 +431,10 @@ mod tests {
 
     #[test]
     fn a_stale_read_is_judged_by_the_passes_lateness_around_it() {
-        let bounds = Bounds {
-            call: Duration::from_secs(3),
-            recovery: Duration::from_millis(100),
-            staleness: Duration::from_millis(1),
-            period: Duration::from_millis(1),
-        };
+        let bounds = bounds();
         let ms = 1_000_000;
-        let report = |at: u64, max_staleness: u64, window_gap: u64| Event::Oracle {
-            at: at * ms,
-            stale_reads: 1,
-            max_staleness: max_staleness * ms / 10,
-            reuse_hazards: 0,
-            rejected_reads: 0,
-            lost_writes: 0,
-            // A stop long ago made the longest gap of the process's life large.
-            pass_gap: 2_000 * ms,
-            window_gap: window_gap * ms / 10,
-            publish_span: 0,
-            lost_at: None,
-        };
+        let report =
+            |at, max_staleness, window_gap| oracle_report(at, max_staleness, window_gap, 0);
         let judge = |events| {
             let life = Life {
                 name: "worker 0.0".into(),
@@ -455,25 +463,9 @@ mod tests {
     /// bound, and one in another time is not.
     #[test]
     fn a_stale_read_is_judged_by_the_writers_publish_span_around_it() {
-        let bounds = Bounds {
-            call: Duration::from_secs(3),
-            recovery: Duration::from_millis(100),
-            staleness: Duration::from_millis(1),
-            period: Duration::from_millis(1),
-        };
-        let ms = 1_000_000;
-        let report = |at: u64, max_staleness: u64, publish_span: u64| Event::Oracle {
-            at: at * ms,
-            stale_reads: 1,
-            max_staleness: max_staleness * ms / 10,
-            reuse_hazards: 0,
-            rejected_reads: 0,
-            lost_writes: 0,
-            pass_gap: ms,
-            window_gap: ms,
-            publish_span: publish_span * ms / 10,
-            lost_at: None,
-        };
+        let bounds = bounds();
+        let report =
+            |at, max_staleness, publish_span| oracle_report(at, max_staleness, 10, publish_span);
         let life = |name: &str, events| Life {
             name: name.into(),
             failed: None,
@@ -498,12 +490,7 @@ mod tests {
 
     #[test]
     fn a_failure_in_a_quiet_window_is_a_violation_and_one_after_a_fault_is_not() {
-        let bounds = Bounds {
-            call: Duration::from_secs(3),
-            recovery: Duration::from_millis(100),
-            staleness: Duration::from_millis(1),
-            period: Duration::from_millis(1),
-        };
+        let bounds = bounds();
         let faults = [FaultWindow {
             kind: "kill".into(),
             target: None,
