@@ -914,6 +914,56 @@ mod tests {
         assert!(w.word_in(counterfeit, 50).is_err());
     }
 
+    /// Words published in one batch, over several lines of the array, reach a node that
+    /// cached the old ones at its next pass (the batch writes back and logs each line it
+    /// touched); the batch hands back the words it replaced; a fresh load finds an array
+    /// published since the node's last pass; a discarded array's memory goes back.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn words_published_in_a_batch_reach_other_nodes_at_their_next_pass() {
+        use crate::heap::Heap;
+        use crate::runtime::testing::Setup;
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let r = s.nodes[1].reader().unwrap();
+        {
+            let g = r.enter();
+            assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // the slot is cached
+        }
+        let a = w.alloc_slots(20).unwrap();
+        w.publish_slots(s.slot(0), a).unwrap();
+        {
+            let g = r.enter();
+            assert!(g.load_slots(s.slot(0)).unwrap().is_none(), "no pass yet");
+            let fresh = g.load_slots_fresh(s.slot(0)).unwrap().unwrap();
+            assert_eq!(fresh.link(), a);
+            // Node 1 caches every line of the array.
+            assert!((0..20).all(|i| g.load_word_in(&fresh, i).unwrap() == 0));
+        }
+        let touched = [(0, 10), (6, 60), (7, 70), (19, 190)];
+        assert_eq!(w.publish_words_in(a, &touched).unwrap(), [0; 4]);
+        assert_eq!(
+            w.publish_words_in(a, &[(6, 61), (19, 191)]).unwrap(),
+            [60, 190]
+        );
+        s.nodes[1].quiesce().unwrap();
+        let g = r.enter();
+        let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+        let seen: Vec<u64> = [0, 6, 7, 19]
+            .iter()
+            .map(|&i| g.load_word_in(&array, i).unwrap())
+            .collect();
+        assert_eq!(seen, [10, 61, 70, 191]);
+        drop(g);
+        let b = w.alloc_slots(64).unwrap();
+        let live = w.heap().stats().live;
+        w.discard_slots(b).unwrap();
+        assert!(w.heap().stats().live < live);
+    }
+
     /// The largest array `max_slots` names is one an object may span: it is granted,
     /// one slot more is refused; an array of no slot is empty and one of one is not.
     #[test]
