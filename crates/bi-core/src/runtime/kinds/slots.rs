@@ -958,6 +958,14 @@ mod tests {
             .collect();
         assert_eq!(seen, [10, 61, 70, 191]);
         drop(g);
+        // A link published into a slot is the link a reader finds there.
+        let x = w.alloc_sealed(5u64).unwrap();
+        w.publish_link_in(a, 3, x).unwrap();
+        s.nodes[1].quiesce().unwrap();
+        let g = r.enter();
+        let array = g.load_slots(s.slot(0)).unwrap().unwrap();
+        assert_eq!(g.link_in::<u64>(&array, 3).unwrap(), x);
+        drop(g);
         let b = w.alloc_slots(64).unwrap();
         let live = w.heap().stats().live;
         w.discard_slots(b).unwrap();
