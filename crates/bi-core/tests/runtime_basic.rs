@@ -523,3 +523,46 @@ fn a_writer_stalled_inside_a_publication_shows_it_in_its_publish_span() {
     assert!(rt.take_longest_publish_span() >= Duration::from_nanos(STALL));
     assert_eq!(rt.take_longest_publish_span(), Duration::ZERO);
 }
+
+/// Nodes that do not pass inside their lease (stopped, or too loaded) hold the writer's
+/// ring entries: an ordinary rewrite gives up after the configured wait on a full log,
+/// while a step of a takeover (`set_adopting`) waits on, and goes through once they pass.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+)]
+fn a_takeover_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
+    use bi_core::region::RegionConfig;
+    let region = RegionConfig::new(1 << 18)
+        .with_nodes(2)
+        .with_log_ring_entries(8);
+    let config = RuntimeConfig::default()
+        .node_lease(10_000_000_000) // ten seconds: both nodes stay live throughout
+        .log_full_timeout(Duration::from_millis(100));
+    let s = Setup::with(region, |c| c, config);
+    s.quiesce_all().unwrap();
+    let mut w = s.writer(0);
+    let a = w.alloc_lines(&[0u64; 16]).unwrap();
+    w.publish_lines(s.slot(0), a).unwrap();
+    // Fill node 0's modified ring: no node passes meanwhile.
+    let mut i = 0;
+    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
+        i += 1;
+    }
+    assert!(matches!(
+        w.rewrite_lines(&[(a, 0, 100)]),
+        Err(BiError::LogFull { .. })
+    ));
+    w.set_adopting(true);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Well past the ordinary wait: the nodes pass, the ring has room again.
+            std::thread::sleep(Duration::from_millis(300));
+            s.quiesce_all().unwrap();
+        });
+        w.rewrite_lines(&[(a, 0, 100)]).unwrap();
+    });
+    w.set_adopting(false);
+    assert_eq!(w.read_own_line(a, 0).unwrap(), 100);
+}

@@ -106,6 +106,7 @@ impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
                 // A line the previous writer's process was killed in the middle of
                 // rewriting is finished first, from its journal; the adoption's own
                 // rewrites go to that journal until this writer keeps its own.
+                writer.set_adopting(true);
                 if self.named {
                     writer.finish_from_journal(self.first_slot)?;
                     writer.resume_rewrite_journal(self.first_slot)?;

@@ -326,6 +326,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         foreign: bool,
     ) -> Result<Self, CollectionError> {
         let corrupt = |reason| CollectionError::Corrupt { reason };
+        writer.set_adopting(true);
         if foreign {
             writer.invalidate_heap()?;
         }
@@ -444,6 +445,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             }
         }
         let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
+        writer.set_adopting(false);
         Ok(MapWriteHandle {
             map,
             writer,

@@ -576,10 +576,10 @@ mod tests {
     )]
     fn a_string_retired_between_the_reads_of_its_stamp_is_stale() {
         use crate::mem::{Access, Observed};
+        use crate::primitive::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
         use crate::runtime::object::Stamp;
         use crate::runtime::{EmulatedClock, NodeRuntime, RuntimeConfig};
         use std::sync::Arc;
-        use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
         let mut s = Setup::new(3, 0);
         let mut w = s.writer(0);
         let link = w.alloc_bytes(b"a short string").unwrap();

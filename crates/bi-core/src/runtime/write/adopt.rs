@@ -21,7 +21,6 @@ use crate::runtime::object::{Generation, MAX_OBJECT_LINES, Shape, Stamp};
 use crate::runtime::ring::{LogEntry, RingWriter};
 use crate::runtime::writer::Retired;
 use crate::runtime::{BiError, Writer};
-use std::time::Duration;
 
 /// What [`Writer::adopt`] took over.
 ///
@@ -99,10 +98,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         fn ring<V: MemView, H: Heap>(w: &mut Writer<V, H>, freed: bool) -> &mut RingWriter {
             if freed { &mut w.freed } else { &mut w.modified }
         }
-        let config = &self.inner.config;
-        let limit = config.log_full_timeout
-            + Duration::from_nanos(config.node_lease.saturating_add(config.skew));
-        self.wait_up_to(limit, |w| {
+        self.wait_up_to(self.adoption_patience(), |w| {
             let inner = w.inner.clone();
             Self::reserve(&inner, ring(w, freed), entries.len())
         })?;

@@ -179,7 +179,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             faults,
         )?;
         view.writeback(target, line)?;
-        Self::reserve(&self.inner, &mut self.modified, 1)?;
+        self.wait_up_to(self.adoption_patience(), |w| {
+            let inner = w.inner.clone();
+            Self::reserve(&inner, &mut w.modified, 1)
+        })?;
         self.fence_and_log_lines(&[target])?;
         Ok(true)
     }

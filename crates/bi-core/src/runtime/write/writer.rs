@@ -294,6 +294,8 @@ pub struct Writer<V: MemView, H: Heap> {
     /// nodes may hold (a slot, lines rewritten in place); its log append ends the span
     /// ([`NodeRuntime::take_longest_publish_span`](crate::runtime::NodeRuntime::take_longest_publish_span)).
     pub(in crate::runtime) writing_since: Option<u64>,
+    /// Set by [`set_adopting`](Self::set_adopting): waits for ring room last longer.
+    adopting: bool,
 }
 
 impl<V: MemView, H: Heap> fmt::Debug for Writer<V, H> {
@@ -336,6 +338,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             scope: Scope::ALL,
             lease_checked: false,
             writing_since: None,
+            adopting: false,
         })
     }
 
@@ -1121,12 +1124,47 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Runs `f` until it does not find a log ring full, for at most the configured wait
-    /// on a full log.
+    /// on a full log (longer while [`adopting`](Self::set_adopting)).
     pub(in crate::runtime) fn wait<R>(
         &mut self,
         f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
-        self.wait_up_to(self.inner.config.log_full_timeout, f)
+        let limit = match self.adopting {
+            true => self.adoption_patience(),
+            false => self.inner.config.log_full_timeout,
+        };
+        self.wait_up_to(limit, f)
+    }
+
+    /// How long a step of an adoption waits for ring room: a node stopped inside its
+    /// lease holds ring entries until it passes again or its lease lapses (then it no
+    /// longer counts), so the configured wait plus one node lease and the skew allowance.
+    pub(in crate::runtime) fn adoption_patience(&self) -> Duration {
+        let config = &self.inner.config;
+        config.log_full_timeout
+            + Duration::from_nanos(config.node_lease.saturating_add(config.skew))
+    }
+
+    /// Marks the steps that follow as those of taking a structure over from a writer
+    /// that is gone (finishing its half-written line, [`adopt`](Self::adopt), rewriting
+    /// what it left inconsistent), until it is called with `false`: meanwhile every wait
+    /// for ring room lasts up to a node lease longer than a write's, because a node
+    /// stopped, or too loaded to pass, inside its lease holds ring entries until it
+    /// passes or its lease lapses, and a takeover must wait that out rather than fail.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[1u64]).unwrap();
+    /// w.set_adopting(true);
+    /// w.rewrite_lines(&[(a, 0, 2)]).unwrap();
+    /// w.set_adopting(false);
+    /// assert_eq!(w.read_own_line(a, 0).unwrap(), 2);
+    /// ```
+    pub fn set_adopting(&mut self, adopting: bool) {
+        self.adopting = adopting;
     }
 
     /// [`wait`](Self::wait), for at most `limit`.
