@@ -250,7 +250,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         lines.extend(last.iter().map(|&(at, _, _)| at));
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
         self.settle()?;
-        self.writing_since = Some(self.inner.clock.refresh());
+        self.start_publish_span();
         let view = &self.inner.view;
         for &(at, k, stamp) in last.iter() {
             let bytes = bytemuck::bytes_of(&updates[k].2);

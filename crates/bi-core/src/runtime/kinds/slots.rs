@@ -517,7 +517,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         lines.dedup();
         Self::reserve(&self.inner, &mut self.modified, lines.len())?;
         self.settle()?;
-        self.writing_since = Some(self.inner.clock.refresh());
+        self.start_publish_span();
         let view = &self.inner.view;
         let mut old = Vec::with_capacity(updates.len());
         for (&at, &(_, word)) in offsets.iter().zip(updates) {

@@ -293,7 +293,7 @@ pub struct Writer<V: MemView, H: Heap> {
     /// When (this node's clock) the update in progress began writing back lines other
     /// nodes may hold (a slot, lines rewritten in place); its log append ends the span
     /// ([`NodeRuntime::take_longest_publish_span`](crate::runtime::NodeRuntime::take_longest_publish_span)).
-    pub(in crate::runtime) writing_since: Option<u64>,
+    writing_since: Option<u64>,
     /// Set by [`set_adopting`](Self::set_adopting): waits for ring room last longer.
     adopting: bool,
 }
@@ -544,6 +544,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.lease_checked = false;
         self.note_figures();
         Ok(())
+    }
+
+    /// Dates the first store of an update to lines other nodes may hold; its log append
+    /// ([`log_modified`](Self::log_modified)) ends the span. The clock is read afresh:
+    /// its cheap reading lags until the last append and would count the time between
+    /// updates.
+    pub(in crate::runtime) fn start_publish_span(&mut self) {
+        self.writing_since = Some(self.inner.clock.refresh());
     }
 
     /// Notes the figures this node's passes publish ([`NodeFigures`](crate::runtime::NodeFigures)):
@@ -1209,7 +1217,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             // Written back, and fenced only by the ring append, after the slot.
             self.write_back_sealed()?;
         }
-        self.writing_since = Some(self.inner.clock.refresh());
+        self.start_publish_span();
         let inner = &self.inner;
         let view = &inner.view;
         // (An existing link's object was written back when it was first published.)
