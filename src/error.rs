@@ -247,6 +247,7 @@ fn runtime_kind(e: &BiError) -> ErrorKind {
         BiError::RoleLost { .. } => ErrorKind::NoWriter,
         BiError::TooLarge { .. } => ErrorKind::TooLarge,
         BiError::BadConfig { .. } | BiError::BadNode { .. } => ErrorKind::InvalidInput,
+        BiError::LinkCycle { .. } => ErrorKind::Corrupt,
         _ => ErrorKind::Other,
     }
 }

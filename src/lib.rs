@@ -105,7 +105,7 @@ pub use emulation::Emulation;
 pub use error::PoolError;
 pub use error::{Error, ErrorKind};
 pub use pool::{Pool, PoolConfig};
-pub use shared::{Shared, SharedMap, SharedTree};
+pub use shared::{SharedMap, SharedStructure, SharedTree};
 
 pub use bi_alloc as alloc;
 pub use bi_collections as collections;

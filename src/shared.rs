@@ -28,12 +28,12 @@
 //! ```
 //!
 //! Read-modify-write from any process needs no shipped code: a write can carry a
-//! [`Guard`] the writer decides when it applies it, so
-//! [`insert_if_absent`](Shared::insert_if_absent),
-//! [`compare_and_set`](Shared::compare_and_set) and
-//! [`compare_and_remove`](Shared::compare_and_remove) are single steps of the writer,
+//! [`Condition`] the writer decides when it applies it, so
+//! [`insert_if_absent`](SharedStructure::insert_if_absent),
+//! [`compare_and_set`](SharedStructure::compare_and_set) and
+//! [`compare_and_remove`](SharedStructure::compare_and_remove) are single steps of the writer,
 //! with no other write between the test and the change. Closures (`update`, `compute`,
-//! `retain`) run on the writer's own handle ([`writer`](Shared::writer)).
+//! `retain`) run on the writer's own handle ([`writer`](SharedStructure::writer)).
 //!
 //! # Who writes
 //!
@@ -81,7 +81,7 @@
 
 //! # What reads see
 //!
-//! Reads never leave the reading node and never wait: [`get`](Shared::get) answers
+//! Reads never leave the reading node and never wait: [`get`](SharedStructure::get) answers
 //! from the version this node's cache holds, hits and misses alike, at most one
 //! staleness bound old (the pool's pass period, a millisecond by default, plus the
 //! runtime's skew allowance). On top of that, **a process reads its own writes**: the
@@ -124,8 +124,8 @@ use bi_collections::delegate::{
 use bi_collections::map::{BiHashMap, MapConfig, MapReadHandle, MapWriteHandle};
 use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_collections::{
-    ApplyBatch, BatchReport, CollectionError, Decided, Guard, Op, Refresh, Stored, compared_value,
-    found_value,
+    ApplyBatch, BatchReport, CollectionError, Condition, Decided, Op, Refresh, Stored,
+    compared_value, found_value,
 };
 use bi_core::mem::{Hardware, MemView};
 use bi_core::runtime::{BiError, NodeRuntime};
@@ -142,11 +142,11 @@ use thread_local::ThreadLocal;
 
 /// A map every process of the pool reads and writes ([`Pool::map`]).
 pub type SharedMap<K, V, M = Hardware> =
-    Shared<K, V, MapWriteHandle<K, V, M, NodeHeap>, MapReadHandle<K, V, M>, M>;
+    SharedStructure<K, V, MapWriteHandle<K, V, M, NodeHeap>, MapReadHandle<K, V, M>, M>;
 
 /// An ordered map every process of the pool reads and writes ([`Pool::tree`]).
 pub type SharedTree<K, V, M = Hardware> =
-    Shared<K, V, TreeWriteHandle<K, V, M, NodeHeap>, TreeReadHandle<K, V, M>, M>;
+    SharedStructure<K, V, TreeWriteHandle<K, V, M, NodeHeap>, TreeReadHandle<K, V, M>, M>;
 
 /// A structure's handle in one process of the pool: reads on this node, writes applied
 /// here if this process is the writer, else sent to it. See the [module](self) docs.
@@ -156,14 +156,14 @@ pub type SharedTree<K, V, M = Hardware> =
 /// handle of its own (a reader record of the node) on its first read; when the thread
 /// ends, the next new thread reuses it, so short-lived threads take no more records
 /// than run at once.
-pub struct Shared<K: Stored, V: Stored, W, R: Send, M: MemView = Hardware> {
+pub struct SharedStructure<K: Stored, V: Stored, W, R: Send, M: MemView = Hardware> {
     reads: Arc<Reads<R>>,
     writes: Arc<Writes<K, V, W, M>>,
 }
 
-impl<K: Stored, V: Stored, W, R: Send, M: MemView> Clone for Shared<K, V, W, R, M> {
+impl<K: Stored, V: Stored, W, R: Send, M: MemView> Clone for SharedStructure<K, V, W, R, M> {
     fn clone(&self) -> Self {
-        Shared {
+        SharedStructure {
             reads: self.reads.clone(),
             writes: self.writes.clone(),
         }
@@ -626,14 +626,14 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
         self.held()?.apply_reporting(ops, olds)
     }
 
-    fn apply_guarded(
+    fn apply_conditional(
         &mut self,
         ops: &[Op<K, V>],
-        guards: &[Guard<V>],
+        conditions: &[Condition<V>],
         same: fn(&V, &V) -> bool,
         found: &mut Vec<Option<V>>,
     ) -> Result<BatchReport, CollectionError> {
-        self.held()?.apply_guarded(ops, guards, same, found)
+        self.held()?.apply_conditional(ops, conditions, same, found)
     }
 }
 
@@ -646,10 +646,10 @@ impl<K, V, W: ApplyBatch<K, V>> ApplyBatch<K, V> for Locked<W> {
 /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig::default()).unwrap();
 /// let t = pool.tree::<u32, u32>("t").unwrap();
 /// t.insert(1, 10).unwrap();
-/// assert_eq!(format!("{t:?}"), r#"Shared { role: "writer", entries: {1: 10} }"#);
+/// assert_eq!(format!("{t:?}"), r#"SharedStructure { role: "writer", entries: {1: 10} }"#);
 /// ```
 impl<K: Stored, V: Stored, W, R: fmt::Debug + Send, M: MemView> fmt::Debug
-    for Shared<K, V, W, R, M>
+    for SharedStructure<K, V, W, R, M>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let role = match self.writes.now() {
@@ -657,7 +657,7 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug + Send, M: MemView> fmt::Debug
             Now::Remote(_) | Now::Unserved => "remote",
             Now::ReadOnly(_) => "read-only",
         };
-        let mut d = f.debug_struct("Shared");
+        let mut d = f.debug_struct("SharedStructure");
         d.field("role", &role);
         match self.reads.here() {
             Ok(reads) => d.field("entries", reads),
@@ -667,7 +667,7 @@ impl<K: Stored, V: Stored, W, R: fmt::Debug + Send, M: MemView> fmt::Debug
     }
 }
 
-impl<K, V, W, R, M> Shared<K, V, W, R, M>
+impl<K, V, W, R, M> SharedStructure<K, V, W, R, M>
 where
     K: Stored + Send + Sync,
     V: Stored + Send + Sync,
@@ -693,7 +693,7 @@ where
     /// assert_eq!(remote.remove(&1).unwrap(), Some(11));
     /// ```
     pub fn insert(&self, key: K, value: V) -> Result<Option<V>, Error> {
-        let found = self.write(Op::Insert(key, value), Guard::Always)?;
+        let found = self.write(Op::Insert(key, value), Condition::Always)?;
         Ok(found_value(found))
     }
 
@@ -704,7 +704,7 @@ where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + ?Sized,
     {
-        let found = self.write(Op::Remove(key.to_owned()), Guard::Always)?;
+        let found = self.write(Op::Remove(key.to_owned()), Condition::Always)?;
         Ok(found_value(found))
     }
 
@@ -726,7 +726,7 @@ where
     /// assert_eq!(writer.insert_if_absent(7, 1).unwrap(), Some(2));
     /// ```
     pub fn insert_if_absent(&self, key: K, value: V) -> Result<Option<V>, Error> {
-        let found = self.write(Op::Insert(key, value), Guard::Absent)?;
+        let found = self.write(Op::Insert(key, value), Condition::Absent)?;
         Ok(found_value(found))
     }
 
@@ -759,7 +759,7 @@ where
         expected: V,
         new: V,
     ) -> Result<Result<V, Option<V>>, Error> {
-        let found = self.write(Op::Insert(key, new), Guard::Equals(expected))?;
+        let found = self.write(Op::Insert(key, new), Condition::Equals(expected))?;
         Ok(compared_value(found))
     }
 
@@ -770,7 +770,7 @@ where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + ?Sized,
     {
-        let found = self.write(Op::Remove(key.to_owned()), Guard::Equals(expected))?;
+        let found = self.write(Op::Remove(key.to_owned()), Condition::Equals(expected))?;
         Ok(compared_value(found))
     }
 
@@ -847,21 +847,21 @@ where
         Ok(total)
     }
 
-    /// Applies `op` under `guard` here or at the writer; the value found at the key,
-    /// `Ok` if the operation applied, `Err` if the guard refused it.
-    fn write(&self, op: Op<K, V>, guard: Guard<V>) -> Result<Decided<V>, PoolError> {
+    /// Applies `op` under `condition` here or at the writer; the value found at the key,
+    /// `Ok` if the operation applied, `Err` if the condition refused it.
+    fn write(&self, op: Op<K, V>, condition: Condition<V>) -> Result<Decided<V>, PoolError> {
         if let Some(mut w) = self.writes.local_or_prepare()? {
             let mut found = Vec::with_capacity(1);
-            let (ops, guards) = (std::slice::from_ref(&op), std::slice::from_ref(&guard));
-            let applied = w.apply_guarded(ops, guards, V::same, &mut found);
+            let (ops, conditions) = (std::slice::from_ref(&op), std::slice::from_ref(&condition));
+            let applied = w.apply_conditional(ops, conditions, V::same, &mut found);
             drop(w);
             match applied {
                 Ok(_) => {
-                    return Outcome::decide(&guard, found.pop(), V::same).found().ok_or(
-                        PoolError::Collection(CollectionError::Corrupt {
+                    return Outcome::decide(&condition, found.pop(), V::same)
+                        .found()
+                        .ok_or(PoolError::Collection(CollectionError::Corrupt {
                             reason: "the writer's handle reported no old value",
-                        }),
-                    );
+                        }));
                 }
                 // Another process took the role while this one stalled: the write (not
                 // applied: a writer checks its role before it publishes) goes to it.
@@ -879,7 +879,7 @@ where
         };
         // The client's lock goes before a failure is handled (taking the role takes it
         // again).
-        let sent = lock(&remote.client)?.request(op, guard);
+        let sent = lock(&remote.client)?.request(op, condition);
         let found = match sent {
             Ok(found) => {
                 remote.answered()?;
@@ -1226,7 +1226,7 @@ impl<M: MemView + 'static> Pool<M> {
         let take = move || Ok(map.take_writer_with(&rt, writer_in(&rt, map.slot())?, config)?);
         let rt = self.runtime().clone();
         let open = move || Ok(map.read_handle(&rt)?);
-        Ok(Shared {
+        Ok(SharedStructure {
             reads: Reads::new(Box::new(open))?,
             writes: self.writes(name, map.slot(), take)?,
         })
@@ -1253,7 +1253,7 @@ impl<M: MemView + 'static> Pool<M> {
             let take = move || Ok(tree.take_writer(&rt, writer_in(&rt, tree.slot())?)?);
             let rt = self.runtime().clone();
             let open = move || Ok(tree.read_handle(&rt)?);
-            Ok(Shared {
+            Ok(SharedStructure {
                 reads: Reads::new(Box::new(open))?,
                 writes: self.writes(name, tree.slot(), take)?,
             })

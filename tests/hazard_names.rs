@@ -11,10 +11,10 @@ use std::path::Path;
 
 /// Files whose rows share one program over several unrelated switches, and the switches.
 const SHARED_PROGRAMS: &[(&str, &[&str])] = &[
-    // A takeover and a batch's guards, over one delegation area and its clients.
+    // A takeover and a batch's conditions, over one delegation area and its clients.
     (
         "delegation",
-        &["delegation_takeover", "guards_at_batch_start"],
+        &["delegation_takeover", "conditions_at_batch_start"],
     ),
     // Memory a dead node or a stuck reader holds back: one retire-and-reclaim program.
     ("liveness", &["node_lease", "reader_lease"]),

@@ -1,6 +1,6 @@
 //! Drives delegated writes of a `BiHashMap<String, Vec<u8>>` on an emulated four-node
 //! machine: two clients on their own nodes send arbitrary sequences of inserts, removals
-//! and guarded requests (keys and values of every length class, some too long to cross),
+//! and conditional requests (keys and values of every length class, some too long to cross),
 //! one at a time or as batches, and the server on node 0 serves batches of arbitrary
 //! size at arbitrary moments. Each client writes its own keys, so its operations apply in
 //! its order whatever the interleaving; the map must end as each client's model says,
@@ -14,7 +14,7 @@ use bi_collections::delegate::{
     DelegationClient, DelegationError, DelegationLayout, DelegationServer,
 };
 use bi_collections::map::BiHashMap;
-use bi_collections::{CollectionError, Guard, Op};
+use bi_collections::{CollectionError, Condition, Op};
 use bi_core::region::RegionConfig;
 use bi_core::runtime::RuntimeConfig;
 use bi_core::runtime::testing::Setup;
@@ -47,7 +47,7 @@ impl<'a> Arbitrary<'a> for Input {
 
 #[derive(Arbitrary, Debug)]
 enum Step {
-    /// Client, key, value length (scaled), guard.
+    /// Client, key, value length (scaled), condition.
     Insert(u8, u8, u16, u8),
     Remove(u8, u8, u8),
     /// Client, then (key, value length) pairs sent as one batch.
@@ -81,13 +81,13 @@ fn cost(bytes: usize) -> usize {
     }
 }
 
-fn guard(g: u8, model: Option<&Vec<u8>>, tag: usize) -> Guard<Vec<u8>> {
+fn condition(g: u8, model: Option<&Vec<u8>>, tag: usize) -> Condition<Vec<u8>> {
     match g % 6 {
-        0 => Guard::Absent,
-        1 => Guard::Present,
-        2 => Guard::Equals(model.cloned().unwrap_or_default()),
-        3 => Guard::Equals(value(tag as u16, tag)),
-        _ => Guard::Always,
+        0 => Condition::Absent,
+        1 => Condition::Present,
+        2 => Condition::Equals(model.cloned().unwrap_or_default()),
+        3 => Condition::Equals(value(tag as u16, tag)),
+        _ => Condition::Always,
     }
 }
 
@@ -131,7 +131,7 @@ fuzz_target!(|input: Input| {
     for (tag, step) in input.steps.iter().enumerate() {
         // The client and what it sends: nothing here waits for the server (which
         // serves only in `Serve` steps), so room is made first where the client would.
-        let (c, ops, guard) = match step {
+        let (c, ops, condition) = match step {
             Step::Serve(n) => {
                 server.serve_once(usize::from(*n) + 1).expect("serve");
                 continue;
@@ -147,23 +147,23 @@ fuzz_target!(|input: Input| {
                     }
                     ops.push(Op::Insert(k, v));
                 }
-                (c, ops, Guard::Always)
+                (c, ops, Condition::Always)
             }
             Step::Insert(c, k, len, g) => {
                 let c = *c as usize % CLIENTS;
                 let k = key(c, *k);
-                let guard = guard(*g, models[c].get(&k), tag);
-                (c, vec![Op::Insert(k, value(*len, tag))], guard)
+                let condition = condition(*g, models[c].get(&k), tag);
+                (c, vec![Op::Insert(k, value(*len, tag))], condition)
             }
             Step::Remove(c, k, g) => {
                 let c = *c as usize % CLIENTS;
                 let k = key(c, *k);
-                let guard = guard(*g, models[c].get(&k), tag);
-                (c, vec![Op::Remove(k)], guard)
+                let condition = condition(*g, models[c].get(&k), tag);
+                (c, vec![Op::Remove(k)], condition)
             }
         };
-        let expected = match &guard {
-            Guard::Equals(e) => cost(e.len()),
+        let expected = match &condition {
+            Condition::Equals(e) => cost(e.len()),
             _ => 0,
         };
         let bytes: usize = expected
@@ -184,7 +184,7 @@ fuzz_target!(|input: Input| {
         }
         let sent = client.sent();
         let result = match ops.as_slice() {
-            [op] => client.send_guarded(op.clone(), guard.clone()),
+            [op] => client.send_conditional(op.clone(), condition.clone()),
             ops => client.send_batch(ops),
         };
         match result {
@@ -199,7 +199,7 @@ fuzz_target!(|input: Input| {
                         Op::Insert(k, v) => (k, Some(v)),
                         Op::Remove(k) => (k, None),
                     };
-                    if guard.admits(models[c].get(&k), |a, b| a == b) {
+                    if condition.admits(models[c].get(&k), |a, b| a == b) {
                         match v {
                             Some(v) => models[c].insert(k, v),
                             None => models[c].remove(&k),

@@ -18,7 +18,7 @@
 use super::{Hazard, two_runtimes};
 use bi_collections::map::{BiHashMap, MapConfig, bucket_of, key_hash};
 use bi_collections::{ApplyBatch, Op};
-use bi_core::runtime::{Entry, Fault, Link, RuntimeConfig};
+use bi_core::runtime::{Fault, Link, RuntimeConfig, Via};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "miss_across_chain_versions",
@@ -63,7 +63,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     // Node 1 drops the chain's first line, as an eviction would.
     let first_line = {
         let m = r.enter();
-        let array = m.guard().slot_word(s.slot(0), Entry::Cached).expect("slot");
+        let array = m.guard().slot_word(s.slot(0), Via::Cached).expect("slot");
         let line = s.region.layout().line_size().get() as u64;
         Link::<u64>::from_raw(array).offset() as u64 + (1 + bucket) * line
     };

@@ -9,18 +9,18 @@
 //! two the dead server applied are applied again. BI: it reports them failed to the client
 //! and applies none of them. Counted: requests the structure applied more than once.
 //!
-//! **A guard decided at the start of its batch**: in one batch, client 1 inserts a key and
+//! **A condition decided at the start of its batch**: in one batch, client 1 inserts a key and
 //! then inserts it again only if it is absent, and client 2 removes it only if it is
-//! present. Broken ([`Fault::GuardsAtBatchStart`]): each guard is decided on what the map
+//! present. Broken ([`Fault::ConditionsAtBatchStart`]): each condition is decided on what the map
 //! held before the batch, so the insert-if-absent overwrites the insert before it and the
-//! remove-if-present finds nothing to remove. BI: each guard sees what the batch's earlier
+//! remove-if-present finds nothing to remove. BI: each condition sees what the batch's earlier
 //! requests left at the key, which ends absent. Counted: keys that end with a value the
 //! batch's requests, applied in order, would not leave.
 
 use super::Hazard;
 use bi_collections::delegate::{ClientConfig, DelegationClient, DelegationLayout};
 use bi_collections::map::BiHashMap;
-use bi_collections::{ApplyBatch, BatchReport, CollectionError, DelegationServer, Guard, Op};
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Condition, DelegationServer, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
@@ -67,8 +67,8 @@ pub(super) const TAKEOVER: Hazard = Hazard {
 };
 
 pub(super) const GUARDS: Hazard = Hazard {
-    name: "guard_decided_at_batch_start",
-    fault: Fault::GuardsAtBatchStart,
+    name: "condition_decided_at_batch_start",
+    fault: Fault::ConditionsAtBatchStart,
     counts: "keys left with a value the batch's requests, applied in order, would not leave",
     run: |config, seed| {
         let s = machine(config.clone(), seed, 4);
@@ -82,9 +82,9 @@ pub(super) const GUARDS: Hazard = Hazard {
         let (mut a, mut b) = (client(&s, layout, 0), client(&s, layout, 1));
         let key = seed + 1;
         a.send(Op::Insert(key, 5)).expect("send");
-        a.send_guarded(Op::Insert(key, 7), Guard::Absent)
+        a.send_conditional(Op::Insert(key, 7), Condition::Absent)
             .expect("send");
-        b.send_guarded(Op::Remove(key), Guard::Present)
+        b.send_conditional(Op::Remove(key), Condition::Present)
             .expect("send");
         // One batch, client 1's requests before client 2's.
         assert_eq!(server.serve_once(16).expect("serve").ops, 3);

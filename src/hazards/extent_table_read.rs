@@ -16,7 +16,7 @@
 
 use super::{Hazard, two_runtimes};
 use bi_alloc::Extents;
-use bi_core::runtime::{Entry, Fault, Fetch, RuntimeConfig, Scope};
+use bi_core::runtime::{Fault, Fetch, RuntimeConfig, Scope, Via};
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "granted_extent_read_from_cache",
@@ -46,7 +46,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let read = || {
         let g = reader.enter();
         let line = g.line(lines, 0).expect("line");
-        g.fetch_via(Entry::Cached, line, |v| *v).expect("read")
+        g.fetch_via(Via::Cached, line, |v| *v).expect("read")
     };
     let cached = read(); // node 1 caches the line
     debug_assert_eq!(cached, Fetch::Value(1));

@@ -124,7 +124,7 @@ pub mod op;
 
 pub mod delegate;
 pub mod map;
-pub mod named;
+pub mod naming;
 mod refresh;
 mod show;
 pub mod stored;
@@ -135,7 +135,7 @@ pub mod tree;
 pub use delegate::{DelegationClient, DelegationLayout, DelegationServer};
 pub use error::CollectionError;
 pub use map::{BiHashMap, MapReadHandle, MapRef, MapWriteHandle};
-pub use op::{ApplyBatch, BatchReport, Decided, Guard, Op, compared_value, found_value};
+pub use op::{ApplyBatch, BatchReport, Condition, Decided, Op, compared_value, found_value};
 pub use refresh::Refresh;
 pub use stored::{Plain, Query, Stored};
 pub use tree::{BiTree, EpochBonsai, TreeReadHandle, TreeRef, TreeWriteHandle};

@@ -46,20 +46,20 @@ impl<K, V> Op<K, V> {
 
 /// What an operation expects to find at its key before it may apply: the condition of
 /// an insert-if-absent or a compare-and-set that other processes can ask of a writer
-/// without shipping code ([`ApplyBatch::apply_guarded`]).
+/// without shipping code ([`ApplyBatch::apply_conditional`]).
 ///
 /// ```
-/// use bi_collections::Guard;
+/// use bi_collections::Condition;
 ///
 /// let same = |a: &u32, b: &u32| a == b;
-/// assert!(Guard::Absent.admits(None, same));
-/// assert!(!Guard::Absent.admits(Some(&1), same));
-/// assert!(Guard::Equals(1).admits(Some(&1), same));
-/// assert!(!Guard::Equals(1).admits(None, same));
-/// assert!(Guard::<u32>::Always.admits(Some(&5), same) && Guard::<u32>::Present.admits(Some(&5), same));
+/// assert!(Condition::Absent.admits(None, same));
+/// assert!(!Condition::Absent.admits(Some(&1), same));
+/// assert!(Condition::Equals(1).admits(Some(&1), same));
+/// assert!(!Condition::Equals(1).admits(None, same));
+/// assert!(Condition::<u32>::Always.admits(Some(&5), same) && Condition::<u32>::Present.admits(Some(&5), same));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Guard<V> {
+pub enum Condition<V> {
     /// Apply whatever is there (a plain insert or remove).
     #[default]
     Always,
@@ -71,48 +71,51 @@ pub enum Guard<V> {
     Equals(V),
 }
 
-impl<V> Guard<V> {
-    /// The same guard with its expected value mapped by `f` (its error if it fails).
-    pub(crate) fn try_map<W, E>(&self, f: impl FnOnce(&V) -> Result<W, E>) -> Result<Guard<W>, E> {
+impl<V> Condition<V> {
+    /// The same condition with its expected value mapped by `f` (its error if it fails).
+    pub(crate) fn try_map<W, E>(
+        &self,
+        f: impl FnOnce(&V) -> Result<W, E>,
+    ) -> Result<Condition<W>, E> {
         Ok(match self {
-            Guard::Always => Guard::Always,
-            Guard::Absent => Guard::Absent,
-            Guard::Present => Guard::Present,
-            Guard::Equals(v) => Guard::Equals(f(v)?),
+            Condition::Always => Condition::Always,
+            Condition::Absent => Condition::Absent,
+            Condition::Present => Condition::Present,
+            Condition::Equals(v) => Condition::Equals(f(v)?),
         })
     }
 
-    /// Whether an operation with this guard applies when it finds `found` at its key
+    /// Whether an operation with this condition applies when it finds `found` at its key
     /// (`same` compares values; the delegation server compares their bytes).
     ///
     /// ```
-    /// use bi_collections::Guard;
+    /// use bi_collections::Condition;
     ///
     /// let by_bytes = |a: &[u8; 2], b: &[u8; 2]| a == b;
-    /// assert!(Guard::Present.admits(Some(&[0, 1]), by_bytes));
-    /// assert!(!Guard::Equals([1, 1]).admits(Some(&[0, 1]), by_bytes));
+    /// assert!(Condition::Present.admits(Some(&[0, 1]), by_bytes));
+    /// assert!(!Condition::Equals([1, 1]).admits(Some(&[0, 1]), by_bytes));
     /// ```
     pub fn admits(&self, found: Option<&V>, same: impl Fn(&V, &V) -> bool) -> bool {
         match (self, found) {
-            (Guard::Always, _) => true,
-            (Guard::Absent, found) => found.is_none(),
-            (Guard::Present, found) => found.is_some(),
-            (Guard::Equals(expected), Some(found)) => same(expected, found),
-            (Guard::Equals(_), None) => false,
+            (Condition::Always, _) => true,
+            (Condition::Absent, found) => found.is_none(),
+            (Condition::Present, found) => found.is_some(),
+            (Condition::Equals(expected), Some(found)) => same(expected, found),
+            (Condition::Equals(_), None) => false,
         }
     }
 
-    /// Whether this guard admits every value (an unconditional operation).
+    /// Whether this condition admits every value (an unconditional operation).
     pub(crate) fn is_always(&self) -> bool {
-        matches!(self, Guard::Always)
+        matches!(self, Condition::Always)
     }
 }
 
-/// What a guarded write answers: the value it found at its key, `Ok` if the write
-/// applied (the value it replaced or removed), `Err` if its guard refused it.
+/// What a conditional write answers: the value it found at its key, `Ok` if the write
+/// applied (the value it replaced or removed), `Err` if its condition refused it.
 pub type Decided<V> = Result<Option<V>, Option<V>>;
 
-/// The value a guarded write found at its key, whether it applied or not: what
+/// The value a conditional write found at its key, whether it applied or not: what
 /// `insert`, `remove` and `insert_if_absent` return.
 ///
 /// ```
@@ -293,7 +296,7 @@ pub trait ApplyBatch<K, V> {
 
     /// Whether a batch that fails for lack of heap (`CollectionError::is_no_room`)
     /// leaves in the `olds` of [`apply_reporting`](Self::apply_reporting) (and the
-    /// `found` of [`apply_guarded`](Self::apply_guarded)) exactly one value for each
+    /// `found` of [`apply_conditional`](Self::apply_conditional)) exactly one value for each
     /// operation it applied or refused: a prefix of the batch, after which nothing was
     /// applied. A delegation server then reports the failing operation
     /// ([`Outcome::NoRoom`](crate::delegate::Outcome::NoRoom)) and keeps the ones after
@@ -335,21 +338,21 @@ pub trait ApplyBatch<K, V> {
     }
 
     /// Applies `ops` as [`apply_reporting`](Self::apply_reporting) does, except that an
-    /// operation whose guard (`guards[i]`; [`Guard::Always`] past the end of `guards`)
+    /// operation whose condition (`conditions[i]`; [`Condition::Always`] past the end of `conditions`)
     /// refuses the value it finds is skipped. `found` gets, for every operation, the
     /// value it found at its key (which it replaced or removed if it applied), or is left
-    /// empty if the structure cannot tell; a guarded operation is then skipped too, since
-    /// its guard cannot be decided. `same` compares two values.
+    /// empty if the structure cannot tell; a conditional operation is then skipped too, since
+    /// its condition cannot be decided. `same` compares two values.
     ///
-    /// Each guarded operation is decided on the value it finds after every operation
+    /// Each conditional operation is decided on the value it finds after every operation
     /// before it is applied, so the default publishes the unconditional runs between
-    /// guarded operations as batches and each guarded operation on its own (a batch
-    /// without guards is one [`apply_reporting`](Self::apply_reporting)). The order of
+    /// conditional operations as batches and each conditional operation on its own (a batch
+    /// without conditions is one [`apply_reporting`](Self::apply_reporting)). The order of
     /// effects is the order of `ops`.
     ///
     /// ```
     /// use bi_collections::map::BiHashMap;
-    /// use bi_collections::{ApplyBatch, Guard, Op};
+    /// use bi_collections::{ApplyBatch, Condition, Op};
     /// use bi_core::runtime::testing::Setup;
     ///
     /// let s = Setup::new(1, 0);
@@ -357,33 +360,33 @@ pub trait ApplyBatch<K, V> {
     /// let ops = [Op::Insert(1, 10), Op::Insert(1, 11), Op::Insert(1, 12), Op::Remove(1)];
     /// // Insert-if-absent (refused: 10 is there), compare-and-set from 10 (applies),
     /// // compare-and-remove of 10 (refused: 12 is there now).
-    /// let guards = [Guard::Always, Guard::Absent, Guard::Equals(10), Guard::Equals(10)];
+    /// let conditions = [Condition::Always, Condition::Absent, Condition::Equals(10), Condition::Equals(10)];
     /// let mut found = Vec::new();
-    /// let report = w.apply_guarded(&ops, &guards, |a, b| a == b, &mut found).unwrap();
+    /// let report = w.apply_conditional(&ops, &conditions, |a, b| a == b, &mut found).unwrap();
     /// assert_eq!(found, [None, Some(10), Some(10), Some(12)]);
     /// assert_eq!((report.applied, w.get(&1)), (2, Some(12)));
     /// ```
-    fn apply_guarded(
+    fn apply_conditional(
         &mut self,
         ops: &[Op<K, V>],
-        guards: &[Guard<V>],
+        conditions: &[Condition<V>],
         same: fn(&V, &V) -> bool,
         found: &mut Vec<Option<V>>,
     ) -> Result<BatchReport, CollectionError> {
-        let guard = |i: usize| guards.get(i).filter(|g| !g.is_always());
-        if (0..ops.len()).all(|i| guard(i).is_none()) {
+        let condition = |i: usize| conditions.get(i).filter(|g| !g.is_always());
+        if (0..ops.len()).all(|i| condition(i).is_none()) {
             return self.apply_reporting(ops, found);
         }
         found.clear();
         let (mut total, mut told, mut run, mut one) = (BatchReport::default(), true, 0, Vec::new());
-        for i in (0..=ops.len()).filter(|&i| i == ops.len() || guard(i).is_some()) {
+        for i in (0..=ops.len()).filter(|&i| i == ops.len() || condition(i).is_some()) {
             let applied = self.apply_reporting(&ops[run..i], &mut one);
             // On an error, `one` holds what the run applied before it failed.
             found.append(&mut one);
             total += applied?;
             told &= found.len() == i;
             run = i + 1;
-            let (Some(g), Some(op)) = (guard(i), ops.get(i)) else {
+            let (Some(g), Some(op)) = (condition(i), ops.get(i)) else {
                 break;
             };
             if !self.old_values(std::slice::from_ref(op), &mut one)? || one.len() != 1 {
@@ -404,12 +407,12 @@ pub trait ApplyBatch<K, V> {
 
 #[cfg(test)]
 mod tests {
-    use super::Guard;
+    use super::Condition;
 
     #[test]
     fn only_always_is_unconditional() {
-        assert!(Guard::<u8>::Always.is_always());
-        assert!(!Guard::Equals(3u8).is_always());
-        assert!(!Guard::<u8>::Absent.is_always());
+        assert!(Condition::<u8>::Always.is_always());
+        assert!(!Condition::Equals(3u8).is_always());
+        assert!(!Condition::<u8>::Absent.is_always());
     }
 }

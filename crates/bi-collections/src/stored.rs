@@ -203,7 +203,7 @@ pub trait Stored: Clone + 'static + sealed::Sealed {
     where
         Self: Ord;
     /// Whether `a` and `b` have the same bytes: how a writer compares the value a
-    /// [`Guard::Equals`](crate::Guard) expects with the one it finds (so a float `NaN`
+    /// [`Condition::Equals`](crate::Condition) expects with the one it finds (so a float `NaN`
     /// equals itself and `0.0` differs from `-0.0`, as with a hardware
     /// compare-and-swap).
     ///

@@ -341,7 +341,7 @@ fn bad_layouts_and_ranges_are_typed_errors() {
 
 /// Writes a raw record of `kind` and `seq` into slot 0 of client 0's channel and
 /// publishes a tail of 1, as a broken client would. A record is a tag word (kind and
-/// guard in the top byte, the sequence number below), key, value, expected value.
+/// condition in the top byte, the sequence number below), key, value, expected value.
 fn forge_record(view: &EmulatedNode, layout: DelegationLayout<u64, u64>, kind: u64, seq: u64) {
     let channel = layout.channel(0).unwrap();
     let at = channel.slot_offset(0);

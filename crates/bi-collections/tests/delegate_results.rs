@@ -9,7 +9,7 @@ use bi_collections::delegate::{
 };
 use bi_collections::map::BiHashMap;
 use bi_collections::tree::BiTree;
-use bi_collections::{ApplyBatch, CollectionError, Guard, Op};
+use bi_collections::{ApplyBatch, CollectionError, Condition, Op};
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
 use delegate_mock::{machine, with_server};
@@ -32,7 +32,7 @@ fn client(s: &Setup, layout: DelegationLayout<u64, u64>, index: usize) -> Client
 }
 
 /// Client `index` inserts and removes its own keys (`index * 1000 + 0..16`) at random,
-/// synchronously, plain or guarded (insert-if-absent, replace-if-present,
+/// synchronously, plain or conditional (insert-if-absent, replace-if-present,
 /// compare-and-set and compare-and-remove, expecting the right value or a wrong one),
 /// and checks every value found and every decision against its model of them.
 fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<u64, u64> {
@@ -47,20 +47,20 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<u64, u64> {
             Some(v) if rng.random_bool(0.5) => v,
             _ => step + 1_000_000,
         };
-        let guard = match rng.random_range(0..6) {
-            0 => Guard::Absent,
-            1 => Guard::Present,
-            2 | 3 => Guard::Equals(expected),
-            _ => Guard::Always,
+        let condition = match rng.random_range(0..6) {
+            0 => Condition::Absent,
+            1 => Condition::Present,
+            2 | 3 => Condition::Equals(expected),
+            _ => Condition::Always,
         };
         let op = if rng.random_bool(0.7) {
             Op::Insert(key, step)
         } else {
             Op::Remove(key)
         };
-        let admitted = guard.admits(now.as_ref(), |a, b| a == b);
-        let found = client.request(op, guard).unwrap();
-        let what = format!("{op:?} under {guard:?} at step {step}");
+        let admitted = condition.admits(now.as_ref(), |a, b| a == b);
+        let found = client.request(op, condition).unwrap();
+        let what = format!("{op:?} under {condition:?} at step {step}");
         assert_eq!(found, if admitted { Ok(now) } else { Err(now) }, "{what}");
         if admitted {
             match op {
@@ -162,7 +162,7 @@ fn a_structure_that_does_not_report_old_values_says_so() {
 }
 
 /// Three clients add to one counter with compare-and-set retry loops while a fourth
-/// inserts and removes other keys (so batches mix guarded and plain requests): no
+/// inserts and removes other keys (so batches mix conditional and plain requests): no
 /// increment is lost or applied twice.
 #[test]
 fn compare_and_set_from_several_clients_loses_no_increment() {
@@ -211,18 +211,20 @@ fn compare_and_set_from_several_clients_loses_no_increment() {
 }
 
 #[test]
-fn a_structure_that_cannot_tell_what_it_finds_refuses_guarded_requests() {
+fn a_structure_that_cannot_tell_what_it_finds_refuses_conditional_requests() {
     let s = machine(3, 1, 0.0);
     let (mut server, mut c) = recording_server(&s);
     let outcomes = with_server(&mut server, || {
-        [Guard::Absent, Guard::Always, Guard::Equals(1)]
-            .map(|guard| c.send_guarded_returning(Op::Insert(1, 1), guard).unwrap())
+        [Condition::Absent, Condition::Always, Condition::Equals(1)].map(|condition| {
+            c.send_conditional_returning(Op::Insert(1, 1), condition)
+                .unwrap()
+        })
     });
     assert_eq!(
         outcomes,
         [Outcome::Undecided, Outcome::Applied, Outcome::Undecided]
     );
-    // Only the unguarded insert was applied.
+    // Only the unconditional insert was applied.
     assert_eq!(server.structure().log, vec![Op::Insert(1, 1)]);
     let seq = c.sent() + 1;
     let err = with_server(&mut server, || c.insert_if_absent(2, 2)).unwrap_err();

@@ -8,7 +8,7 @@ use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer,
 };
 use bi_collections::map::{BiHashMap, MapWriteHandle};
-use bi_collections::{CollectionError, Guard, Op};
+use bi_collections::{CollectionError, Condition, Op};
 use bi_core::heap::BumpHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
@@ -90,7 +90,7 @@ fn same_kind(a: DelegationError, b: DelegationError) -> bool {
     std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
-/// Client `index` writes its own keys at random (plain and guarded, long and short),
+/// Client `index` writes its own keys at random (plain and conditional, long and short),
 /// synchronously or as batches, and checks every value found against its model.
 fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String> {
     let mut rng = bi_kit::rng(seed, &format!("client {}", client.index()));
@@ -143,11 +143,11 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String
             Some(v) if rng.random_bool(0.5) => v.clone(),
             _ => text(step + 1_000_000, length(&mut rng)),
         };
-        let guard = match rng.random_range(0..6) {
-            0 => Guard::Absent,
-            1 => Guard::Present,
-            2 | 3 => Guard::Equals(expected),
-            _ => Guard::Always,
+        let condition = match rng.random_range(0..6) {
+            0 => Condition::Absent,
+            1 => Condition::Present,
+            2 | 3 => Condition::Equals(expected),
+            _ => Condition::Always,
         };
         let op = if rng.random_bool(0.7) {
             Op::Insert(key.clone(), text(step, length(&mut rng)))
@@ -155,18 +155,18 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String
             Op::Remove(key.clone())
         };
         let cost = parcel_cost(&key)
-            + match (&op, &guard) {
+            + match (&op, &condition) {
                 (Op::Insert(_, v), _) => parcel_cost(v),
                 _ => 0,
             }
-            + match &guard {
-                Guard::Equals(v) => parcel_cost(v),
+            + match &condition {
+                Condition::Equals(v) => parcel_cost(v),
                 _ => 0,
             };
         if cost > PARCEL {
             // Together too long for the parcel area: refused before anything is sent.
             let sent = client.sent();
-            let err = client.request(op, guard).unwrap_err();
+            let err = client.request(op, condition).unwrap_err();
             let refused = DelegationError::ItemTooLarge {
                 len: 0,
                 limit: LIMIT,
@@ -175,17 +175,17 @@ fn play(client: &mut Client, seed: u64, steps: usize) -> BTreeMap<String, String
             assert_eq!(client.sent(), sent);
             continue;
         }
-        let admitted = guard.admits(now.as_ref(), |a, b| a == b);
-        let found = client.request(op.clone(), guard.clone()).unwrap();
+        let admitted = condition.admits(now.as_ref(), |a, b| a == b);
+        let found = client.request(op.clone(), condition.clone()).unwrap();
         assert_eq!(
             found,
             if admitted { Ok(now) } else { Err(now) },
-            "step {step}: {key:?} under a {} guard",
-            match guard {
-                Guard::Equals(_) => "compare",
-                Guard::Absent => "absent",
-                Guard::Present => "present",
-                Guard::Always => "plain",
+            "step {step}: {key:?} under a {} condition",
+            match condition {
+                Condition::Equals(_) => "compare",
+                Condition::Absent => "absent",
+                Condition::Present => "present",
+                Condition::Always => "plain",
             }
         );
         if admitted {

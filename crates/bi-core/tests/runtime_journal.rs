@@ -7,7 +7,7 @@
 use bi_core::heap::BumpHeap;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{Entry, Fetch, Lines, Link, RuntimeConfig};
+use bi_core::runtime::{Fetch, Lines, Link, RuntimeConfig, Via};
 
 const LEASE: u64 = 1_000_000;
 const BEFORE: [u64; 4] = [1, 2, 3, 4];
@@ -62,7 +62,7 @@ fn killed_before_store(s: &mut Setup, n: usize) -> Done {
 fn read_on_node_1(s: &Setup, array: Link<Lines<u64>>, i: usize) -> Fetch<u64> {
     let r = s.nodes[1].reader().unwrap();
     let g = r.enter();
-    g.fetch_via(Entry::Fresh, g.line(array, i).unwrap(), |v| *v)
+    g.fetch_via(Via::Fresh, g.line(array, i).unwrap(), |v| *v)
         .unwrap()
 }
 

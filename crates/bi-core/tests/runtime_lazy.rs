@@ -7,14 +7,10 @@ use bi_core::mem::EmulatedNode;
 use bi_core::runtime::lazy::{FRESH_ATTEMPTS, STALE_PATIENCE};
 use bi_core::runtime::object::Fetch;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, BiGuard, Entry, Link, Search};
+use bi_core::runtime::{BiError, BiGuard, Link, Search, Via};
 
 /// The simplest structure: one `u64` behind the root slot `slot`.
-fn search(
-    g: &BiGuard<'_, EmulatedNode>,
-    slot: usize,
-    entry: Entry,
-) -> Result<Search<u64>, BiError> {
+fn search(g: &BiGuard<'_, EmulatedNode>, slot: usize, entry: Via) -> Result<Search<u64>, BiError> {
     let link = Link::<u64>::from_raw(g.slot_word(slot, entry)?);
     Ok(match g.fetch(link)? {
         Fetch::Value(v) => Search::Found(*v),
@@ -47,7 +43,7 @@ fn a_hit_is_one_search_through_the_cache_and_no_cache_operation() {
         search(&g, slot, e)
     });
     assert_eq!(bounded.unwrap(), Some(5));
-    assert_eq!(tries, [Entry::Cached, Entry::Cached], "a hit searches once");
+    assert_eq!(tries, [Via::Cached, Via::Cached], "a hit searches once");
     assert_eq!(
         s.emu.stats(1).lines_invalidated,
         invalidated,
@@ -70,12 +66,12 @@ fn a_value_published_after_the_last_pass_is_found_by_lazy_and_fresh_and_later_by
     assert_eq!(g.bounded(|e| search(&g, slot, e)).unwrap(), None);
     assert_eq!(g.fresh(|e| search(&g, slot, e)).unwrap(), Some(7));
     assert_eq!(g.lazy(|e| search(&g, slot, e)).unwrap(), Some(7));
-    assert_eq!(g.slot_word(slot, Entry::Fresh).unwrap(), b.raw());
+    assert_eq!(g.slot_word(slot, Via::Fresh).unwrap(), b.raw());
     drop(g);
     s.quiesce_all().unwrap();
     let g = r.enter();
     assert_eq!(g.bounded(|e| search(&g, slot, e)).unwrap(), Some(7));
-    assert_eq!(g.slot_word(slot, Entry::Cached).unwrap(), b.raw());
+    assert_eq!(g.slot_word(slot, Via::Cached).unwrap(), b.raw());
 }
 
 #[test]
@@ -89,7 +85,7 @@ fn a_fresh_search_ends_at_a_fresh_miss() {
         search(&g, s.slot(0), e)
     });
     assert_eq!(found.unwrap(), None);
-    assert_eq!(tries, [Entry::Cached, Entry::Fresh]);
+    assert_eq!(tries, [Via::Cached, Via::Fresh]);
 }
 
 #[test]
@@ -100,7 +96,7 @@ fn a_link_that_stays_stale_is_reported_once_patience_runs_out() {
     let mut fresh = 0;
     let start = std::time::Instant::now();
     let found = g.lazy(|e| {
-        fresh += usize::from(e == Entry::Fresh);
+        fresh += usize::from(e == Via::Fresh);
         Ok::<_, BiError>(Search::<u64>::Stale)
     });
     assert!(matches!(found, Err(BiError::StaleLink { .. })), "{found:?}");

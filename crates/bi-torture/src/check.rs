@@ -1,7 +1,7 @@
 //! What the run must show, read from the journals, the supervisor's record of its faults
 //! and the map as a fresh process finds it at the end.
 
-use crate::journal::{Event, Outcome, WriteKind};
+use crate::journal::{Event, WriteKind, WriteOutcome};
 use crate::worker::{BALLAST, value_of};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -86,7 +86,7 @@ pub struct Verdict {
 pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn Final) -> Verdict {
     let mut v = Verdict::default();
     // Each key's writes in the order they returned (one process writes a key).
-    let mut by_key: BTreeMap<u64, Vec<(WriteKind, Outcome)>> = BTreeMap::new();
+    let mut by_key: BTreeMap<u64, Vec<(WriteKind, WriteOutcome)>> = BTreeMap::new();
     let ms = |ns: u64| ns as f64 / 1e6;
     let spans = publish_spans(lives);
     for life in lives {
@@ -100,7 +100,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
             match e {
                 Event::Writing { write, key } => {
                     if let Some((w, k)) = open.replace((*write, *key)) {
-                        let killed = Outcome::Unknown("killed".into());
+                        let killed = WriteOutcome::Unknown("killed".into());
                         by_key.entry(k).or_default().push((w, killed));
                     }
                 }
@@ -112,9 +112,9 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                     outcome,
                 } => {
                     match outcome {
-                        Outcome::Done => v.writes_acknowledged += 1,
-                        Outcome::Refused(_) => v.writes_refused += 1,
-                        Outcome::Unknown(_) => v.writes_unknown += 1,
+                        WriteOutcome::Done => v.writes_acknowledged += 1,
+                        WriteOutcome::Refused(_) => v.writes_refused += 1,
+                        WriteOutcome::Unknown(_) => v.writes_unknown += 1,
                     }
                     open = None;
                     by_key
@@ -135,7 +135,7 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                         }
                     }
                     if *write != WriteKind::Oversized
-                        && outcome != &Outcome::Done
+                        && outcome != &WriteOutcome::Done
                         && quiet(faults, bounds, *start, *end)
                     {
                         v.violations.push(format!(
@@ -157,14 +157,14 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
             }
         }
         if let Some((w, k)) = open {
-            let killed = Outcome::Unknown("killed".into());
+            let killed = WriteOutcome::Unknown("killed".into());
             by_key.entry(k).or_default().push((w, killed));
         }
         oracle(life, bounds, &spans, &mut v);
         v.own_writes_read_back += life
             .events
             .iter()
-            .filter(|e| matches!(e, Event::Wrote { outcome: Outcome::Done, write: WriteKind::Insert | WriteKind::Remove, key, .. } if key & BALLAST == 0))
+            .filter(|e| matches!(e, Event::Wrote { outcome: WriteOutcome::Done, write: WriteKind::Insert | WriteKind::Remove, key, .. } if key & BALLAST == 0))
             .count() as u64;
     }
     for (key, writes) in &by_key {
@@ -300,13 +300,16 @@ fn quiet(faults: &[FaultWindow], bounds: Bounds, start: u64, end: u64) -> bool {
 }
 
 /// What must be true of `key` after `writes` (in order), holding `found` at the end.
-fn judge(key: u64, writes: &[(WriteKind, Outcome)], found: Option<String>) -> Option<String> {
-    if writes.iter().any(|(_, o)| matches!(o, Outcome::Unknown(_))) {
+fn judge(key: u64, writes: &[(WriteKind, WriteOutcome)], found: Option<String>) -> Option<String> {
+    if writes
+        .iter()
+        .any(|(_, o)| matches!(o, WriteOutcome::Unknown(_)))
+    {
         return None; // either way is right
     }
     let oversized = writes.iter().any(|(w, _)| *w == WriteKind::Oversized);
     if oversized {
-        return match (found, writes.iter().any(|(_, o)| *o == Outcome::Done)) {
+        return match (found, writes.iter().any(|(_, o)| *o == WriteOutcome::Done)) {
             (_, true) => Some(format!("an oversized item under {key:#x} was acknowledged")),
             (Some(_), false) => Some(format!(
                 "a refused oversized item under {key:#x} was applied"
@@ -318,7 +321,7 @@ fn judge(key: u64, writes: &[(WriteKind, Outcome)], found: Option<String>) -> Op
     let last_done = writes
         .iter()
         .rev()
-        .find(|(_, o)| *o == Outcome::Done)
+        .find(|(_, o)| *o == WriteOutcome::Done)
         .map(|(w, _)| *w);
     let ballast = key & BALLAST != 0;
     match (last_done, found) {
@@ -340,8 +343,8 @@ fn judge(key: u64, writes: &[(WriteKind, Outcome)], found: Option<String>) -> Op
 mod tests {
     use super::*;
 
-    fn done(w: WriteKind) -> (WriteKind, Outcome) {
-        (w, Outcome::Done)
+    fn done(w: WriteKind) -> (WriteKind, WriteOutcome) {
+        (w, WriteOutcome::Done)
     }
 
     /// A pass period and a staleness bound of 1 ms.
@@ -382,11 +385,17 @@ mod tests {
         let removed = [done(WriteKind::Insert), done(WriteKind::Remove)];
         assert!(judge(1, &removed, None).is_none());
         assert!(judge(1, &removed, v.clone()).is_some()); // applied twice
-        let refused = [(WriteKind::Insert, Outcome::Refused("HeapExhausted".into()))];
+        let refused = [(
+            WriteKind::Insert,
+            WriteOutcome::Refused("HeapExhausted".into()),
+        )];
         assert!(judge(1, &refused, v.clone()).is_some()); // applied after all
-        let unknown = [(WriteKind::Insert, Outcome::Unknown("Timeout".into()))];
+        let unknown = [(WriteKind::Insert, WriteOutcome::Unknown("Timeout".into()))];
         assert!(judge(1, &unknown, v.clone()).is_none() && judge(1, &unknown, None).is_none());
-        let huge = [(WriteKind::Oversized, Outcome::Refused("TooLarge".into()))];
+        let huge = [(
+            WriteKind::Oversized,
+            WriteOutcome::Refused("TooLarge".into()),
+        )];
         assert!(judge(1, &huge, None).is_none());
         assert!(judge(1, &huge, Some("x".into())).is_some());
     }
@@ -415,7 +424,7 @@ mod tests {
             key: 5,
             start: 10,
             end: 20,
-            outcome: Outcome::Done,
+            outcome: WriteOutcome::Done,
         };
         let removing = Event::Writing {
             write: WriteKind::Remove,

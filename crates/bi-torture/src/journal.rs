@@ -19,7 +19,7 @@ pub fn now() -> u64 {
 
 /// What a write of the map did.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum WriteOutcome {
     /// Acknowledged: it is applied.
     Done,
     /// Refused with an error whose kind says it was not applied (heap exhausted, too
@@ -74,7 +74,7 @@ pub enum Event {
         key: u64,
         start: u64,
         end: u64,
-        outcome: Outcome,
+        outcome: WriteOutcome,
     },
     /// The process did not read its own write of `key` back (`present`: what it wrote
     /// last leaves the key present).
@@ -123,9 +123,9 @@ impl Event {
             } => {
                 let w = write.word();
                 let o = match outcome {
-                    Outcome::Done => "done".to_string(),
-                    Outcome::Refused(k) => format!("refused:{k}"),
-                    Outcome::Unknown(k) => format!("unknown:{k}"),
+                    WriteOutcome::Done => "done".to_string(),
+                    WriteOutcome::Refused(k) => format!("refused:{k}"),
+                    WriteOutcome::Unknown(k) => format!("unknown:{k}"),
                 };
                 format!("wrote {w} {key} {start} {end} {o}")
             }
@@ -200,9 +200,9 @@ impl Event {
                 let start = parts.next()?.parse().ok()?;
                 let end = parts.next()?.parse().ok()?;
                 let outcome = match parts.next()?.split_once(':') {
-                    None => Outcome::Done,
-                    Some(("refused", k)) => Outcome::Refused(k.to_string()),
-                    Some(("unknown", k)) => Outcome::Unknown(k.to_string()),
+                    None => WriteOutcome::Done,
+                    Some(("refused", k)) => WriteOutcome::Refused(k.to_string()),
+                    Some(("unknown", k)) => WriteOutcome::Unknown(k.to_string()),
                     Some(_) => return None,
                 };
                 Event::Wrote {
@@ -286,14 +286,14 @@ mod tests {
                 key: 7 << 48,
                 start: 5,
                 end: 9,
-                outcome: Outcome::Refused("HeapExhausted".into()),
+                outcome: WriteOutcome::Refused("HeapExhausted".into()),
             },
             Event::Wrote {
                 write: WriteKind::Insert,
                 key: 1,
                 start: 5,
                 end: 9,
-                outcome: Outcome::Done,
+                outcome: WriteOutcome::Done,
             },
             Event::OwnWriteUnread {
                 key: 4,

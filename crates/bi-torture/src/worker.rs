@@ -6,7 +6,7 @@
 //! once with [`value_of`] its value, and some removed later. So the check knows, from the
 //! journals alone, what the map must hold.
 
-use crate::journal::{Event, Journal, Outcome, WriteKind, now};
+use crate::journal::{Event, Journal, WriteKind, WriteOutcome, now};
 use bi::core::mem::MemView;
 use bi::{Error, ErrorKind, Pool, SharedMap};
 use rand::rngs::SmallRng;
@@ -36,14 +36,14 @@ pub fn key_of(worker: u32, incarnation: u32, sequence: u32) -> u64 {
 /// Whether an error says its write was not applied, and never will be. A writer that
 /// died before it answered may have applied the write (its successor never does), so
 /// `NoWriter` leaves it open, as a timeout does.
-pub fn outcome_of(e: &Error) -> Outcome {
+pub fn outcome_of(e: &Error) -> WriteOutcome {
     let kind = e.kind();
     let name = format!("{kind:?}");
     match kind {
         ErrorKind::HeapExhausted | ErrorKind::TooLarge | ErrorKind::InvalidInput => {
-            Outcome::Refused(name)
+            WriteOutcome::Refused(name)
         }
-        _ => Outcome::Unknown(name),
+        _ => WriteOutcome::Unknown(name),
     }
 }
 
@@ -76,13 +76,13 @@ pub fn inherited(events: &[Event]) -> Vec<u64> {
             Event::Wrote {
                 write: WriteKind::Insert,
                 key,
-                outcome: Outcome::Refused(_),
+                outcome: WriteOutcome::Refused(_),
                 ..
             }
             | Event::Wrote {
                 write: WriteKind::Remove,
                 key,
-                outcome: Outcome::Done,
+                outcome: WriteOutcome::Done,
                 ..
             } => {
                 keys.remove(key);
@@ -185,13 +185,13 @@ fn write(
     let result = call();
     let end = now();
     let outcome = match &result {
-        Ok(()) => Outcome::Done,
+        Ok(()) => WriteOutcome::Done,
         Err(e) => {
             journal.note_error(format!("{kind:?}: {e}"));
             outcome_of(e)
         }
     };
-    let done = outcome == Outcome::Done;
+    let done = outcome == WriteOutcome::Done;
     journal.note(&Event::Wrote {
         write: kind,
         key,
@@ -301,19 +301,23 @@ mod tests {
         };
         let events = [
             insert(1),
-            wrote(WriteKind::Insert, 1, Outcome::Done),
+            wrote(WriteKind::Insert, 1, WriteOutcome::Done),
             insert(2),
             wrote(
                 WriteKind::Insert,
                 2,
-                Outcome::Refused("HeapExhausted".into()),
+                WriteOutcome::Refused("HeapExhausted".into()),
             ),
             insert(3),
-            wrote(WriteKind::Insert, 3, Outcome::Done),
-            wrote(WriteKind::Remove, 3, Outcome::Done),
+            wrote(WriteKind::Insert, 3, WriteOutcome::Done),
+            wrote(WriteKind::Remove, 3, WriteOutcome::Done),
             insert(4),
-            wrote(WriteKind::Insert, 4, Outcome::Done),
-            wrote(WriteKind::Remove, 4, Outcome::Unknown("Timeout".into())),
+            wrote(WriteKind::Insert, 4, WriteOutcome::Done),
+            wrote(
+                WriteKind::Remove,
+                4,
+                WriteOutcome::Unknown("Timeout".into()),
+            ),
             insert(5), // killed inside the insert
         ];
         assert_eq!(inherited(&events), vec![1, 4, 5]);

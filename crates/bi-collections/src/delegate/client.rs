@@ -12,7 +12,7 @@ const RING_EVERY: u32 = 64;
 use super::parcel::{self, Parcels};
 use super::record::{FailedWords, OpRecord, Outcome, WireRecord, WireResult};
 use crate::stored::out_of_line_len;
-use crate::{CollectionError, Decided, Guard, Op, Stored, compared_value, found_value};
+use crate::{CollectionError, Condition, Decided, Op, Stored, compared_value, found_value};
 use bi_core::channel::Sender;
 use bi_core::mem::MemView;
 use bi_core::runtime::Faults;
@@ -302,18 +302,18 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// assert_eq!(server.structure().get(&7), Some(70));
     /// ```
     pub fn send(&mut self, op: Op<K, V>) -> Result<u64, CollectionError> {
-        self.send_with(op, Guard::Always, false)
+        self.send_with(op, Condition::Always, false)
     }
 
-    /// Sends `op` under `guard` without waiting, as [`send`](Self::send) does: the
-    /// writer applies it only if the guard admits the value it finds at the key
+    /// Sends `op` under `condition` without waiting, as [`send`](Self::send) does: the
+    /// writer applies it only if the condition admits the value it finds at the key
     /// (compared byte for byte) when it comes to it, after every operation sent before.
     /// Returns its sequence number.
     ///
     /// ```
     /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
     /// use bi_collections::map::BiHashMap;
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_core::runtime::testing::Setup;
     ///
     /// let s = Setup::new(3, 1);
@@ -322,33 +322,37 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
     /// let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
     /// client.send(Op::Insert(1, 5)).unwrap();
-    /// client.send_guarded(Op::Insert(1, 7), Guard::Absent).unwrap(); // finds 5: refused
+    /// client.send_conditional(Op::Insert(1, 7), Condition::Absent).unwrap(); // finds 5: refused
     /// server.serve_once(16).unwrap(); // one batch
     /// client.flush().unwrap();
     /// assert_eq!(server.structure().get(&1), Some(5));
     /// ```
-    pub fn send_guarded(&mut self, op: Op<K, V>, guard: Guard<V>) -> Result<u64, CollectionError> {
-        self.send_with(op, guard, false)
+    pub fn send_conditional(
+        &mut self,
+        op: Op<K, V>,
+        condition: Condition<V>,
+    ) -> Result<u64, CollectionError> {
+        self.send_with(op, condition, false)
     }
 
-    /// [`send`](Self::send) of `op` under `guard`, leaving the tail's fence to the
+    /// [`send`](Self::send) of `op` under `condition`, leaving the tail's fence to the
     /// caller's next one when `unfenced`.
     fn send_with(
         &mut self,
         op: Op<K, V>,
-        guard: Guard<V>,
+        condition: Condition<V>,
         unfenced: bool,
     ) -> Result<u64, CollectionError> {
         let seq = self.sender.sent() + 1;
         self.reuse_parcels();
-        let record = match self.record(seq, &op, &guard)? {
+        let record = match self.record(seq, &op, &condition)? {
             Some(record) => record,
             None => {
                 // Its parcels need the area the unacknowledged records' use.
                 self.flush()?;
                 self.parcels_used = 0;
-                self.record(seq, &op, &guard)?
-                    .ok_or_else(|| self.too_large(&op, &guard))?
+                self.record(seq, &op, &condition)?
+                    .ok_or_else(|| self.too_large(&op, &condition))?
             }
         };
         let mut backoff = Backoff::with_timeout(self.config.timeout);
@@ -416,13 +420,16 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         records: &mut Vec<WireRecord<K, V>>,
     ) -> Result<u64, CollectionError> {
         records.clear();
-        if let Some(op) = ops.iter().find(|op| !self.fits_alone(op, &Guard::Always)) {
-            return Err(self.too_large(op, &Guard::Always));
+        if let Some(op) = ops
+            .iter()
+            .find(|op| !self.fits_alone(op, &Condition::Always))
+        {
+            return Err(self.too_large(op, &Condition::Always));
         }
         self.reuse_parcels();
         for op in ops {
             let seq = self.sender.sent() + records.len() as u64 + 1;
-            match self.record(seq, op, &Guard::Always)? {
+            match self.record(seq, op, &Condition::Always)? {
                 Some(record) => records.push(record),
                 None => {
                     // The parcel area is full: send what is made, wait until it is
@@ -431,8 +438,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
                     records.clear();
                     self.flush()?;
                     self.parcels_used = 0;
-                    let record = self.record(seq, op, &Guard::Always)?;
-                    records.push(record.ok_or_else(|| self.too_large(op, &Guard::Always))?);
+                    let record = self.record(seq, op, &Condition::Always)?;
+                    records.push(record.ok_or_else(|| self.too_large(op, &Condition::Always))?);
                 }
             }
         }
@@ -465,7 +472,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         }
     }
 
-    /// The record of `op` under `guard`, numbered `seq`, its items too long for their
+    /// The record of `op` under `condition`, numbered `seq`, its items too long for their
     /// words put in this client's parcel area ([`parcel`](super::parcel)); `None` if they
     /// do not fit what is left of the area while records that use it wait to be
     /// acknowledged.
@@ -473,7 +480,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         &mut self,
         seq: u64,
         op: &Op<K, V>,
-        guard: &Guard<V>,
+        condition: &Condition<V>,
     ) -> Result<Option<WireRecord<K, V>>, CollectionError> {
         // Plain items never call `put`: their records are made the same way.
         let in_use = self.parcels_used > 0;
@@ -483,22 +490,22 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         let mut put = |bytes: &[u8]| parcel::put(view, area, used, bytes, faults);
         let made = op
             .try_map(&mut put, |p, k| k.to_word(p), |p, v| v.to_word(p))
-            .and_then(|words| Ok((words, guard.try_map(|v| v.to_word(&mut put))?)));
+            .and_then(|words| Ok((words, condition.try_map(|v| v.to_word(&mut put))?)));
         match made {
-            Ok((words, expected)) => Ok(Some(OpRecord::guarded(seq, words, expected))),
+            Ok((words, expected)) => Ok(Some(OpRecord::conditional(seq, words, expected))),
             Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) if in_use => {
                 Ok(None)
             }
             Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) => {
-                Err(self.too_large(op, guard))
+                Err(self.too_large(op, condition))
             }
             Err(e) => Err(e),
         }
     }
 
-    /// Whether `op`'s items under `guard`, each in a parcel of its own, fit an empty parcel
+    /// Whether `op`'s items under `condition`, each in a parcel of its own, fit an empty parcel
     /// area ([`too_large`](Self::too_large) otherwise).
-    fn fits_alone(&self, op: &Op<K, V>, guard: &Guard<V>) -> bool {
+    fn fits_alone(&self, op: &Op<K, V>, condition: &Condition<V>) -> bool {
         let parcel = |len: usize| match len {
             0 => Some(0),
             n => parcel::parcel_bytes(n),
@@ -507,24 +514,24 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             Op::Insert(k, v) => [out_of_line_len(k), out_of_line_len(v)],
             Op::Remove(k) => [out_of_line_len(k), 0],
         };
-        let guarded = match guard {
-            Guard::Equals(v) => out_of_line_len(v),
+        let conditional = match condition {
+            Condition::Equals(v) => out_of_line_len(v),
             _ => 0,
         };
         let need = items
             .into_iter()
-            .chain([guarded])
+            .chain([conditional])
             .try_fold(0usize, |sum, len| sum.checked_add(parcel(len)?));
         need.is_some_and(|n| n <= self.parcels.end - self.parcels.start)
     }
 
     /// The error of an operation whose items, together, do not fit an empty parcel area.
-    fn too_large(&self, op: &Op<K, V>, guard: &Guard<V>) -> CollectionError {
+    fn too_large(&self, op: &Op<K, V>, condition: &Condition<V>) -> CollectionError {
         let len = match op {
             Op::Insert(k, v) => out_of_line_len(k) + out_of_line_len(v),
             Op::Remove(k) => out_of_line_len(k),
-        } + match guard {
-            Guard::Equals(v) => out_of_line_len(v),
+        } + match condition {
+            Condition::Equals(v) => out_of_line_len(v),
             _ => 0,
         };
         DelegationError::ItemTooLarge {
@@ -725,10 +732,10 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// });
     /// ```
     pub fn send_returning(&mut self, op: Op<K, V>) -> Result<Outcome<V>, CollectionError> {
-        self.send_guarded_returning(op, Guard::Always)
+        self.send_conditional_returning(op, Condition::Always)
     }
 
-    /// Sends `op` under `guard` (applied only if the guard admits the value the writer
+    /// Sends `op` under `condition` (applied only if the condition admits the value the writer
     /// finds at the key, compared byte for byte), waits until it is decided and returns
     /// the outcome: [`Outcome::Replaced`] with the value found if it applied,
     /// [`Outcome::Refused`] with the value found if not.
@@ -736,7 +743,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// ```
     /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer, Outcome};
     /// use bi_collections::map::BiHashMap;
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_core::runtime::testing::Setup;
     /// use std::sync::atomic::{AtomicBool, Ordering};
     ///
@@ -748,8 +755,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// std::thread::scope(|scope| {
     ///     let serving = scope.spawn(|| server.run_until(&stop));
     ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
-    ///     let present = Guard::Present; // replace only what is there
-    ///     assert_eq!(client.send_guarded_returning(Op::Insert(1, 5), present).unwrap(), Outcome::Refused(None));
+    ///     let present = Condition::Present; // replace only what is there
+    ///     assert_eq!(client.send_conditional_returning(Op::Insert(1, 5), present).unwrap(), Outcome::Refused(None));
     ///     assert_eq!(client.insert_if_absent(1, 10).unwrap(), None); // inserted
     ///     assert_eq!(client.insert_if_absent(1, 11).unwrap(), Some(10)); // left alone
     ///     assert_eq!(client.compare_and_set(1, 10, 12).unwrap(), Ok(10));
@@ -760,13 +767,13 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     ///     serving.join().unwrap().unwrap();
     /// });
     /// ```
-    pub fn send_guarded_returning(
+    pub fn send_conditional_returning(
         &mut self,
         op: Op<K, V>,
-        guard: Guard<V>,
+        condition: Condition<V>,
     ) -> Result<Outcome<V>, CollectionError> {
         // The wait's first poll fences: the tail needs no fence of its own.
-        let seq = self.send_with(op, guard, true)?;
+        let seq = self.send_with(op, condition, true)?;
         match self.wait_applied(seq) {
             Ok(()) | Err(CollectionError::Delegation(DelegationError::WriterDied { .. })) => {}
             Err(e) => return Err(e),
@@ -774,16 +781,16 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         self.result(seq)
     }
 
-    /// Sends `op` under `guard`, waits, and returns the value the writer found at the
+    /// Sends `op` under `condition`, waits, and returns the value the writer found at the
     /// key: `Ok` if the operation applied (the value it replaced or removed), `Err` if
-    /// the guard refused it. [`DelegationError::WriterDied`] if the writer died with the
+    /// the condition refused it. [`DelegationError::WriterDied`] if the writer died with the
     /// operation unacknowledged, [`DelegationError::NoOldValues`] if the structure does
-    /// not tell what it finds. The named calls below are this with a fixed guard.
+    /// not tell what it finds. The named calls below are this with a fixed condition.
     ///
     /// ```
     /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
     /// use bi_collections::tree::BiTree;
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_core::runtime::testing::Setup;
     /// use std::sync::atomic::{AtomicBool, Ordering};
     ///
@@ -795,9 +802,9 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// std::thread::scope(|scope| {
     ///     let serving = scope.spawn(|| server.run_until(&stop));
     ///     let mut client = DelegationClient::new(s.emu.node(1), layout, 0).unwrap();
-    ///     assert_eq!(client.request(Op::Insert(4, 1), Guard::Present).unwrap(), Err(None));
-    ///     assert_eq!(client.request(Op::Insert(4, 1), Guard::Always).unwrap(), Ok(None));
-    ///     assert_eq!(client.request(Op::Insert(4, 2), Guard::Present).unwrap(), Ok(Some(1)));
+    ///     assert_eq!(client.request(Op::Insert(4, 1), Condition::Present).unwrap(), Err(None));
+    ///     assert_eq!(client.request(Op::Insert(4, 1), Condition::Always).unwrap(), Ok(None));
+    ///     assert_eq!(client.request(Op::Insert(4, 2), Condition::Present).unwrap(), Ok(Some(1)));
     ///     stop.store(true, Ordering::Release);
     ///     serving.join().unwrap().unwrap();
     /// });
@@ -805,10 +812,10 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     pub fn request(
         &mut self,
         op: Op<K, V>,
-        guard: Guard<V>,
+        condition: Condition<V>,
     ) -> Result<Decided<V>, CollectionError> {
         let seq = self.sender.sent() + 1;
-        let outcome = self.send_guarded_returning(op, guard)?;
+        let outcome = self.send_conditional_returning(op, condition)?;
         let error = match outcome {
             Outcome::Replaced(found) => return Ok(Ok(found)),
             Outcome::Refused(found) => return Ok(Err(found)),
@@ -830,45 +837,45 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// `HashMap`'s `insert` do). [`DelegationError::WriterDied`] if the writer died with
     /// the operation unacknowledged.
     pub fn insert_returning(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
-        let found = self.request(Op::Insert(key, value), Guard::Always)?;
+        let found = self.request(Op::Insert(key, value), Condition::Always)?;
         Ok(found_value(found))
     }
 
     /// Removes through the server and returns the value the key had.
     pub fn remove_returning(&mut self, key: K) -> Result<Option<V>, CollectionError> {
-        let found = self.request(Op::Remove(key), Guard::Always)?;
+        let found = self.request(Op::Remove(key), Condition::Always)?;
         Ok(found_value(found))
     }
 
     /// Inserts `value` only if `key` is absent; returns the value the key had (`None`:
     /// it was absent and `value` is in; `Some`: nothing was written). Example at
-    /// [`send_guarded_returning`](Self::send_guarded_returning).
+    /// [`send_conditional_returning`](Self::send_conditional_returning).
     pub fn insert_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
-        let found = self.request(Op::Insert(key, value), Guard::Absent)?;
+        let found = self.request(Op::Insert(key, value), Condition::Absent)?;
         Ok(found_value(found))
     }
 
     /// Sets `key` to `new` only if it holds `expected` (compared byte for byte): `Ok`
     /// with the value replaced, or `Err` with the value found (`None`: absent), nothing
-    /// written. Example at [`send_guarded_returning`](Self::send_guarded_returning).
+    /// written. Example at [`send_conditional_returning`](Self::send_conditional_returning).
     pub fn compare_and_set(
         &mut self,
         key: K,
         expected: V,
         new: V,
     ) -> Result<Result<V, Option<V>>, CollectionError> {
-        let found = self.request(Op::Insert(key, new), Guard::Equals(expected))?;
+        let found = self.request(Op::Insert(key, new), Condition::Equals(expected))?;
         Ok(compared_value(found))
     }
 
     /// Removes `key` only if it holds `expected`: `Ok` with the value removed, or `Err`
-    /// with the value found. Example at [`send_guarded_returning`](Self::send_guarded_returning).
+    /// with the value found. Example at [`send_conditional_returning`](Self::send_conditional_returning).
     pub fn compare_and_remove(
         &mut self,
         key: K,
         expected: V,
     ) -> Result<Result<V, Option<V>>, CollectionError> {
-        let found = self.request(Op::Remove(key), Guard::Equals(expected))?;
+        let found = self.request(Op::Remove(key), Condition::Equals(expected))?;
         Ok(compared_value(found))
     }
 

@@ -29,7 +29,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 /// The header's first word: "BIDELEG4" read as a little-endian `u64` (2: records carry a
-/// guard and its expected value; 3: no result slots where outcomes fit the
+/// condition and its expected value; 3: no result slots where outcomes fit the
 /// acknowledgement's line; 4: parcel and reply areas).
 const MAGIC: u64 = u64::from_le_bytes(*b"BIDELEG4");
 

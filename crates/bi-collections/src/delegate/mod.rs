@@ -59,8 +59,8 @@
 //!   offers the same calls (with `_sync` variants that return once the change is
 //!   visible) but routes them to the single writer, and readers stay as cheap as
 //!   papaya's: they never see the channels. Where papaya compares and swaps, a client
-//!   sends a guarded request ([`DelegationClient::compare_and_set`],
-//!   [`DelegationClient::insert_if_absent`], [`Guard`](crate::Guard)) that the writer
+//!   sends a conditional request ([`DelegationClient::compare_and_set`],
+//!   [`DelegationClient::insert_if_absent`], [`Condition`](crate::Condition)) that the writer
 //!   decides as it applies it.
 //!
 //! # How to use it
@@ -170,12 +170,12 @@
 //! assert_eq!(server.structure().0, 2 * 55);
 //! ```
 
+mod area;
 mod backoff;
 mod client;
 mod combine;
 mod error;
 mod layout;
-mod named;
 mod parcel;
 mod record;
 mod server;

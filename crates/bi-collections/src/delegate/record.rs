@@ -1,13 +1,13 @@
 //! An operation as it travels through a channel: a plain record of words.
 //!
 //! A channel carries `Pod` values, and [`Op`] is an enum whose layout Rust does not fix,
-//! so each operation is flattened into an [`OpRecord`]: a tag word (kind, guard and the
+//! so each operation is flattened into an [`OpRecord`]: a tag word (kind, condition and the
 //! client's sequence number), the key, the value (zero for a removal) and the value a
-//! guard expects (zero unless it is [`Guard::Equals`]). The sequence number is what lets
+//! condition expects (zero unless it is [`Condition::Equals`]). The sequence number is what lets
 //! the server refuse a record it should never see: a slot still holding the previous
 //! lap's record (a stale line) carries a number one capacity too small.
 
-use crate::{Guard, Op, Stored};
+use crate::{Condition, Op, Stored};
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 
@@ -19,57 +19,57 @@ const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 /// The tag's kind nibble (bits 56..60): zero is no kind, so zeroed memory never decodes.
 const KIND_INSERT: u64 = 1;
 const KIND_REMOVE: u64 = 2;
-/// The tag's guard nibble (bits 60..64).
+/// The tag's condition nibble (bits 60..64).
 const GUARD_ALWAYS: u64 = 0;
 const GUARD_ABSENT: u64 = 1;
 const GUARD_PRESENT: u64 = 2;
 const GUARD_EQUALS: u64 = 3;
 
-/// A record's first word, stored as itself: the guard in bits 60..64, the kind of
+/// A record's first word, stored as itself: the condition in bits 60..64, the kind of
 /// operation in bits 56..60 and the client's sequence number, modulo 2^56, below them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 #[repr(transparent)]
 struct Tag(u64);
 
 impl Tag {
-    fn new(kind: u64, guard: u64, seq: u64) -> Tag {
-        Tag(guard << 60 | kind << SEQ_BITS | seq & SEQ_MASK)
+    fn new(kind: u64, condition: u64, seq: u64) -> Tag {
+        Tag(condition << 60 | kind << SEQ_BITS | seq & SEQ_MASK)
     }
 
     fn seq(self) -> u64 {
         self.0 & SEQ_MASK
     }
 
-    /// The kind in the low nibble, the guard in the high one.
-    fn kind_and_guard(self) -> u64 {
+    /// The kind in the low nibble, the condition in the high one.
+    fn kind_and_condition(self) -> u64 {
         self.0 >> SEQ_BITS
     }
 
     fn kind(self) -> u64 {
-        self.kind_and_guard() & 0xf
+        self.kind_and_condition() & 0xf
     }
 
-    fn guard(self) -> u64 {
-        self.kind_and_guard() >> 4
+    fn condition(self) -> u64 {
+        self.kind_and_condition() >> 4
     }
 }
 
-/// One delegated operation in shared memory: tag (kind, guard, sequence number), key,
+/// One delegated operation in shared memory: tag (kind, condition, sequence number), key,
 /// value, expected value.
 ///
 /// `repr(C, packed)`: the fields lie back to back with no padding, whatever `K` and `V`
 /// are, which is what makes the record `Pod` for every `Pod` key and value.
 ///
 /// ```
-/// use bi_collections::{Guard, Op};
+/// use bi_collections::{Condition, Op};
 /// use bi_collections::delegate::OpRecord;
 ///
 /// let rec = OpRecord::new(7, Op::Insert(1u32, 2u16));
 /// assert_eq!(size_of::<OpRecord<u32, u16>>(), 8 + 4 + 2 + 2);
 /// assert_eq!(rec.seq(), 7);
-/// assert_eq!(rec.request(), Some((Op::Insert(1, 2), Guard::Always)));
-/// let cas = OpRecord::guarded(8, Op::Insert(1u32, 3u16), Guard::Equals(2));
-/// assert_eq!(cas.request(), Some((Op::Insert(1, 3), Guard::Equals(2))));
+/// assert_eq!(rec.request(), Some((Op::Insert(1, 2), Condition::Always)));
+/// let cas = OpRecord::conditional(8, Op::Insert(1u32, 3u16), Condition::Equals(2));
+/// assert_eq!(cas.request(), Some((Op::Insert(1, 3), Condition::Equals(2))));
 /// ```
 #[repr(C, packed)]
 pub struct OpRecord<K, V> {
@@ -110,31 +110,31 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
     /// assert_eq!((r.seq(), r.kind(), r.op()), (3, 1, Some(Op::Insert(1, 10))));
     /// ```
     pub fn new(seq: u64, op: Op<K, V>) -> Self {
-        Self::guarded(seq, op, Guard::Always)
+        Self::conditional(seq, op, Condition::Always)
     }
 
-    /// The record of `op` under `guard` with sequence number `seq`.
+    /// The record of `op` under `condition` with sequence number `seq`.
     ///
     /// ```
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_collections::delegate::OpRecord;
     ///
-    /// let r = OpRecord::guarded(4, Op::Insert(1u32, 10u32), Guard::Absent);
-    /// assert_eq!(r.request(), Some((Op::Insert(1, 10), Guard::Absent)));
+    /// let r = OpRecord::conditional(4, Op::Insert(1u32, 10u32), Condition::Absent);
+    /// assert_eq!(r.request(), Some((Op::Insert(1, 10), Condition::Absent)));
     /// ```
-    pub fn guarded(seq: u64, op: Op<K, V>, guard: Guard<V>) -> Self {
+    pub fn conditional(seq: u64, op: Op<K, V>, condition: Condition<V>) -> Self {
         let (kind, key, value) = match op {
             Op::Insert(key, value) => (KIND_INSERT, key, value),
             Op::Remove(key) => (KIND_REMOVE, key, V::zeroed()),
         };
-        let (guard, expected) = match guard {
-            Guard::Always => (GUARD_ALWAYS, V::zeroed()),
-            Guard::Absent => (GUARD_ABSENT, V::zeroed()),
-            Guard::Present => (GUARD_PRESENT, V::zeroed()),
-            Guard::Equals(v) => (GUARD_EQUALS, v),
+        let (condition, expected) = match condition {
+            Condition::Always => (GUARD_ALWAYS, V::zeroed()),
+            Condition::Absent => (GUARD_ABSENT, V::zeroed()),
+            Condition::Present => (GUARD_PRESENT, V::zeroed()),
+            Condition::Equals(v) => (GUARD_EQUALS, v),
         };
         OpRecord {
-            tag: Tag::new(kind, guard, seq),
+            tag: Tag::new(kind, condition, seq),
             key,
             value,
             expected,
@@ -168,24 +168,24 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
         self.seq() == seq & SEQ_MASK
     }
 
-    /// The kind and guard bits of the tag (kind 1 insert, 2 remove, in the low nibble;
-    /// guard 0 always, 1 absent, 2 present, 3 equals, in the high nibble); anything else
+    /// The kind and condition bits of the tag (kind 1 insert, 2 remove, in the low nibble;
+    /// condition 0 always, 1 absent, 2 present, 3 equals, in the high nibble); anything else
     /// is corrupt.
     ///
     /// ```
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_collections::delegate::OpRecord;
     ///
     /// assert_eq!(OpRecord::new(1, Op::Insert(1u32, 1u32)).kind(), 1);
     /// assert_eq!(OpRecord::new(1, Op::<u32, u32>::Remove(1)).kind(), 2);
-    /// assert_eq!(OpRecord::guarded(1, Op::<u32, u32>::Remove(1), Guard::Equals(1)).kind(), 0x32);
+    /// assert_eq!(OpRecord::conditional(1, Op::<u32, u32>::Remove(1), Condition::Equals(1)).kind(), 0x32);
     /// ```
     pub fn kind(&self) -> u64 {
         let tag = self.tag;
-        tag.kind_and_guard()
+        tag.kind_and_condition()
     }
 
-    /// The operation, or `None` if the tag is not one [`OpRecord::guarded`] writes.
+    /// The operation, or `None` if the tag is not one [`OpRecord::conditional`] writes.
     ///
     /// ```
     /// use bi_collections::Op;
@@ -200,17 +200,17 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
         self.request().map(|(op, _)| op)
     }
 
-    /// The operation and its guard, or `None` if the tag is not one
-    /// [`OpRecord::guarded`] writes.
+    /// The operation and its condition, or `None` if the tag is not one
+    /// [`OpRecord::conditional`] writes.
     ///
     /// ```
-    /// use bi_collections::{Guard, Op};
+    /// use bi_collections::{Condition, Op};
     /// use bi_collections::delegate::OpRecord;
     ///
-    /// let r = OpRecord::guarded(2, Op::<u32, u32>::Remove(4), Guard::Equals(7));
-    /// assert_eq!(r.request(), Some((Op::Remove(4), Guard::Equals(7))));
+    /// let r = OpRecord::conditional(2, Op::<u32, u32>::Remove(4), Condition::Equals(7));
+    /// assert_eq!(r.request(), Some((Op::Remove(4), Condition::Equals(7))));
     /// ```
-    pub fn request(&self) -> Option<(Op<K, V>, Guard<V>)> {
+    pub fn request(&self) -> Option<(Op<K, V>, Condition<V>)> {
         // Fields are copied out by value: a packed field may not be borrowed.
         let (tag, key, value, expected) = (self.tag, self.key, self.value, self.expected);
         let op = match tag.kind() {
@@ -218,14 +218,14 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
             KIND_REMOVE => Op::Remove(key),
             _ => return None,
         };
-        let guard = match tag.guard() {
-            GUARD_ALWAYS => Guard::Always,
-            GUARD_ABSENT => Guard::Absent,
-            GUARD_PRESENT => Guard::Present,
-            GUARD_EQUALS => Guard::Equals(expected),
+        let condition = match tag.condition() {
+            GUARD_ALWAYS => Condition::Always,
+            GUARD_ABSENT => Condition::Absent,
+            GUARD_PRESENT => Condition::Present,
+            GUARD_EQUALS => Condition::Equals(expected),
             _ => return None,
         };
-        Some((op, guard))
+        Some((op, condition))
     }
 }
 
@@ -254,15 +254,15 @@ impl<K: Pod + fmt::Debug, V: Pod + fmt::Debug> fmt::Debug for OpRecord<K, V> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome<V> {
     /// Applied; the value the operation replaced or removed (`None`: the key was
-    /// absent), which is also the value its guard found.
+    /// absent), which is also the value its condition found.
     Replaced(Option<V>),
     /// Applied by a structure that does not report old values
     /// ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)).
     Applied,
-    /// Not applied: its [`Guard`] refused the value found at the key (`None`: absent),
+    /// Not applied: its [`Condition`] refused the value found at the key (`None`: absent),
     /// which is that value.
     Refused(Option<V>),
-    /// Not applied: it has a [`Guard`] and the structure cannot tell what is at a key
+    /// Not applied: it has a [`Condition`] and the structure cannot tell what is at a key
     /// ([`ApplyBatch::old_values`](crate::ApplyBatch::old_values)).
     Undecided,
     /// Never applied by the current writer, and never will be: the writer that received
@@ -282,29 +282,29 @@ pub enum Outcome<V> {
 }
 
 impl<V> Outcome<V> {
-    /// The outcome of an operation under `guard` that a structure applied or skipped:
+    /// The outcome of an operation under `condition` that a structure applied or skipped:
     /// `found` is the value the structure found at the key, `None` if it cannot tell.
-    /// What the delegation server reports, and what a writer's own guarded call returns.
+    /// What the delegation server reports, and what a writer's own conditional call returns.
     ///
     /// ```
-    /// use bi_collections::Guard;
+    /// use bi_collections::Condition;
     /// use bi_collections::delegate::Outcome;
     ///
     /// let same = |a: &u8, b: &u8| a == b;
-    /// assert_eq!(Outcome::decide(&Guard::Absent, Some(Some(1u8)), same), Outcome::Refused(Some(1)));
-    /// assert_eq!(Outcome::decide(&Guard::Equals(1), Some(Some(1u8)), same), Outcome::Replaced(Some(1)));
-    /// assert_eq!(Outcome::decide(&Guard::Always, None, same), Outcome::<u8>::Applied);
-    /// assert_eq!(Outcome::decide(&Guard::Present, None, same), Outcome::<u8>::Undecided);
+    /// assert_eq!(Outcome::decide(&Condition::Absent, Some(Some(1u8)), same), Outcome::Refused(Some(1)));
+    /// assert_eq!(Outcome::decide(&Condition::Equals(1), Some(Some(1u8)), same), Outcome::Replaced(Some(1)));
+    /// assert_eq!(Outcome::decide(&Condition::Always, None, same), Outcome::<u8>::Applied);
+    /// assert_eq!(Outcome::decide(&Condition::Present, None, same), Outcome::<u8>::Undecided);
     /// ```
     pub fn decide(
-        guard: &Guard<V>,
+        condition: &Condition<V>,
         found: Option<Option<V>>,
         same: impl Fn(&V, &V) -> bool,
     ) -> Self {
         match found {
-            Some(found) if guard.admits(found.as_ref(), same) => Outcome::Replaced(found),
+            Some(found) if condition.admits(found.as_ref(), same) => Outcome::Replaced(found),
             Some(found) => Outcome::Refused(found),
-            None if guard.is_always() => Outcome::Applied,
+            None if condition.is_always() => Outcome::Applied,
             None => Outcome::Undecided,
         }
     }
@@ -312,7 +312,7 @@ impl<V> Outcome<V> {
 
 impl<V> Outcome<V> {
     /// The value the operation found at its key: `Ok` if it applied (the value it
-    /// replaced or removed), `Err` if its guard refused it; `None` if the outcome does
+    /// replaced or removed), `Err` if its condition refused it; `None` if the outcome does
     /// not tell ([`Applied`](Self::Applied), [`Undecided`](Self::Undecided),
     /// [`Failed`](Self::Failed)).
     ///
@@ -392,7 +392,7 @@ pub(crate) type WireRecord<K, V> = OpRecord<<K as Stored>::Word, <V as Stored>::
 pub(crate) type WireResult<V> = ResultRecord<<V as Stored>::Word>;
 
 /// Whether two `Pod` values have the same bytes: how the delegation server compares the
-/// value a guard expects with the value it finds (so a float `NaN` equals itself and
+/// value a condition expects with the value it finds (so a float `NaN` equals itself and
 /// `0.0` differs from `-0.0`, as with a hardware compare-and-swap).
 pub(crate) fn same_bytes<V: Pod>(a: &V, b: &V) -> bool {
     bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
@@ -496,26 +496,26 @@ mod tests {
 
     #[test]
     fn records_round_trip_through_bytes() {
-        let guards = [
-            Guard::Always,
-            Guard::Absent,
-            Guard::Present,
-            Guard::Equals(7),
+        let conditions = [
+            Condition::Always,
+            Condition::Absent,
+            Condition::Present,
+            Condition::Equals(7),
         ];
-        for (op, guard) in [
+        for (op, condition) in [
             Op::Insert([1u8, 2, 3], 0xdead_beef_u32),
             Op::Remove([4, 5, 6]),
         ]
         .into_iter()
-        .flat_map(|op| guards.map(|g| (op, g)))
+        .flat_map(|op| conditions.map(|g| (op, g)))
         {
-            let rec = OpRecord::guarded(u64::MAX, op, guard);
+            let rec = OpRecord::conditional(u64::MAX, op, condition);
             let bytes = bytemuck::bytes_of(&rec).to_vec();
             assert_eq!(bytes.len(), 8 + 3 + 4 + 4);
             let back: OpRecord<[u8; 3], u32> = bytemuck::pod_read_unaligned(&bytes);
             assert_eq!(back.seq(), SEQ_MASK);
             assert!(back.carries(u64::MAX));
-            assert_eq!(back.request(), Some((op, guard)));
+            assert_eq!(back.request(), Some((op, condition)));
         }
     }
 
@@ -523,11 +523,11 @@ mod tests {
     fn zeroed_and_unknown_kinds_do_not_decode() {
         assert_eq!(OpRecord::<u64, u64>::zeroed().op(), None);
         let rec = OpRecord::new(1, Op::<u64, u64>::Remove(3));
-        for (kind, guard) in [(3, 0), (0, 1), (1, 4), (2, 15)] {
+        for (kind, condition) in [(3, 0), (0, 1), (1, 4), (2, 15)] {
             let mut bad = rec;
-            bad.tag = Tag::new(kind, guard, 1);
-            assert_eq!(bad.request(), None, "kind {kind} guard {guard}");
-            assert_eq!(bad.kind(), guard << 4 | kind);
+            bad.tag = Tag::new(kind, condition, 1);
+            assert_eq!(bad.request(), None, "kind {kind} condition {condition}");
+            assert_eq!(bad.kind(), condition << 4 | kind);
         }
     }
 

@@ -8,7 +8,7 @@ use super::mem;
 use super::parcel::{self, Parcels};
 use super::record::{FailedWords, Outcome, ResultRecord, WireRecord};
 use crate::stored::out_of_line_len;
-use crate::{ApplyBatch, BatchReport, CollectionError, Guard, Op, Stored};
+use crate::{ApplyBatch, BatchReport, CollectionError, Condition, Op, Stored};
 use bi_core::channel::Consumer;
 use bi_core::mem::MemView;
 use bi_core::runtime::{Fault, Faults};
@@ -149,8 +149,8 @@ struct ClientState<R> {
 ///    one's sequence number); skipped when every client sent one record, whose line
 ///    step 1 dropped (a copy refetched before the record arrived shows the previous
 ///    lap's sequence number, and is dropped and read again);
-/// 3. one [`ApplyBatch::apply_guarded`] call (the structure publishes the whole batch
-///    with its own write-back and fence, and tells the old values; a batch with guarded
+/// 3. one [`ApplyBatch::apply_conditional`] call (the structure publishes the whole batch
+///    with its own write-back and fence, and tells the old values; a batch with conditional
 ///    requests, such as compare-and-set, is published in several steps, see there);
 /// 4. store every operation's outcome in its result slot, every affected head counter
 ///    and acknowledgement word (beside which the client's latest outcome is repeated),
@@ -201,8 +201,8 @@ pub struct DelegationServer<Vw, K: Stored, V: Stored, S> {
     first: usize,
     /// The batch being assembled (kept to reuse its allocation).
     ops: Vec<Op<K, V>>,
-    /// The guard of each operation of the batch.
-    guards: Vec<Guard<V>>,
+    /// The condition of each operation of the batch.
+    conditions: Vec<Condition<V>>,
     /// The values the batch's operations found (and replaced, if they applied), when
     /// the structure tells.
     olds: Vec<Option<V>>,
@@ -342,7 +342,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             clients,
             first: 0,
             ops: Vec::new(),
-            guards: Vec::new(),
+            conditions: Vec::new(),
             olds: Vec::new(),
             max_batch: DEFAULT_MAX_BATCH,
             idle: Idle::default(),
@@ -401,7 +401,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     }
 
     /// Serves with protocol mechanisms switched off, for tests that show they are
-    /// needed ([`Fault::GuardsAtBatchStart`]: guarded requests decided on what the
+    /// needed ([`Fault::ConditionsAtBatchStart`]: conditional requests decided on what the
     /// structure held before the batch; [`Fault::ParcelWriteback`] and
     /// [`Fault::ParcelInvalidate`]: replies not written back, parcels read from the
     /// cache). Shipped builds have no switch to turn on.
@@ -456,13 +456,13 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             return Ok(ServeReport::default());
         }
         let mut no_room = None;
-        let batch = if self.faults.has(Fault::GuardsAtBatchStart) {
-            self.apply_guards_at_batch_start()?
+        let batch = if self.faults.has(Fault::ConditionsAtBatchStart) {
+            self.apply_conditions_at_batch_start()?
         } else {
-            let (ops, guards) = (&self.ops, &self.guards);
+            let (ops, conditions) = (&self.ops, &self.conditions);
             match self
                 .structure
-                .apply_guarded(ops, guards, V::same, &mut self.olds)
+                .apply_conditional(ops, conditions, V::same, &mut self.olds)
             {
                 Ok(batch) => batch,
                 // The heap had no room: the operations before the one that failed were
@@ -729,17 +729,17 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             v.fence();
         }
         self.ops.clear();
-        self.guards.clear();
+        self.conditions.clear();
         for (index, c) in self.clients.iter_mut().enumerate() {
             let start = self.ops.len();
-            let (ops, guards) = (&mut self.ops, &mut self.guards);
+            let (ops, conditions) = (&mut self.ops, &mut self.conditions);
             let parcels = Parcels {
                 view: v,
                 area: self.layout.parcel_area(index)?,
                 bad: DelegationError::BadParcel { client: index },
                 faults: self.faults,
             };
-            match Self::read_client(&parcels, index, c, speculated(c), ops, guards) {
+            match Self::read_client(&parcels, index, c, speculated(c), ops, conditions) {
                 Ok(()) if c.broken && c.take > 0 => heal(&mut self.broken, index, c),
                 Ok(()) => {}
                 Err(
@@ -753,7 +753,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                     // requests wait (and time out), and every other client goes on.
                     // (Its tail is read again at the next full poll.)
                     self.ops.truncate(start);
-                    self.guards.truncate(start);
+                    self.conditions.truncate(start);
                     c.take = 0;
                     c.consumer.forget_tail();
                     mark_broken(&mut self.broken, index, c, e);
@@ -764,7 +764,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         Ok(())
     }
 
-    /// Reads and checks the `take` records of client `index` into `ops` and `guards`,
+    /// Reads and checks the `take` records of client `index` into `ops` and `conditions`,
     /// their items read from the client's `parcels` where their words name one.
     fn read_client(
         parcels: &Parcels<'_, Vw>,
@@ -772,7 +772,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
         c: &ClientState<WireRecord<K, V>>,
         speculated: bool,
         ops: &mut Vec<Op<K, V>>,
-        guards: &mut Vec<Guard<V>>,
+        conditions: &mut Vec<Condition<V>>,
     ) -> Result<(), CollectionError> {
         let v = parcels.view;
         let size = size_of::<WireRecord<K, V>>();
@@ -795,7 +795,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                 }
                 .into());
             }
-            let (op, guard) = record.request().ok_or(DelegationError::BadRecord {
+            let (op, condition) = record.request().ok_or(DelegationError::BadRecord {
                 client: index,
                 kind: record.kind(),
             })?;
@@ -807,7 +807,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             let key = |_: &mut (), w: &K::Word| K::from_word(w, parcels).map_err(bad);
             let value = |_: &mut (), w: &V::Word| V::from_word(w, parcels).map_err(bad);
             ops.push(op.try_map(&mut (), key, value)?);
-            guards.push(guard.try_map(|w| V::from_word(w, parcels).map_err(bad))?);
+            conditions.push(condition.try_map(|w| V::from_word(w, parcels).map_err(bad))?);
         }
         Ok(())
     }
@@ -826,13 +826,13 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
 
     /// Before a batch of a structure whose values may be strings: every operation whose
     /// key held, before the batch, a value longer than a reply carries (the writer's own
-    /// handle put it there) is refused, by a guard that admits only an absent key. Every
+    /// handle put it there) is refused, by a condition that admits only an absent key. Every
     /// operation of the batch on such a key then finds that value (none before it
     /// changed it), so none applies and each reports [`Outcome::TooLarge`]; every other
     /// one finds a value that came through a parcel, or none.
     fn refuse_unreportable(&mut self) -> Result<(), CollectionError> {
         let limit = self.reply_limit()?;
-        for (op, guard) in self.ops.iter().zip(self.guards.iter_mut()) {
+        for (op, condition) in self.ops.iter().zip(self.conditions.iter_mut()) {
             // Alone, so that it sees the structure as it was before the batch.
             let alone = std::slice::from_ref(op);
             if !self.structure.old_values(alone, &mut self.olds)? {
@@ -844,32 +844,32 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                 .and_then(Option::as_ref)
                 .is_some_and(|v| out_of_line_len(v) > limit)
             {
-                *guard = Guard::Absent;
+                *condition = Condition::Absent;
             }
         }
         Ok(())
     }
 
-    /// Step 3 with [`Fault::GuardsAtBatchStart`]: each guard decided on the structure's
+    /// Step 3 with [`Fault::ConditionsAtBatchStart`]: each condition decided on the structure's
     /// own lookup of its key, as if no operation of the batch came before it.
-    fn apply_guards_at_batch_start(&mut self) -> Result<BatchReport, CollectionError> {
+    fn apply_conditions_at_batch_start(&mut self) -> Result<BatchReport, CollectionError> {
         let (mut found, mut kept) = (Vec::with_capacity(1), Vec::new());
         self.olds.clear();
-        for (op, guard) in self.ops.iter().zip(&self.guards) {
+        for (op, condition) in self.ops.iter().zip(&self.conditions) {
             if !self
                 .structure
                 .old_values(std::slice::from_ref(op), &mut found)?
             {
                 self.olds.clear();
-                return self.structure.apply_guarded(
+                return self.structure.apply_conditional(
                     &self.ops,
-                    &self.guards,
+                    &self.conditions,
                     V::same,
                     &mut self.olds,
                 );
             }
             let now = found.pop().flatten();
-            if guard.admits(now.as_ref(), V::same) {
+            if condition.admits(now.as_ref(), V::same) {
                 kept.push(op.clone());
             }
             self.olds.push(now);
@@ -909,32 +909,32 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
             left -= c.take;
         }
         self.ops.truncate(n);
-        self.guards.truncate(n);
+        self.conditions.truncate(n);
     }
 
     /// Step 3 (after the structure applied the batch): write and write back the outcome
     /// of every operation of the batch in its client's result slots (decided from its
-    /// guard and the value it found, in `self.olds` when `known`; [`Outcome::NoRoom`]
+    /// condition and the value it found, in `self.olds` when `known`; [`Outcome::NoRoom`]
     /// for the operation `no_room` counts, the last of the batch then).
     fn write_results(
         &mut self,
         known: bool,
         no_room: Option<usize>,
     ) -> Result<(), CollectionError> {
-        let (mut olds, mut guards) = (self.olds.iter(), self.guards.iter());
+        let (mut olds, mut conditions) = (self.olds.iter(), self.conditions.iter());
         let mut replied = false;
         let mut at = 0;
         for (index, c) in self.clients.iter().enumerate() {
             let seqs = c.consumer.head() + 1..=c.consumer.head() + c.take as u64;
             let outcome = |_| {
-                let guard = guards.next().unwrap_or(&Guard::Always);
+                let condition = conditions.next().unwrap_or(&Condition::Always);
                 let this = at;
                 at += 1;
                 if no_room == Some(this) {
                     return Outcome::NoRoom;
                 }
                 let found = olds.next().cloned().filter(|_| known);
-                Outcome::decide(guard, found, V::same)
+                Outcome::decide(condition, found, V::same)
             };
             replied |= self.write_outcomes(index, seqs, outcome)?;
         }

@@ -3,7 +3,7 @@
 use super::write::MapWriteHandle;
 use super::{BiHashMap, MapConfig};
 use crate::CollectionError;
-use crate::named::{Start, fingerprint, open_slot, take_role};
+use crate::naming::{Start, fingerprint, open_slot, take_role};
 use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;

@@ -12,9 +12,7 @@ use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
-use bi_core::runtime::{
-    BiError, BiGuard, Entry, Fault, Fetch, Lines, Link, Reader, Search, Stamp, lines,
-};
+use bi_core::runtime::{BiError, BiGuard, Fault, Fetch, Link, Reader, Search, Stamp, Via, lines};
 use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -34,12 +32,12 @@ fn unless_stale<T>(r: Result<T, CollectionError>) -> Result<Option<T>, Collectio
     }
 }
 
-/// A chain walk's answer from a decoded value: found, or (a stale byte string) stale.
+/// A search's answer from a decoded value: found, or (a stale byte string) stale.
 #[inline(always)]
-fn answer<T, R>(r: Result<R, CollectionError>) -> Result<Fetch<Step<T, R>>, CollectionError> {
+fn answer<R>(r: Result<R, CollectionError>) -> Result<Search<R>, CollectionError> {
     Ok(match unless_stale(r)? {
-        Some(v) => Fetch::Value(Step::Found(v)),
-        None => Fetch::Stale,
+        Some(v) => Search::Found(v),
+        None => Search::Stale,
     })
 }
 
@@ -303,32 +301,36 @@ impl<K: Stored + Eq + Hash + fmt::Debug, V: Stored + fmt::Debug, M: MemView> fmt
     }
 }
 
-/// What one line says about a key.
-enum Probe<V> {
+/// What a line holds for a key, where the chain walk stops.
+enum Probed<V> {
     /// The key, with its value.
     Found(V),
-    /// Not in this line; the chain goes on (or ends at a null link).
-    Next(LineLink),
     /// Linked entries whose hash matches (up to three; null links pad), then the rest of
     /// the chain.
     Candidates([u64; 3], LineLink),
 }
 
-/// Looks for `key` in one validated copy of a line.
+/// One step of the chain walk for `key` on one validated copy of a line: the value, the
+/// linked candidates to compare, or on to the next line.
 #[inline(always)]
 fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
     line: &BucketLine,
     key: &Q,
     h: u64,
     src: &impl ByteSource,
-) -> Result<Probe<V::Word>, CollectionError> {
+) -> Step<BucketLine, Result<Probed<V::Word>, CollectionError>> {
     if Words::<K, V>::INLINE {
         for j in 0..Words::<K, V>::PER_LINE {
-            if line.is_used(j) && key.matches(&line.key::<K::Word, V::Word>(j), src)? {
-                return Ok(Probe::Found(line.value::<K::Word, V::Word>(j)));
+            if line.is_used(j) {
+                match key.matches(&line.key::<K::Word, V::Word>(j), src) {
+                    Ok(true) => {
+                        return Step::Found(Ok(Probed::Found(line.value::<K::Word, V::Word>(j))));
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Step::Found(Err(e)),
+                }
             }
         }
-        Ok(Probe::Next(line.next()))
     } else {
         let mut found = [0u64; 3];
         let mut n = 0;
@@ -339,8 +341,11 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
                 n += 1;
             }
         }
-        Ok(Probe::Candidates(found, line.next()))
+        if n > 0 {
+            return Step::Found(Ok(Probed::Candidates(found, line.next())));
+        }
     }
+    Step::Next(line.next().first_line())
 }
 
 /// How many keys [`MapRef::get_many`] issues the bucket lines of before it reads any:
@@ -350,9 +355,6 @@ pub const BATCH_AHEAD: usize = 16;
 /// Lines of one chain [`MapRef::refresh`] drops under one fence; a longer chain is read
 /// again from memory whole.
 const REFRESH_LINES: usize = 6;
-
-/// Most lines one chain may have before the map is taken for corrupt (a cycle).
-const MAX_CHAIN: usize = 1 << 20;
 
 /// The bucket count a header line gives, once its format is that of `K -> V`.
 #[inline(always)]
@@ -391,7 +393,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     /// let r = map.read_handle(&s.nodes[1]).unwrap();
     /// let m = r.enter();
     /// // The guard reads anything else under the same section: here the map's root slot.
-    /// let root = m.guard().slot_word(map.slot(), bi_core::runtime::Entry::Fresh).unwrap();
+    /// let root = m.guard().slot_word(map.slot(), bi_core::runtime::Via::Fresh).unwrap();
     /// assert_ne!(root, 0); // the write handle published the bucket array
     /// ```
     pub fn guard(&self) -> &BiGuard<'r, M> {
@@ -537,7 +539,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         // copy of it is never older than the array the root slot names.
         let mut path = [slot; 2 + REFRESH_LINES];
         let mut len = 1;
-        if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
+        if let Some((Some(array), buckets)) = self.array(slot, Via::Cached)? {
             let b = bucket_of(h, buckets);
             if !g.faults().has(Fault::TagPath) {
                 path[len] = g
@@ -554,7 +556,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
                 }
                 path[len] = line.offset();
                 len += 1;
-                match g.fetch_via(Entry::Cached, line, |l| l.next())? {
+                match g.fetch_via(Via::Cached, line, |l| l.next())? {
                     Fetch::Value(next) if !next.is_null() => line = g.line(next, 0)?,
                     _ => break,
                 }
@@ -574,7 +576,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     #[inline(always)]
     fn prefetch_bucket(&self, h: u64) -> Result<(), CollectionError> {
         let slot = self.slot_of(h);
-        if let Some((Some(array), buckets)) = self.array(slot, Entry::Cached)? {
+        if let Some((Some(array), buckets)) = self.array(slot, Via::Cached)? {
             let b = bucket_of(h, buckets);
             let g = &self.guard;
             g.prefetch(g.line(array, tag_line::<K::Word, V::Word>(buckets, b))?);
@@ -590,7 +592,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         slot: usize,
         h: u64,
         key: &Q,
-        entry: Entry,
+        entry: Via,
     ) -> Result<Search<V>, CollectionError> {
         let g = &self.guard;
         let Some((array, buckets)) = self.array(slot, entry)? else {
@@ -600,14 +602,14 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             return Ok(Search::Stale);
         };
         let b = bucket_of(h, buckets);
-        let line = g.line(array, 1 + b)?;
+        let mut line = g.line(array, 1 + b)?;
         // The bucket's tags first: their line is dense and mostly cached, and most misses
         // end there. It is on the key's path like the bucket line: read through `entry`.
         // The bucket line is asked for first, so that a hit's two reads overlap.
         g.prefetch(line);
         let tags = g.line(array, tag_line::<K::Word, V::Word>(buckets, b))?;
         let tags_entry = match g.faults().has(Fault::TagPath) {
-            true => Entry::Cached,
+            true => Via::Cached,
             false => entry,
         };
         let tag = Group::tag::<K::Word, V::Word>(h);
@@ -618,35 +620,37 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             Fetch::Value(false) => return Ok(Search::Missing),
             Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
         }
-        self.follow_chain(line, entry, entry, |entry, line| {
-            let next = match g.fetch_via(entry, line, |l| probe::<K, V, Q>(l, key, h, g))? {
-                Fetch::Value(Ok(Probe::Found(v))) => return answer(V::from_word(&v, g)),
-                Fetch::Value(Ok(Probe::Next(next))) => next,
-                Fetch::Value(Ok(Probe::Candidates(pairs, next))) => {
-                    for raw in pairs.into_iter().filter(|&r| r != 0) {
-                        let pair = Link::<Pair<K::Word, V::Word>>::from_raw(raw);
-                        let hit = g.fetch_via(entry, pair, |p| {
-                            let k = p.key;
-                            Ok(key.matches(&k, g)?.then_some(p.value))
-                        })?;
-                        match hit {
-                            Fetch::Value(Ok(Some(v))) => return answer(V::from_word(&v, g)),
-                            Fetch::Value(Ok(None)) => {}
-                            Fetch::Value(Err(e)) => return answer(Err(e)),
-                            Fetch::Null | Fetch::Stale => return Ok(Fetch::Stale),
-                        }
-                    }
-                    next
-                }
-                Fetch::Value(Err(e)) => return answer(Err(e)),
-                Fetch::Null | Fetch::Stale => return Ok(Fetch::Stale),
+        // The chain, bucket line first. Its lines read through the cache may be versions
+        // of different moments; a miss across them is still the answer of a moment
+        // between them, since a key never changes line while it stays present (the writer
+        // keeps a removed key's entry for it through the batch).
+        loop {
+            let probed = g.walk_via(entry, entry, line, |l, _| probe::<K, V, Q>(l, key, h, g))?;
+            let (pairs, next) = match probed {
+                Search::Found(Ok(Probed::Found(v))) => return answer(V::from_word(&v, g)),
+                Search::Found(Ok(Probed::Candidates(pairs, next))) => (pairs, next),
+                Search::Found(Err(e)) => return answer(Err(e)),
+                Search::Missing => return Ok(Search::Missing),
+                Search::Stale => return Ok(Search::Stale),
             };
-            // The lines of a chain read through the cache may be versions of different
-            // moments; a miss across them is still the answer of a moment between them,
-            // since a key never changes line while it stays present (the writer keeps a
-            // removed key's entry for it through the batch).
-            Ok(Fetch::Value(Step::Next(next)))
-        })
+            for raw in pairs.into_iter().filter(|&r| r != 0) {
+                let pair = Link::<Pair<K::Word, V::Word>>::from_raw(raw);
+                let hit = g.fetch_via(entry, pair, |p| {
+                    let k = p.key;
+                    Ok(key.matches(&k, g)?.then_some(p.value))
+                })?;
+                match hit {
+                    Fetch::Value(Ok(Some(v))) => return answer(V::from_word(&v, g)),
+                    Fetch::Value(Ok(None)) => {}
+                    Fetch::Value(Err(e)) => return answer(Err(e)),
+                    Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
+                }
+            }
+            if next.is_null() {
+                return Ok(Search::Missing);
+            }
+            line = next.first_line();
+        }
     }
 
     /// Whether `key` is present.
@@ -679,7 +683,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
     fn array(
         &self,
         slot: usize,
-        entry: Entry,
+        entry: Via,
     ) -> Result<Option<(Option<LineLink>, usize)>, CollectionError> {
         let g = &self.guard;
         let raw = g.slot_word(slot, entry)?;
@@ -857,7 +861,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
     pub(super) fn line_entries(
         &self,
         l: &BucketLine,
-        entry: Entry,
+        entry: Via,
         mut each: impl FnMut(K, V),
     ) -> Result<bool, CollectionError> {
         let g = &self.guard;
@@ -914,7 +918,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         &self,
         array: LineLink,
         b: usize,
-        entry: Entry,
+        entry: Via,
         out: &mut Vec<(K, V)>,
     ) -> Result<bool, CollectionError> {
         let from = out.len();
@@ -934,54 +938,24 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         &self,
         array: LineLink,
         b: usize,
-        first: Entry,
-        rest: Entry,
+        first: Via,
+        rest: Via,
         mut each: impl FnMut(&BucketLine, Stamp) -> Result<bool, CollectionError>,
     ) -> Result<bool, CollectionError> {
         let g = &self.guard;
-        let walked = self.follow_chain(g.line(array, 1 + b)?, first, rest, |entry, line| {
-            let Fetch::Value((l, stamp)) = g.fetch_stamped_via(entry, line, |l| *l)? else {
-                return Ok(Fetch::Stale);
-            };
-            // `each` stops the walk by answering.
-            Ok(Fetch::Value(match each(&l, stamp)? {
-                true => Step::Next(l.next()),
-                false => Step::Found(()),
-            }))
-        })?;
-        Ok(walked == Search::Missing)
-    }
-
-    /// The loop every walk of a bucket chain runs: from the bucket's `line` (read through
-    /// `first`) along its overflow lines (read through `rest`), `look` reads each line
-    /// and answers or names the next; a line that did not validate ends the walk
-    /// ([`Search::Stale`]), and so does the end of the chain ([`Search::Missing`]).
-    #[inline(always)]
-    fn follow_chain<R>(
-        &self,
-        mut line: Link<BucketLine>,
-        first: Entry,
-        rest: Entry,
-        mut look: impl FnMut(
-            Entry,
-            Link<BucketLine>,
-        ) -> Result<Fetch<Step<Lines<BucketLine>, R>>, CollectionError>,
-    ) -> Result<Search<R>, CollectionError> {
-        let mut entry = first;
-        for _ in 0..MAX_CHAIN {
-            let next = match look(entry, line)? {
-                Fetch::Value(Step::Found(r)) => return Ok(Search::Found(r)),
-                Fetch::Value(Step::Next(next)) => next,
-                Fetch::Null | Fetch::Stale => return Ok(Search::Stale),
-            };
-            if next.is_null() {
-                return Ok(Search::Missing);
+        // `each` stops the walk by answering.
+        let walked = g.walk_via(first, rest, g.line(array, 1 + b)?, |l, stamp| {
+            match each(l, stamp) {
+                Ok(true) => Step::Next(l.next().first_line()),
+                Ok(false) => Step::Found(Ok(())),
+                Err(e) => Step::Found(Err(e)),
             }
-            (line, entry) = (self.guard.line(next, 0)?, rest);
+        })?;
+        match walked {
+            Search::Missing => Ok(true),
+            Search::Found(r) => r.map(|()| false),
+            Search::Stale => Ok(false),
         }
-        Err(corrupt(
-            "a bucket chain longer than any map makes (a cycle?)",
-        ))
     }
 }
 

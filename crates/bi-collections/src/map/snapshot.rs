@@ -45,7 +45,7 @@ use super::read::{MapRef, buckets_of};
 use crate::CollectionError;
 use crate::stored::Stored;
 use bi_core::mem::MemView;
-use bi_core::runtime::{Entry, Fault, Fetch};
+use bi_core::runtime::{Fault, Fetch, Via};
 use std::hash::Hash;
 
 /// Attempts of a snapshot read before it reports [`CollectionError::Contended`].
@@ -97,7 +97,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
     /// byte string did not validate (the writer replaced it meanwhile).
     fn collect(&self, slot: usize) -> Result<Option<Collect<K, V>>, CollectionError> {
         let g = &self.guard;
-        let root = g.slot_word(slot, Entry::Fresh)?;
+        let root = g.slot_word(slot, Via::Fresh)?;
         let mut c = Collect {
             root,
             stamps: Vec::new(),
@@ -109,7 +109,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
             return Ok(Some(c));
         }
         let Fetch::Value((header, stamp)) =
-            g.fetch_stamped_via(Entry::Fresh, g.line(array, 0)?, |l: &BucketLine| *l)?
+            g.fetch_stamped_via(Via::Fresh, g.line(array, 0)?, |l: &BucketLine| *l)?
         else {
             return Ok(None);
         };
@@ -118,7 +118,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         g.refresh_lines(array, counters_line(buckets) + 1)?;
         let counters = g.line(array, counters_line(buckets))?;
         let Fetch::Value((counters, stamp)) =
-            g.fetch_stamped_via(Entry::Cached, counters, |l: &BucketLine| *l)?
+            g.fetch_stamped_via(Via::Cached, counters, |l: &BucketLine| *l)?
         else {
             return Ok(None);
         };
@@ -126,10 +126,10 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
         let mut sum = 0u64;
         for b in 0..buckets {
             // The bucket lines were just dropped; overflow lines are dropped one by one.
-            let whole = self.walk_chain(array, b, Entry::Cached, Entry::Fresh, |l, stamp| {
+            let whole = self.walk_chain(array, b, Via::Cached, Via::Fresh, |l, stamp| {
                 c.stamps.push(stamp.raw());
                 sum = sum.wrapping_add(stamp.raw());
-                self.line_entries(l, Entry::Cached, |k, v| c.entries.push((k, v)))
+                self.line_entries(l, Via::Cached, |k, v| c.entries.push((k, v)))
             })?;
             if !whole {
                 return Ok(None);

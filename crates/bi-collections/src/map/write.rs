@@ -219,7 +219,7 @@ type ReadyOf<K, V> = Ready<<K as Stored>::Word, <V as Stored>::Word>;
 type Found<K, V> = (usize, <K as Stored>::Word, <V as Stored>::Word);
 
 /// What one staged operation did.
-enum Outcome<V> {
+enum Effect<V> {
     Inserted,
     Replaced(V),
     Removed(V),
@@ -929,7 +929,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// ```
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, CollectionError> {
         match self.apply_one(|h, stage| h.stage(stage, &key, Some((&key, &value))))? {
-            Outcome::Replaced(v) => Ok(Some(v)),
+            Effect::Replaced(v) => Ok(Some(v)),
             _ => Ok(None),
         }
     }
@@ -954,7 +954,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         Q: Query<K> + Hash + ?Sized,
     {
         match self.apply_one(|h, stage| h.stage(stage, key, None))? {
-            Outcome::Removed(v) => Ok(Some(v)),
+            Effect::Removed(v) => Ok(Some(v)),
             _ => Ok(None),
         }
     }
@@ -1057,8 +1057,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
 
     fn apply_one(
         &mut self,
-        one: impl FnOnce(&mut Self, &mut Stage<K::Word, V::Word>) -> Result<Outcome<V>, CollectionError>,
-    ) -> Result<Outcome<V>, CollectionError> {
+        one: impl FnOnce(&mut Self, &mut Stage<K::Word, V::Word>) -> Result<Effect<V>, CollectionError>,
+    ) -> Result<Effect<V>, CollectionError> {
         let mut stage = Stage::with_capacity(1);
         let outcome = match one(self, &mut stage) {
             Ok(o) => o,
@@ -1081,7 +1081,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         stage: &mut Stage<K::Word, V::Word>,
         key: &Q,
         insert: Option<(&K, &V)>,
-    ) -> Result<Outcome<V>, CollectionError> {
+    ) -> Result<Effect<V>, CollectionError> {
         let h = key_hash(key);
         let pi = self
             .part_index(partition_of(h, self.map.partitions()))
@@ -1207,7 +1207,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 if let Some((_, _, _, replaced)) = found {
                     staged.strings.dropped::<V>(&replaced);
                 }
-                Ok(old.map_or(Outcome::Inserted, Outcome::Replaced))
+                Ok(old.map_or(Effect::Inserted, Effect::Replaced))
             }
             (None, Some((i, j, k, v))) => {
                 if !Words::<K, V>::INLINE {
@@ -1221,9 +1221,9 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 staged.freed.push((i, j, k));
                 staged.strings.dropped::<K>(&k);
                 staged.strings.dropped::<V>(&v);
-                Ok(old.map_or(Outcome::Absent, Outcome::Removed))
+                Ok(old.map_or(Effect::Absent, Effect::Removed))
             }
-            (None, None) => Ok(Outcome::Absent),
+            (None, None) => Ok(Effect::Absent),
         }
     }
 
@@ -1843,19 +1843,19 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 Ok(o) => {
                     report.applied += 1;
                     let old = match o {
-                        Outcome::Inserted => {
+                        Effect::Inserted => {
                             report.inserted += 1;
                             None
                         }
-                        Outcome::Replaced(v) => {
+                        Effect::Replaced(v) => {
                             report.replaced += 1;
                             Some(v)
                         }
-                        Outcome::Removed(v) => {
+                        Effect::Removed(v) => {
                             report.removed += 1;
                             Some(v)
                         }
-                        Outcome::Absent => None,
+                        Effect::Absent => None,
                     };
                     if let Some(olds) = olds.as_mut() {
                         olds.push(old);

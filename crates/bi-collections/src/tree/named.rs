@@ -2,7 +2,7 @@
 
 use super::{BiTree, TreeWriteHandle};
 use crate::CollectionError;
-use crate::named::{Start, fingerprint, open_slot, take_role};
+use crate::naming::{Start, fingerprint, open_slot, take_role};
 use crate::stored::Stored;
 use bi_core::heap::Heap;
 use bi_core::mem::MemView;

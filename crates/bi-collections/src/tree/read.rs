@@ -628,7 +628,7 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
     {
         let root = self
             .guard
-            .slot_word(self.slot, bi_core::runtime::Entry::Fresh)?;
+            .slot_word(self.slot, bi_core::runtime::Via::Fresh)?;
         let mut scan = Scan {
             view: self,
             range,

@@ -9,7 +9,7 @@
 //! memory, then issue one instruction per line through [`CacheOps`]; [`MemView::fence`] is
 //! the ops' fence.
 
-use super::{Backing, MemError, MemView, check_range};
+use super::{Backing, MemError, MemView, StampReadings, check_range};
 use crate::cache::CacheOps;
 use crate::line::LineSize;
 use crate::primitive::sync::atomic::{AtomicU64, Ordering, fence};
@@ -293,7 +293,7 @@ impl MemView for Hardware {
         offset: usize,
         out: &mut [u64],
         accept: impl FnOnce(u64) -> bool,
-    ) -> Result<Option<(u64, u64)>, MemError> {
+    ) -> Result<Option<StampReadings>, MemError> {
         let first = self.run(offset, out.len() + 1)?;
         // SAFETY: `run` checked that words `first ..= first + out.len()` are in memory,
         // which `self.mem` keeps alive as long as `self`.
@@ -306,7 +306,8 @@ impl MemView for Hardware {
         unsafe { self.load_run(first + 1, out) };
         // The words before every later load, the stamp's second reading included.
         fence(Ordering::Acquire);
-        Ok(Some((before, stamp.load(Ordering::Relaxed))))
+        let after = stamp.load(Ordering::Relaxed);
+        Ok(Some(StampReadings { before, after }))
     }
 
     #[inline(always)]
@@ -452,7 +453,10 @@ mod tests {
         assert_eq!(v.load_stamped(64, &mut out, |s| s == 7).unwrap(), None);
         assert_eq!(
             v.load_stamped(64, &mut out, |s| s == 108).unwrap(),
-            Some((108, 108))
+            Some(StampReadings {
+                before: 108,
+                after: 108
+            })
         );
         assert_eq!(out, [109, 110, 111]);
         assert!(v.load_stamped(232, &mut out, |_| true).is_err());

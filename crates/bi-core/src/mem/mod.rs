@@ -47,6 +47,18 @@ use crate::primitive::sync::atomic::{AtomicU64, Ordering};
 use bytemuck::Pod;
 use std::fmt;
 
+/// The two readings of a stamped record's stamp ([`MemView::load_stamped`]): before its
+/// words were read and after. Equal readings mean the words between them were read while
+/// memory (or this node's cache) held one version of the record; what a stamp means is
+/// the caller's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StampReadings {
+    /// The stamp read before the words.
+    pub before: u64,
+    /// The stamp read again after them.
+    pub after: u64,
+}
+
 /// An access that the memory cannot serve.
 ///
 /// ```
@@ -385,20 +397,21 @@ pub trait MemView: Clone + Send + Sync {
 
     /// Reads a stamped record: the 8-byte word at the aligned `offset` (its stamp) and,
     /// only if `accept(stamp)`, the `out.len()` words after it (as
-    /// [`load_u64s`](Self::load_u64s)) and then the stamp again. Returns both stamps, or
-    /// `None` if the first was refused (then nothing else was read).
+    /// [`load_u64s`](Self::load_u64s)) and then the stamp again. Returns both readings of
+    /// the stamp, or `None` if the first was refused (then nothing else was read).
     ///
     /// This is the shape of every validated read (a seqlock's read side): a caller
     /// trusts the words if the stamps agree with each other and with what it expected.
     /// The default is the three steps above; [`Hardware`] checks the whole range once.
     ///
     /// ```
-    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView, StampReadings};
     ///
     /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
     /// a.store(0, &[7u64, 10, 20]).unwrap(); // stamp 7, then two words
     /// let mut out = [0u64; 2];
-    /// assert_eq!(a.load_stamped(0, &mut out, |s| s == 7).unwrap(), Some((7, 7)));
+    /// let read = a.load_stamped(0, &mut out, |s| s == 7).unwrap();
+    /// assert_eq!(read, Some(StampReadings { before: 7, after: 7 }));
     /// assert_eq!(out, [10, 20]);
     /// assert_eq!(a.load_stamped(0, &mut out, |s| s == 8).unwrap(), None);
     /// ```
@@ -408,13 +421,14 @@ pub trait MemView: Clone + Send + Sync {
         offset: usize,
         out: &mut [u64],
         accept: impl FnOnce(u64) -> bool,
-    ) -> Result<Option<(u64, u64)>, MemError> {
+    ) -> Result<Option<StampReadings>, MemError> {
         let before = self.load_u64(offset)?;
         if !accept(before) {
             return Ok(None);
         }
         self.load_u64s(offset + 8, out)?;
-        Ok(Some((before, self.load_u64(offset)?)))
+        let after = self.load_u64(offset)?;
+        Ok(Some(StampReadings { before, after }))
     }
 
     /// Writes the 8-byte word `value` at `offset` into this node's cache.

@@ -49,6 +49,13 @@ pub enum BiError {
         /// The section it should lie in.
         section: &'static str,
     },
+    /// A walk along links read more objects than any structure's path has
+    /// ([`MAX_WALK`](crate::runtime::walk::MAX_WALK)): the links form a cycle, so the
+    /// memory is corrupt.
+    LinkCycle {
+        /// Offset of the object the walk stopped at.
+        offset: usize,
+    },
     /// No free reader record is left on this node.
     NoReaderSlot {
         /// The node.
@@ -161,6 +168,10 @@ impl fmt::Display for BiError {
             BiError::OutOfSection { offset, section } => {
                 write!(f, "offset {offset} is outside the {section}")
             }
+            BiError::LinkCycle { offset } => write!(
+                f,
+                "a path of links through offset {offset} is longer than any structure's (a cycle: the memory is corrupt)"
+            ),
             BiError::NoReaderSlot { node } => write!(f, "node {node} has no free reader record"),
             BiError::WriterTaken { node } => write!(f, "node {node} already has a writer"),
             BiError::NodeTaken { node } => write!(

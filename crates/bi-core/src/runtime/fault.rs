@@ -68,12 +68,12 @@ switches! {
         /// applied without acknowledging is applied again
         /// (`bi_collections::delegate::DelegationServer::resume`).
         DelegationTakeover,
-        /// A delegation server decides every guarded request of a batch (insert-if-absent,
+        /// A delegation server decides every conditional request of a batch (insert-if-absent,
         /// compare-and-set) on what the structure held before the batch, not on what the
         /// batch's earlier operations left at the key, so two requests that each expect
         /// the old value both apply
-        /// (`bi_collections::ApplyBatch::apply_guarded`).
-        GuardsAtBatchStart,
+        /// (`bi_collections::ApplyBatch::apply_conditional`).
+        ConditionsAtBatchStart,
         /// A publication stores and writes back the slot *before* the write-back and fence
         /// that put the object in memory, so the slot can reach memory first and another
         /// node follow it to lines that are not there yet

@@ -138,8 +138,9 @@
 //!   every line of an object, and its matching rule), `ReaderState` (a reader record's
 //!   word);
 //! - the read path, each written once: [`BiGuard::fetch`] / [`BiGuard::fetch_with`] (the
-//!   validated read of one object: [`Fetch`]), [`walk`] (a search along links),
-//!   [`lazy`] (lazy invalidation: cached first, fresh entry points on a miss);
+//!   validated read of one object: [`Fetch`]), [`walk`] (a search along links, through
+//!   the cache or from memory: [`BiGuard::walk_via`]), [`lazy`] (lazy invalidation: cached
+//!   first, fresh entry points on a miss);
 //! - [`SlotArray`], [`SlotArrayRef`]: runtime-sized arrays of slots updated in place,
 //!   see [`slots`] for why reading one slot is sound;
 //! - [`Lines`]: line arrays whose lines are records rewritten in place under a new
@@ -158,8 +159,13 @@
 //!   sections, the lookup loop and the walk; the writer, its grace point, its journal and
 //!   adoption;
 //! - `kinds/`: line arrays, slot arrays and byte strings, each with its layout, its reads
-//!   and its writes in one file (the one rule that spreads [`BiGuard`]'s and
-//!   [`Writer`]'s methods over several files).
+//!   and its writes in one file.
+//!
+//! So [`BiGuard`]'s and [`Writer`]'s methods are spread by two rules, and only by them: a
+//! kind's reads and writes live with the kind, and inside `read/` and `write/` each file
+//! is one step of the protocol with the methods that make it (`lazy.rs` the lookup loop,
+//! `walk.rs` the walk along links; `journal.rs` the journal of an update in flight,
+//! `adopt.rs` the adoption of a dead writer's memory).
 //!
 //! `mod.rs` holds the runtime's handle, [`NodeRuntime`]; [`BiError`] and [`Fault`] are
 //! the vocabulary every folder uses.
@@ -227,7 +233,7 @@ pub use config::{Policy, ReaderOrdering, RuntimeConfig};
 pub use error::BiError;
 pub use fault::{Fault, Faults};
 pub use grace::GracePoint;
-pub use lazy::{Entry, Search};
+pub use lazy::{Search, Via};
 pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Lines, Link, LinkGeneration, Stamp};
 pub use pass::{FIGURES_SLOT, NodeFigures, PassReport};

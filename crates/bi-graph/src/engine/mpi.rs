@@ -22,7 +22,7 @@ use super::prepare::Prepared;
 use super::program::VertexProgram;
 use super::report::{DONE, REPORT_WORDS, Report};
 use super::shared::Msg;
-use super::worker::{Outcome, Worker};
+use super::worker::{PartitionResult, Worker};
 use super::{DetailedRun, Run};
 use crate::config::{EngineConfig, Mode, MpiPools};
 use crate::error::GraphError;
@@ -206,7 +206,7 @@ fn gather<D: bytemuck::Pod>(
     prepared: &Prepared,
     world: &SimpleCommunicator,
     rank: usize,
-    outcome: Outcome<D>,
+    outcome: PartitionResult<D>,
     lines: LineTotals,
 ) -> Result<DetailedRun<D>, GraphError> {
     let dw = prepared.words[0];

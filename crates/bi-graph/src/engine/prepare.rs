@@ -13,7 +13,7 @@ use super::plan::{self, Needs, PartPlan};
 use super::pools::Pools;
 use super::program::VertexProgram;
 use super::shared::{self, SharedLayout};
-use super::worker::{Ctx, Outcome, SyncPlan, Worker};
+use super::worker::{Ctx, PartitionResult, SyncPlan, Worker};
 use crate::config::{EngineConfig, Mode, RunStats};
 use crate::edge_list::EdgeList;
 use crate::error::GraphError;
@@ -210,7 +210,7 @@ impl Prepared {
         access: R,
         barrier: &dyn Barrier,
         options: &RunOptions,
-    ) -> Result<Outcome<P::Data>, GraphError>
+    ) -> Result<PartitionResult<P::Data>, GraphError>
     where
         P: VertexProgram,
         V: MemView,
@@ -239,7 +239,7 @@ impl Prepared {
     /// The values by vertex and the run's measurements, from every partition's outcome.
     pub fn collect<D: bytemuck::Pod>(
         &self,
-        outcomes: Vec<Outcome<D>>,
+        outcomes: Vec<PartitionResult<D>>,
         lines: LineTotals,
     ) -> (Vec<D>, RunStats) {
         let n = self.in_degree.len();

@@ -23,7 +23,7 @@ use super::prepare::{Prepared, machine};
 use super::program::VertexProgram;
 use super::quiescence::Passes;
 use super::report::{ABORTED, DONE, FAILED, REPORT_WORDS, Report};
-use super::worker::Outcome;
+use super::worker::PartitionResult;
 use super::{DetailedRun, Run, RunOptions};
 use crate::config::{Backend, EngineConfig, Launch, Mode, PartitionOf};
 use crate::error::GraphError;
@@ -291,9 +291,10 @@ where
             }
         }
     }
-    let outcome = result
-        .as_ref()
-        .map_or_else(|_| Outcome::default(), Outcome::measurements);
+    let outcome = result.as_ref().map_or_else(
+        |_| PartitionResult::default(),
+        PartitionResult::measurements,
+    );
     let report = Report {
         status,
         outcome,

@@ -2,7 +2,7 @@
 //! process leaves its report in the region, an MPI rank sends it.
 
 use super::memory::LineTotals;
-use super::worker::Outcome;
+use super::worker::PartitionResult;
 use bi_core::mem::NodeStats;
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ fn stats_of(w: &[u64]) -> NodeStats {
 /// edges gathered, lines written back, lines invalidated, emulated, emulator counters..]`.
 pub(crate) struct Report {
     pub status: u64,
-    pub outcome: Outcome<()>,
+    pub outcome: PartitionResult<()>,
     pub lines: LineTotals,
     pub emulator: Option<NodeStats>,
 }
@@ -93,7 +93,7 @@ impl Report {
     pub fn from_words(w: &[u64; REPORT_WORDS]) -> Report {
         Report {
             status: w[0],
-            outcome: Outcome {
+            outcome: PartitionResult {
                 masters: Vec::new(),
                 iterations: usize::try_from(w[1]).unwrap_or(usize::MAX),
                 compute_time: Duration::from_nanos(w[2]),

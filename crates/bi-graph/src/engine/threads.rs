@@ -8,7 +8,7 @@ use super::memory::{Counted, LineCounters};
 use super::prepare::{Prepared, machine};
 use super::program::VertexProgram;
 use super::quiescence::Passes;
-use super::worker::Outcome;
+use super::worker::PartitionResult;
 use super::{DetailedRun, Run, RunOptions};
 use crate::config::{Backend, EngineConfig, Mode};
 use crate::error::GraphError;
@@ -100,10 +100,10 @@ fn run_all<D, F>(
     parts: usize,
     barrier: &dyn Barrier,
     run_one: F,
-) -> Result<Vec<Outcome<D>>, GraphError>
+) -> Result<Vec<PartitionResult<D>>, GraphError>
 where
     D: Send,
-    F: Fn(usize) -> Result<Outcome<D>, GraphError> + Sync,
+    F: Fn(usize) -> Result<PartitionResult<D>, GraphError> + Sync,
 {
     let first_failure: Mutex<Option<usize>> = Mutex::new(None);
     let run_one = &run_one;

@@ -61,7 +61,7 @@ pub(crate) struct SyncPlan {
 
 /// What a partition hands back.
 #[derive(Debug, Default)]
-pub(crate) struct Outcome<D> {
+pub(crate) struct PartitionResult<D> {
     pub masters: Vec<(u32, D)>,
     /// Time spent in supersteps (after initialisation).
     pub compute_time: std::time::Duration,
@@ -71,10 +71,10 @@ pub(crate) struct Outcome<D> {
     pub edges_gathered: u64,
 }
 
-impl<D> Outcome<D> {
+impl<D> PartitionResult<D> {
     /// The measurements alone, without the values (what another process is told).
-    pub fn measurements(&self) -> Outcome<()> {
-        Outcome {
+    pub fn measurements(&self) -> PartitionResult<()> {
+        PartitionResult {
             masters: Vec::new(),
             compute_time: self.compute_time,
             iterations: self.iterations,
@@ -595,7 +595,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         Ok((agg, changed))
     }
 
-    pub fn run(mut self) -> Result<Outcome<P::Data>, GraphError> {
+    pub fn run(mut self) -> Result<PartitionResult<P::Data>, GraphError> {
         if let Some(start) = self.ctx.on_partition_start {
             start(self.p);
         }
@@ -645,7 +645,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             .zip(&self.mdata)
             .map(|(&l, &d)| (self.plan.globals[l as usize], d))
             .collect();
-        Ok(Outcome {
+        Ok(PartitionResult {
             masters,
             compute_time: started.elapsed(),
             iterations: step,

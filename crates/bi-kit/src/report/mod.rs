@@ -10,7 +10,7 @@ mod plot;
 mod run;
 
 pub use plot::plot_svg;
-pub use run::{BENCHES, Bench, Outcome, run_bench};
+pub use run::{BENCHES, Bench, BenchRun, run_bench};
 
 use crate::bench::{Figure, Findings, Target};
 use serde::Serialize;
@@ -55,7 +55,7 @@ pub struct Plot {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// The benches run this time (none when only assembling).
-    pub runs: Vec<Outcome>,
+    pub runs: Vec<BenchRun>,
     /// What each bench found, in [`BENCHES`] order.
     pub findings: Vec<Findings>,
     /// Every ratio, with whether its target is met.
@@ -76,7 +76,7 @@ impl Report {
     /// carried into the report as they are.
     pub fn assemble(
         mut findings: Vec<Findings>,
-        runs: Vec<Outcome>,
+        runs: Vec<BenchRun>,
         problems: Vec<String>,
         criterion_report: String,
     ) -> Report {
@@ -437,14 +437,14 @@ mod tests {
             findings("tree", vec![], vec![figure("fig13", false)]),
         ];
         let runs = vec![
-            Outcome {
+            BenchRun {
                 bench: "read_section".into(),
                 seconds: 12.4,
                 ok: true,
                 detail: "ok".into(),
                 log: "logs/read_section.log".into(),
             },
-            Outcome {
+            BenchRun {
                 bench: "map".into(),
                 seconds: 3.0,
                 ok: false,

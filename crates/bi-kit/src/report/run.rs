@@ -64,7 +64,7 @@ pub const BENCHES: [Bench; 10] = [
 
 /// How one bench run went.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Outcome {
+pub struct BenchRun {
     /// The bench.
     pub bench: String,
     /// Seconds it took, building included.
@@ -80,9 +80,9 @@ pub struct Outcome {
 /// Runs `bench` in quick mode from the workspace at `root` with `cargo` (the `CARGO`
 /// of the environment, else `cargo` on the path), `BI_BENCH_QUICK=1` and
 /// `BI_REPORT_DIR=findings` (other variables, `BI_PIN` and the like, pass through), its
-/// output going to the file `log`. A bench that fails or cannot start is an [`Outcome`]
+/// output going to the file `log`. A bench that fails or cannot start is an [`BenchRun`]
 /// that says so, not an error.
-pub fn run_bench(bench: &Bench, root: &Path, findings: &Path, log: &Path) -> Outcome {
+pub fn run_bench(bench: &Bench, root: &Path, findings: &Path, log: &Path) -> BenchRun {
     let start = Instant::now();
     let result = spawn(bench, root, findings, log);
     let (ok, detail) = match result {
@@ -90,7 +90,7 @@ pub fn run_bench(bench: &Bench, root: &Path, findings: &Path, log: &Path) -> Out
         Ok(status) => (false, status.to_string()),
         Err(e) => (false, e),
     };
-    Outcome {
+    BenchRun {
         bench: bench.name.to_owned(),
         seconds: start.elapsed().as_secs_f64(),
         ok,

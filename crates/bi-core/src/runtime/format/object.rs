@@ -40,7 +40,7 @@
 //! [`Fetch::Value`], [`Fetch::Null`] or [`Fetch::Stale`]; what to do about a stale copy
 //! (invalidate, fence, read again) is the guard's business and written once there.
 
-use crate::mem::MemView;
+use crate::mem::{MemView, StampReadings};
 use crate::region::Section;
 use crate::runtime::BiError;
 use crate::runtime::fault::{Fault, Faults};
@@ -787,7 +787,7 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
         objects.admits(s, link.generation())
     })?;
     let stamp = match read {
-        Some((before, after)) if objects.agrees(after, before) => Stamp(before),
+        Some(StampReadings { before, after }) if objects.agrees(after, before) => Stamp(before),
         _ => return Ok(Fetch::Stale),
     };
     // Whole words into the value's (word-aligned, word-padded) storage, so that reading

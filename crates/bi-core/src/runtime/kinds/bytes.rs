@@ -49,7 +49,7 @@
 //! ```
 
 use crate::heap::Heap;
-use crate::mem::MemView;
+use crate::mem::{MemView, StampReadings};
 use crate::runtime::BiError;
 use crate::runtime::object::{
     Fetch, Link, ONE_LINE_PAYLOAD, Objects, STAMP_BYTES, Shape, check_in, visit_lines,
@@ -106,7 +106,7 @@ fn one_line<V: MemView>(
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
     let read = view.load_stamped(at, &mut words, |s| objects.admits(s, link.generation()))?;
     Ok(match read {
-        Some((before, after)) if objects.agrees(after, before) => {
+        Some(StampReadings { before, after }) if objects.agrees(after, before) => {
             (words[0] <= ONE_LINE_BYTES as u64).then_some(Fetch::Value(words))
         }
         _ => Some(Fetch::Stale),
@@ -407,8 +407,9 @@ impl<V: MemView> BiGuard<'_, V> {
         self.twice(link, |view, objects| compare(view, objects, link, probe))
     }
 
-    /// Runs `attempt` through the cache; if it finds a stale copy, counts a mismatch,
-    /// invalidates the string's lines, fences and runs it once more.
+    /// Runs `attempt` through the cache; if it finds a stale copy, the guard's one
+    /// read-again step ([`validated`](BiGuard::validated)) drops the string's lines as
+    /// memory has them now ([`string_lines`](Self::string_lines)) and runs it once more.
     #[inline(always)]
     fn twice<R>(
         &self,
@@ -417,26 +418,22 @@ impl<V: MemView> BiGuard<'_, V> {
     ) -> Result<Fetch<R>, BiError> {
         let inner = self.inner();
         let objects = inner.objects();
-        match attempt(&inner.view, objects)? {
-            Fetch::Stale => {}
-            done => return Ok(done),
-        }
-        self.drop_string(link)?;
-        attempt(&inner.view, objects)
+        let first = attempt(&inner.view, objects)?;
+        self.validated(
+            first,
+            || attempt(&inner.view, objects),
+            || self.string_lines(link),
+        )
     }
 
-    /// The slow path of [`twice`](Self::twice): counts a mismatch and drops this node's
-    /// copy of the string's lines (line 0 first: the length that says how many lines
-    /// follow is read from memory).
+    /// The byte range of the string at `link` as memory has it now, for the read again
+    /// after a stale copy: its line 0 is dropped and fenced first, since the length that
+    /// says how many lines follow must come from memory, not from the stale copy.
     #[cold]
     #[inline(never)]
-    fn drop_string(&self, link: Link<Bytes>) -> Result<(), BiError> {
+    fn string_lines(&self, link: Link<Bytes>) -> Result<(usize, usize), BiError> {
         let inner = self.inner();
         let (heap, line) = (inner.layout.heap(), inner.line);
-        inner
-            .stats
-            .mismatches
-            .fetch_add(1, crate::primitive::sync::atomic::Ordering::Relaxed);
         let at = link.offset();
         check_in(heap, at, line, "heap")?;
         inner.view.invalidate(at, line)?;
@@ -447,9 +444,7 @@ impl<V: MemView> BiGuard<'_, V> {
             .and_then(|n| shape_of(n, line).ok())
             .map_or(line, |s| s.bytes())
             .min(heap.end().saturating_sub(at));
-        inner.view.invalidate(at, span)?;
-        inner.view.fence();
-        Ok(())
+        Ok((at, span))
     }
 }
 

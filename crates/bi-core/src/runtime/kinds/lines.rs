@@ -34,7 +34,7 @@
 //! is written back, fenced and logged in the modified ring, exactly like a slot store, so
 //! the pass invalidates the line, and a reader that must see the latest version (a
 //! lookup that missed) invalidates the line itself and fences before reading
-//! ([`BiGuard::fetch_via`] with [`Entry::Fresh`]). A record that
+//! ([`BiGuard::fetch_via`] with [`Via::Fresh`]). A record that
 //! links to new objects is rewritten only after they were written back and fenced (the
 //! rewrite fences first when sealed objects wait).
 //!
@@ -45,7 +45,7 @@
 //!
 //! ```
 //! use bi_core::runtime::testing::Setup;
-//! use bi_core::runtime::{Entry, Fetch};
+//! use bi_core::runtime::{Via, Fetch};
 //!
 //! let s = Setup::new(2, 7);
 //! let mut w = s.writer(0);
@@ -57,14 +57,14 @@
 //! let g = r.enter();
 //! let line = g.line(array, 1).unwrap();
 //! // Node 1 has not passed: read from memory, as a lookup that missed would.
-//! let sum = g.fetch_via(Entry::Fresh, line, |v| v[0] + v[1]).unwrap();
+//! let sum = g.fetch_via(Via::Fresh, line, |v| v[0] + v[1]).unwrap();
 //! assert_eq!(sum, Fetch::Value(70));
 //! ```
 
 use crate::heap::Heap;
 use crate::mem::MemView;
 use crate::runtime::BiError;
-use crate::runtime::lazy::Entry;
+use crate::runtime::lazy::Via;
 use crate::runtime::object::{Link, Shape, Stamp, write_object};
 use crate::runtime::reader::BiGuard;
 use crate::runtime::writer::{RewriteScratch, Writer};
@@ -84,6 +84,29 @@ fn line_link<T>(array: Link<Lines<T>>, i: usize, line: usize) -> Result<Link<T>,
             section: "line array (index)",
         })?;
     Ok(Link::new(at, array.generation()))
+}
+
+impl<T> Link<Lines<T>> {
+    /// The link of the array's first line (record 0): the array's own offset and
+    /// generation, so a null array gives a null link. A record that links to another
+    /// array (a hash chain's next overflow line) is followed with it.
+    ///
+    /// ```
+    /// use bi_core::runtime::{Fetch, Link, lines::Lines, testing::Setup};
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let a = w.alloc_lines(&[7u64, 8]).unwrap();
+    /// let r = s.nodes[0].reader().unwrap();
+    /// let g = r.enter();
+    /// assert_eq!(a.first_line(), g.line(a, 0).unwrap());
+    /// assert_eq!(g.fetch_with(a.first_line(), |v| *v).unwrap(), Fetch::Value(7));
+    /// assert!(Link::<Lines<u64>>::null().first_line().is_null());
+    /// ```
+    #[inline(always)]
+    pub fn first_line(self) -> Link<T> {
+        Link::new(self.offset(), self.generation())
+    }
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {
@@ -264,7 +287,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(2, 0);
     /// let mut w = s.writer(0);
@@ -275,7 +298,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let r = s.nodes[1].reader().unwrap();
     /// let g = r.enter();
     /// let line = g.line(a, 1).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, line, |v| *v).unwrap(), Fetch::Value(20));
+    /// assert_eq!(g.fetch_via(Via::Cached, line, |v| *v).unwrap(), Fetch::Value(20));
     /// ```
     pub fn rewrite_lines<T: Pod>(
         &mut self,
@@ -401,7 +424,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// or one outside the heap, is ignored (the read that follows reports it).
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(1, 0);
     /// let mut w = s.writer(0);
@@ -410,7 +433,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// let g = r.enter();
     /// let l = g.line(a, 1).unwrap();
     /// g.prefetch(l);
-    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// assert_eq!(g.fetch_via(Via::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
     /// ```
     #[inline(always)]
     pub fn prefetch<T>(&self, link: Link<T>) {
@@ -419,12 +442,12 @@ impl<V: MemView> BiGuard<'_, V> {
         }
     }
 
-    /// [`fetch_with`](Self::fetch_with) through the cache ([`Entry::Cached`]) or from
-    /// memory ([`Entry::Fresh`]: the object's lines are invalidated and fenced first, so
+    /// [`fetch_with`](Self::fetch_with) through the cache ([`Via::Cached`]) or from
+    /// memory ([`Via::Fresh`]: the object's lines are invalidated and fenced first, so
     /// an older version that still validates is not what is read).
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(2, 0);
     /// let mut w = s.writer(0);
@@ -433,15 +456,15 @@ impl<V: MemView> BiGuard<'_, V> {
     /// let r = s.nodes[1].reader().unwrap();
     /// let g = r.enter();
     /// let l = g.line(a, 0).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(1));
+    /// assert_eq!(g.fetch_via(Via::Cached, l, |v| *v).unwrap(), Fetch::Value(1));
     /// w.rewrite_lines(&[(a, 0, 2)]).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(1)); // cached
-    /// assert_eq!(g.fetch_via(Entry::Fresh, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// assert_eq!(g.fetch_via(Via::Cached, l, |v| *v).unwrap(), Fetch::Value(1)); // cached
+    /// assert_eq!(g.fetch_via(Via::Fresh, l, |v| *v).unwrap(), Fetch::Value(2));
     /// ```
     #[inline(always)]
     pub fn fetch_via<T: Pod, R>(
         &self,
-        entry: Entry,
+        entry: Via,
         link: Link<T>,
         f: impl Fn(&T) -> R,
     ) -> Result<crate::runtime::Fetch<R>, BiError> {
@@ -456,7 +479,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// all of them at once).
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(1, 0);
     /// let mut w = s.writer(0);
@@ -464,14 +487,14 @@ impl<V: MemView> BiGuard<'_, V> {
     /// let r = s.nodes[0].reader().unwrap();
     /// let g = r.enter();
     /// let l = g.line(a, 0).unwrap();
-    /// let Fetch::Value((v, stamp)) = g.fetch_stamped_via(Entry::Fresh, l, |v| *v).unwrap() else {
+    /// let Fetch::Value((v, stamp)) = g.fetch_stamped_via(Via::Fresh, l, |v| *v).unwrap() else {
     ///     panic!("a live line")
     /// };
     /// assert_eq!((v, stamp), (5, w.line_stamp(a, 0).unwrap()));
     /// ```
     pub fn fetch_stamped_via<T: Pod, R>(
         &self,
-        entry: Entry,
+        entry: Via,
         link: Link<T>,
         f: impl Fn(&T) -> R,
     ) -> Result<crate::runtime::Fetch<(R, Stamp)>, BiError> {
@@ -489,7 +512,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// read of them next comes from memory as it is now or later.
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(2, 0);
     /// let mut w = s.writer(0);
@@ -497,10 +520,10 @@ impl<V: MemView> BiGuard<'_, V> {
     /// let r = s.nodes[1].reader().unwrap();
     /// let g = r.enter();
     /// let l = g.line(a, 1).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
+    /// assert_eq!(g.fetch_via(Via::Cached, l, |v| *v).unwrap(), Fetch::Value(2));
     /// w.rewrite_lines(&[(a, 1, 20)]).unwrap();
     /// g.refresh_lines(a, 2).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, l, |v| *v).unwrap(), Fetch::Value(20));
+    /// assert_eq!(g.fetch_via(Via::Cached, l, |v| *v).unwrap(), Fetch::Value(20));
     /// ```
     pub fn refresh_lines<T>(&self, array: Link<Lines<T>>, n: usize) -> Result<(), BiError> {
         let inner = self.inner();
@@ -520,7 +543,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// after them dropped.
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, Fetch, testing::Setup};
+    /// use bi_core::runtime::{Via, Fetch, testing::Setup};
     ///
     /// let s = Setup::new(2, 0);
     /// let mut w = s.writer(0);
@@ -528,10 +551,10 @@ impl<V: MemView> BiGuard<'_, V> {
     /// let r = s.nodes[1].reader().unwrap();
     /// let g = r.enter();
     /// let (l0, l1) = (g.line(a, 0).unwrap(), g.line(a, 1).unwrap());
-    /// assert_eq!(g.fetch_via(Entry::Cached, l1, |v| *v).unwrap(), Fetch::Value(2));
+    /// assert_eq!(g.fetch_via(Via::Cached, l1, |v| *v).unwrap(), Fetch::Value(2));
     /// w.rewrite_lines(&[(a, 1, 20)]).unwrap();
     /// g.drop_lines([l0.offset(), l1.offset()]).unwrap();
-    /// assert_eq!(g.fetch_via(Entry::Cached, l1, |v| *v).unwrap(), Fetch::Value(20));
+    /// assert_eq!(g.fetch_via(Via::Cached, l1, |v| *v).unwrap(), Fetch::Value(20));
     /// ```
     pub fn drop_lines(&self, offsets: impl IntoIterator<Item = usize>) -> Result<(), BiError> {
         let inner = self.inner();
@@ -542,11 +565,11 @@ impl<V: MemView> BiGuard<'_, V> {
         Ok(dropped?)
     }
 
-    /// With [`Entry::Fresh`], drops this node's copy of the object `link` names and
+    /// With [`Via::Fresh`], drops this node's copy of the object `link` names and
     /// fences.
     #[inline(always)]
-    fn enter_via<T>(&self, entry: Entry, link: Link<T>) -> Result<(), BiError> {
-        if let Entry::Fresh = entry
+    fn enter_via<T>(&self, entry: Via, link: Link<T>) -> Result<(), BiError> {
+        if let Via::Fresh = entry
             && !link.is_null()
         {
             let inner = self.inner();
@@ -576,14 +599,14 @@ mod tests {
         ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
     )]
     fn a_guard_reads_a_rewritten_line_anew_once_it_drops_it() {
-        use crate::runtime::Entry;
+        use crate::runtime::Via;
         let s = Setup::new(2, 0);
         let mut w = s.writer(0);
         let a = w.alloc_lines(&[1u64, 2, 3]).unwrap();
         let r = s.nodes[1].reader().unwrap();
         let g = r.enter();
         let at = |i| g.line(a, i).unwrap();
-        let cached = |i| g.fetch_via(Entry::Cached, at(i), |v| *v).unwrap();
+        let cached = |i| g.fetch_via(Via::Cached, at(i), |v| *v).unwrap();
         assert_eq!((cached(1), cached(2)), (Fetch::Value(2), Fetch::Value(3)));
         w.rewrite_lines(&[(a, 1, 20), (a, 2, 30)]).unwrap();
         // Still the old copies: nothing dropped them.
@@ -601,7 +624,7 @@ mod tests {
         g: &BiGuard<'_, crate::mem::EmulatedNode>,
         a: Link<Lines<Rec>>,
         i: usize,
-        e: Entry,
+        e: Via,
     ) -> Fetch<Rec> {
         g.fetch_via(e, g.line(a, i).unwrap(), |r| *r).unwrap()
     }
@@ -616,7 +639,7 @@ mod tests {
         ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
     )]
     fn indices_are_checked_against_their_own_array_and_a_batch_rewrites_every_line() {
-        use crate::runtime::Entry;
+        use crate::runtime::Via;
         let s = Setup::new(2, 0);
         let mut w = s.writer(0);
         let long = w.alloc_lines(&[1u64, 2, 3, 4, 5]).unwrap();
@@ -642,7 +665,7 @@ mod tests {
         let r = s.nodes[1].reader().unwrap();
         let g = r.enter();
         let fresh = |a, i| {
-            g.fetch_via(Entry::Fresh, g.line(a, i).unwrap(), |v| *v)
+            g.fetch_via(Via::Fresh, g.line(a, i).unwrap(), |v| *v)
                 .unwrap()
         };
         let long_now: Vec<_> = (0..5).map(|i| fresh(long, i)).collect();
@@ -712,19 +735,19 @@ mod tests {
         s.quiesce_all().unwrap();
         let r = s.nodes[1].reader().unwrap();
         // Node 1 caches version 0 of line 1.
-        assert_eq!(read(&r.enter(), a, 1, Entry::Cached), Fetch::Value([2; 3]));
+        assert_eq!(read(&r.enter(), a, 1, Via::Cached), Fetch::Value([2; 3]));
         w.rewrite_lines(&[(a, 1, [20; 3])]).unwrap();
         let g = r.enter();
         // The old version is whole and still matches the link: bounded staleness.
-        assert_eq!(read(&g, a, 1, Entry::Cached), Fetch::Value([2; 3]));
-        assert_eq!(read(&g, a, 1, Entry::Fresh), Fetch::Value([20; 3]));
+        assert_eq!(read(&g, a, 1, Via::Cached), Fetch::Value([2; 3]));
+        assert_eq!(read(&g, a, 1, Via::Fresh), Fetch::Value([20; 3]));
         drop(g);
         // The rewrite was logged: after a pass, the cached read sees it too.
         w.rewrite_lines(&[(a, 0, [10; 3])]).unwrap();
         s.nodes[1].quiesce().unwrap();
         let g = r.enter();
-        assert_eq!(read(&g, a, 0, Entry::Cached), Fetch::Value([10; 3]));
-        assert_eq!(read(&g, a, 1, Entry::Cached), Fetch::Value([20; 3]));
+        assert_eq!(read(&g, a, 0, Via::Cached), Fetch::Value([10; 3]));
+        assert_eq!(read(&g, a, 1, Via::Cached), Fetch::Value([20; 3]));
     }
 
     #[test]
@@ -744,7 +767,7 @@ mod tests {
             stamps.push(st);
         }
         let r = s.nodes[0].reader().unwrap();
-        assert_eq!(read(&r.enter(), a, 0, Entry::Fresh), Fetch::Value([104; 3]));
+        assert_eq!(read(&r.enter(), a, 0, Via::Fresh), Fetch::Value([104; 3]));
     }
 
     #[test]
@@ -771,7 +794,7 @@ mod tests {
             Err(BiError::TooLarge { .. })
         ));
         let r = s.nodes[1].reader().unwrap();
-        assert_eq!(read(&r.enter(), a, 0, Entry::Fresh), Fetch::Value([7; 3]));
+        assert_eq!(read(&r.enter(), a, 0, Via::Fresh), Fetch::Value([7; 3]));
         // Exhausted versions are refused before anything is written.
         let top = Stamp::new(crate::runtime::Generation::MAX, false);
         assert_eq!(top.next_version(), None);
@@ -787,7 +810,7 @@ mod tests {
             w.rewrite_lines(&[(a, 1, [v; 3])]).unwrap();
         }
         let r = s.nodes[1].reader().unwrap();
-        assert_eq!(read(&r.enter(), a, 1, Entry::Fresh), Fetch::Value([2; 3]));
+        assert_eq!(read(&r.enter(), a, 1, Via::Fresh), Fetch::Value([2; 3]));
         let view = s.nodes[0].view();
         let last = Stamp::from_raw(view.load_u64(a.offset() + 64).unwrap());
         let empty: Link<Lines<Rec>> = Link::null();
@@ -806,8 +829,8 @@ mod tests {
         assert_eq!(stamp(0), stamp(1));
         // The old link matches none of the new lines.
         let old = r.enter();
-        assert_eq!(read(&old, a, 0, Entry::Fresh), Fetch::Stale);
-        assert_eq!(read(&old, a, 1, Entry::Fresh), Fetch::Stale);
+        assert_eq!(read(&old, a, 0, Via::Fresh), Fetch::Stale);
+        assert_eq!(read(&old, a, 1, Via::Fresh), Fetch::Stale);
     }
 
     #[test]

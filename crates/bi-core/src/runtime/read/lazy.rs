@@ -29,20 +29,20 @@ pub const STALE_PATIENCE: std::time::Duration = std::time::Duration::from_millis
 /// Where a search reads its entry points (root and bucket slots) from.
 ///
 /// ```
-/// use bi_core::runtime::{Entry, testing::Setup};
+/// use bi_core::runtime::{Via, testing::Setup};
 ///
 /// let s = Setup::new(2, 0);
 /// let r = s.nodes[1].reader().unwrap();
 /// let g = r.enter();
-/// assert_eq!(g.slot_word(s.slot(0), Entry::Cached).unwrap(), 0); // now cached
+/// assert_eq!(g.slot_word(s.slot(0), Via::Cached).unwrap(), 0); // now cached
 /// let mut w = s.writer(0);
 /// let link = w.alloc_sealed(1u64).unwrap();
 /// w.publish_link(s.slot(0), link).unwrap();
-/// assert_eq!(g.slot_word(s.slot(0), Entry::Cached).unwrap(), 0); // no pass yet
-/// assert_eq!(g.slot_word(s.slot(0), Entry::Fresh).unwrap(), link.raw());
+/// assert_eq!(g.slot_word(s.slot(0), Via::Cached).unwrap(), 0); // no pass yet
+/// assert_eq!(g.slot_word(s.slot(0), Via::Fresh).unwrap(), link.raw());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Entry {
+pub enum Via {
     /// Through this node's cache (the hit path: no cache operation).
     Cached,
     /// From memory: invalidate the slot's line and fence first.
@@ -86,7 +86,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// hit path costs one search with no cache operation.
     ///
     /// ```
-    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::lazy::{Via, Search};
     /// use bi_core::runtime::object::Fetch;
     /// use bi_core::runtime::testing::Setup;
     /// use bi_core::runtime::{BiError, Link};
@@ -111,9 +111,9 @@ impl<V: MemView> BiGuard<'_, V> {
     #[inline]
     pub fn lazy<T, E: From<BiError>>(
         &self,
-        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        match search(Entry::Cached)? {
+        match search(Via::Cached)? {
             Search::Found(v) => Ok(Some(v)),
             _ => self.lazy_fresh(search),
         }
@@ -128,7 +128,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// before the call.
     ///
     /// ```
-    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::lazy::{Via, Search};
     /// use bi_core::runtime::object::Fetch;
     /// use bi_core::runtime::testing::Setup;
     /// use bi_core::runtime::{BiError, Link};
@@ -158,9 +158,9 @@ impl<V: MemView> BiGuard<'_, V> {
     #[inline]
     pub fn bounded<T, E: From<BiError>>(
         &self,
-        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        match search(Entry::Cached)? {
+        match search(Via::Cached)? {
             Search::Found(v) => Ok(Some(v)),
             Search::Missing => Ok(None),
             Search::Stale => self.lazy_fresh(search),
@@ -173,7 +173,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// node's cache, so later reads through the cache see that version or a newer one.
     ///
     /// ```
-    /// use bi_core::runtime::lazy::{Entry, Search};
+    /// use bi_core::runtime::lazy::{Via, Search};
     /// use bi_core::runtime::testing::Setup;
     /// use bi_core::runtime::BiError;
     ///
@@ -185,12 +185,12 @@ impl<V: MemView> BiGuard<'_, V> {
     ///     tries.push(entry);
     ///     Ok::<_, BiError>(Search::<u64>::Missing)
     /// });
-    /// assert_eq!((found.unwrap(), tries), (None, vec![Entry::Fresh]));
+    /// assert_eq!((found.unwrap(), tries), (None, vec![Via::Fresh]));
     /// ```
     #[inline(never)]
     pub fn fresh<T, E: From<BiError>>(
         &self,
-        search: impl FnMut(Entry) -> Result<Search<T>, E>,
+        search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
         self.lazy_fresh(search)
     }
@@ -199,11 +199,11 @@ impl<V: MemView> BiGuard<'_, V> {
     #[inline(never)]
     fn lazy_fresh<T, E: From<BiError>>(
         &self,
-        mut search: impl FnMut(Entry) -> Result<Search<T>, E>,
+        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
         let mut since = None;
         for attempt in 0.. {
-            match search(Entry::Fresh)? {
+            match search(Via::Fresh)? {
                 Search::Found(v) => return Ok(Some(v)),
                 Search::Missing => return Ok(None),
                 Search::Stale if attempt < FRESH_ATTEMPTS => {}
@@ -222,7 +222,7 @@ impl<V: MemView> BiGuard<'_, V> {
     /// The word in the 8-byte slot at `slot`, through the cache or from memory.
     ///
     /// ```
-    /// use bi_core::runtime::{Entry, testing::Setup};
+    /// use bi_core::runtime::{Via, testing::Setup};
     ///
     /// let s = Setup::new(1, 0);
     /// let mut w = s.writer(0);
@@ -230,14 +230,14 @@ impl<V: MemView> BiGuard<'_, V> {
     /// w.publish_link(s.slot(0), link).unwrap();
     /// let r = s.nodes[0].reader().unwrap();
     /// let g = r.enter();
-    /// assert_eq!(g.slot_word(s.slot(0), Entry::Fresh).unwrap(), link.raw());
-    /// assert!(g.slot_word(s.slot(0) + 1, Entry::Cached).is_err()); // not 8-byte aligned
+    /// assert_eq!(g.slot_word(s.slot(0), Via::Fresh).unwrap(), link.raw());
+    /// assert!(g.slot_word(s.slot(0) + 1, Via::Cached).is_err()); // not 8-byte aligned
     /// ```
     #[inline(always)]
-    pub fn slot_word(&self, slot: usize, entry: Entry) -> Result<u64, BiError> {
+    pub fn slot_word(&self, slot: usize, entry: Via) -> Result<u64, BiError> {
         match entry {
-            Entry::Cached => self.cached_slot_word(slot),
-            Entry::Fresh => self.fresh_slot_word(slot),
+            Via::Cached => self.cached_slot_word(slot),
+            Via::Fresh => self.fresh_slot_word(slot),
         }
     }
 }

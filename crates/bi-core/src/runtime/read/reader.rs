@@ -473,14 +473,15 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// The one "read, on a stale copy invalidate and fence, read again" skeleton: given
-    /// what `read` found first, and if that was a stale copy, counts a mismatch,
-    /// invalidates the byte range `lines()` names, fences and runs `read` once more. (The
-    /// first read is the caller's, so that the hit path is inlined where it is used.)
+    /// what the caller's first read found, and if that was a stale copy, counts a
+    /// mismatch, invalidates the byte range `lines()` names, fences and runs `read` (the
+    /// same read) once more. (The first read is the caller's, so that the hit path is
+    /// inlined where it is used.)
     #[inline(always)]
     pub(in crate::runtime) fn validated<R>(
         &self,
         first: Fetch<R>,
-        read: impl Fn() -> Result<Fetch<R>, BiError>,
+        read: impl FnOnce() -> Result<Fetch<R>, BiError>,
         lines: impl FnOnce() -> Result<(usize, usize), BiError>,
     ) -> Result<Fetch<R>, BiError> {
         match first {
@@ -494,7 +495,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     #[inline(never)]
     pub(in crate::runtime) fn read_again<R>(
         &self,
-        read: impl Fn() -> Result<Fetch<R>, BiError>,
+        read: impl FnOnce() -> Result<Fetch<R>, BiError>,
         lines: impl FnOnce() -> Result<(usize, usize), BiError>,
     ) -> Result<Fetch<R>, BiError> {
         let inner = self.inner();

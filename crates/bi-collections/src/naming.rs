@@ -27,7 +27,7 @@ pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// The fingerprint of a structure of kind `kind` with keys `K` and values `V` (never 0).
 ///
 /// ```
-/// use bi_collections::named::fingerprint;
+/// use bi_collections::naming::fingerprint;
 ///
 /// let a = fingerprint::<u64, u64>("BiTree");
 /// assert_eq!(a, fingerprint::<u64, u64>("BiTree")); // stable within a build

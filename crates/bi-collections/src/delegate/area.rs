@@ -8,7 +8,7 @@
 //! every client, finds it by the same name.
 
 use super::layout::DelegationLayout;
-use crate::named::{fingerprint, open_slot};
+use crate::naming::{fingerprint, open_slot};
 use crate::{CollectionError, Stored};
 use bi_alloc::{Extents, Grow};
 use bi_core::mem::MemView;
