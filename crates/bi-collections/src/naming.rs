@@ -127,6 +127,11 @@ pub(crate) fn take_role<M: MemView, H: Heap>(
         });
     }
     let role = rt.take_writer_role(slot, LOCK_WAIT)?;
+    // Every step from here to the handle (made fresh or adopted: `with_role` ends it)
+    // waits out a node that holds ring room inside its lease, stopped or too loaded to
+    // pass: a process that opens a structure must not fail for a stall another node
+    // recovers from.
+    writer.set_adopting(true);
     writer.set_scope(scope)?;
     let previous = role.previous();
     // A writer that died between taking the role and publishing a first root left

@@ -330,3 +330,58 @@ fn a_map_survives_its_adopters_killed_at_every_store() {
     }
     assert!(n > 100, "the workload stored {n} times");
 }
+
+/// A process that makes a named map while another node holds this node's modified ring
+/// inside its lease (stopped, or too loaded to pass) waits for ring room as a take-over
+/// does, and makes it once the nodes pass, instead of failing after a write's wait.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+)]
+fn making_a_map_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
+    use bi_core::heap::BumpHeap;
+    use bi_core::runtime::BiError;
+    use std::time::Duration;
+    let config = RuntimeConfig::default()
+        .node_lease(10_000_000_000) // ten seconds: both nodes stay live throughout
+        .log_full_timeout(Duration::from_millis(100));
+    let s = Setup::with(
+        RegionConfig::new(1 << 20)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+        |c| c,
+        config,
+    );
+    s.quiesce_all().unwrap();
+    let line = s.region.layout().line_size();
+    let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "m").unwrap();
+    // Another writer of node 0 (over node 1's arena) fills the ring; no node passes.
+    let mut filler = s.nodes[0]
+        .writer(BumpHeap::new(s.arena(1), line).unwrap())
+        .unwrap();
+    let a = filler.alloc_lines(&[0u64; 16]).unwrap();
+    filler.publish_lines(s.slot(0), a).unwrap();
+    let mut i = 0;
+    while filler.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
+        i += 1;
+    }
+    assert!(matches!(
+        filler.rewrite_lines(&[(a, 0, 100)]),
+        Err(BiError::LogFull { .. })
+    ));
+    drop(filler);
+    let heap = NodeHeap::new(s.arena(0), line).unwrap();
+    let mut w = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Well past a write's wait: the nodes pass, the ring has room again.
+            std::thread::sleep(Duration::from_millis(300));
+            s.quiesce_all().unwrap();
+        });
+        map.take_writer(&s.nodes[0], s.nodes[0].writer(heap).unwrap())
+            .unwrap()
+    });
+    // The take-over is over: a write waits a write's wait again.
+    w.insert(1, 10).unwrap();
+    assert_eq!(w.get(&1), Some(10));
+}

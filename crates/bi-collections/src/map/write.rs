@@ -465,8 +465,11 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         Ok(self.writer.keep_rewrite_journal(slot)?)
     }
 
+    /// The handle of a writer that took the role: its take-over is over, so its waits for
+    /// ring room are a write's again.
     pub(super) fn with_role(mut self, role: Role<M>) -> Self {
         self.role = Some(role);
+        self.writer.set_adopting(false);
         self
     }
 

@@ -193,6 +193,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             todo.extend([n.left(), n.right()]);
         }
         writer.adopt(&mut live, &[tree.slot()])?;
+        writer.set_adopting(false);
         let handle = TreeWriteHandle {
             store: WriterStore {
                 writer,
@@ -215,8 +216,11 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         Ok(handle)
     }
 
+    /// The handle of a writer that took the role: its take-over is over, so its waits for
+    /// ring room are a write's again.
     pub(crate) fn with_role(mut self, role: Role<M>) -> Self {
         self.role = Some(role);
+        self.store.writer.set_adopting(false);
         self
     }
 

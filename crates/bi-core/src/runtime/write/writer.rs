@@ -1045,13 +1045,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         new: BiBox<T>,
     ) -> Result<Link<T>, Unpublished<T>> {
         let start = Instant::now();
+        let limit = self.ring_patience();
         let mut new = new;
         loop {
             match self.try_publish(slot, new) {
                 Err(Unpublished {
                     error: BiError::LogFull { .. },
                     bibox,
-                }) if start.elapsed() < self.inner.config.log_full_timeout => {
+                }) if start.elapsed() < limit => {
                     new = bibox;
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
@@ -1137,11 +1138,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         &mut self,
         f: impl FnMut(&mut Self) -> Result<R, BiError>,
     ) -> Result<R, BiError> {
-        let limit = match self.adopting {
+        self.wait_up_to(self.ring_patience(), f)
+    }
+
+    /// How long a wait for ring room lasts now: the configured wait on a full log, or
+    /// while [`adopting`](Self::set_adopting) the adoption's patience.
+    fn ring_patience(&self) -> Duration {
+        match self.adopting {
             true => self.adoption_patience(),
             false => self.inner.config.log_full_timeout,
-        };
-        self.wait_up_to(limit, f)
+        }
     }
 
     /// How long a step of an adoption waits for ring room: a node stopped inside its
