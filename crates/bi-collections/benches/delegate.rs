@@ -41,14 +41,11 @@ use bi_collections::tree::{BiTree, TreeWriteHandle};
 use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op};
 use bi_core::mem::Hardware;
 use bi_core::region::{Region, RegionConfig};
-use bi_core::runtime::{
-    Background, Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
-};
+use bi_core::runtime::{Background, DEFAULT_PASS_PERIOD, NodeRuntime};
 use bi_kit::bench::{Findings, Settings, Target};
 use criterion::{Criterion, Throughput};
 use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -101,20 +98,7 @@ impl SharedTree {
                 .with_nodes(2)
                 .with_log_ring_entries(1 << 14),
         );
-        let layout = *region.layout();
-        let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
-        let nodes: Vec<_> = (0..2)
-            .map(|i| {
-                NodeRuntime::new(
-                    region.hardware(),
-                    layout,
-                    i,
-                    RuntimeConfig::default(),
-                    clock.clone(),
-                )
-                .expect("runtime")
-            })
-            .collect();
+        let nodes = common::hardware_nodes(&region);
         // The client (this thread) runs on node 1.
         let backgrounds =
             common::start_passes(settings, &nodes, settings.period_or(DEFAULT_PASS_PERIOD), 1);

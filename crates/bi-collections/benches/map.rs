@@ -43,12 +43,11 @@ use bi_alloc::NodeHeap;
 use bi_collections::map::{BiHashMap, MapConfig};
 use bi_collections::{ApplyBatch, Op};
 use bi_core::region::RegionConfig;
-use bi_core::runtime::{Clock, NodeRuntime, RuntimeConfig, TickClock};
 use bi_kit::bench::{Findings, Settings, Target};
 use criterion::Throughput;
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 fn splitmix(mut x: u64) -> u64 {
@@ -159,19 +158,7 @@ fn main() {
             .with_log_ring_entries(1 << 16),
     );
     let layout = *region.layout();
-    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
-    let nodes: Vec<NodeRuntime<_>> = (0..2)
-        .map(|k| {
-            NodeRuntime::new(
-                region.hardware(),
-                layout,
-                k,
-                RuntimeConfig::default(),
-                clock.clone(),
-            )
-            .expect("runtime")
-        })
-        .collect();
+    let nodes = common::hardware_nodes(&region);
     // A node's first pass in a fresh region finds no previous heartbeat and invalidates
     // the whole heap once; take that cost here, before anything is loaded or measured.
     for rt in &nodes {

@@ -34,13 +34,13 @@ mod common;
 use bi_alloc::NodeHeap;
 use bi_collections::tree::{BiTree, EpochBonsai};
 use bi_core::region::{Region, RegionConfig};
-use bi_core::runtime::{Clock, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock};
+use bi_core::runtime::{DEFAULT_PASS_PERIOD, NodeRuntime};
 use bi_kit::bench::{Figure, Findings, Series, Settings, Target};
 use crossbeam_skiplist::SkipMap;
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// A key the tree holds (the even keys below `keys`), chosen by `r`.
@@ -137,19 +137,7 @@ fn bi_setup(settings: &Settings, n: u64, label: &str) -> BiSetup {
             .with_log_ring_entries(1 << 14),
     );
     let layout = *region.layout();
-    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
-    let nodes = (0..2)
-        .map(|i| {
-            NodeRuntime::new(
-                region.hardware(),
-                layout,
-                i,
-                RuntimeConfig::default(),
-                clock.clone(),
-            )
-            .expect("runtime")
-        })
-        .collect();
+    let nodes = common::hardware_nodes(&region);
     let tree = BiTree::at(layout.root_entry(0).expect("root slot").offset);
     BiSetup {
         _region: region,

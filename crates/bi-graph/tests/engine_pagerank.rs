@@ -2,6 +2,7 @@
 //! and node count, on the hardware backend.
 
 use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, pagerank, reference};
+use rand::Rng;
 
 const PARTITIONERS: [Partitioner; 4] = [
     Partitioner::Random,
@@ -10,31 +11,15 @@ const PARTITIONERS: [Partitioner; 4] = [
     Partitioner::ByTarget,
 ];
 
-/// A tiny seeded generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        (self.next() % u64::from(n)) as u32
-    }
-}
-
 /// A random directed graph on `n` vertices whose last few are isolated and whose
 /// vertices `0..n/6` never have out-edges (dangling), with a skew towards low indices.
 fn graph(n: u32, m: usize, seed: u64) -> EdgeList {
-    let mut rng = Rng(seed);
+    let mut rng = bi_kit::rng(seed, "pagerank graph");
     let live = n - n / 8;
     let mut edges = Vec::with_capacity(m);
     while edges.len() < m {
-        let u = rng.below(live);
-        let v = rng.below(live).min(rng.below(live));
+        let u = rng.random_range(0..live);
+        let v = rng.random_range(0..live).min(rng.random_range(0..live));
         if u >= n / 6 {
             edges.push((u, v));
         }

@@ -4,11 +4,12 @@
 // Each bench uses only part of this module.
 #![allow(dead_code)]
 
-use bi_core::mem::MemView;
+use bi_core::mem::{Hardware, MemView};
 use bi_core::region::{Region, RegionConfig};
-use bi_core::runtime::{Background, NodeRuntime};
+use bi_core::runtime::{Background, Clock, NodeRuntime, RuntimeConfig, TickClock};
 use bi_kit::bench::Settings;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A fresh region named `name` (distinct for each region of a bench, e.g. `tree-64K`): in
@@ -27,6 +28,25 @@ pub fn region_at(settings: &Settings, file: Option<PathBuf>, config: RegionConfi
         .bind_memory(backing.base_ptr().addr(), backing.size())
         .expect("BI_MEMBIND");
     region
+}
+
+/// A runtime for each node of `region`, on the hardware, sharing one clock (the default
+/// runtime configuration).
+pub fn hardware_nodes(region: &Region) -> Vec<NodeRuntime<Hardware>> {
+    let layout = *region.layout();
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    (0..layout.config().nodes() as usize)
+        .map(|k| {
+            NodeRuntime::new(
+                region.hardware(),
+                layout,
+                k,
+                RuntimeConfig::default(),
+                clock.clone(),
+            )
+            .expect("runtime")
+        })
+        .collect()
 }
 
 /// Whether `BI_REGION` gives each region of a bench a file of its own (it names a

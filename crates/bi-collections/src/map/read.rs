@@ -11,7 +11,7 @@ use super::{BiHashMap, key_hash};
 use crate::CollectionError;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
-use bi_core::runtime::walk::Step;
+use bi_core::runtime::walk::{MAX_WALK, Step};
 use bi_core::runtime::{BiError, BiGuard, Fault, Fetch, Link, Reader, Search, Stamp, Via, lines};
 use std::borrow::Borrow;
 use std::cell::{Cell, RefCell};
@@ -623,8 +623,9 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
         // The chain, bucket line first. Its lines read through the cache may be versions
         // of different moments; a miss across them is still the answer of a moment
         // between them, since a key never changes line while it stays present (the writer
-        // keeps a removed key's entry for it through the batch).
-        loop {
+        // keeps a removed key's entry for it through the batch). The walk stops at lines
+        // with candidates for a linked key; the count bounds a cycle of such lines.
+        for _ in 0..MAX_WALK {
             let probed = g.walk_via(entry, entry, line, |l, _| probe::<K, V, Q>(l, key, h, g))?;
             let (pairs, next) = match probed {
                 Search::Found(Ok(Probed::Found(v))) => return answer(V::from_word(&v, g)),
@@ -651,6 +652,10 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             }
             line = next.first_line();
         }
+        Err(BiError::LinkCycle {
+            offset: line.offset(),
+        }
+        .into())
     }
 
     /// Whether `key` is present.
