@@ -566,3 +566,88 @@ fn a_takeover_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
     w.set_adopting(false);
     assert_eq!(w.read_own_line(a, 0).unwrap(), 100);
 }
+
+/// A node that holds the ring because it has not passed since its oldest entry, and whose
+/// lease was renewed without a pass after the take-over began waiting (a process that
+/// claimed the node and stopped before its first pass), is waited out until that lease
+/// lapses, past the adoption's patience counted from the start of the wait. On the
+/// hardware, for a clock that runs by itself.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "cache instructions through inline asm, which Miri cannot run"
+)]
+fn a_takeover_waits_out_a_lease_renewed_after_it_began_waiting() {
+    use bi_core::heap::BumpHeap;
+    use bi_core::mem::MemView;
+    use bi_core::region::Region;
+    use bi_core::runtime::{Clock, NodeRecord, NodeRuntime, TickClock};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let lease = Duration::from_millis(400);
+    let region = Region::anonymous(
+        RegionConfig::new(1 << 20)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+    )
+    .unwrap();
+    let layout = *region.layout();
+    let config = RuntimeConfig::default()
+        .node_lease(lease.as_nanos() as u64)
+        .log_full_timeout(Duration::from_millis(50));
+    let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
+    let nodes: Vec<_> = (0..2)
+        .map(|n| NodeRuntime::new(region.hardware(), layout, n, config.clone(), clock.clone()))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for n in &nodes {
+        n.quiesce().unwrap();
+    }
+    let heap = layout.heap();
+    let line = layout.line_size().get();
+    let arena = heap.offset..heap.offset + heap.len / 2 / line * line;
+    let mut w = nodes[0]
+        .writer(BumpHeap::new(arena, layout.line_size()).unwrap())
+        .unwrap();
+    let a = w.alloc_lines(&[0u64; 16]).unwrap();
+    w.publish_lines(layout.root_entry(0).unwrap().offset, a)
+        .unwrap();
+    // Fill node 0's modified ring; node 1 never passes again.
+    let mut i = 0;
+    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
+        i += 1;
+    }
+    // Node 1's lease renewed without a pass, as a claim renews it, and dated half a lease
+    // ahead: a claim 200 ms into the wait. Node 1 now holds the ring until some 600 ms
+    // into the wait, past the patience (50 ms and a 400 ms lease) counted from its start.
+    let at = layout.node_record(1).unwrap().offset;
+    let view = region.hardware();
+    let record: NodeRecord = view.load_from_memory(at).unwrap();
+    let heartbeat = clock.refresh() + lease.as_nanos() as u64 / 2;
+    view.store_to_memory(
+        at,
+        &NodeRecord {
+            heartbeat,
+            ..record
+        },
+    )
+    .unwrap();
+    let done = AtomicBool::new(false);
+    w.set_adopting(true);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Node 0 passes all along: only node 1 holds the ring.
+            while !done.load(Ordering::Acquire) {
+                nodes[0].quiesce().unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let rewritten = w.rewrite_lines(&[(a, 0, 100)]);
+        done.store(true, Ordering::Release);
+        rewritten.unwrap();
+    });
+    w.set_adopting(false);
+    assert_eq!(w.read_own_line(a, 0).unwrap(), 100);
+    // Node 1's lease lapsed: it no longer holds anything back.
+    assert_eq!(w.synchronize().unwrap().lease_expired, vec![1]);
+}

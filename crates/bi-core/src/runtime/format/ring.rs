@@ -147,6 +147,11 @@ impl RingWriter {
         self.inflight.len()
     }
 
+    /// The visibility time of the oldest entry not yet known to be consumed.
+    pub(crate) fn oldest(&self) -> Option<u64> {
+        self.inflight.front().copied()
+    }
+
     /// Forgets entries every live node has consumed: those visible more than `skew` ticks
     /// before `min_start`, the earliest last-pass start among live nodes.
     pub(crate) fn release(&mut self, min_start: u64, skew: u64) {

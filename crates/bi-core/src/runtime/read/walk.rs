@@ -127,7 +127,7 @@ impl<V: MemView> BiGuard<'_, V> {
 
     /// [`walk`](Self::walk), reading the first object through `first` and every later
     /// one through `rest`, and handing `f` the stamp each copy validated under: objects
-    /// rewritten in place (the lines of a [line array](super::lines), a hash chain's
+    /// rewritten in place (the lines of a [line array](crate::runtime::lines), a hash chain's
     /// bucket and overflow lines) are read [`Via::Fresh`] where the latest version must be
     /// seen, since an older version of such a line still validates. Through the cache
     /// ([`Via::Cached`] for both) it is [`walk`](Self::walk)'s tight loop.

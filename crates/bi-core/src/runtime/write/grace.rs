@@ -30,6 +30,10 @@ pub struct GracePoint {
     /// Nodes excluded: no process runs them, or their heartbeat is older than the node
     /// lease.
     pub lease_expired: Vec<usize>,
+    /// Each claimed node's last pass start and heartbeat, its lease live or not: a node
+    /// whose last pass started before a ring entry holds that entry until it passes
+    /// again or its lease, counted from its heartbeat, lapses.
+    pub claimed: Vec<(u64, u64)>,
 }
 
 /// Reads every node's record (invalidate all, one fence, read) and combines them.
@@ -51,6 +55,7 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
         now,
         min_pass_start: u64::MAX,
         lease_expired: Vec::new(),
+        claimed: Vec::new(),
     };
     let leased = !inner.config.faults.has(Fault::NodeLease);
     for n in 0..inner.nodes {
@@ -60,6 +65,9 @@ pub(crate) fn grace<V: MemView>(inner: &NodeInner<V>) -> Result<GracePoint, BiEr
         } else {
             rec.holder != 0
         };
+        if rec.holder != 0 {
+            point.claimed.push((rec.start, rec.heartbeat));
+        }
         if !live {
             point.lease_expired.push(n);
             continue;

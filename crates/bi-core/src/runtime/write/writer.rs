@@ -25,6 +25,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How many adoption patiences a step of an adoption waits at most for ring room held by
+/// a node that renewed its lease after the wait began
+/// ([`keeps_waiting`](Writer::keeps_waiting)): one renewal, and a margin.
+const OUTLASTED_PATIENCES: u32 = 3;
+
 /// How many unlinked objects [`Writer::defer_retire`] collects before it retires them
 /// together (crossbeam-epoch's bags hold 64 too).
 pub const RETIRE_BATCH: usize = 64;
@@ -1050,9 +1055,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         loop {
             match self.try_publish(slot, new) {
                 Err(Unpublished {
-                    error: BiError::LogFull { .. },
+                    error: BiError::LogFull { kind, .. },
                     bibox,
-                }) if start.elapsed() < limit => {
+                }) if self.keeps_waiting(kind, start.elapsed(), limit) => {
                     new = bibox;
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
@@ -1165,6 +1170,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// for ring room lasts up to a node lease longer than a write's, because a node
     /// stopped, or too loaded to pass, inside its lease holds ring entries until it
     /// passes or its lease lapses, and a takeover must wait that out rather than fail.
+    /// A node whose lease was renewed without a pass after the wait began (a process
+    /// that claimed it and stopped before its first pass) is waited out too, until its
+    /// lease lapses (three patiences at most).
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
@@ -1191,14 +1199,55 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let mut start = None;
         loop {
             match f(self) {
-                Err(BiError::LogFull { .. })
-                    if start.get_or_insert_with(Instant::now).elapsed() < limit =>
+                Err(BiError::LogFull { kind, .. })
+                    if self.keeps_waiting(
+                        kind,
+                        start.get_or_insert_with(Instant::now).elapsed(),
+                        limit,
+                    ) =>
                 {
                     std::thread::sleep(std::time::Duration::from_micros(50));
                 }
                 r => return r,
             }
         }
+    }
+
+    /// Whether a wait for room in the `kind` ring that has lasted `waited` goes on: up to
+    /// `limit`, and while [`adopting`](Self::set_adopting) for as long as a node that has
+    /// not passed since the ring's oldest entry still holds a lease, and a write's wait
+    /// after it lapses (at most
+    /// [`OUTLASTED_PATIENCES`] times `limit`). Such a node renewed its heartbeat without
+    /// passing, later than the wait began: a process that claimed the node and stopped
+    /// before its first pass keeps it live for a lease from its claim, so a patience
+    /// counted from the start of the wait can end before that lease does.
+    fn keeps_waiting(&self, kind: RingKind, waited: Duration, limit: Duration) -> bool {
+        if waited < limit {
+            return true;
+        }
+        if !self.adopting || waited >= limit.saturating_mul(OUTLASTED_PATIENCES) {
+            return false;
+        }
+        let ring = match kind {
+            RingKind::Modified => &self.modified,
+            RingKind::Freed => &self.freed,
+        };
+        let (Some(oldest), Ok(g)) = (ring.oldest(), grace(&self.inner)) else {
+            return false;
+        };
+        // A holder's lease lapsing frees the room at the next attempt: it is waited for up
+        // to a write's wait past its end.
+        let config = &self.inner.config;
+        let margin = u64::try_from(config.log_full_timeout.as_nanos()).unwrap_or(u64::MAX);
+        let (lease, skew) = (config.node_lease, config.skew);
+        g.claimed.iter().any(|&(start, heartbeat)| {
+            start <= oldest.saturating_add(skew)
+                && g.now
+                    <= heartbeat
+                        .saturating_add(lease)
+                        .saturating_add(skew)
+                        .saturating_add(margin)
+        })
     }
 
     /// Writes the object back (if any), stores the link, writes the slot back, logs.
