@@ -360,12 +360,7 @@ fn making_a_map_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
     let mut filler = s.nodes[0]
         .writer(BumpHeap::new(s.arena(1), line).unwrap())
         .unwrap();
-    let a = filler.alloc_lines(&[0u64; 16]).unwrap();
-    filler.publish_lines(s.slot(0), a).unwrap();
-    let mut i = 0;
-    while filler.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
-        i += 1;
-    }
+    let a = bi_core::runtime::testing::fill_modified_ring(&mut filler, s.slot(0));
     assert!(matches!(
         filler.rewrite_lines(&[(a, 0, 100)]),
         Err(BiError::LogFull { .. })

@@ -4,7 +4,7 @@
 
 use bi_core::heap::Heap;
 use bi_core::region::RegionConfig;
-use bi_core::runtime::testing::Setup;
+use bi_core::runtime::testing::{Setup, fill_modified_ring};
 use bi_core::runtime::{BiError, Link, RuntimeConfig, Unpublished};
 mod common;
 
@@ -543,13 +543,8 @@ fn a_takeover_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
     let s = Setup::with(region, |c| c, config);
     s.quiesce_all().unwrap();
     let mut w = s.writer(0);
-    let a = w.alloc_lines(&[0u64; 16]).unwrap();
-    w.publish_lines(s.slot(0), a).unwrap();
     // Fill node 0's modified ring: no node passes meanwhile.
-    let mut i = 0;
-    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
-        i += 1;
-    }
+    let a = fill_modified_ring(&mut w, s.slot(0));
     assert!(matches!(
         w.rewrite_lines(&[(a, 0, 100)]),
         Err(BiError::LogFull { .. })
@@ -609,14 +604,8 @@ fn a_takeover_waits_out_a_lease_renewed_after_it_began_waiting() {
     let mut w = nodes[0]
         .writer(BumpHeap::new(arena, layout.line_size()).unwrap())
         .unwrap();
-    let a = w.alloc_lines(&[0u64; 16]).unwrap();
-    w.publish_lines(layout.root_entry(0).unwrap().offset, a)
-        .unwrap();
     // Fill node 0's modified ring; node 1 never passes again.
-    let mut i = 0;
-    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
-        i += 1;
-    }
+    let a = fill_modified_ring(&mut w, layout.root_entry(0).unwrap().offset);
     // Node 1's lease renewed without a pass, as a claim renews it, and dated half a lease
     // ahead: a claim 200 ms into the wait. Node 1 now holds the ring until some 600 ms
     // into the wait, past the patience (50 ms and a 400 ms lease) counted from its start.

@@ -436,6 +436,34 @@ impl Setup {
     }
 }
 
+/// Publishes a line array of 16 words at `slot` with `w` and rewrites its lines until
+/// the writer's modified ring refuses more (no node passes meanwhile); returns the array.
+/// The ring stays full until every live node passes or its lease lapses.
+///
+/// ```
+/// use bi_core::runtime::testing::{Setup, fill_modified_ring};
+/// use bi_core::runtime::BiError;
+///
+/// let s = Setup::new(2, 0);
+/// let mut w = s.writer(0);
+/// let a = fill_modified_ring(&mut w, s.slot(0));
+/// assert!(matches!(w.rewrite_lines(&[(a, 0, 1)]), Err(BiError::LogFull { .. })));
+/// s.quiesce_all().unwrap();
+/// w.rewrite_lines(&[(a, 0, 1)]).unwrap();
+/// ```
+pub fn fill_modified_ring<V: MemView, H: crate::heap::Heap>(
+    w: &mut Writer<V, H>,
+    slot: usize,
+) -> crate::runtime::Link<crate::runtime::Lines<u64>> {
+    let a = w.alloc_lines(&[0u64; 16]).expect("room for the array");
+    w.publish_lines(slot, a).expect("the array published");
+    let mut i = 0;
+    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
+        i += 1;
+    }
+    a
+}
+
 /// A loom builder for models over [`Setup::model`]: at most two preemptions unless
 /// `LOOM_MAX_PREEMPTIONS` says otherwise (every interleaving with up to two, a few
 /// thousand for an insert racing a lookup with a pass per node), and a branch budget a
