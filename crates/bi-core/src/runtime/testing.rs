@@ -440,6 +440,10 @@ impl Setup {
 /// the writer's modified ring refuses more (no node passes meanwhile); returns the array.
 /// The ring stays full until every live node passes or its lease lapses.
 ///
+/// # Panics
+///
+/// If the ring takes twice its entries in rewrites without refusing one.
+///
 /// ```
 /// use bi_core::runtime::testing::{Setup, fill_modified_ring};
 /// use bi_core::runtime::BiError;
@@ -457,10 +461,13 @@ pub fn fill_modified_ring<V: MemView, H: crate::heap::Heap>(
 ) -> crate::runtime::Link<crate::runtime::Lines<u64>> {
     let a = w.alloc_lines(&[0u64; 16]).expect("room for the array");
     w.publish_lines(slot, a).expect("the array published");
-    let mut i = 0;
-    while w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_ok() {
-        i += 1;
-    }
+    // A ring that never refuses is a bug the calling test should report, not wait on.
+    let most = 2 * w.inner.layout.config().log_ring_entries() as usize;
+    let refused = (0..most).any(|i| w.try_rewrite_lines(&[(a, i % 16, i as u64)]).is_err());
+    assert!(
+        refused,
+        "the modified ring took {most} rewrites without a pass"
+    );
     a
 }
 
