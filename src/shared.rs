@@ -78,6 +78,12 @@
 //! applies none of them, so no request is applied twice; the dead writer may have
 //! applied some before dying (the outcome of a request to a process that died is
 //! unknown, as with any RPC), so read the structure before sending again.
+//!
+//! **How long a write blocks.** At most the write timeout, plus a node lease to know a
+//! dead writer gone and take its role, plus a pass, when one writer is lost while it
+//! waits; a lease more for each further writer lost meanwhile (a successor killed or
+//! stopped in its turn). No write is acknowledged while no writer lives, so no bound on
+//! a write can ignore how many writers die under it.
 
 //! # What reads see
 //!

@@ -32,6 +32,9 @@ pub struct FaultWindow {
     pub kind: String,
     /// The process it struck, if one.
     pub target: Option<String>,
+    /// Whether that process held the map's writer role when struck (killed or stopped:
+    /// either way the writes sent to it wait).
+    pub writer: bool,
     pub start: u64,
     pub end: u64,
 }
@@ -39,9 +42,15 @@ pub struct FaultWindow {
 /// The bounds the pool documents, for the run's configuration.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bounds {
-    /// How long any write may block: the write timeout, plus one node lease for a handle
-    /// that takes over a dead writer's role, plus one pass.
+    /// How long any write may block while at most one writer is lost during it: the
+    /// write timeout, plus one node lease for a handle that takes over a dead writer's
+    /// role, plus one pass.
     pub call: Duration,
+    /// How much longer for each further writer lost during a write (killed or stopped
+    /// while it waits, or within a lease before it began): one node lease, the time it
+    /// takes to know that writer gone too. No write can be acknowledged while no writer
+    /// lives, so no bound holds that does not grow with the writers lost.
+    pub per_writer_lost: Duration,
     /// After a fault is over, every write that starts later than this succeeds (until
     /// the next fault): one node lease and one pass.
     pub recovery: Duration,
@@ -125,12 +134,12 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                     let took = end.saturating_sub(*start);
                     if !stopped {
                         v.longest_call_ms = v.longest_call_ms.max(ms(took));
-                        if took > bounds.call.as_nanos() as u64 {
+                        let bound = call_bound(faults, bounds, *start, *end);
+                        if took > bound.as_nanos() as u64 {
                             v.violations.push(format!(
-                                "{}: a {write:?} of {key:#x} blocked {:.0} ms (bound {:?})",
+                                "{}: a {write:?} of {key:#x} blocked {:.0} ms (bound {bound:?})",
                                 life.name,
                                 ms(took),
-                                bounds.call
                             ));
                         }
                     }
@@ -290,6 +299,18 @@ fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
     }
 }
 
+/// How long a write called at `start` that returned at `end` may block: the bound for
+/// one writer lost, and a lease more for each further writer struck from a lease
+/// before it began until it returned.
+fn call_bound(faults: &[FaultWindow], bounds: Bounds, start: u64, end: u64) -> Duration {
+    let since = start.saturating_sub(bounds.per_writer_lost.as_nanos() as u64);
+    let lost = faults
+        .iter()
+        .filter(|f| f.writer && f.start < end && f.end > since)
+        .count() as u32;
+    bounds.call + bounds.per_writer_lost * lost.saturating_sub(1)
+}
+
 /// Whether `start .. end` lies in a quiet window: at least one recovery bound after the
 /// end of every fault before it, and before the start of the next one.
 fn quiet(faults: &[FaultWindow], bounds: Bounds, start: u64, end: u64) -> bool {
@@ -351,6 +372,7 @@ mod tests {
     fn bounds() -> Bounds {
         Bounds {
             call: Duration::from_secs(3),
+            per_writer_lost: Duration::from_secs(1),
             recovery: Duration::from_millis(100),
             staleness: Duration::from_millis(1),
             period: Duration::from_millis(1),
@@ -503,6 +525,7 @@ mod tests {
         let faults = [FaultWindow {
             kind: "kill".into(),
             target: None,
+            writer: false,
             start: 1_000_000_000,
             end: 2_000_000_000,
         }];
@@ -510,5 +533,58 @@ mod tests {
         assert!(quiet(&faults, bounds, 2_200_000_000, 2_210_000_000));
         assert!(quiet(&faults, bounds, 100, 200));
         assert!(!quiet(&faults, bounds, 900_000_000, 1_100_000_000)); // overlaps
+    }
+
+    #[test]
+    fn a_write_may_block_a_lease_longer_for_each_further_writer_lost_during_it() {
+        let bounds = bounds();
+        let s = 1_000_000_000u64;
+        let writer_struck = |start: u64, end: u64| FaultWindow {
+            kind: "KillWriter".into(),
+            target: Some("worker 1.0".into()),
+            writer: true,
+            start,
+            end,
+        };
+        let blocked = |faults: &[FaultWindow]| {
+            let write = Event::Wrote {
+                write: WriteKind::Remove,
+                key: 7,
+                start: 10 * s,
+                end: 14 * s + 500_000_000, // 4.5 s against a 3 s bound
+                outcome: WriteOutcome::Done,
+            };
+            let life = Life {
+                name: "worker 0.0".into(),
+                failed: None,
+                started: 0,
+                ended: None,
+                stops: Vec::new(),
+                events: vec![write],
+            };
+            check(&[life], faults, bounds, &Empty).violations
+        };
+        // One writer lost (or none): 3 s at most.
+        assert_eq!(blocked(&[]).len(), 1);
+        assert_eq!(blocked(&[writer_struck(11 * s, 11 * s + 1)]).len(), 1);
+        // Two writers lost during it: 4 s; three (one a moment before it began): 5 s.
+        let two = [
+            writer_struck(11 * s, 11 * s + 1),
+            writer_struck(12 * s, 12 * s + 1),
+        ];
+        assert_eq!(blocked(&two).len(), 1);
+        let before = writer_struck(9 * s + 500_000_000, 9 * s + 600_000_000);
+        let three = [before, two[0].clone(), two[1].clone()];
+        assert!(blocked(&three).is_empty(), "{:?}", blocked(&three));
+        // A fault that struck another process, or ended long before, counts for nothing.
+        let others = [
+            FaultWindow {
+                writer: false,
+                ..two[0].clone()
+            },
+            writer_struck(2 * s, 2 * s + 1),
+            two[1].clone(),
+        ];
+        assert_eq!(blocked(&others).len(), 1);
     }
 }

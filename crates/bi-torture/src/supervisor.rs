@@ -128,6 +128,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         *s.counts.entry(format!("{fault:?}")).or_default() += 1;
         let start = now();
         let mut target = None;
+        let mut writer = false;
         match fault {
             Fault::Kill | Fault::KillWriter => {
                 let at = match fault {
@@ -136,6 +137,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
                 };
                 if let Some(at) = at {
                     target = Some(s.lives[s.running[at].life].name.clone());
+                    writer = s.writer() == Some(at);
                     s.kill_and_restart(at)?;
                 }
             }
@@ -148,6 +150,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
                 let length = lease.mul_f64(rng.random_range(0.05..2.5));
                 if let Some(at) = at {
                     target = Some(s.lives[s.running[at].life].name.clone());
+                    writer = s.writer() == Some(at);
                     s.stop_for(at, length);
                 }
             }
@@ -157,6 +160,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         s.faults.push(FaultWindow {
             kind: format!("{fault:?}"),
             target,
+            writer,
             start,
             end: now(),
         });
@@ -174,6 +178,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     }
     let bounds = Bounds {
         call: s.plan.config.write_timeout + lease + s.plan.config.pass_period,
+        per_writer_lost: lease,
         recovery: lease + s.plan.config.pass_period,
         staleness: s.plan.config.pass_period
             + Duration::from_nanos(s.plan.config.runtime.skew_bound()),
