@@ -20,10 +20,10 @@ const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 const KIND_INSERT: u64 = 1;
 const KIND_REMOVE: u64 = 2;
 /// The tag's condition nibble (bits 60..64).
-const GUARD_ALWAYS: u64 = 0;
-const GUARD_ABSENT: u64 = 1;
-const GUARD_PRESENT: u64 = 2;
-const GUARD_EQUALS: u64 = 3;
+const CONDITION_ALWAYS: u64 = 0;
+const CONDITION_ABSENT: u64 = 1;
+const CONDITION_PRESENT: u64 = 2;
+const CONDITION_EQUALS: u64 = 3;
 
 /// A record's first word, stored as itself: the condition in bits 60..64, the kind of
 /// operation in bits 56..60 and the client's sequence number, modulo 2^56, below them.
@@ -128,10 +128,10 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
             Op::Remove(key) => (KIND_REMOVE, key, V::zeroed()),
         };
         let (condition, expected) = match condition {
-            Condition::Always => (GUARD_ALWAYS, V::zeroed()),
-            Condition::Absent => (GUARD_ABSENT, V::zeroed()),
-            Condition::Present => (GUARD_PRESENT, V::zeroed()),
-            Condition::Equals(v) => (GUARD_EQUALS, v),
+            Condition::Always => (CONDITION_ALWAYS, V::zeroed()),
+            Condition::Absent => (CONDITION_ABSENT, V::zeroed()),
+            Condition::Present => (CONDITION_PRESENT, V::zeroed()),
+            Condition::Equals(v) => (CONDITION_EQUALS, v),
         };
         OpRecord {
             tag: Tag::new(kind, condition, seq),
@@ -219,10 +219,10 @@ impl<K: Pod, V: Pod> OpRecord<K, V> {
             _ => return None,
         };
         let condition = match tag.condition() {
-            GUARD_ALWAYS => Condition::Always,
-            GUARD_ABSENT => Condition::Absent,
-            GUARD_PRESENT => Condition::Present,
-            GUARD_EQUALS => Condition::Equals(expected),
+            CONDITION_ALWAYS => Condition::Always,
+            CONDITION_ABSENT => Condition::Absent,
+            CONDITION_PRESENT => Condition::Present,
+            CONDITION_EQUALS => Condition::Equals(expected),
             _ => return None,
         };
         Some((op, condition))

@@ -6,7 +6,7 @@
 //! caller can react (re-create, refuse, report) and a person reading the message can see
 //! what was found and what was expected.
 
-use super::section::{Section, SectionKind};
+use super::section::{MAGIC, Section, SectionKind};
 use crate::mem::{EmulatorError, MemError};
 use crate::ptr::PtrError;
 use std::fmt;
@@ -200,7 +200,7 @@ impl fmt::Display for RegionError {
                 f,
                 "not a region: magic is {:?}, expected {:?}",
                 String::from_utf8_lossy(found),
-                String::from_utf8_lossy(&super::header::MAGIC)
+                String::from_utf8_lossy(&MAGIC)
             ),
             UnsupportedVersion { found, supported } => write!(
                 f,

@@ -55,11 +55,9 @@
 
 use super::error::RegionError;
 use super::layout::{Layout, RegionConfig};
-pub use super::section::HEADER_LEN;
+pub use super::section::{HEADER_LEN, MAGIC};
 use super::section::{Section, SectionKind};
 
-/// The first eight bytes of every region.
-pub const MAGIC: [u8; 8] = *b"BIREGION";
 /// The header format version this code reads and writes.
 pub const FORMAT_VERSION: u32 = 4;
 

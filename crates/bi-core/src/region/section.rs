@@ -1,11 +1,15 @@
-//! The named byte ranges of a region ([`Section`], [`SectionKind`]) and the length of
-//! the header that opens it: what errors, the header and the layout all speak of.
+//! The named byte ranges of a region ([`Section`], [`SectionKind`]) and the length and
+//! magic of the header that opens it: what errors, the header and the layout all speak
+//! of.
 
 use std::fmt;
 use std::ops::Range;
 
 /// Length of the encoded header in bytes.
 pub const HEADER_LEN: usize = 152;
+
+/// The first eight bytes of every region.
+pub const MAGIC: [u8; 8] = *b"BIREGION";
 
 /// The named parts of a region, in address order.
 ///

@@ -1,27 +1,29 @@
 //! The quiescence pass of one node.
 //!
-//! See the [module docs](crate::runtime) for the argument; this file is its steps:
+//! See the [module docs](crate::runtime) for the argument; this file is its steps, one
+//! function each, in the order `quiesce` calls them:
 //!
-//! 1. order every reader's "inside" store before what follows (membarrier, when the node
-//!    has a registered reader), `S := now`;
-//! 2. scan this node's reader records: the oldest enter tick among active readers within
-//!    their lease, and the expired ones (excluded, reported);
-//! 3. for each writer: read the freed tail, *then* invalidate and read the modified tail
-//!    (an unlink is logged before the retire, so it is seen no later), invalidate and
-//!    read the new entries; this node's own writer's entries are only counted (its lines
-//!    are never stale here), but its retirements still make a pending group;
-//! 4. invalidate modified slots (policy) and freed objects, under
+//! 1. `order_readers`: order every reader's "inside" store before what follows
+//!    (membarrier, when the node has a registered reader), `S := now`;
+//! 2. `scan_readers`: scan this node's reader records: the oldest enter tick among active
+//!    readers within their lease, and the expired ones (excluded, reported);
+//! 3. `read_logs`: for each writer, read the freed tail, *then* invalidate and read the
+//!    modified tail (an unlink is logged before the retire, so it is seen no later),
+//!    invalidate and read the new entries; this node's own writer's entries are only
+//!    counted (its lines are never stale here), but its retirements still make a pending
+//!    group;
+//! 4. `invalidate_logged`: invalidate modified slots (policy) and freed objects, under
 //!    [`Policy::Accessed`] only those of structures this node's readers declared
-//!    ([`scope`](crate::runtime::scope)); remember the freed ones as a pending group tagged with
-//!    this pass;
-//! 5. drain: a group of pass `k` whose every still-active reader entered after `E_k` is
+//!    ([`scope`](crate::runtime::scope)); the freed ones become a pending group tagged
+//!    with this pass;
+//! 5. `drain`: a group of pass `k` whose every still-active reader entered after `E_k` is
 //!    invalidated once more (lines a reader re-fetched after pass `k` are dropped) and
 //!    forgotten; the reclaim point becomes the start of the last pass all of whose groups
 //!    (and all earlier ones) are drained;
-//! 6. policy extras (everything, callback);
-//! 7. one fence, `E := now`, publish the node record, write it back, fence; then check
-//!    whether a writer may have excluded this node meanwhile (lease) and if so invalidate
-//!    the whole heap.
+//! 6. the policy's extras (everything, callback);
+//! 7. `publish_record`: one fence, `E := now`, publish the node record, write it back,
+//!    fence; then `drop_all_if_excluded`: if a writer may have excluded this node
+//!    meanwhile (lease), or on the node's first pass, invalidate the whole heap.
 //!
 //! # What a pass costs
 //!
@@ -219,13 +221,56 @@ fn entry_range<V: MemView>(inner: &NodeInner<V>, e: &LogEntry) -> Option<(usize,
         .then_some((at, len))
 }
 
+/// Runs one pass of `inner`'s node: the steps of the module docs, one function each.
 pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, BiError> {
     let mut st = inner.lock_pass();
-    let view = &inner.view;
-    let cfg = &inner.config;
+    let st = &mut *st;
+    let barrier = order_readers(inner);
+    let start = inner.clock.refresh();
+    let (oldest, expired_readers) = scan_readers(inner, start)?;
+    let mut report = PassReport {
+        pass: st.passes + 1,
+        start,
+        expired_readers,
+        barrier,
+        ..PassReport::default()
+    };
+    let logged = read_logs(inner, st, &mut report)?;
+    let mut dropped = invalidate_logged(inner, &logged, report.overflow)?;
+    dropped += drain(inner, st, oldest, &mut report)?;
+    let group = if report.overflow {
+        Some(Items::Everything)
+    } else if !logged.freed.is_empty() || logged.own_freed {
+        Some(Items::Ranges(logged.freed))
+    } else {
+        None
+    };
+    dropped += match &st.policy {
+        Policy::Accessed | Policy::Modified => 0,
+        Policy::Everything => invalidate_everything(inner)?,
+        Policy::Callback(f) => f(&inner.view).map(|()| 0)?,
+    };
+    let end = publish_record(inner, st, &mut report, group)?;
+    dropped += drop_all_if_excluded(inner, st, end, &mut report)?;
+    st.first = false;
+    report.invalidated_lines = dropped / inner.line;
+    st.invalidated_lines += report.invalidated_lines as u64;
+    st.longest = st.longest.max(end.saturating_sub(start));
+    publish_figures(inner, st)?;
+    inner.view.fence();
+    st.passes = report.pass;
+    st.last_start = start;
+    st.reclaim = report.reclaim_point;
+    st.heartbeat = end;
+    report.end = end;
+    report.pending = st.pending.len();
+    Ok(report)
+}
 
-    // 1. (With no registered reader there is nothing to order against: see the module
-    // docs' "Reader ordering".)
+/// Step 1: orders every reader's "inside" store before what the pass reads next. Returns
+/// whether it took a `membarrier` (with no registered reader there is nothing to order
+/// against: see the module docs' "Reader ordering").
+fn order_readers<V: MemView>(inner: &NodeInner<V>) -> bool {
     let barrier = inner.membarrier && inner.registered.load(Ordering::SeqCst) > 0;
     if barrier {
         crate::runtime::membarrier::barrier();
@@ -233,17 +278,23 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
         // Pairs with the reader's fence (Fence ordering) or the emulator's lock.
         crate::primitive::sync::atomic::fence(Ordering::SeqCst);
     }
-    let s = inner.clock.refresh();
-    let j = st.passes + 1;
+    barrier
+}
 
-    // 2.
+/// Step 2: the oldest enter tick among this node's readers inside their lease at `start`,
+/// and the readers whose lease expired (excluded).
+fn scan_readers<V: MemView>(
+    inner: &NodeInner<V>,
+    start: u64,
+) -> Result<(u64, Vec<usize>), BiError> {
+    let cfg = &inner.config;
     let mut oldest = u64::MAX;
     let mut expired_readers = Vec::new();
     let per_node = inner.layout.config().readers_per_node() as usize;
     for r in 0..per_node {
         let at = inner.reader_record(r)?;
-        if let Some(entered) = ReaderState::from_raw(view.load_u64(at)?).enter_tick() {
-            let expired = entered.saturating_add(cfg.reader_lease) < s;
+        if let Some(entered) = ReaderState::from_raw(inner.view.load_u64(at)?).enter_tick() {
+            let expired = entered.saturating_add(cfg.reader_lease) < start;
             if expired && !cfg.faults.has(Fault::ReaderLease) {
                 expired_readers.push(r);
             } else {
@@ -251,25 +302,35 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             }
         }
     }
+    Ok((oldest, expired_readers))
+}
 
-    // 3.
-    let mut report = PassReport {
-        pass: j,
-        start: s,
-        expired_readers,
-        barrier,
-        ..PassReport::default()
-    };
+/// What the other nodes' writers logged since the last pass, as ranges to drop.
+#[derive(Default)]
+struct Logged {
+    /// Lines of modified entries (slots and tracked objects).
+    modified: Vec<(usize, usize)>,
+    /// Lines of freed entries: dropped now, and again once the readers inside have left.
+    freed: Vec<(usize, usize)>,
+    /// This node's own writer retired something: its lines cannot be stale here (it
+    /// wrote them through this node's cache), but this node's readers must still leave
+    /// before the memory is reused, so the pass makes a group of it.
+    own_freed: bool,
+}
+
+/// Step 3: reads every node's freed tail, *then* its modified tail (an unlink is logged
+/// before the retire, so it is seen no later), and the entries up to them; this node's
+/// own writer's entries are only counted.
+fn read_logs<V: MemView>(
+    inner: &NodeInner<V>,
+    st: &mut PassState<V>,
+    report: &mut PassReport,
+) -> Result<Logged, BiError> {
+    let view = &inner.view;
     let log_modified = matches!(st.policy, Policy::Accessed | Policy::Modified);
     let scoped = matches!(st.policy, Policy::Accessed);
-    let mut freed_ranges = Vec::new();
-    let mut slot_ranges = Vec::new();
+    let mut logged = Logged::default();
     let mut entries = Vec::new();
-    // This node's own writer wrote its logged lines through this node's cache, which
-    // every reader here shares: they cannot be stale here, so they are not invalidated.
-    // Its retirements still form a group, so that this node's readers have left before
-    // the memory is reused.
-    let mut own_freed = false;
     for w in 0..inner.nodes {
         let f = RingGeom::new(&inner.layout, w, RingKind::Freed)?;
         let m = RingGeom::new(&inner.layout, w, RingKind::Modified)?;
@@ -303,7 +364,7 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             // `tail >= next` here, or the overflow branch above moved `next` to `tail`.
             report.freed += (tail_f - next_f) as usize;
             report.modified += (tail_m - next_m) as usize;
-            own_freed |= tail_f != next_f;
+            logged.own_freed |= tail_f != next_f;
             st.next[w] = [tail_m, tail_f];
             continue;
         }
@@ -333,9 +394,9 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             // After the tails were read: see `scope` for why that order makes skipping
             // sound against a reader declaring the scope meanwhile.
             let into = if k == 1 {
-                &mut freed_ranges
+                &mut logged.freed
             } else {
-                &mut slot_ranges
+                &mut logged.modified
             };
             inner.scopes.with(|declared| {
                 for e in &entries {
@@ -348,60 +409,74 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
             });
         }
     }
+    Ok(logged)
+}
 
-    // 4.
-    if cfg.faults.has(Fault::LoggedSlots) {
-        slot_ranges.clear();
-    }
+/// Step 4: drops the logged lines (under [`Policy::Accessed`] only those of structures
+/// this node's readers declared), or the whole heap if a ring overflowed. Returns the
+/// bytes dropped.
+fn invalidate_logged<V: MemView>(
+    inner: &NodeInner<V>,
+    logged: &Logged,
+    overflow: bool,
+) -> Result<usize, BiError> {
+    let modified: &[(usize, usize)] = match inner.config.faults.has(Fault::LoggedSlots) {
+        true => &[],
+        false => &logged.modified,
+    };
     let mut dropped = 0;
-    for &(at, len) in slot_ranges.iter().chain(freed_ranges.iter()) {
-        view.invalidate(at, len)?;
+    for &(at, len) in modified.iter().chain(&logged.freed) {
+        inner.view.invalidate(at, len)?;
         dropped += len;
     }
-    if report.overflow {
+    if overflow {
         dropped += invalidate_everything(inner)?;
     }
+    Ok(dropped)
+}
 
-    // 5.
-    while let Some(g) = st.pending.front() {
-        if oldest > g.end {
-            if !cfg.faults.has(Fault::SecondInvalidation) {
-                dropped += invalidate_items(inner, &g.items)?;
-            }
-            st.pending.pop_front();
-            report.drained += 1;
-        } else {
-            break;
+/// Step 5: a group of pass `k` whose every reader still inside entered after `E_k` is
+/// dropped once more (lines a reader fetched again after pass `k`) and forgotten; the
+/// reclaim point then follows ([`publish_record`]). Returns the bytes dropped.
+fn drain<V: MemView>(
+    inner: &NodeInner<V>,
+    st: &mut PassState<V>,
+    oldest: u64,
+    report: &mut PassReport,
+) -> Result<usize, BiError> {
+    let mut dropped = 0;
+    while let Some(g) = st.pending.front().filter(|g| oldest > g.end) {
+        if !inner.config.faults.has(Fault::SecondInvalidation) {
+            dropped += invalidate_items(inner, &g.items)?;
         }
+        st.pending.pop_front();
+        report.drained += 1;
     }
-    let prev_start = st.last_start;
-    let mut new_group = if report.overflow {
-        Some(Items::Everything)
-    } else if !freed_ranges.is_empty() || own_freed {
-        Some(Items::Ranges(freed_ranges))
-    } else {
-        None
-    };
+    Ok(dropped)
+}
 
-    // 6.
-    match &st.policy {
-        Policy::Accessed | Policy::Modified => {}
-        Policy::Everything => dropped += invalidate_everything(inner)?,
-        Policy::Callback(f) => f(view)?,
-    }
-
-    // 7.
+/// Step 7: one fence, `E := now`, this pass's group (if any) pending, and the node
+/// record published: written back and fenced, if memory still names this runtime as the
+/// node's holder. Returns `E`.
+fn publish_record<V: MemView>(
+    inner: &NodeInner<V>,
+    st: &mut PassState<V>,
+    report: &mut PassReport,
+    group: Option<Items>,
+) -> Result<u64, BiError> {
+    let view = &inner.view;
     view.fence();
-    let e = inner.clock.refresh();
-    if let Some(items) = new_group.take() {
+    let end = inner.clock.refresh();
+    if let Some(items) = group {
         st.pending.push_back(Group {
-            end: e,
-            prev_start,
+            end,
+            prev_start: st.last_start,
             items,
         });
     }
+    // The start of the last pass all of whose groups (and all earlier ones) are drained.
     let reclaim = match st.pending.front() {
-        None => s,
+        None => report.start,
         Some(g) => g.prev_start,
     }
     .max(st.reclaim);
@@ -410,11 +485,11 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     }
     st.expired_total += report.expired_readers.len() as u64;
     let record = NodeRecord {
-        start: s,
-        end: e,
+        start: report.start,
+        end,
         reclaim,
-        heartbeat: e,
-        passes: j,
+        heartbeat: end,
+        passes: report.pass,
         overflows: st.overflows,
         expired_readers: st.expired_total,
         holder: inner.token,
@@ -427,49 +502,45 @@ pub(crate) fn quiesce<V: MemView>(inner: &NodeInner<V>) -> Result<PassReport, Bi
     view.store(rec_at, &record)?;
     view.writeback(rec_at, size_of::<NodeRecord>())?;
     view.fence();
-    // The previous heartbeat stopped covering writes before this one landed: another
-    // process may have taken this one's roles in between. Writers see the flag with the
-    // new heartbeat and renew, re-reading their roles, before they write again.
+    report.reclaim_point = reclaim;
+    Ok(end)
+}
+
+/// After the record that ends at `end`: if the previous heartbeat stopped covering
+/// writes before this one landed (or this is the node's first pass), a writer may have
+/// excluded this node and reused memory it still caches: drops it all now, and again
+/// once the readers that were inside have left. Returns the bytes dropped.
+fn drop_all_if_excluded<V: MemView>(
+    inner: &NodeInner<V>,
+    st: &mut PassState<V>,
+    end: u64,
+    report: &mut PassReport,
+) -> Result<usize, BiError> {
+    let cfg = &inner.config;
+    // Another process may have taken this one's roles in between. Writers see the flag
+    // with the new heartbeat and renew, re-reading their roles, before they write again.
     if !covers(st.heartbeat, inner.clock.refresh(), cfg.node_lease)
-        && !cfg.faults.has(crate::runtime::Fault::LeaseLapse)
+        && !cfg.faults.has(Fault::LeaseLapse)
     {
         inner.lapsed.store(true, Ordering::Release);
     }
-    inner.heartbeat.store(e, Ordering::Release);
-    let after = inner.clock.refresh();
-    let lapsed = after > st.heartbeat.saturating_add(cfg.node_lease);
-    let mut dropped_late = 0;
-    if st.first || lapsed {
-        // A writer that read our previous heartbeat may have excluded us and reused memory
-        // we still cache: drop it all now, and again once the readers that were inside
-        // have left.
-        dropped_late += invalidate_everything(inner)?;
-        view.fence();
-        let e2 = inner.clock.refresh();
-        st.pending.push_back(Group {
-            end: e2,
-            prev_start,
-            items: Items::Everything,
-        });
-        report.whole_heap = true;
-        if lapsed && !st.first {
-            st.overflows += 1;
-        }
+    inner.heartbeat.store(end, Ordering::Release);
+    let lapsed = inner.clock.refresh() > st.heartbeat.saturating_add(cfg.node_lease);
+    if !(st.first || lapsed) {
+        return Ok(0);
     }
-    st.first = false;
-    report.invalidated_lines = (dropped + dropped_late) / inner.line;
-    st.invalidated_lines += report.invalidated_lines as u64;
-    st.longest = st.longest.max(e.saturating_sub(s));
-    publish_figures(inner, &st)?;
-    view.fence();
-    st.passes = j;
-    st.last_start = s;
-    st.reclaim = reclaim;
-    st.heartbeat = e;
-    report.end = e;
-    report.reclaim_point = reclaim;
-    report.pending = st.pending.len();
-    Ok(report)
+    let dropped = invalidate_everything(inner)?;
+    inner.view.fence();
+    st.pending.push_back(Group {
+        end: inner.clock.refresh(),
+        prev_start: st.last_start,
+        items: Items::Everything,
+    });
+    report.whole_heap = true;
+    if lapsed && !st.first {
+        st.overflows += 1;
+    }
+    Ok(dropped)
 }
 
 /// Writes this node's [`NodeFigures`] back beside its record (a line only this node's
