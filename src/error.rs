@@ -260,9 +260,9 @@ fn collection_kind(e: &CollectionError) -> ErrorKind {
         CollectionError::Contended { .. } => ErrorKind::Busy,
         CollectionError::Delegation(e) => match e {
             DelegationError::Timeout { .. } => ErrorKind::Timeout,
-            DelegationError::WriterDied { .. } | DelegationError::CombinerDied => {
-                ErrorKind::NoWriter
-            }
+            DelegationError::WriterDied { .. }
+            | DelegationError::ServerGone { .. }
+            | DelegationError::CombinerDied => ErrorKind::NoWriter,
             DelegationError::NoRoom { .. } => ErrorKind::HeapExhausted,
             DelegationError::ItemTooLarge { .. } | DelegationError::TooLarge { .. } => {
                 ErrorKind::TooLarge

@@ -67,9 +67,13 @@
 //! time out; once it runs again it serves them, and once it is killed the next write
 //! takes the role. A writer on another host is judged by its lease alone.
 //!
-//! A write sent before the lease lapsed waits for the dead process until the client
-//! timeout ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)); the handle
-//! then takes the role if the lease has lapsed, and the write fails with
+//! A write sent before the lease lapsed waits for the writer until the client timeout
+//! ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)), or until a look at
+//! the role (every 5 ms while it waits) finds no live process holding it: the writer's
+//! process is gone from this host, gave the role up, or, on another host, let its lease
+//! lapse ([`DelegationError::ServerGone`], kind [`NoWriter`](crate::ErrorKind::NoWriter),
+//! when this handle does not take the role). The handle then takes the role if the
+//! lease has lapsed, and the write fails with
 //! [`DelegationError::WriterDied`] (kind [`NoWriter`](crate::ErrorKind::NoWriter): the
 //! takeover reported it failed), or with [`DelegationError::Timeout`] (kind
 //! [`Timeout`](crate::ErrorKind::Timeout)) while the lease still runs: the writer may be
@@ -517,8 +521,12 @@ where
             reason: "no delegation area to send writes through",
         })?;
         let config = ClientConfig::default().timeout(self.writing.timeout);
-        let client =
+        let mut client =
             DelegationClient::with_config(self.rt.view().clone(), area, self.rt.node(), config)?;
+        // A write stops waiting for a writer that is gone (its process ended, or it gave
+        // the role up) at the next look at the role, not at the timeout.
+        let (rt, slot) = (self.rt.clone(), self.slot);
+        client.watch_server(move || matches!(rt.writer_held(slot), Ok(false)));
         let lease = self.rt.config().node_lease_ticks();
         let remote = Remote {
             client: Mutex::new(client),
@@ -906,13 +914,17 @@ where
     /// failed, and no writer applies it from then on.
     fn after_failure(&self, e: CollectionError) -> Result<CollectionError, PoolError> {
         let CollectionError::Delegation(
-            d @ (DelegationError::Timeout { .. } | DelegationError::WriterDied { .. }),
+            d @ (DelegationError::Timeout { .. }
+            | DelegationError::ServerGone { .. }
+            | DelegationError::WriterDied { .. }),
         ) = &e
         else {
             return Ok(e);
         };
         let timed_out = match d {
-            DelegationError::Timeout { seq, .. } => Some(*seq),
+            DelegationError::Timeout { seq, .. } | DelegationError::ServerGone { seq, .. } => {
+                Some(*seq)
+            }
             _ => None,
         };
         match (self.writes.take_role()?, timed_out) {

@@ -254,6 +254,71 @@ fn a_client_whose_server_is_gone_times_out() {
     ));
 }
 
+/// A client whose watch finds its server gone stops waiting then, for an acknowledgement
+/// and for channel space alike, with the sequence numbers it was waiting on; while the
+/// watch finds the server alive, the client waits until the timeout as before. The
+/// timeout here is a minute: a watch that is not asked ends in `Timeout`.
+#[test]
+fn a_client_stops_waiting_once_its_watch_finds_the_server_gone() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let s = machine(2, 6, 0.0);
+    let layout = area(&s, 1, 2);
+    drop(Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap());
+    let attach = |timeout| {
+        let cfg = ClientConfig::default().timeout(timeout);
+        Client::with_config(s.emu.node(1), layout, 0, cfg).unwrap()
+    };
+    // Alive: waited for until the timeout, the watch asked meanwhile.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let mut client = attach(Duration::from_millis(50));
+    let count = asked.clone();
+    client.watch_server(move || {
+        count.fetch_add(1, Ordering::Relaxed);
+        false
+    });
+    let seq = client.insert(1, 1).unwrap();
+    assert!(matches!(
+        client.wait_applied(seq),
+        Err(CollectionError::Delegation(DelegationError::Timeout {
+            seq: 1,
+            ..
+        }))
+    ));
+    assert!(asked.load(Ordering::Relaxed) > 0);
+    // Gone from its third look on: the waits end there, well before a minute.
+    let mut client = attach(Duration::from_secs(60));
+    let looks = Arc::new(AtomicUsize::new(0));
+    let l = looks.clone();
+    client.watch_server(move || l.fetch_add(1, Ordering::Relaxed) + 1 >= 3);
+    let err = client.remove_sync(2).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CollectionError::Delegation(DelegationError::ServerGone {
+                waiting_for: WaitingFor::Acknowledgement,
+                seq: 2,
+                applied: 0
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(looks.load(Ordering::Relaxed), 3);
+    assert!(
+        err.to_string()
+            .contains("no live process serves the writes")
+    );
+    // The channel holds two records and is full: sending stops too.
+    assert!(matches!(
+        client.insert_sync(3, 3),
+        Err(CollectionError::Delegation(DelegationError::ServerGone {
+            waiting_for: WaitingFor::ChannelSpace,
+            seq: 3,
+            ..
+        }))
+    ));
+}
+
 #[test]
 fn bad_layouts_and_ranges_are_typed_errors() {
     let s = machine(2, 1, 0.0);

@@ -18,7 +18,15 @@ use bi_core::mem::MemView;
 use bi_core::runtime::Faults;
 use std::fmt;
 use std::ops::Range;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often a waiting client asks its watch whether its server is gone (the first
+/// time after waiting that long: an answer within it costs the watch nothing).
+const WATCH_EVERY: Duration = Duration::from_millis(5);
+
+/// Says whether no live process serves a client's area any more
+/// ([`DelegationClient::watch_server`]).
+pub type ServerGone = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// How long a client waits before giving up on its server.
 ///
@@ -137,6 +145,8 @@ pub struct DelegationClient<Vw, K: Stored, V: Stored> {
     parcels_used: usize,
     /// Mechanisms switched off, for tests ([`with_faults`](Self::with_faults)).
     faults: Faults,
+    /// Asked while waiting whether the server is gone ([`watch_server`](Self::watch_server)).
+    watch: Option<ServerGone>,
 }
 
 impl<Vw, K: Stored, V: Stored> fmt::Debug for DelegationClient<Vw, K, V> {
@@ -222,6 +232,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             parcels: layout.parcel_area(index)?,
             parcels_used: 0,
             faults: Faults::default(),
+            watch: None,
         };
         client.poll_applied()?;
         // Failures of an earlier attachment are not this one's to report.
@@ -237,6 +248,37 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     pub fn with_faults(mut self, faults: Faults) -> Self {
         self.faults = faults;
         self
+    }
+
+    /// Has every wait of this client ask `gone`, every few milliseconds once it waited
+    /// that long, whether no live process serves the area any more (for a writer role:
+    /// no live process holds it), and stop with [`DelegationError::ServerGone`] when it
+    /// says so, instead of waiting out the timeout for a server that is not coming back.
+    /// A server that is alive but slow, or stopped, is still waited for until the
+    /// timeout.
+    ///
+    /// ```
+    /// use bi_collections::delegate::{ClientConfig, DelegationClient, DelegationError};
+    /// use bi_collections::delegate::{DelegationLayout, DelegationServer};
+    /// use bi_collections::{CollectionError, EpochBonsai};
+    /// use bi_core::mem::{Emulator, EmulatorConfig};
+    /// use std::time::Duration;
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(1 << 14, 2));
+    /// let layout = DelegationLayout::<u32, u32>::new(0..1 << 14, 1, 16, emu.line_size()).unwrap();
+    /// drop(DelegationServer::new(emu.node(0), layout, EpochBonsai::new()).unwrap());
+    /// let config = ClientConfig::default().timeout(Duration::from_secs(10));
+    /// let mut client = DelegationClient::with_config(emu.node(1), layout, 0, config).unwrap();
+    /// client.watch_server(|| true); // the server process is gone
+    /// // Not a timeout ten seconds later: the watch ends the wait.
+    /// let err = client.insert_sync(1, 1).unwrap_err();
+    /// assert!(matches!(
+    ///     err,
+    ///     CollectionError::Delegation(DelegationError::ServerGone { seq: 1, applied: 0, .. })
+    /// ));
+    /// ```
+    pub fn watch_server(&mut self, gone: impl Fn() -> bool + Send + Sync + 'static) {
+        self.watch = Some(Box::new(gone));
     }
 
     /// Sends an insertion of `key` with `value`; returns its sequence number.
@@ -356,6 +398,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             }
         };
         let mut backoff = Backoff::with_timeout(self.config.timeout);
+        let mut asked = None;
         let record = std::slice::from_ref(&record);
         loop {
             let sent = if unfenced {
@@ -366,9 +409,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             if sent == 1 {
                 break;
             }
-            if !backoff.wait() {
-                return Err(self.timeout(WaitingFor::ChannelSpace, seq));
-            }
+            self.wait_step(&mut backoff, &mut asked, WaitingFor::ChannelSpace, seq)?;
         }
         Ok(seq)
     }
@@ -451,14 +492,16 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         let first = self.sender.sent() + 1;
         let mut done = 0;
         let mut backoff = Backoff::with_timeout(self.config.timeout);
+        let mut asked = None;
         while done < records.len() {
             let n = self.sender.send_batch(&records[done..])?;
             done += n;
             if n > 0 {
                 // The server is alive: the timeout counts from the last progress.
                 backoff = Backoff::with_timeout(self.config.timeout);
-            } else if !backoff.wait() {
-                return Err(self.timeout(WaitingFor::ChannelSpace, first + done as u64));
+            } else {
+                let next = first + done as u64;
+                self.wait_step(&mut backoff, &mut asked, WaitingFor::ChannelSpace, next)?;
             }
         }
         Ok(self.sender.sent())
@@ -672,6 +715,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             return Err(DelegationError::NotSent { seq, sent }.into());
         }
         let mut backoff = Backoff::with_timeout(self.config.timeout);
+        let mut asked = None;
         let mut waits = 0u32;
         while self.poll_applied()? < seq {
             // Not answered at once: the server may be napping. Ring its doorbell (it
@@ -680,9 +724,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             if waits % RING_EVERY == RING_AFTER {
                 let _ = self.sender.view().ring_doorbell(self.layout.doorbell());
             }
-            if !backoff.wait() {
-                return Err(self.timeout(WaitingFor::Acknowledgement, seq));
-            }
+            self.wait_step(&mut backoff, &mut asked, WaitingFor::Acknowledgement, seq)?;
             waits = waits.wrapping_add(1);
         }
         self.report_failures(seq)
@@ -1065,5 +1107,41 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             applied: self.applied,
         }
         .into()
+    }
+
+    /// One step of a wait for `waiting_for` (up to `seq`): `Err` once `backoff` ran out
+    /// ([`DelegationError::Timeout`]) or once the watch, asked every [`WATCH_EVERY`]
+    /// from `asked`, says the server is gone ([`DelegationError::ServerGone`]).
+    fn wait_step(
+        &self,
+        backoff: &mut Backoff,
+        asked: &mut Option<Instant>,
+        waiting_for: WaitingFor,
+        seq: u64,
+    ) -> Result<(), CollectionError> {
+        if !backoff.wait() {
+            return Err(self.timeout(waiting_for, seq));
+        }
+        let Some(gone) = self.watch.as_ref().filter(|_| !backoff.spinning()) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        match *asked {
+            Some(at) if now < at => return Ok(()),
+            None => {
+                *asked = Some(now + WATCH_EVERY);
+                return Ok(());
+            }
+            Some(_) => *asked = Some(now + WATCH_EVERY),
+        }
+        match gone() {
+            false => Ok(()),
+            true => Err(DelegationError::ServerGone {
+                waiting_for,
+                seq,
+                applied: self.applied,
+            }
+            .into()),
+        }
     }
 }

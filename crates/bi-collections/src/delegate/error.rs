@@ -135,6 +135,21 @@ pub enum DelegationError {
         /// The acknowledgement last read.
         applied: u64,
     },
+    /// While the client waited, its watch ([`DelegationClient::watch_server`]) found that
+    /// no live process serves the area any more (the writer's process is gone, or gave
+    /// the role up): it stopped waiting then instead of at the timeout. What it sent
+    /// and was not acknowledged is as after a [`Timeout`](Self::Timeout): a successor
+    /// reports it failed and never applies it; the dead writer may have applied some.
+    ///
+    /// [`DelegationClient::watch_server`]: super::DelegationClient::watch_server
+    ServerGone {
+        /// What the client was waiting for.
+        waiting_for: WaitingFor,
+        /// The sequence number waited on (the next one to send, for channel space).
+        seq: u64,
+        /// The acknowledgement last read.
+        applied: u64,
+    },
     /// The thread carrying a combined batch ([`NodeCombiner`](super::NodeCombiner)) died
     /// with it (it panicked), or an earlier one did and the node's channel is no longer
     /// used. The operation was sent once or not at all, and is never sent again.
@@ -261,6 +276,15 @@ impl fmt::Display for DelegationError {
             } => write!(
                 f,
                 "timed out waiting for {waiting_for} (sequence {seq}, applied up to {applied})"
+            ),
+            DelegationError::ServerGone {
+                waiting_for,
+                seq,
+                applied,
+            } => write!(
+                f,
+                "no live process serves the writes any more: stopped waiting for \
+                 {waiting_for} (sequence {seq}, applied up to {applied})"
             ),
             DelegationError::CombinerDied => f.write_str(
                 "the thread carrying this node's combined batch died; the operation was \

@@ -181,7 +181,7 @@ mod record;
 mod server;
 
 pub use backoff::Idle;
-pub use client::{ClientConfig, DelegationClient};
+pub use client::{ClientConfig, DelegationClient, ServerGone};
 pub use combine::{NodeCombiner, Pending};
 pub use error::{DelegationError, WaitingFor};
 pub use layout::{DEFAULT_PARCEL_BYTES, DelegationLayout};
