@@ -805,6 +805,32 @@ impl<V: MemView> NodeRuntime<V> {
         role::held(&self.inner, slot)
     }
 
+    /// Whether the writer of the structure whose slot is at `slot` is certainly gone: its
+    /// process is gone from this host (the kernel says so) while its node still names it,
+    /// or nobody holds the role though `seen` keeps a holder found before (it gave the
+    /// role up). `seen` starts at 0 and keeps the last holder found. `false` does not say
+    /// a writer lives: a lapsed lease is not certain enough here
+    /// ([`writer_held`](Self::writer_held) judges that). What a remote write looks at
+    /// while it waits, to stop waiting for a writer that is not coming back.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    /// use std::time::Duration;
+    ///
+    /// let s = Setup::new(2, 1);
+    /// let (slot, _) = s.region.structure(s.nodes[0].view(), "orders", 7, true).unwrap().unwrap();
+    /// let mut seen = 0;
+    /// assert!(!s.nodes[1].writer_certainly_gone(slot, &mut seen).unwrap()); // its first writer may be coming
+    /// let role = s.nodes[0].take_writer_role(slot, Duration::from_secs(1)).unwrap();
+    /// assert!(!s.nodes[1].writer_certainly_gone(slot, &mut seen).unwrap());
+    /// assert_ne!(seen, 0);
+    /// drop(role); // gives the role up
+    /// assert!(s.nodes[1].writer_certainly_gone(slot, &mut seen).unwrap());
+    /// ```
+    pub fn writer_certainly_gone(&self, slot: usize, seen: &mut u64) -> Result<bool, BiError> {
+        role::certainly_gone(&self.inner, slot, seen)
+    }
+
     /// Whether memory names this process as the writer of the structure whose slot is
     /// at `slot`: false once another process took the role (this one stalled past its
     /// lease), or before this one took it.

@@ -15,6 +15,7 @@
 
 use crate::mem::MemView;
 use crate::runtime::inner::NodeInner;
+use crate::runtime::process::Presence;
 use crate::runtime::{BiError, record, share};
 use bytemuck::{Pod, Zeroable};
 use std::sync::Arc;
@@ -135,6 +136,31 @@ impl<V: MemView> Drop for Role<V> {
 pub(crate) fn held<V: MemView>(inner: &NodeInner<V>, slot: usize) -> Result<bool, BiError> {
     let r = read(inner, slot + WRITER_RECORD_OFFSET)?;
     Ok(r.holder != 0 && (r.holder == inner.token || alive(inner, &r)?))
+}
+
+/// Whether the writer of the structure whose slot is at `slot` is certainly gone: the
+/// process holding its role is gone from this host while its node's record still names
+/// it, or nobody holds the role though a holder was `seen` before (it gave the role up).
+/// `seen` keeps the last holder found: an empty role before any holder was seen is a
+/// structure whose first writer is still taking it. Weaker signs are not enough (a
+/// lapsed lease, or the node's record naming another process: a claim raced at the same
+/// moment leaves the loser running until its next pass), so `false` does not say the
+/// writer lives ([`held`] judges that).
+pub(crate) fn certainly_gone<V: MemView>(
+    inner: &NodeInner<V>,
+    slot: usize,
+    seen: &mut u64,
+) -> Result<bool, BiError> {
+    let r = read(inner, slot + WRITER_RECORD_OFFSET)?;
+    if r.holder == 0 {
+        return Ok(*seen != 0);
+    }
+    *seen = r.holder;
+    let Some(node) = r.node.checked_sub(1).filter(|_| r.holder != inner.token) else {
+        return Ok(false);
+    };
+    let (rec, presence) = share::runner_of(inner, node as usize)?;
+    Ok(rec.holder == r.holder && presence == Presence::Gone)
 }
 
 /// Whether memory names this process as the writer of the structure whose slot is at
