@@ -810,8 +810,9 @@ impl<V: MemView> NodeRuntime<V> {
     /// or nobody holds the role though `seen` keeps a holder found before (it gave the
     /// role up). `seen` starts at 0 and keeps the last holder found. `false` does not say
     /// a writer lives: a lapsed lease is not certain enough here
-    /// ([`writer_held`](Self::writer_held) judges that). What a remote write looks at
-    /// while it waits, to stop waiting for a writer that is not coming back.
+    /// ([`writer_held`](Self::writer_held) judges that). What a remote write can look at
+    /// while it waits, to stop waiting for a writer that is not coming back
+    /// (bi-collections' `DelegationClient::watch_server`).
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
