@@ -156,11 +156,24 @@ pub(crate) fn certainly_gone<V: MemView>(
         return Ok(*seen != 0);
     }
     *seen = r.holder;
-    let Some(node) = r.node.checked_sub(1).filter(|_| r.holder != inner.token) else {
+    if r.holder == inner.token {
         return Ok(false);
+    }
+    Ok(runner_named(inner, &r)?.is_some_and(|(_, presence)| presence == Presence::Gone))
+}
+
+/// The record of the node the writer `r` names, and what this host's kernel knows of
+/// its runner's process, if that record still names the writer's holder (`None`: the
+/// writer has no node, or another process claimed it since).
+fn runner_named<V: MemView>(
+    inner: &NodeInner<V>,
+    r: &WriterRecord,
+) -> Result<Option<(record::NodeRecord, Presence)>, BiError> {
+    let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
+        return Ok(None);
     };
-    let (rec, presence) = share::runner_of(inner, node as usize)?;
-    Ok(rec.holder == r.holder && presence == Presence::Gone)
+    let (rec, presence) = share::runner_of(inner, node)?;
+    Ok((rec.holder == r.holder).then_some((rec, presence)))
 }
 
 /// Whether memory names this process as the writer of the structure whose slot is at
@@ -183,13 +196,9 @@ fn write<V: MemView>(inner: &NodeInner<V>, at: usize, r: &WriterRecord) -> Resul
 /// ([`process`](crate::runtime::process)), whose heartbeat is live. A holder whose process is
 /// gone is dead at once.
 fn alive<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<bool, BiError> {
-    let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
+    let Some((rec, presence)) = runner_named(inner, r)? else {
         return Ok(false);
     };
-    let (rec, presence) = share::runner_of(inner, node)?;
-    if rec.holder != r.holder {
-        return Ok(false);
-    }
     let now = inner.clock.refresh();
     let cfg = &inner.config;
     Ok(presence.or_lease(record::live(
