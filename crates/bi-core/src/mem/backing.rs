@@ -64,7 +64,9 @@ impl Backing {
     /// ```
     pub fn anonymous(size: usize) -> Result<Backing, MemError> {
         check_size(size)?;
-        let words: Box<[AtomicU64]> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
+        // One zeroed allocation, not a word at a time: the allocator hands out zero pages
+        // without touching them (and Miri checks it at once).
+        let words = bytemuck::allocation::zeroed_slice_box::<AtomicU64>(size / 8);
         Ok(Backing {
             kind: Kind::Heap(words),
             size,
