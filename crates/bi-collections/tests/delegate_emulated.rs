@@ -319,6 +319,32 @@ fn a_client_stops_waiting_once_its_watch_finds_the_server_gone() {
     ));
 }
 
+/// A server that applies and acknowledges a write and then leaves, between the client's
+/// look at its acknowledgement and the watch's look at the server: the write is done,
+/// and the client reports it done, not the server gone. The watch here does both (it
+/// serves the channel, then says the server is gone), a schedule no timing decides.
+#[test]
+fn a_write_acknowledged_just_before_its_server_left_is_reported_done() {
+    use std::sync::{Arc, Mutex};
+    let s = machine(2, 6, 0.0);
+    let layout = area(&s, 1, 2);
+    let server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
+    let server = Arc::new(Mutex::new(server));
+    let cfg = ClientConfig::default().timeout(Duration::from_secs(60));
+    let mut client = Client::with_config(s.emu.node(1), layout, 0, cfg).unwrap();
+    let leaving = server.clone();
+    client.watch_server(move || {
+        leaving.lock().unwrap().serve_once(16).unwrap();
+        true
+    });
+    client.insert_sync(7, 70).unwrap();
+    assert_eq!(client.applied(), 1);
+    assert_eq!(
+        server.lock().unwrap().structure().log,
+        vec![Op::Insert(7, 70)]
+    );
+}
+
 #[test]
 fn bad_layouts_and_ranges_are_typed_errors() {
     let s = machine(2, 1, 0.0);

@@ -24,6 +24,23 @@ use std::time::{Duration, Instant};
 /// time after waiting that long: an answer within it costs the watch nothing).
 const WATCH_EVERY: Duration = Duration::from_millis(5);
 
+/// A client's wait for its server ([`DelegationClient::wait_step`]).
+struct Wait {
+    backoff: Backoff,
+    /// When the watch is asked next (`None`: not yet waited [`WATCH_EVERY`]).
+    asked: Option<Instant>,
+    waiting_for: WaitingFor,
+    /// How the wait ended, reported at the step after the caller's last look.
+    ended: Option<WaitEnd>,
+}
+
+/// Why a [`Wait`] ended.
+#[derive(Clone, Copy)]
+enum WaitEnd {
+    Timeout,
+    ServerGone,
+}
+
 /// Says whether no live process serves a client's area any more
 /// ([`DelegationClient::watch_server`]).
 pub type ServerGone = Box<dyn Fn() -> bool + Send + Sync>;
@@ -397,8 +414,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
                     .ok_or_else(|| self.too_large(&op, &condition))?
             }
         };
-        let mut backoff = Backoff::with_timeout(self.config.timeout);
-        let mut asked = None;
+        let mut wait = self.wait(WaitingFor::ChannelSpace);
         let record = std::slice::from_ref(&record);
         loop {
             let sent = if unfenced {
@@ -409,7 +425,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             if sent == 1 {
                 break;
             }
-            self.wait_step(&mut backoff, &mut asked, WaitingFor::ChannelSpace, seq)?;
+            self.wait_step(&mut wait, seq)?;
         }
         Ok(seq)
     }
@@ -491,17 +507,15 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     fn send_made(&mut self, records: &[WireRecord<K, V>]) -> Result<u64, CollectionError> {
         let first = self.sender.sent() + 1;
         let mut done = 0;
-        let mut backoff = Backoff::with_timeout(self.config.timeout);
-        let mut asked = None;
+        let mut wait = self.wait(WaitingFor::ChannelSpace);
         while done < records.len() {
             let n = self.sender.send_batch(&records[done..])?;
             done += n;
             if n > 0 {
                 // The server is alive: the timeout counts from the last progress.
-                backoff = Backoff::with_timeout(self.config.timeout);
+                wait = self.wait(WaitingFor::ChannelSpace);
             } else {
-                let next = first + done as u64;
-                self.wait_step(&mut backoff, &mut asked, WaitingFor::ChannelSpace, next)?;
+                self.wait_step(&mut wait, first + done as u64)?;
             }
         }
         Ok(self.sender.sent())
@@ -714,8 +728,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         if seq > sent {
             return Err(DelegationError::NotSent { seq, sent }.into());
         }
-        let mut backoff = Backoff::with_timeout(self.config.timeout);
-        let mut asked = None;
+        let mut wait = self.wait(WaitingFor::Acknowledgement);
         let mut waits = 0u32;
         while self.poll_applied()? < seq {
             // Not answered at once: the server may be napping. Ring its doorbell (it
@@ -724,7 +737,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             if waits % RING_EVERY == RING_AFTER {
                 let _ = self.sender.view().ring_doorbell(self.layout.doorbell());
             }
-            self.wait_step(&mut backoff, &mut asked, WaitingFor::Acknowledgement, seq)?;
+            self.wait_step(&mut wait, seq)?;
             waits = waits.wrapping_add(1);
         }
         self.report_failures(seq)
@@ -1109,39 +1122,55 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         .into()
     }
 
-    /// One step of a wait for `waiting_for` (up to `seq`): `Err` once `backoff` ran out
-    /// ([`DelegationError::Timeout`]) or once the watch, asked every [`WATCH_EVERY`]
-    /// from `asked`, says the server is gone ([`DelegationError::ServerGone`]).
-    fn wait_step(
-        &self,
-        backoff: &mut Backoff,
-        asked: &mut Option<Instant>,
-        waiting_for: WaitingFor,
-        seq: u64,
-    ) -> Result<(), CollectionError> {
-        if !backoff.wait() {
-            return Err(self.timeout(waiting_for, seq));
+    /// A wait for `waiting_for` that gives up after this client's timeout.
+    fn wait(&self, waiting_for: WaitingFor) -> Wait {
+        Wait {
+            backoff: Backoff::with_timeout(self.config.timeout),
+            asked: None,
+            waiting_for,
+            ended: None,
         }
-        let Some(gone) = self.watch.as_ref().filter(|_| !backoff.spinning()) else {
+    }
+
+    /// One step of `wait` (for something up to `seq`). It ends in two steps: the one that
+    /// finds the timeout run out ([`DelegationError::Timeout`]) or the watch, asked every
+    /// [`WATCH_EVERY`], saying the server is gone ([`DelegationError::ServerGone`]) returns
+    /// `Ok`, so that the caller looks once more, and the next returns the error. A
+    /// server that acknowledged and then left between the caller's look and the
+    /// watch's has done what the caller waits for.
+    fn wait_step(&self, wait: &mut Wait, seq: u64) -> Result<(), CollectionError> {
+        let waiting_for = wait.waiting_for;
+        match wait.ended {
+            Some(WaitEnd::Timeout) => return Err(self.timeout(waiting_for, seq)),
+            Some(WaitEnd::ServerGone) => {
+                return Err(DelegationError::ServerGone {
+                    waiting_for,
+                    seq,
+                    applied: self.applied,
+                }
+                .into());
+            }
+            None => {}
+        }
+        if !wait.backoff.wait() {
+            wait.ended = Some(WaitEnd::Timeout);
+            return Ok(());
+        }
+        let Some(gone) = self.watch.as_ref().filter(|_| !wait.backoff.spinning()) else {
             return Ok(());
         };
         let now = Instant::now();
-        match *asked {
+        match wait.asked {
             Some(at) if now < at => return Ok(()),
             None => {
-                *asked = Some(now + WATCH_EVERY);
+                wait.asked = Some(now + WATCH_EVERY);
                 return Ok(());
             }
-            Some(_) => *asked = Some(now + WATCH_EVERY),
+            Some(_) => wait.asked = Some(now + WATCH_EVERY),
         }
-        match gone() {
-            false => Ok(()),
-            true => Err(DelegationError::ServerGone {
-                waiting_for,
-                seq,
-                applied: self.applied,
-            }
-            .into()),
+        if gone() {
+            wait.ended = Some(WaitEnd::ServerGone);
         }
+        Ok(())
     }
 }
