@@ -565,6 +565,23 @@ fn one_handle_serves_every_thread() {
     assert_eq!(writer.writer().unwrap().unwrap().len(), 128);
 }
 
+/// Stops `child` with SIGSTOP and returns once the kernel shows it stopped (a stop is
+/// delivered asynchronously).
+fn stop(child: &KillOnDrop) {
+    let pid = child.0.id() as libc::pid_t;
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
+        })
+    };
+    while !stopped() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// `PoolConfig::write_timeout` is what a remote write waits: with 50 ms, writes to a
 /// stopped writer (alive: its role stays its own) fail several times over within 300 ms
 /// (with the default second, once); once it is killed, the handle takes the role.
@@ -585,19 +602,7 @@ fn a_remote_write_waits_the_pools_write_timeout() {
     let m = client_pool.map::<u64, u64>("m").unwrap();
     assert!(!m.is_writer());
     assert_eq!(m.insert(1, 1).unwrap(), None);
-    let pid = child.0.id() as libc::pid_t;
-    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    // A stop is delivered asynchronously: wait until the kernel shows it stopped.
-    let stopped = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('T'))
-        })
-    };
-    while !stopped() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    stop(&child);
     let mut timeouts = 0;
     let until = Instant::now() + Duration::from_millis(300);
     while Instant::now() < until {

@@ -988,6 +988,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test, minutes interpreted: its object copies run in others"
+    )]
     fn publish_retire_reclaim_cycle_under_the_emulator() {
         let s = Setup::new(2, 9);
         let mut w = s.writer(0);
