@@ -66,7 +66,11 @@ impl Backing {
         check_size(size)?;
         // One zeroed allocation, not a word at a time: the allocator hands out zero pages
         // without touching them (and Miri checks it at once).
+        #[cfg(not(loom))]
         let words = bytemuck::allocation::zeroed_slice_box::<AtomicU64>(size / 8);
+        // loom's atomics are model objects with no all-zero representation.
+        #[cfg(loom)]
+        let words = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
         Ok(Backing {
             kind: Kind::Heap(words),
             size,
