@@ -68,7 +68,11 @@
 //! takes the role. A writer on another host is judged by its lease alone.
 //!
 //! A write sent before the lease lapsed waits for the writer until the client timeout
-//! ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)). The handle then takes the role if the
+//! ([`PoolConfig::write_timeout`](crate::PoolConfig::write_timeout)), or until a look at
+//! the role (every 5 ms while it waits) finds the writer certainly gone: it gave the role
+//! up, or its process is gone from this host ([`DelegationError::ServerGone`], kind
+//! [`NoWriter`](crate::ErrorKind::NoWriter), when this handle does not take the role; a
+//! writer on another host is waited for until the timeout). The handle then takes the role if the
 //! lease has lapsed, and the write fails with
 //! [`DelegationError::WriterDied`] (kind [`NoWriter`](crate::ErrorKind::NoWriter): the
 //! takeover reported it failed), or with [`DelegationError::Timeout`] (kind
@@ -140,7 +144,7 @@ use std::any::Any;
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -517,8 +521,22 @@ where
             reason: "no delegation area to send writes through",
         })?;
         let config = ClientConfig::default().timeout(self.writing.timeout);
-        let client =
+        let mut client =
             DelegationClient::with_config(self.rt.view().clone(), area, self.rt.node(), config)?;
+        // A write stops waiting for a writer that is certainly gone (it gave the role up,
+        // or its process ended on this host) at the next look at the role, not at the
+        // timeout.
+        let (rt, slot) = (self.rt.clone(), self.slot);
+        // The writer it is made to send to, seen now.
+        let mut first = 0;
+        rt.writer_certainly_gone(slot, &mut first)?;
+        let seen = AtomicU64::new(first);
+        client.watch_server(move || {
+            let mut last = seen.load(Ordering::Relaxed);
+            let gone = rt.writer_certainly_gone(slot, &mut last);
+            seen.store(last, Ordering::Relaxed);
+            matches!(gone, Ok(true))
+        });
         let lease = self.rt.config().node_lease_ticks();
         let remote = Remote {
             client: Mutex::new(client),

@@ -628,6 +628,46 @@ fn a_remote_write_waits_the_pools_write_timeout() {
     assert_eq!(m.get(&1).unwrap(), Some(1));
 }
 
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_write_to_a_writer_that_dies_stops_waiting_before_its_timeout() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dies.bi");
+    let timeout = Duration::from_secs(600);
+    let patient = PoolConfig {
+        write_timeout: timeout,
+        ..config(0)
+    };
+    let client_pool = Pool::open_or_create(&path, patient).unwrap();
+    let mut child = spawn_writer(&path, false);
+    let m = client_pool.map::<u64, u64>("m").unwrap();
+    assert!(!m.is_writer());
+    assert_eq!(m.insert(1, 1).unwrap(), None);
+    // Stopped, the writer takes the write into its channel and never applies it; it is
+    // killed while the write waits.
+    stop(&child);
+    let started = Instant::now();
+    let waited = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            child.0.kill().unwrap();
+            child.0.wait().unwrap();
+        });
+        let e = m.insert(2, 2).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoWriter, "{e}");
+        started.elapsed()
+    });
+    assert!(waited < timeout / 2, "waited {waited:?}");
+    // The handle took the role over, and the write the dead writer never applied is not
+    // there.
+    assert!(m.is_writer());
+    assert_eq!(m.get(&2).unwrap(), None);
+    assert_eq!(m.get(&1).unwrap(), Some(1));
+}
+
 /// A value of 100 KiB: a few hundred fill a test pool.
 fn big_value() -> Vec<u8> {
     vec![7u8; 100 << 10]

@@ -12,6 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,8 +99,8 @@ struct Supervisor {
 
 /// Runs the plan and checks it.
 pub fn run(plan: Plan) -> std::io::Result<Summary> {
+    let _dir = take_dir(&plan.dir)?;
     let pool = plan.dir.join("torture.bi");
-    let _ = std::fs::remove_file(&pool);
     let mut s = Supervisor {
         exe: std::env::current_exe()?,
         pool,
@@ -419,6 +420,43 @@ impl Supervisor {
     }
 }
 
+/// Takes `dir` for this run until the returned file is dropped, and clears what an
+/// earlier run left there (its pool, race pools and journals: a worker reads its earlier
+/// incarnations' journals, and journals are appended to). Fails if another run holds it:
+/// two runs on one directory would share journals and unlink each other's pool.
+fn take_dir(dir: &Path) -> std::io::Result<std::fs::File> {
+    let path = dir.join("run.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    // SAFETY: flock(2) takes a descriptor this function owns (open for the call) and
+    // integer flags; it touches no memory of this process.
+    let taken = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if taken != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.kind() {
+            std::io::ErrorKind::WouldBlock => std::io::Error::new(
+                std::io::ErrorKind::ResourceBusy,
+                format!("another run is using {}", dir.display()),
+            ),
+            _ => e,
+        });
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let left = name.ends_with(".journal")
+            || name == "torture.bi"
+            || (name.starts_with("race-") && name.ends_with(".bi"));
+        if left {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(lock)
+}
+
 /// Whether `child` exited successfully within `limit` (killed if not).
 fn wait_for(child: &mut Child, limit: Duration) -> bool {
     let until = Instant::now() + limit;
@@ -451,4 +489,31 @@ fn rss(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kib| kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_on_one_directory_is_refused_and_a_later_one_starts_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("worker-0.0.journal");
+        std::fs::write(&journal, "opened 1 0 1\n").unwrap();
+        std::fs::write(dir.path().join("race-3.bi"), "x").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let first = take_dir(dir.path()).unwrap();
+        // What the earlier run left is gone; what is not a run's file stays.
+        assert!(!journal.exists() && !dir.path().join("race-3.bi").exists());
+        assert!(dir.path().join("notes.txt").exists());
+        std::fs::write(&journal, "opened 2 0 1\n").unwrap();
+        let e = take_dir(dir.path()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ResourceBusy);
+        assert!(e.to_string().contains("another run"), "{e}");
+        // Refused without touching the running one's journals.
+        assert!(journal.exists());
+        drop(first);
+        let _again = take_dir(dir.path()).unwrap();
+        assert!(!journal.exists());
+    }
 }
