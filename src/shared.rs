@@ -72,16 +72,17 @@
 //! the role (every 5 ms while it waits) finds the writer certainly gone: it gave the role
 //! up, or its process is gone from this host ([`DelegationError::ServerGone`], kind
 //! [`NoWriter`](crate::ErrorKind::NoWriter), when this handle does not take the role; a
-//! writer on another host is waited for until the timeout). The handle then takes the role if the
-//! lease has lapsed, and the write fails with
+//! writer on another host is waited for until the timeout). The handle then takes the
+//! role if the lease has lapsed, and the write fails with
 //! [`DelegationError::WriterDied`] (kind [`NoWriter`](crate::ErrorKind::NoWriter): the
 //! takeover reported it failed), or with [`DelegationError::Timeout`] (kind
 //! [`Timeout`](crate::ErrorKind::Timeout)) while the lease still runs: the writer may be
-//! alive and slow, and may still apply it. The process that takes the role (this one or another) reports
-//! every request it finds unacknowledged as failed ([`DelegationError::WriterDied`]) and
-//! applies none of them, so no request is applied twice; the dead writer may have
-//! applied some before dying (the outcome of a request to a process that died is
-//! unknown, as with any RPC), so read the structure before sending again.
+//! alive and slow, and may still apply it. The process that takes the role (this one or
+//! another) reports every request it finds unacknowledged as failed
+//! ([`DelegationError::WriterDied`]) and applies none of them, so no request is applied
+//! twice; the dead writer may have applied some before dying (the outcome of a request
+//! to a process that died is unknown, as with any RPC), so read the structure before
+//! sending again.
 //!
 //! **How long a write blocks.** At most the write timeout, plus a node lease to know a
 //! dead writer gone and take its role, plus a pass, when one writer is lost while it
@@ -98,9 +99,9 @@
 //! writer's process applies them in its node's cache; a remote handle, once the writer
 //! acknowledges a write, drops its node's copies of the key's path (a few invalidations
 //! and one fence on the write, nothing on reads), so the next `get` of that key on this
-//! node reads it from memory and finds the write. [`get_fresh`](SharedMap::get_fresh) finds every insertion
-//! published before the call, whoever made it, at the price of reading a miss again from
-//! memory.
+//! node reads it from memory and finds the write. [`get_fresh`](SharedMap::get_fresh)
+//! finds every insertion published before the call, whoever made it, at the price of
+//! reading a miss again from memory.
 //!
 //! # Trade-offs
 //!
@@ -1073,7 +1074,8 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
     ///
     /// let dir = tempfile::tempdir().unwrap();
     /// let region = RegionConfig::new(1 << 20).with_nodes(2); // a small pool
-    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), PoolConfig { region, ..PoolConfig::default() }).unwrap();
+    /// let config = PoolConfig { region, ..PoolConfig::default() };
+    /// let pool = Pool::open_or_create(dir.path().join("pool.bi"), config).unwrap();
     /// let m = pool.map::<u64, u64>("m").unwrap();
     /// let mut k = 0;
     /// while m.failed_grows().unwrap() == 0 {

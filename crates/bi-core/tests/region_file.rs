@@ -237,6 +237,45 @@ fn processes_opening_or_creating_one_file_at_once_all_get_the_region() {
     }
 }
 
+/// A process that opens a region file at any moment finds it whole or absent, never half
+/// made (a file at the path whose length or header is not yet written), so a process
+/// opening a pool another is creating never fails on its header.
+#[test]
+#[cfg_attr(miri, ignore)] // maps files
+fn a_region_file_is_whole_from_the_moment_it_appears() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("appear{round}.region"));
+        let looks = std::thread::scope(|s| {
+            let watcher = s.spawn(|| {
+                let mut looks = 0u64;
+                loop {
+                    looks += 1;
+                    match Region::open(&path) {
+                        Ok(region) => return (looks, *region.layout()),
+                        Err(RegionError::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => panic!("round {round}, look {looks}: a region half made: {e}"),
+                    }
+                }
+            });
+            // Let the watcher start looking first.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let made = Region::create(&path, config()).unwrap();
+            let (looks, layout) = watcher.join().unwrap();
+            assert_eq!(layout, *made.layout());
+            looks
+        });
+        assert!(looks > 1, "round {round}: the watcher looked only once");
+        // Nothing left beside the region.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [path.file_name().unwrap()], "round {round}");
+    }
+}
+
 /// A region on a block device: made as large as the device (not the configured size),
 /// found again by `open`, and never remade over. Needs root and a free loop device, so it
 /// is run by hand: `cargo test -p bi-core --test region_file -- --ignored`.

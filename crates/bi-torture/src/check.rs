@@ -102,6 +102,19 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
         if let Some(why) = &life.failed {
             v.violations.push(format!("{}: {why}", life.name));
         }
+        // A process opens its pool once: a journal with more openings was written by
+        // processes of another run on the same directory, and no verdict holds.
+        let opened = life
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Opened { .. }))
+            .count();
+        if opened > 1 {
+            v.violations.push(format!(
+                "{}: its journal holds {opened} processes' events (another run on this directory?)",
+                life.name
+            ));
+        }
         // A write begun and never returned (the process was killed inside it) may
         // have been applied or not.
         let mut open: Option<(WriteKind, u64)> = None;
@@ -586,5 +599,27 @@ mod tests {
             two[1].clone(),
         ];
         assert_eq!(blocked(&others).len(), 1);
+    }
+
+    #[test]
+    fn a_journal_two_processes_wrote_voids_the_verdict() {
+        let opened = |at| Event::Opened {
+            at,
+            node: 0,
+            writer: false,
+        };
+        let life = |events| Life {
+            name: "worker 0.2".into(),
+            failed: None,
+            started: 0,
+            ended: None,
+            stops: Vec::new(),
+            events,
+        };
+        let once = check(&[life(vec![opened(1)])], &[], bounds(), &Empty);
+        assert!(once.violations.is_empty(), "{:?}", once.violations);
+        let twice = check(&[life(vec![opened(1), opened(2)])], &[], bounds(), &Empty);
+        assert_eq!(twice.violations.len(), 1, "{:?}", twice.violations);
+        assert!(twice.violations[0].contains("another run"));
     }
 }

@@ -41,6 +41,25 @@ enum WaitEnd {
     ServerGone,
 }
 
+impl WaitEnd {
+    /// The error a wait for `waiting_for` of `seq` reports, `applied` acknowledged.
+    fn error(self, waiting_for: WaitingFor, seq: u64, applied: u64) -> CollectionError {
+        match self {
+            WaitEnd::Timeout => DelegationError::Timeout {
+                waiting_for,
+                seq,
+                applied,
+            },
+            WaitEnd::ServerGone => DelegationError::ServerGone {
+                waiting_for,
+                seq,
+                applied,
+            },
+        }
+        .into()
+    }
+}
+
 /// Says whether no live process serves a client's area any more
 /// ([`DelegationClient::watch_server`]).
 pub type ServerGone = Box<dyn Fn() -> bool + Send + Sync>;
@@ -1113,15 +1132,6 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         self.sender.view()
     }
 
-    fn timeout(&self, waiting_for: WaitingFor, seq: u64) -> CollectionError {
-        DelegationError::Timeout {
-            waiting_for,
-            seq,
-            applied: self.applied,
-        }
-        .into()
-    }
-
     /// A wait for `waiting_for` that gives up after this client's timeout.
     fn wait(&self, waiting_for: WaitingFor) -> Wait {
         Wait {
@@ -1139,18 +1149,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// server that acknowledged and then left between the caller's look and the
     /// watch's has done what the caller waits for.
     fn wait_step(&self, wait: &mut Wait, seq: u64) -> Result<(), CollectionError> {
-        let waiting_for = wait.waiting_for;
-        match wait.ended {
-            Some(WaitEnd::Timeout) => return Err(self.timeout(waiting_for, seq)),
-            Some(WaitEnd::ServerGone) => {
-                return Err(DelegationError::ServerGone {
-                    waiting_for,
-                    seq,
-                    applied: self.applied,
-                }
-                .into());
-            }
-            None => {}
+        if let Some(end) = wait.ended {
+            return Err(end.error(wait.waiting_for, seq, self.applied));
         }
         if !wait.backoff.wait() {
             wait.ended = Some(WaitEnd::Timeout);

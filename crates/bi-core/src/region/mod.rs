@@ -123,8 +123,9 @@ impl Region {
     }
 
     /// Creates the file at `path` (which must not exist: an existing region is never
-    /// overwritten, [`RegionError::AlreadyExists`]), sets its length to the configured
-    /// size, maps it shared, writes the header and writes it back to memory.
+    /// overwritten, [`RegionError::AlreadyExists`]): makes a file of the configured size
+    /// beside it, maps it shared, writes the header and writes it back to memory, then
+    /// links it to `path`, so that no process finds a region half made there.
     ///
     /// ```
     /// use bi_core::region::{Region, RegionConfig, RegionError};
@@ -170,9 +171,11 @@ impl Region {
     }
 
     /// Opens the region at `path`, or creates it with `config` if there is no file there
-    /// (if another process creates it at the same moment, opens that one, waiting up to
-    /// 200 ms for its header to be whole; a file whose header is still wrong after that
-    /// is the typed error it is, and is left untouched). A device (a DAX or CXL character
+    /// (if another process creates it at the same moment, opens that one: a region file
+    /// is made whole under another name and then linked to `path`, so it is never seen
+    /// half made; on a file system without hard links it is made in place, and an opener
+    /// waits up to 200 ms for its header to be whole). A file whose header is wrong is the
+    /// typed error it is, and is left untouched. A device (a DAX or CXL character
     /// device, a block device) that holds no region yet (its first bytes are not a
     /// region's magic) is made one, as large as the device.
     ///
@@ -247,6 +250,13 @@ impl Region {
             }
         }
         let layout = Layout::compute(&config)?;
+        if !replace {
+            match Region::create_linked(path, layout) {
+                Err(RegionError::Io { op: "link", .. }) => {}
+                made => return made,
+            }
+        }
+        // Replacing, or on a file system without hard links: made where it will stay.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -263,6 +273,54 @@ impl Region {
         file.set_len(layout.size() as u64)
             .map_err(io("set the length of"))?;
         Region::format(path, &file, layout)
+    }
+
+    /// Makes the region whole under a name of its own beside `path` (length set, header
+    /// written back), then links it to `path`: a file at `path` is never a region half
+    /// made, so a process that opens it at any moment finds it whole or absent, and of
+    /// several processes creating it at once exactly one links (the others get
+    /// [`RegionError::AlreadyExists`]). A process killed before the link leaves its
+    /// `.NAME.PID-N.creating` file beside `path`.
+    fn create_linked(path: &Path, layout: Layout) -> Result<Region, RegionError> {
+        // Names the temporary files of this process's creations apart (threads may race
+        // too); not shared memory, so the standard library's.
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        let io = |op| {
+            move |source| RegionError::Io {
+                path: path.to_owned(),
+                op,
+                source,
+            }
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let temp = path.with_file_name(format!(
+            ".{}.{}-{}.creating",
+            name.unwrap_or_default(),
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io("create"))?;
+        let made = file
+            .set_len(layout.size() as u64)
+            .map_err(io("set the length of"))
+            .and_then(|()| Region::format(path, &file, layout))
+            .and_then(|region| match std::fs::hard_link(&temp, path) {
+                Ok(()) => Ok(region),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    Err(RegionError::AlreadyExists {
+                        path: path.to_owned(),
+                    })
+                }
+                Err(e) => Err(io("link")(e)),
+            });
+        let _ = std::fs::remove_file(&temp);
+        made
     }
 
     /// Maps `file` (at `path`, at least `layout.size()` bytes) and writes the header of
