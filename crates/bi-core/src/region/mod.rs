@@ -102,6 +102,18 @@ pub struct Region {
     roots_lock: Mutex<()>,
 }
 
+/// Turns an I/O error of `op` on the file at `path` into the region's error.
+fn io_error<'a>(
+    path: &'a Path,
+    op: &'static str,
+) -> impl FnOnce(std::io::Error) -> RegionError + 'a {
+    move |source| RegionError::Io {
+        path: path.to_owned(),
+        op,
+        source,
+    }
+}
+
 impl Region {
     /// A region in zeroed heap memory of this process, with a fresh header.
     ///
@@ -236,13 +248,7 @@ impl Region {
         config: RegionConfig,
         replace: bool,
     ) -> Result<Region, RegionError> {
-        let io = |op| {
-            move |source| RegionError::Io {
-                path: path.to_owned(),
-                op,
-                source,
-            }
-        };
+        let io = |op| io_error(path, op);
         if let Ok(meta) = std::fs::metadata(path) {
             let kind = meta.file_type();
             if kind.is_char_device() || kind.is_block_device() {
@@ -286,13 +292,7 @@ impl Region {
         // too); not shared memory, so the standard library's.
         use std::sync::atomic::{AtomicU64, Ordering};
         static MADE: AtomicU64 = AtomicU64::new(0);
-        let io = |op| {
-            move |source| RegionError::Io {
-                path: path.to_owned(),
-                op,
-                source,
-            }
-        };
+        let io = |op| io_error(path, op);
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let temp = path.with_file_name(format!(
             ".{}.{}-{}.creating",
@@ -351,13 +351,7 @@ impl Region {
         config: RegionConfig,
         replace: bool,
     ) -> Result<Region, RegionError> {
-        let io = |op| {
-            move |source| RegionError::Io {
-                path: path.to_owned(),
-                op,
-                source,
-            }
-        };
+        let io = |op| io_error(path, op);
         if !replace && Region::open(path).is_ok() {
             return Err(RegionError::AlreadyExists {
                 path: path.to_owned(),
@@ -397,13 +391,7 @@ impl Region {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Region, RegionError> {
         let path = path.as_ref();
-        let io = |op| {
-            move |source| RegionError::Io {
-                path: path.to_owned(),
-                op,
-                source,
-            }
-        };
+        let io = |op| io_error(path, op);
         let mut file: File = OpenOptions::new()
             .read(true)
             .write(true)
