@@ -284,9 +284,10 @@ impl Region {
     /// Makes the region whole under a name of its own beside `path` (length set, header
     /// written back), then links it to `path`: a file at `path` is never a region half
     /// made, so a process that opens it at any moment finds it whole or absent, and of
-    /// several processes creating it at once exactly one links (the others get
-    /// [`RegionError::AlreadyExists`]). A process killed before the link leaves its
-    /// `.NAME.PID-N.creating` file beside `path`.
+    /// several processes creating it at once exactly one links (for the others the link
+    /// fails, and so does their creation in place: [`RegionError::AlreadyExists`]). A
+    /// process killed before the link leaves its `.NAME.PID-N.creating` file beside
+    /// `path`.
     fn create_linked(path: &Path, layout: Layout) -> Result<Region, RegionError> {
         // Names the temporary files of this process's creations apart (threads may race
         // too); not shared memory, so the standard library's.
@@ -310,14 +311,12 @@ impl Region {
             .set_len(layout.size() as u64)
             .map_err(io("set the length of"))
             .and_then(|()| Region::format(path, &file, layout))
-            .and_then(|region| match std::fs::hard_link(&temp, path) {
-                Ok(()) => Ok(region),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    Err(RegionError::AlreadyExists {
-                        path: path.to_owned(),
-                    })
-                }
-                Err(e) => Err(io("link")(e)),
+            .and_then(|region| {
+                // A path taken meanwhile fails the link; the caller's creation in place
+                // then reports it taken.
+                std::fs::hard_link(&temp, path)
+                    .map(|()| region)
+                    .map_err(io("link"))
             });
         let _ = std::fs::remove_file(&temp);
         made
