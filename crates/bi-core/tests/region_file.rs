@@ -246,11 +246,16 @@ fn a_region_file_is_whole_from_the_moment_it_appears() {
     for round in 0..20 {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("appear{round}.region"));
+        // The watcher looks once before the creation starts, then as often as it can.
+        let started = std::sync::Barrier::new(2);
         let looks = std::thread::scope(|s| {
             let watcher = s.spawn(|| {
                 let mut looks = 0u64;
                 loop {
                     looks += 1;
+                    if looks == 2 {
+                        started.wait();
+                    }
                     match Region::open(&path) {
                         Ok(region) => return (looks, *region.layout()),
                         Err(RegionError::Io { source, .. })
@@ -259,8 +264,7 @@ fn a_region_file_is_whole_from_the_moment_it_appears() {
                     }
                 }
             });
-            // Let the watcher start looking first.
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            started.wait();
             let made = Region::create(&path, config()).unwrap();
             let (looks, layout) = watcher.join().unwrap();
             assert_eq!(layout, *made.layout());
