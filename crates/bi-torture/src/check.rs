@@ -3,6 +3,7 @@
 
 use crate::journal::{Event, WriteKind, WriteOutcome};
 use crate::worker::{BALLAST, value_of};
+use bi::PoolConfig;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +60,20 @@ pub struct Bounds {
     pub staleness: Duration,
     /// The pass period.
     pub period: Duration,
+}
+
+impl Bounds {
+    /// The bounds of a pool run with `config`.
+    pub fn of(config: &PoolConfig) -> Bounds {
+        let lease = Duration::from_nanos(config.runtime.node_lease_ticks());
+        Bounds {
+            call: config.write_timeout + lease + config.pass_period,
+            per_writer_lost: lease,
+            recovery: lease + config.pass_period,
+            staleness: config.pass_period + Duration::from_nanos(config.runtime.skew_bound()),
+            period: config.pass_period,
+        }
+    }
 }
 
 /// What the map held at the end, as read by a fresh process.

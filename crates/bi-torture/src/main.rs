@@ -25,6 +25,7 @@
 
 mod check;
 mod journal;
+mod stall;
 mod supervisor;
 mod worker;
 
@@ -208,6 +209,12 @@ fn supervise(args: RunArgs) -> ExitCode {
     for violation in &v.violations {
         println!("VIOLATION (seed {}): {violation}", summary.seed);
     }
+    for file in &summary.stall_stacks {
+        println!(
+            "stacks of the run's processes during a blocked write: {}",
+            file.display()
+        );
+    }
     println!("{json}");
     match v.violations.is_empty() {
         true => ExitCode::SUCCESS,
@@ -283,6 +290,19 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
     })
 }
 
+/// Has the stacks of the run's processes written down if a write of this one outlasts
+/// the bound the check holds it to ([`stall`]).
+fn watch_stalls(pool: &Path, journal: &Path) {
+    let name = journal
+        .file_stem()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    stall::watch(
+        pool.to_owned(),
+        name,
+        check::Bounds::of(&pool_config()).call,
+    );
+}
+
 fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
     match role {
         Role::Worker {
@@ -305,6 +325,7 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             }
             let inherited = worker::inherited(&earlier_events);
             let mut j = Journal::create(&journal)?;
+            watch_stalls(&pool, &journal);
             let orders = worker::Orders {
                 worker,
                 incarnation,
@@ -322,6 +343,7 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
             hold_ms,
         } => {
             let mut j = Journal::create(&journal)?;
+            watch_stalls(&pool, &journal);
             let hold = Duration::from_millis(hold_ms);
             with_pool(&pool, &mut j, |j, p| match p {
                 PoolEither::Hardware(p) => worker::fill(p, j, 128 << 10, hold),

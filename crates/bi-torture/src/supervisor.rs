@@ -72,6 +72,8 @@ pub struct Summary {
     pub max_worker_rss_mib: f64,
     /// Extents of the pool granted to structures at the end (of `heap.extents`).
     pub pool_extents_granted: usize,
+    /// The files of stacks taken while a write outlasted its bound (`stall`).
+    pub stall_stacks: Vec<PathBuf>,
     pub verdict: Verdict,
 }
 
@@ -177,14 +179,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     for (life, journal) in s.lives.iter_mut().zip(&s.journals) {
         life.events = journal::read(journal).unwrap_or_default();
     }
-    let bounds = Bounds {
-        call: s.plan.config.write_timeout + lease + s.plan.config.pass_period,
-        per_writer_lost: lease,
-        recovery: lease + s.plan.config.pass_period,
-        staleness: s.plan.config.pass_period
-            + Duration::from_nanos(s.plan.config.runtime.skew_bound()),
-        period: s.plan.config.pass_period,
-    };
+    let bounds = Bounds::of(&s.plan.config);
     let report = PoolReport::read(&s.pool).ok();
     let verdict = final_check(&s, bounds)?;
     Ok(Summary {
@@ -198,8 +193,24 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         bounds,
         max_worker_rss_mib: s.max_rss as f64 / (1 << 20) as f64,
         pool_extents_granted: report.map_or(0, |r| r.heap.granted),
+        stall_stacks: stall_files(&s.plan.dir),
         verdict,
     })
+}
+
+/// The stack files the workers wrote into `dir`, in name order.
+fn stall_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("stall-"))
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// Opens the pool as a fresh process (on the hardware or over the emulator, as the
@@ -421,8 +432,8 @@ impl Supervisor {
 }
 
 /// Takes `dir` for this run until the returned file is dropped, and clears what an
-/// earlier run left there (its pool, race pools and journals: a worker reads its earlier
-/// incarnations' journals, and journals are appended to). Fails if another run holds it:
+/// earlier run left there (its pool, race pools, journals and stack files: a worker reads
+/// its earlier incarnations' journals, and journals are appended to). Fails if another run holds it:
 /// two runs on one directory would share journals and unlink each other's pool.
 fn take_dir(dir: &Path) -> std::io::Result<std::fs::File> {
     let path = dir.join("run.lock");
@@ -449,7 +460,8 @@ fn take_dir(dir: &Path) -> std::io::Result<std::fs::File> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let left = name.ends_with(".journal")
             || name == "torture.bi"
-            || (name.starts_with("race-") && name.ends_with(".bi"));
+            || (name.starts_with("race-") && name.ends_with(".bi"))
+            || (name.starts_with("stall-") && name.ends_with(".txt"));
         if left {
             std::fs::remove_file(&path)?;
         }
@@ -501,10 +513,12 @@ mod tests {
         let journal = dir.path().join("worker-0.0.journal");
         std::fs::write(&journal, "opened 1 0 1\n").unwrap();
         std::fs::write(dir.path().join("race-3.bi"), "x").unwrap();
+        std::fs::write(dir.path().join("stall-worker-0.0-1.txt"), "x").unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let first = take_dir(dir.path()).unwrap();
         // What the earlier run left is gone; what is not a run's file stays.
         assert!(!journal.exists() && !dir.path().join("race-3.bi").exists());
+        assert!(stall_files(dir.path()).is_empty());
         assert!(dir.path().join("notes.txt").exists());
         std::fs::write(&journal, "opened 2 0 1\n").unwrap();
         let e = take_dir(dir.path()).unwrap_err();

@@ -182,7 +182,9 @@ fn write(
 ) -> bool {
     journal.note(&Event::Writing { write: kind, key });
     let start = now();
+    crate::stall::in_call(true);
     let result = call();
+    crate::stall::in_call(false);
     let end = now();
     let outcome = match &result {
         Ok(()) => WriteOutcome::Done,
