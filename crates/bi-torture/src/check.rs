@@ -103,6 +103,9 @@ pub struct Verdict {
     /// Loads of reused memory beyond the reads rejected for them, process by process.
     pub oracle_reuse_accepted: u64,
     pub oracle_lost_writes: u64,
+    /// Reads by joined readers, and those that found what the journals say.
+    pub joined_reads: u64,
+    pub joined_reads_checked: u64,
     pub violations: Vec<String>,
 }
 
@@ -113,6 +116,10 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
     let mut by_key: BTreeMap<u64, Vec<(WriteKind, WriteOutcome)>> = BTreeMap::new();
     let ms = |ns: u64| ns as f64 / 1e6;
     let spans = publish_spans(lives);
+    // When a removal of each key may have begun first (a removal cut short by a kill:
+    // any time in its process's life), and the keys joined readers did not find.
+    let mut removal_from: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut unseen = Vec::new();
     for life in lives {
         if let Some(why) = &life.failed {
             v.violations.push(format!("{}: {why}", life.name));
@@ -139,6 +146,9 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                     if let Some((w, k)) = open.replace((*write, *key)) {
                         let killed = WriteOutcome::Unknown("killed".into());
                         by_key.entry(k).or_default().push((w, killed));
+                        if w == WriteKind::Remove {
+                            note_removal(&mut removal_from, k, life.started);
+                        }
                     }
                 }
                 Event::Wrote {
@@ -154,6 +164,9 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                         WriteOutcome::Unknown(_) => v.writes_unknown += 1,
                     }
                     open = None;
+                    if *write == WriteKind::Remove {
+                        note_removal(&mut removal_from, *key, *start);
+                    }
                     by_key
                         .entry(*key)
                         .or_default()
@@ -189,13 +202,46 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
                     life.name,
                     if *present { "insert" } else { "removal" }
                 )),
-                Event::Oracle { .. } => {}
+                Event::Misread { key, at, found } => v.violations.push(format!(
+                    "{}: a joined reader read {found:?} under {key:#x} at {at}, which no write stored there",
+                    life.name
+                )),
+                Event::Unseen {
+                    key,
+                    at,
+                    acknowledged,
+                } => unseen.push((&life.name, *key, *at, *acknowledged)),
+                Event::SlowRead { key, start, end } => {
+                    let stopped = life.stops.iter().any(|&(s, c)| s < *end && c > *start);
+                    let bound = call_bound(faults, bounds, *start, *end);
+                    if !stopped && end.saturating_sub(*start) > bound.as_nanos() as u64 {
+                        v.violations.push(format!(
+                            "{}: a joined read of {key:#x} blocked {:.0} ms (bound {bound:?})",
+                            life.name,
+                            ms(end.saturating_sub(*start)),
+                        ));
+                    }
+                }
+                Event::Oracle { .. } | Event::JoinedReads { .. } => {}
                 Event::Opened { .. } | Event::Trouble { .. } => {}
             }
         }
         if let Some((w, k)) = open {
             let killed = WriteOutcome::Unknown("killed".into());
             by_key.entry(k).or_default().push((w, killed));
+            if w == WriteKind::Remove {
+                note_removal(&mut removal_from, k, life.started);
+            }
+        }
+        // Each joined reader's totals are in its last report.
+        if let Some(Event::JoinedReads { reads, checked, .. }) = life
+            .events
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Event::JoinedReads { .. }))
+        {
+            v.joined_reads += reads;
+            v.joined_reads_checked += checked;
         }
         oracle(life, bounds, &spans, &mut v);
         v.own_writes_read_back += life
@@ -203,6 +249,13 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
             .iter()
             .filter(|e| matches!(e, Event::Wrote { outcome: WriteOutcome::Done, write: WriteKind::Insert | WriteKind::Remove, key, .. } if key & BALLAST == 0))
             .count() as u64;
+    }
+    for (name, key, at, acknowledged) in unseen {
+        if removal_from.get(&key).is_none_or(|&from| from > at) {
+            v.violations.push(format!(
+                "{name}: a joined reader did not find {key:#x} at {at}, acknowledged at {acknowledged} and never removed before"
+            ));
+        }
     }
     for (key, writes) in &by_key {
         v.keys_checked += 1;
@@ -214,6 +267,12 @@ pub fn check(lives: &[Life], faults: &[FaultWindow], bounds: Bounds, map: &dyn F
         }
     }
     v
+}
+
+/// Notes that a removal of `key` may have begun at `from`.
+fn note_removal(removal_from: &mut BTreeMap<u64, u64>, key: u64, from: u64) {
+    let earliest = removal_from.entry(key).or_insert(from);
+    *earliest = (*earliest).min(from);
 }
 
 /// A writer's publish span in one report window: `(from, to, span)`, in ns.
@@ -486,6 +545,94 @@ mod tests {
         // Inserted and nothing else: absent is a loss.
         let lost = check(&[life(vec![insert])], &[], bounds, &Empty);
         assert_eq!(lost.violations.len(), 1, "{:?}", lost.violations);
+    }
+
+    /// A key the joined reader missed is lost unless a removal of it may have begun
+    /// before the read; a value no write stored is always wrong.
+    #[test]
+    fn a_joined_reader_finds_what_was_acknowledged_and_only_what_was_written() {
+        let bounds = bounds();
+        let life = |name: &str, started, events| Life {
+            name: name.into(),
+            failed: None,
+            started,
+            ended: None,
+            stops: Vec::new(),
+            events,
+        };
+        let wrote = |write, start| Event::Wrote {
+            write,
+            key: 5,
+            start,
+            end: start + 10,
+            outcome: WriteOutcome::Done,
+        };
+        let unseen = |at| {
+            life(
+                "joiner 0.0",
+                0,
+                vec![Event::Unseen {
+                    key: 5,
+                    at,
+                    acknowledged: 20,
+                }],
+            )
+        };
+        // The map holds the key at the end, so only the joined read is judged.
+        struct Holds;
+        impl Final for Holds {
+            fn value(&self, key: u64) -> Result<Option<String>, String> {
+                Ok(Some(value_of(key)))
+            }
+        }
+        let judge = |lives: &[Life]| check(lives, &[], bounds, &Holds).violations;
+        let inserted = life("worker 0.0", 0, vec![wrote(WriteKind::Insert, 10)]);
+        assert_eq!(judge(&[inserted.clone(), unseen(5_000)]).len(), 1);
+        // Removed (and inserted again by nobody): a removal begun at 4,000 explains a
+        // miss at 5,000, not one at 3,000.
+        let removed = life(
+            "worker 0.0",
+            0,
+            vec![
+                wrote(WriteKind::Insert, 10),
+                wrote(WriteKind::Remove, 4_000),
+            ],
+        );
+        struct Gone;
+        impl Final for Gone {
+            fn value(&self, _: u64) -> Result<Option<String>, String> {
+                Ok(None)
+            }
+        }
+        let judge_gone = |lives: &[Life]| check(lives, &[], bounds, &Gone).violations;
+        assert!(judge_gone(&[removed.clone(), unseen(5_000)]).is_empty());
+        assert_eq!(judge_gone(&[removed, unseen(3_000)]).len(), 1);
+        // A removal cut short by a kill may have begun any time in its process's life.
+        let cut_short = life(
+            "worker 0.1",
+            2_000,
+            vec![Event::Writing {
+                write: WriteKind::Remove,
+                key: 5,
+            }],
+        );
+        assert!(judge_gone(&[inserted.clone(), cut_short.clone(), unseen(3_000)]).is_empty());
+        assert_eq!(
+            judge_gone(&[inserted.clone(), cut_short, unseen(1_000)]).len(),
+            1
+        );
+        let misread = life(
+            "joiner 0.0",
+            0,
+            vec![Event::Misread {
+                key: 5,
+                at: 100,
+                found: value_of(6),
+            }],
+        );
+        let v = judge(&[inserted, misread]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("which no write stored there"), "{v:?}");
     }
 
     #[test]

@@ -105,6 +105,20 @@ pub enum Event {
     },
     /// Something the process could not do (the words of the error).
     Trouble { at: u64, what: String },
+    /// A joined reader read `found` under `key`, which no write stored there.
+    Misread { key: u64, at: u64, found: String },
+    /// A joined reader did not find `key`, whose insert was acknowledged at
+    /// `acknowledged` and whose removal no journal had begun.
+    Unseen {
+        key: u64,
+        at: u64,
+        acknowledged: u64,
+    },
+    /// A joined reader's read of `key` took from `start` to `end`.
+    SlowRead { key: u64, start: u64, end: u64 },
+    /// A joined reader's totals so far: reads, and reads that found what the journals
+    /// say.
+    JoinedReads { at: u64, reads: u64, checked: u64 },
 }
 
 impl Event {
@@ -148,6 +162,18 @@ impl Event {
                 lost_at.map_or("-".to_string(), |o| o.to_string())
             ),
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
+            Event::Misread { key, at, found } => {
+                format!("misread {key} {at} {}", found.replace(['\n', ' '], "_"))
+            }
+            Event::Unseen {
+                key,
+                at,
+                acknowledged,
+            } => format!("unseen {key} {at} {acknowledged}"),
+            Event::SlowRead { key, start, end } => format!("slow-read {key} {start} {end}"),
+            Event::JoinedReads { at, reads, checked } => {
+                format!("joined-reads {at} {reads} {checked}")
+            }
         }
     }
 
@@ -177,6 +203,29 @@ impl Event {
                 window_gap: num()?,
                 publish_span: num()?,
                 lost_at: num(),
+            },
+            "misread" => {
+                let mut parts = line.splitn(4, ' ').skip(1);
+                Event::Misread {
+                    key: parts.next()?.parse().ok()?,
+                    at: parts.next()?.parse().ok()?,
+                    found: parts.next().unwrap_or("").to_string(),
+                }
+            }
+            "unseen" => Event::Unseen {
+                key: num()?,
+                at: num()?,
+                acknowledged: num()?,
+            },
+            "slow-read" => Event::SlowRead {
+                key: num()?,
+                start: num()?,
+                end: num()?,
+            },
+            "joined-reads" => Event::JoinedReads {
+                at: num()?,
+                reads: num()?,
+                checked: num()?,
             },
             "trouble" => {
                 let mut parts = line.splitn(3, ' ');
@@ -327,6 +376,26 @@ mod tests {
             Event::Trouble {
                 at: 8,
                 what: "no free node: all 16 taken".into(),
+            },
+            Event::Misread {
+                key: 3,
+                at: 4,
+                found: "0000000000000003-another_key".into(),
+            },
+            Event::Unseen {
+                key: 5,
+                at: 9,
+                acknowledged: 2,
+            },
+            Event::SlowRead {
+                key: 6,
+                start: 1,
+                end: 900,
+            },
+            Event::JoinedReads {
+                at: 7,
+                reads: 10,
+                checked: 9,
             },
         ];
         for e in events {

@@ -7,12 +7,17 @@
 //! write's outcome. Meanwhile the supervisor kills processes (the writer included) and
 //! restarts them at once, stops them with SIGSTOP for less or more than a lease, fills
 //! the pool until it refuses and frees it, and has three processes create another pool
-//! at the same moment. Oversized items are written now and then. With `BI_EMULATE=<seed>`
-//! every process runs its node over the non-coherence emulator with adversarial caches.
+//! at the same moment. Oversized items are written now and then. A joined reader joins
+//! the node another process runs and checks what it reads against the journals; it is
+//! killed, stopped and restarted like the workers, and so are its runners. With
+//! `BI_EMULATE=<seed>` every process runs its node over the non-coherence emulator with
+//! adversarial caches (and no process joins another's node: an emulated cache is one
+//! process's).
 //!
 //! At the end a fresh process reads the map and the check requires: no acknowledged
 //! write lost; no removed key back (an insert applied twice); no refused write applied;
-//! each process reads its own writes; no write blocks past the write timeout plus a
+//! each process reads its own writes; a joined reader reads only values that were
+//! written and finds every settled insert; no call blocks past the write timeout plus a
 //! lease; every write in a quiet window (a lease after the last fault) succeeds; and,
 //! emulated, no stale read older than the bound, no reused memory read, no lost
 //! write-back. Each violation is printed with the seed that reproduces the schedule;
@@ -24,6 +29,7 @@
 //! ```
 
 mod check;
+mod joiner;
 mod journal;
 mod stall;
 mod supervisor;
@@ -59,6 +65,9 @@ struct RunArgs {
     /// How many worker processes.
     #[arg(long, default_value_t = 4)]
     workers: u32,
+    /// How many joined readers (none under `BI_EMULATE`).
+    #[arg(long, default_value_t = 1)]
+    joiners: u32,
     /// Each worker's pause between writes, in microseconds.
     #[arg(long, default_value_t = 1000)]
     pace_us: u64,
@@ -89,6 +98,13 @@ enum Role {
         incarnation: u32,
         #[arg(long)]
         pace_us: u64,
+    },
+    #[command(hide = true)]
+    Joiner {
+        #[command(flatten)]
+        files: Files,
+        #[arg(long)]
+        seed: u64,
     },
     #[command(hide = true)]
     Fill {
@@ -162,6 +178,10 @@ fn supervise(args: RunArgs) -> ExitCode {
         seconds: args.seconds,
         seed: args.seed,
         workers: args.workers.max(1),
+        joiners: match Emulation::from_env() {
+            Ok(None) => args.joiners,
+            _ => 0,
+        },
         dir,
         pace: Duration::from_micros(args.pace_us),
         faults: match args.faults.is_empty() {
@@ -196,6 +216,12 @@ fn supervise(args: RunArgs) -> ExitCode {
         v.longest_call_ms,
         summary.max_worker_rss_mib,
     );
+    if v.joined_reads > 0 {
+        println!(
+            "joined readers: {} reads, {} found what the journals say",
+            v.joined_reads, v.joined_reads_checked
+        );
+    }
     if summary.emulated {
         println!(
             "oracle: {} stale reads (oldest outside stops {:.0} us), {} loads of reused memory ({} beyond the reads rejected), {} lost write-backs",
@@ -268,6 +294,35 @@ fn with_pool<T>(
     }
 }
 
+/// Joins the node of a process that runs one (drawn with `seed` among the live ones),
+/// retrying for up to ten seconds while none does or the one drawn stops running.
+fn join_a_runner(path: &Path, journal: &mut Journal, seed: u64) -> Result<Pool, bi::Error> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed);
+    // While no node runs, the last one drawn is asked again (and refuses).
+    let mut node = 0;
+    loop {
+        let live: Vec<usize> = bi::inspect::PoolReport::read(path)
+            .map(|r| r.nodes.iter().filter(|n| n.live).map(|n| n.node).collect())
+            .unwrap_or_default();
+        if let Some(&n) = rand::seq::IndexedRandom::choose(live.as_slice(), &mut rng) {
+            node = n;
+        }
+        let config = PoolConfig {
+            join: Some(node),
+            ..pool_config()
+        };
+        match Pool::open(path, config) {
+            Ok(pool) => return Ok(pool),
+            Err(e) if Instant::now() < deadline => {
+                journal.note_error(format!("joining node {node}: {e}"));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// A pool on the hardware or over the emulator.
 enum PoolEither {
     Hardware(Pool),
@@ -290,17 +345,15 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
     })
 }
 
-/// Has the stacks of the run's processes written down if a write of this one outlasts
-/// the bound the check holds it to ([`stall`]).
+/// Has the stacks of the run's processes written down if a call of this one outlasts
+/// the bound the check holds it to with one writer more lost than it allows by default
+/// ([`stall`]).
 fn watch_stalls(pool: &Path, journal: &Path) {
     let name = journal
         .file_stem()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    stall::watch(
-        pool.to_owned(),
-        name,
-        check::Bounds::of(&pool_config()).call,
-    );
+    let bounds = check::Bounds::of(&pool_config());
+    stall::watch(pool.to_owned(), name, bounds.call + bounds.per_writer_lost);
 }
 
 fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
@@ -337,6 +390,16 @@ fn serve(role: Role) -> Result<(), Box<dyn std::error::Error>> {
                 PoolEither::Hardware(p) => worker::run(p, j, &orders, |_| None),
                 PoolEither::Emulated(p) => worker::run(p, j, &orders, emulated_oracle),
             })?)
+        }
+        Role::Joiner {
+            files: Files { pool, journal },
+            seed,
+        } => {
+            let mut j = Journal::create(&journal)?;
+            watch_stalls(&pool, &journal);
+            let p = join_a_runner(&pool, &mut j, seed)?;
+            let dir = pool.parent().unwrap_or(Path::new("."));
+            Ok(joiner::read(p, &mut j, dir, seed)?)
         }
         Role::Fill {
             files: Files { pool, journal },

@@ -3,10 +3,14 @@
 //!
 //! A call blocked past its bound is a violation, but its journal lines say only how long
 //! it took. So each worker runs a watcher thread: when the call in progress has run
-//! longer than the bound, it asks `gdb` (if the machine has it) for the backtrace of every
-//! thread of every process that opened the run's pool (found by the `--pool` argument on
-//! their command lines), into `DIR/stall-NAME-MS.txt`, which the summary lists. Attaching
-//! stops each process for a moment, so a run takes at most [`MOST_DUMPS`] of them.
+//! longer than it is given (the bound of a call during which one more writer was lost
+//! than the check allows for by default: faults the worker cannot see lengthen the
+//! bound), it asks `gdb` (if the machine has it) for the backtrace of every thread of
+//! every process that opened the run's pool (found by the `--pool` argument on their
+//! command lines), into `DIR/stall-NAME-MS.txt`, which the summary lists. A call during
+//! which the watcher itself did not run on time (its process was stopped, or starved)
+//! is not judged: the check excludes a stopped process's calls too. Attaching stops each
+//! process for a moment, so a run takes at most [`MOST_DUMPS`] of them.
 
 use crate::journal::now;
 use std::path::{Path, PathBuf};
@@ -18,7 +22,7 @@ use std::time::Duration;
 static CALL_STARTED: AtomicU64 = AtomicU64::new(0);
 
 /// How many stack files a run's directory holds at most.
-const MOST_DUMPS: usize = 3;
+const MOST_DUMPS: usize = 10;
 
 /// How often the watcher looks.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -36,15 +40,23 @@ pub fn watch(pool: PathBuf, name: String, bound: Duration) {
     let spawned = std::thread::Builder::new()
         .name("stall-watch".into())
         .spawn(move || {
-            let mut dumped = 0;
+            // The call last dumped or found disturbed: not looked at again.
+            let mut done_with = 0;
+            let mut looked = now();
             loop {
                 std::thread::sleep(LOOK_EVERY);
                 let started = CALL_STARTED.load(Ordering::Relaxed);
-                let over = now().saturating_sub(started) > bound.as_nanos() as u64;
-                if started == 0 || started == dumped || !over {
+                let at = now();
+                let late = at.saturating_sub(looked) > (LOOK_EVERY * 3).as_nanos() as u64;
+                looked = at;
+                if late {
+                    done_with = started;
+                }
+                let over = at.saturating_sub(started) > bound.as_nanos() as u64;
+                if started == 0 || started == done_with || !over {
                     continue;
                 }
-                dumped = started;
+                done_with = started;
                 dump(&pool, &name, started);
             }
         });

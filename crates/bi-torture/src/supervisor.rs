@@ -22,6 +22,8 @@ pub struct Plan {
     pub seconds: u64,
     pub seed: u64,
     pub workers: u32,
+    /// Joined readers (each joins the node of a running process; on the hardware only).
+    pub joiners: u32,
     pub dir: PathBuf,
     pub pace: Duration,
     /// The faults to draw from (a run that looks for one defect narrows it).
@@ -77,12 +79,21 @@ pub struct Summary {
     pub verdict: Verdict,
 }
 
-/// A running worker.
+/// A running worker or joined reader.
 struct Running {
-    worker: u32,
+    kind: Kind,
+    /// Which of its kind (a worker's keys carry it).
+    index: u32,
     incarnation: u32,
     child: Child,
     life: usize,
+}
+
+/// What a restarted process is again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Worker,
+    Joiner,
 }
 
 struct Supervisor {
@@ -119,7 +130,10 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     let started = Instant::now();
     // Every worker starts at once on a pool that does not exist yet.
     for worker in 0..s.plan.workers {
-        s.spawn_worker(worker, 0)?;
+        s.spawn(Kind::Worker, worker, 0)?;
+    }
+    for joiner in 0..s.plan.joiners {
+        s.spawn(Kind::Joiner, joiner, 0)?;
     }
     let mut rng = SmallRng::seed_from_u64(s.plan.seed);
     let lease = Duration::from_nanos(s.plan.config.runtime.node_lease_ticks());
@@ -298,21 +312,32 @@ impl Supervisor {
         (self.lives.len() - 1, journal)
     }
 
-    fn spawn_worker(&mut self, worker: u32, incarnation: u32) -> std::io::Result<()> {
-        let (life, journal) = self.new_life(format!("worker {worker}.{incarnation}"));
-        let child = self
-            .command("worker", &self.pool, &journal)
-            .arg("--seed")
-            .arg(self.plan.seed.to_string())
-            .arg("--worker")
-            .arg(worker.to_string())
-            .arg("--incarnation")
-            .arg(incarnation.to_string())
-            .arg("--pace-us")
-            .arg(self.plan.pace.as_micros().to_string())
-            .spawn()?;
+    fn spawn(&mut self, kind: Kind, index: u32, incarnation: u32) -> std::io::Result<()> {
+        let role = match kind {
+            Kind::Worker => "worker",
+            Kind::Joiner => "joiner",
+        };
+        let (life, journal) = self.new_life(format!("{role} {index}.{incarnation}"));
+        // A worker derives its own from the run's seed, its index and incarnation.
+        let seed = match kind {
+            Kind::Worker => self.plan.seed,
+            Kind::Joiner => self.plan.seed ^ (u64::from(index) << 40) ^ u64::from(incarnation),
+        };
+        let mut command = self.command(role, &self.pool, &journal);
+        command.arg("--seed").arg(seed.to_string());
+        if kind == Kind::Worker {
+            command
+                .arg("--worker")
+                .arg(index.to_string())
+                .arg("--incarnation")
+                .arg(incarnation.to_string())
+                .arg("--pace-us")
+                .arg(self.plan.pace.as_micros().to_string());
+        }
+        let child = command.spawn()?;
         self.running.push(Running {
-            worker,
+            kind,
+            index,
             incarnation,
             child,
             life,
@@ -325,7 +350,7 @@ impl Supervisor {
         let _ = r.child.kill();
         let _ = r.child.wait();
         self.lives[r.life].ended = Some(now());
-        self.spawn_worker(r.worker, r.incarnation + 1)
+        self.spawn(r.kind, r.index, r.incarnation + 1)
     }
 
     /// A worker that exited on its own (it should not): restarted, and said.
@@ -337,7 +362,7 @@ impl Supervisor {
                 self.lives[r.life].ended = Some(now());
                 self.lives[r.life].failed = Some(format!("exited by itself ({status}); restarted"));
                 *self.counts.entry("exited by itself".into()).or_default() += 1;
-                self.spawn_worker(r.worker, r.incarnation + 1)?;
+                self.spawn(r.kind, r.index, r.incarnation + 1)?;
             } else {
                 i += 1;
             }
@@ -353,11 +378,13 @@ impl Supervisor {
             .iter()
             .find(|s| s.name == MAP)?
             .writer_node?;
+        // A joined reader's journal names the node it joined, which it does not run.
         self.running.iter().position(|r| {
-            journal::read(&self.journals[r.life])
-                .unwrap_or_default()
-                .iter()
-                .any(|e| matches!(e, journal::Event::Opened { node: n, .. } if *n == node))
+            r.kind == Kind::Worker
+                && journal::read(&self.journals[r.life])
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|e| matches!(e, journal::Event::Opened { node: n, .. } if *n == node))
         })
     }
 
