@@ -45,6 +45,7 @@ mod graph_barrier;
 mod joined_scopes;
 mod lazy;
 mod line_stamp;
+mod linked_creation;
 mod live_process;
 mod liveness;
 mod lock_lapse;
@@ -251,6 +252,7 @@ pub fn catalog() -> Vec<Hazard> {
         reuse_under_reader::UNRECORDED,
         liveness::HAZARD,
         liveness::STUCK_READER,
+        linked_creation::HAZARD,
     ]
 }
 

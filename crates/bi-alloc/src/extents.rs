@@ -64,6 +64,11 @@ pub(crate) const GRANT_LOCK_WAIT: Duration = Duration::from_secs(5);
 pub struct Extents<V: MemView> {
     rt: NodeRuntime<V>,
     owner: u64,
+    /// The longest run of free extents and all free extents (bytes) the table held when
+    /// a grant last failed for want of room, if one did: extents are never given back,
+    /// so no later request longer than that run can be granted, and it is refused
+    /// without the pool lock (with the free bytes of then, at most what is free now).
+    refused: Option<(usize, usize)>,
 }
 
 impl<V: MemView> Extents<V> {
@@ -84,7 +89,11 @@ impl<V: MemView> Extents<V> {
                 reason: "extent owner 0 means a free extent",
             });
         }
-        Ok(Extents { rt, owner })
+        Ok(Extents {
+            rt,
+            owner,
+            refused: None,
+        })
     }
 
     /// The extents this owner holds now, adjacent ones merged, in address order.
@@ -177,6 +186,14 @@ impl<V: MemView> Grow for Extents<V> {
     /// Grants the lowest run of free extents that holds `bytes`, under the pool lock
     /// (taken again if this node's lease lapsed while it held it: nothing was written).
     fn grow(&mut self, bytes: usize) -> Result<Range<usize>, HeapError> {
+        // A full pool stays full: a writer that keeps asking (each retry of an
+        // allocation, each grow of a table) does not queue for the lock each time.
+        if let Some((_, free)) = self.refused.filter(|&(longest, _)| bytes > longest) {
+            return Err(HeapError::OutOfMemory {
+                requested: bytes,
+                free,
+            });
+        }
         let lost = |e: &Granting| matches!(e, Granting::LeaseLost);
         match again_if_lease_lost(|| self.grow_once(bytes), lost) {
             Ok(range) => Ok(range),
@@ -208,7 +225,7 @@ impl<V: MemView> Extents<V> {
         let table = self.read_table()?;
         let layout = self.rt.layout();
         // First fit: the lowest run of free extents as long as the request.
-        let (mut first, mut run) = (0, 0);
+        let (mut first, mut run, mut longest) = (0, 0, 0);
         let mut found = None;
         for (i, &owner) in table.iter().enumerate() {
             let Some(e) = layout.extent(i) else { break };
@@ -217,6 +234,7 @@ impl<V: MemView> Extents<V> {
                 continue;
             }
             run += e.len;
+            longest = longest.max(run);
             if run >= bytes {
                 found = Some(first..i + 1);
                 break;
@@ -224,6 +242,7 @@ impl<V: MemView> Extents<V> {
         }
         let Some(extents) = found else {
             let free = table.iter().filter(|&&o| o == 0).count() * layout.extent_bytes();
+            self.refused = Some((longest, free));
             return Err(HeapError::OutOfMemory {
                 requested: bytes,
                 free,

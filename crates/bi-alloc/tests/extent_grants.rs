@@ -97,3 +97,38 @@ fn a_request_no_free_run_holds_is_refused_with_what_is_free() {
     let mut second = Extents::new(s.nodes[1].clone(), s.slot(1) as u64).unwrap();
     assert_eq!(free(&mut second), before - extent);
 }
+
+/// A pool found too full for a request stays so (extents are never given back): a
+/// longer request is refused at once, even while another node holds the pool lock, and
+/// one that a free run may still hold waits for the lock as before.
+#[test]
+fn a_request_longer_than_the_free_runs_is_refused_without_the_pool_lock() {
+    // A lease longer than the grant's wait for the lock: the holder stays live.
+    let hour = 3_600_000_000_000;
+    let s = Setup::with(
+        RegionConfig::new(1 << 20).with_nodes(2),
+        |c| c,
+        RuntimeConfig::default().node_lease(hour).reader_lease(hour),
+    );
+    let layout = *s.region.layout();
+    let extent = layout.extent_bytes();
+    let everything = layout.extents() * extent;
+    let mut extents = Extents::new(s.nodes[0].clone(), s.slot(0) as u64).unwrap();
+    assert!(matches!(
+        extents.grow(everything + 1),
+        Err(HeapError::OutOfMemory { .. })
+    ));
+    // Taken to the lock, the request would wait out the grant's wait for it and fail
+    // with `NoExtent`.
+    let held = s.nodes[1].lock(std::time::Duration::from_secs(1)).unwrap();
+    match extents.grow(everything) {
+        Err(HeapError::OutOfMemory { requested, free }) => {
+            assert_eq!(requested, everything);
+            assert!(free > 0 && free <= everything);
+        }
+        other => panic!("{other:?}"),
+    }
+    // One extent may be free: that request queues behind the holder.
+    drop(held);
+    assert!(extents.grow(extent).is_ok());
+}

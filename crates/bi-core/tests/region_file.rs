@@ -280,8 +280,25 @@ fn a_region_file_is_whole_from_the_moment_it_appears() {
     }
 }
 
+/// A region made in place (on a file system without hard links, where the link step
+/// falls back to it) on a path another process took first is refused as taken, and the
+/// file there is left as it was.
+#[test]
+#[cfg_attr(miri, ignore)] // maps files
+fn a_region_made_in_place_on_a_taken_path_is_refused_as_taken() {
+    let dir = temp_dir();
+    let path = dir.path().join("taken.region");
+    std::fs::write(&path, b"someone else's").unwrap();
+    let made = Region::create_stepwise(&path, config(), false, &mut || {});
+    assert!(
+        matches!(&made, Err(RegionError::AlreadyExists { path: p }) if *p == path),
+        "{made:?}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
+}
+
 /// A region on a block device: made as large as the device (not the configured size),
-/// found again by `open`, and never remade over. Needs root and a free loop device, so it
+/// found again by `open`, never remade over by a creation, and made anew by `fresh`. Needs root and a free loop device, so it
 /// is run by hand: `cargo test -p bi-core --test region_file -- --ignored`.
 #[test]
 #[ignore = "needs root and losetup"]
@@ -314,6 +331,9 @@ fn a_region_on_a_loop_device_takes_the_device_size() {
             Region::create(&device, config),
             Err(RegionError::AlreadyExists { .. })
         ));
+        // Made anew over what it held, still as large as the device.
+        let fresh = Region::fresh(Some(std::path::Path::new(&device)), config).unwrap();
+        assert_eq!(fresh.layout().size(), 8 << 20);
     });
     let _ = std::process::Command::new("losetup")
         .arg("-d")

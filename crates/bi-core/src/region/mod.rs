@@ -150,7 +150,21 @@ impl Region {
     /// assert!(Region::open(&path).is_ok());
     /// ```
     pub fn create(path: impl AsRef<Path>, config: RegionConfig) -> Result<Region, RegionError> {
-        Region::create_with(path.as_ref(), config, false)
+        Region::create_with(path.as_ref(), config, false, true, &mut || {})
+    }
+
+    /// [`create`](Self::create) with its link step on (`linked`) or off (made in place,
+    /// as on a file system without hard links), calling `between_steps` after each step
+    /// of the creation: for the hazard catalog, which looks at `path` at those moments.
+    #[cfg(feature = "faults")]
+    #[doc(hidden)]
+    pub fn create_stepwise(
+        path: impl AsRef<Path>,
+        config: RegionConfig,
+        linked: bool,
+        between_steps: &mut dyn FnMut(),
+    ) -> Result<Region, RegionError> {
+        Region::create_with(path.as_ref(), config, false, linked, between_steps)
     }
 
     /// [`create`](Self::create), truncating a file already at `path`. Whatever region it
@@ -160,7 +174,7 @@ impl Region {
         path: impl AsRef<Path>,
         config: RegionConfig,
     ) -> Result<Region, RegionError> {
-        Region::create_with(path.as_ref(), config, true)
+        Region::create_with(path.as_ref(), config, true, true, &mut || {})
     }
 
     /// A fresh region: in the file or device at `path` when there is one (truncating what
@@ -243,10 +257,15 @@ impl Region {
         }
     }
 
+    /// Makes the region file at `path` (or the device there): truncating a file there if
+    /// `replace`, else whole under another name and linked into place if `linked` (and
+    /// the file system can), else in place; `between_steps` runs after each step.
     fn create_with(
         path: &Path,
         config: RegionConfig,
         replace: bool,
+        linked: bool,
+        between_steps: &mut dyn FnMut(),
     ) -> Result<Region, RegionError> {
         let io = |op| io_error(path, op);
         if let Ok(meta) = std::fs::metadata(path) {
@@ -256,8 +275,8 @@ impl Region {
             }
         }
         let layout = Layout::compute(&config)?;
-        if !replace {
-            match Region::create_linked(path, layout) {
+        if !replace && linked {
+            match Region::create_linked(path, layout, between_steps) {
                 Err(RegionError::Io { op: "link", .. }) => {}
                 made => return made,
             }
@@ -276,9 +295,13 @@ impl Region {
                 },
                 _ => io("create")(e),
             })?;
+        between_steps();
         file.set_len(layout.size() as u64)
             .map_err(io("set the length of"))?;
-        Region::format(path, &file, layout)
+        between_steps();
+        let region = Region::format(path, &file, layout)?;
+        between_steps();
+        Ok(region)
     }
 
     /// Makes the region whole under a name of its own beside `path` (length set, header
@@ -288,7 +311,11 @@ impl Region {
     /// fails, and so does their creation in place: [`RegionError::AlreadyExists`]). A
     /// process killed before the link leaves its `.NAME.PID-N.creating` file beside
     /// `path`.
-    fn create_linked(path: &Path, layout: Layout) -> Result<Region, RegionError> {
+    fn create_linked(
+        path: &Path,
+        layout: Layout,
+        between_steps: &mut dyn FnMut(),
+    ) -> Result<Region, RegionError> {
         // Names the temporary files of this process's creations apart (threads may race
         // too); not shared memory, so the standard library's.
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -307,11 +334,16 @@ impl Region {
             .create_new(true)
             .open(&temp)
             .map_err(io("create"))?;
+        between_steps();
         let made = file
             .set_len(layout.size() as u64)
             .map_err(io("set the length of"))
-            .and_then(|()| Region::format(path, &file, layout))
+            .and_then(|()| {
+                between_steps();
+                Region::format(path, &file, layout)
+            })
             .and_then(|region| {
+                between_steps();
                 // A path taken meanwhile fails the link; the caller's creation in place
                 // then reports it taken.
                 std::fs::hard_link(&temp, path)
@@ -319,6 +351,7 @@ impl Region {
                     .map_err(io("link"))
             });
         let _ = std::fs::remove_file(&temp);
+        between_steps();
         made
     }
 

@@ -267,6 +267,11 @@ switches! {
         /// other processes cannot ask the kernel about the runner and judge it by its
         /// lease alone (`runtime::node::share`).
         ShareRecordRepair,
+        /// A region file is made in place at its path (created, lengthened, its header
+        /// written) instead of whole under another name and then linked to its path, so
+        /// a process that opens the path meanwhile finds a file too short or a header of
+        /// zeros ([`Region::create`](crate::region::Region::create)).
+        LinkedCreation,
     }
 }
 
