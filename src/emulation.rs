@@ -96,9 +96,35 @@ impl Emulation {
             .map_err(|_| bad(value).into())
     }
 
-    /// The machine to give [`Pool::open_emulated`]: this seed, adversarial events.
+    /// How far each node's clock is off true time at most, in nanoseconds: drawn per
+    /// node from the seed, so every process of a run agrees on each node's offset.
+    pub const CLOCK_SKEW_NS: u64 = 100_000;
+
+    /// The machine to give [`Pool::open_emulated`]: this seed, adversarial events, and
+    /// node clocks skewed by up to [`CLOCK_SKEW_NS`](Self::CLOCK_SKEW_NS) each (the pool
+    /// allows for two of them differing by twice that: [`skew_bound`](Self::skew_bound)).
     pub fn machine(self) -> impl Fn(EmulatorConfig) -> EmulatorConfig + Copy {
-        move |c| c.seed(self.seed).adversarial()
+        move |c| {
+            c.seed(self.seed)
+                .adversarial()
+                .clock_skew(Self::CLOCK_SKEW_NS)
+        }
+    }
+
+    /// The skew bound `D` a pool opened on [`machine`](Self::machine) runs with: two
+    /// node clocks differ by up to twice each one's offset (nanoseconds).
+    ///
+    /// ```
+    /// use bi::{Emulation, Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let e = Emulation { seed: 3 };
+    /// let pool = Pool::open_emulated(dir.path().join("p.bi"), PoolConfig::default(), e.machine())
+    ///     .unwrap();
+    /// assert_eq!(pool.runtime().config().skew_bound(), Emulation::skew_bound());
+    /// ```
+    pub fn skew_bound() -> u64 {
+        2 * Self::CLOCK_SKEW_NS
     }
 }
 

@@ -39,7 +39,8 @@ use bi_collections::tree::{BiTree, TreeReadHandle, TreeWriteHandle};
 use bi_core::mem::{EmulatedNode, EmulatorConfig, Hardware, MemView, NodeStats};
 use bi_core::region::{Region, RegionConfig};
 use bi_core::runtime::{
-    Background, BiError, DEFAULT_PASS_PERIOD, NodeRuntime, RuntimeConfig, TickClock,
+    Background, BiError, Clock, DEFAULT_PASS_PERIOD, EmulatedClock, NodeRuntime, RuntimeConfig,
+    TickClock,
 };
 use std::fmt;
 use std::hash::Hash;
@@ -232,7 +233,7 @@ impl Pool<Hardware> {
             path.as_ref(),
             config,
             false,
-            |region, _| Ok(region.hardware()),
+            |region, _| Ok((region.hardware(), Arc::new(TickClock::new()))),
         )?)
     }
 
@@ -254,7 +255,7 @@ impl Pool<Hardware> {
             path.as_ref(),
             config,
             true,
-            |region, _| Ok(region.hardware()),
+            |region, _| Ok((region.hardware(), Arc::new(TickClock::new()))),
         )?)
     }
 }
@@ -287,11 +288,26 @@ impl Pool<EmulatedNode> {
         config: PoolConfig,
         configure: impl Fn(EmulatorConfig) -> EmulatorConfig,
     ) -> Result<Pool<EmulatedNode>, Error> {
+        // A machine whose node clocks are skewed: each node keeps its emulated clock, and
+        // the pool allows for two of them differing by twice the bound.
+        let skew = configure(EmulatorConfig::new(1 << 16, 1)).clock_skew_bound();
+        let mut config = config;
+        if skew > 0 {
+            let at_least = skew.saturating_mul(2).max(config.runtime.skew_bound());
+            config.runtime = config.runtime.skew(at_least);
+        }
         Ok(Pool::open_with(
             path.as_ref(),
             config,
             true,
-            |region, node| Ok(region.emulated(node, &configure)?),
+            |region, node| {
+                let view = region.emulated(node, &configure)?;
+                let clock: Arc<dyn Clock> = match skew {
+                    0 => Arc::new(TickClock::new()),
+                    _ => Arc::new(EmulatedClock::new(view.clone())),
+                };
+                Ok((view, clock))
+            },
         )?)
     }
 
@@ -303,12 +319,13 @@ impl Pool<EmulatedNode> {
 }
 
 impl<M: MemView + 'static> Pool<M> {
-    /// Maps the region and runs a node of it over the view `view` gives for it.
+    /// Maps the region and runs a node of it over the view and the clock `view` gives for
+    /// it.
     fn open_with(
         path: &Path,
         config: PoolConfig,
         create: bool,
-        view: impl Fn(&Region, usize) -> Result<M, PoolError>,
+        view: impl Fn(&Region, usize) -> Result<(M, Arc<dyn Clock>), PoolError>,
     ) -> Result<Pool<M>, PoolError> {
         let region = match create {
             true => Region::open_or_create(path, config.region)?,
@@ -321,8 +338,8 @@ impl<M: MemView + 'static> Pool<M> {
         config.runtime = config.runtime.extents_only(true);
         let writing = Writing::of(&config);
         if let Some(n) = config.join {
-            let clock = Arc::new(TickClock::new());
-            let rt = NodeRuntime::join(view(&region, n)?, layout, n, config.runtime, clock)?;
+            let (node_view, clock) = view(&region, n)?;
+            let rt = NodeRuntime::join(node_view, layout, n, config.runtime, clock)?;
             return Ok(Pool {
                 open: OpenWrites::default(),
                 writing,
@@ -337,14 +354,12 @@ impl<M: MemView + 'static> Pool<M> {
             None => (0..nodes).collect(),
         };
         for n in candidates {
-            let clock = Arc::new(TickClock::new());
-            let rt =
-                match NodeRuntime::new(view(&region, n)?, layout, n, config.runtime.clone(), clock)
-                {
-                    Ok(rt) => rt,
-                    Err(BiError::NodeTaken { .. }) if config.node.is_none() => continue,
-                    Err(e) => return Err(e.into()),
-                };
+            let (node_view, clock) = view(&region, n)?;
+            let rt = match NodeRuntime::new(node_view, layout, n, config.runtime.clone(), clock) {
+                Ok(rt) => rt,
+                Err(BiError::NodeTaken { .. }) if config.node.is_none() => continue,
+                Err(e) => return Err(e.into()),
+            };
             std::thread::sleep(CLAIM_SETTLE);
             if !rt.holds_claim()? {
                 if config.node.is_some() {

@@ -468,3 +468,45 @@ fn a_pools_figures_are_published_as_gauges() {
     assert!(n.readers >= 1 && gauges.value(&label("bi_node_readers")) == Some(n.readers as f64));
     assert!(gauges.value(&label("bi_node_longest_pass_ns")).unwrap() >= n.last_pass_ns as f64);
 }
+
+/// Pools on an emulated machine with skewed node clocks (`BI_EMULATE`'s machine) run
+/// each node on its own clock, offset from the others' as the machine says, and allow
+/// for the skew: a write on one node reaches the other.
+#[test]
+#[cfg_attr(miri, ignore)] // maps files
+fn emulated_nodes_keep_skewed_clocks_and_still_share_writes() {
+    use bi::Emulation;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skewed.bi");
+    let machine = Emulation { seed: 11 }.machine();
+    let a = Pool::open_emulated(&path, small(), machine).unwrap();
+    let b = Pool::open_emulated(&path, small(), machine).unwrap();
+    let (skew_a, skew_b) = (
+        a.runtime().view().clock_skew(),
+        b.runtime().view().clock_skew(),
+    );
+    assert_ne!(
+        skew_a, skew_b,
+        "seed 11 gives the two nodes different offsets"
+    );
+    assert!(skew_a.unsigned_abs().max(skew_b.unsigned_abs()) <= Emulation::CLOCK_SKEW_NS);
+    // b's clock read between two readings of a's is off a's by their offsets' difference.
+    let (ca, cb) = (a.runtime().clock(), b.runtime().clock());
+    let (t0, t1, t2) = (ca.refresh(), cb.refresh(), ca.refresh());
+    let mid = (t0 as i128 + t2 as i128) / 2;
+    let off = t1 as i128 - mid;
+    let want = i128::from(skew_b) - i128::from(skew_a);
+    assert!(
+        (off - want).abs() <= (t2 - t0) as i128 / 2 + 1,
+        "b is {off} ns off a, its offsets say {want}"
+    );
+    assert_eq!(a.runtime().config().skew_bound(), Emulation::skew_bound());
+    let writes = a.map::<u64, u64>("m").unwrap();
+    writes.insert(1, 10).unwrap();
+    let reads = b.map_reader::<u64, u64>("m").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reads.get(&1).unwrap() != Some(10) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(reads.get(&1).unwrap(), Some(10));
+}

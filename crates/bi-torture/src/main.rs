@@ -11,7 +11,7 @@
 //! the node another process runs and checks what it reads against the journals; it is
 //! killed, stopped and restarted like the workers, and so are its runners. With
 //! `BI_EMULATE=<seed>` every process runs its node over the non-coherence emulator with
-//! adversarial caches (and no process joins another's node: an emulated cache is one
+//! adversarial caches and skewed node clocks (and no process joins another's node: an emulated cache is one
 //! process's).
 //!
 //! At the end a fresh process reads the map and the check requires: no acknowledged
@@ -134,10 +134,14 @@ struct Files {
 }
 
 /// The pool every process of the run opens: 32 MiB, 16 nodes (a killed process's node
-/// stays claimed for a lease), the default leases, pass period and write timeout.
+/// stays claimed for a lease), the default leases, pass period and write timeout; under
+/// `BI_EMULATE`, the skew bound of the emulated machine's node clocks.
 fn pool_config() -> PoolConfig {
     let mut config = PoolConfig::with_size(32 << 20);
     config.region = config.region.with_nodes(16);
+    if let Ok(Some(_)) = Emulation::from_env() {
+        config.runtime = config.runtime.skew(Emulation::skew_bound());
+    }
     config
 }
 
