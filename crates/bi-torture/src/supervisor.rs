@@ -195,7 +195,14 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     }
     let bounds = Bounds::of(&s.plan.config);
     let report = PoolReport::read(&s.pool).ok();
-    let verdict = final_check(&s, bounds)?;
+    let mut verdict = final_check(&s, bounds)?;
+    if s.max_rss > WORKER_RSS_BOUND {
+        verdict.violations.push(format!(
+            "a worker's resident memory reached {} MiB (bound {} MiB)",
+            s.max_rss >> 20,
+            WORKER_RSS_BOUND >> 20
+        ));
+    }
     Ok(Summary {
         seed: s.plan.seed,
         seconds,
@@ -263,7 +270,11 @@ fn verdict_from<M: MemView + 'static>(
         }
     }
     match pool.map::<u64, String>(MAP) {
-        Ok(map) => Ok(check::check(&s.lives, &s.faults, bounds, &Read(map))),
+        Ok(map) => {
+            let mut v = check::check(&s.lives, &s.faults, bounds, &Read(map.clone()));
+            room_left(&map, &mut v);
+            Ok(v)
+        }
         // Still a verdict, with everything the journals show, and one violation for the
         // keys nobody could read.
         Err(e) => {
@@ -276,6 +287,43 @@ fn verdict_from<M: MemView + 'static>(
                 .push(format!("{why} ({unread} keys unchecked)"));
             Ok(v)
         }
+    }
+}
+
+/// How much resident memory a process of the run may use: it maps the 32 MiB pool,
+/// keeps at most its share of keys, and makes a value of the pool's size for its
+/// oversized writes (a write copies it once more); a process whose memory grows with the
+/// writes it made (a leak, a heap left bloated by freed memory) passes it within the hour.
+pub const WORKER_RSS_BOUND: u64 = 512 << 20;
+
+/// How much the pool must still take at the end, once every fill is over: a pool whose
+/// memory leaked (retired objects never given back, extents lost) refuses it.
+pub const ROOM_AT_END: usize = 8 << 20;
+
+/// Writes [`ROOM_AT_END`] bytes of ballast into the map in the filler's chunks (which a
+/// delegated write carries too), then removes them; a refusal is a violation.
+fn room_left<M: MemView + 'static>(map: &bi::SharedMap<u64, String, M>, v: &mut Verdict) {
+    const CHUNK: usize = 128 << 10;
+    let ballast = "e".repeat(CHUNK);
+    // Ballast keys of the final process: apart from every filler's.
+    let keys = (0..(ROOM_AT_END / CHUNK) as u64).map(|i| crate::worker::BALLAST | 1 << 40 | i);
+    let mut written = 0;
+    for key in keys.clone() {
+        match map.insert(key, ballast.clone()) {
+            Ok(_) => written += CHUNK,
+            Err(e) => {
+                v.violations.push(format!(
+                    "at the end the pool took only {} KiB of {} KiB more: {e}",
+                    written >> 10,
+                    ROOM_AT_END >> 10
+                ));
+                break;
+            }
+        }
+    }
+    v.room_at_end_mib = written as f64 / (1 << 20) as f64;
+    for key in keys {
+        let _ = map.remove(&key);
     }
 }
 
@@ -533,6 +581,30 @@ fn rss(pid: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pool that cannot take [`ROOM_AT_END`] more is a violation; one that can is not,
+    /// and is left as it was.
+    #[test]
+    fn a_pool_without_room_at_the_end_is_a_violation() {
+        let dir = tempfile::tempdir().unwrap();
+        let room = |size: usize| {
+            let path = dir.path().join(format!("room-{size}.bi"));
+            let pool = Pool::open_or_create(&path, PoolConfig::with_size(size)).unwrap();
+            let map = pool.map::<u64, String>(MAP).unwrap();
+            map.insert(1, "kept".into()).unwrap();
+            let mut v = Verdict::default();
+            room_left(&map, &mut v);
+            assert_eq!(map.get(&1).unwrap().as_deref(), Some("kept"));
+            assert_eq!(map.get(&(crate::worker::BALLAST | 1 << 40)).unwrap(), None);
+            v
+        };
+        let small = room(12 << 20);
+        assert_eq!(small.violations.len(), 1, "{:?}", small.violations);
+        assert!(small.room_at_end_mib < 8.0);
+        let large = room(32 << 20);
+        assert!(large.violations.is_empty(), "{:?}", large.violations);
+        assert_eq!(large.room_at_end_mib, 8.0);
+    }
 
     #[test]
     fn a_second_run_on_one_directory_is_refused_and_a_later_one_starts_clean() {
