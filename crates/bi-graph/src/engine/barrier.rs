@@ -274,4 +274,23 @@ mod tests {
         });
         assert_eq!(b.wait(), Err(Aborted));
     }
+
+    /// The launcher's abort reaches every node of a region barrier, the first one
+    /// included (a mark in a node's own line would reach only the others).
+    #[test]
+    fn the_launchers_abort_reaches_every_node_of_a_region_barrier() {
+        use bi_core::mem::{Emulator, EmulatorConfig};
+        let emu = Emulator::new(EmulatorConfig::new(4096, 4));
+        let nodes: Vec<_> = (0..3)
+            .map(|me| RegionBarrier::new(emu.node(me), 128, 3, me))
+            .collect();
+        for n in &nodes {
+            assert_eq!(n.arrive(), Ok(1));
+        }
+        assert!(nodes.iter().all(|n| n.poll(1) == Ok(true)));
+        RegionBarrier::abort_all(&emu.node(3), 128, 3);
+        for (me, n) in nodes.iter().enumerate() {
+            assert_eq!(n.poll(2), Err(Aborted), "node {me}");
+        }
+    }
 }
