@@ -113,6 +113,25 @@ fn check_exact<V: TestValue>(model: &History<Key, V>, readers: &[ReadHandle<V>],
         all.sort();
         let want: Vec<(Key, V)> = model.model().iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(all, want);
+        let mut live: Vec<(Key, V)> = m.iter_live().collect::<Result<_, _>>().unwrap();
+        live.sort();
+        assert_eq!(live, want, "read key by key through the cache");
+        assert_eq!(m.is_empty().unwrap(), want.is_empty());
+        for k in 0..keys {
+            assert_eq!(m.contains_key(&k).unwrap(), model.model().contains_key(&k));
+        }
+        drop(m);
+        // The handle's own entry points read the same version: one key at a time, a
+        // batch of every key, and its `Debug`, which lists what a section iterates.
+        let every: Vec<Key> = (0..keys).collect();
+        let mut batch = Vec::new();
+        r.get_many(&every, &mut batch).unwrap();
+        for k in 0..keys {
+            let want = model.model().get(&k).copied();
+            assert_eq!(batch[k as usize], want, "key {k} in a batch");
+            assert_eq!(r.contains_key(&k).unwrap(), want.is_some(), "key {k}");
+        }
+        assert_eq!(format!("{r:?}"), format!("{:?}", r.enter()));
     }
 }
 

@@ -1025,3 +1025,40 @@ impl<'a, 'r, K: Stored + Eq + Hash, V: Stored, M: MemView> Iterator for Iter<'a,
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header of another layout, another entry format, no bucket, or more buckets than
+    /// a table may have is corrupt: the map refuses it instead of reading lines past its
+    /// array or decoding entries of another size.
+    #[test]
+    fn headers_of_another_layout_format_or_bucket_count_are_refused() {
+        let good = BucketLine::header(16, code::<u64, u64>());
+        assert_eq!(buckets_of::<u64, u64>(&good).unwrap(), 16);
+        let largest = BucketLine::header(lines::MAX_LINES - 1, code::<u64, u64>());
+        assert_eq!(
+            buckets_of::<u64, u64>(&largest).unwrap(),
+            lines::MAX_LINES - 1
+        );
+        let bad = [
+            (HEADER_BUCKETS, 0),
+            (HEADER_BUCKETS, lines::MAX_LINES as u64),
+            (HEADER_BUCKETS, u64::MAX),
+            (HEADER_LAYOUT, ARRAY_LAYOUT ^ 1),
+            (HEADER_FORMAT, code::<u64, [u64; 2]>()),
+        ];
+        for (word, value) in bad {
+            let mut header = good;
+            header.0[word] = value;
+            assert!(
+                matches!(
+                    buckets_of::<u64, u64>(&header),
+                    Err(CollectionError::Corrupt { .. })
+                ),
+                "word {word} = {value:#x}"
+            );
+        }
+    }
+}

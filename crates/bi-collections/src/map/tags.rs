@@ -46,10 +46,9 @@ impl Group {
     }
 
     /// Bits of one entry's tag: what the group has left after the overflow flag, shared
-    /// out (5 bits for three `u64 -> u64` entries, 15 for one entry a line).
+    /// out (5 bits for three `u64 -> u64` entries, 15 for one entry a line, the most).
     const fn tag_bits<K: Pod, V: Pod>() -> u32 {
-        let bits = (Self::bytes::<K, V>() * 8 - 1) / Format::<K, V>::PER_LINE;
-        if bits > 16 { 16 } else { bits as u32 }
+        ((Self::bytes::<K, V>() * 8 - 1) / Format::<K, V>::PER_LINE) as u32
     }
 
     /// The overflow flag: the group's top bit.
