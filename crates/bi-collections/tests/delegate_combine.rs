@@ -6,6 +6,7 @@
 mod delegate_mock;
 
 use bi_collections::delegate::{DelegationError, DelegationLayout, DelegationServer, NodeCombiner};
+use bi_collections::testing::StopOnDrop;
 use bi_collections::{CollectionError, Op};
 use bi_core::mem::{Access, EmulatedNode, Observed};
 use bi_core::runtime::testing::Setup;
@@ -39,6 +40,7 @@ fn combined_operations_are_applied_once_in_each_threads_order() {
             .collect();
         let stop = AtomicBool::new(false);
         std::thread::scope(|sc| {
+            let _stop = StopOnDrop(&stop);
             let serving = sc.spawn(|| server.run_until(&stop));
             let threads: Vec<_> = (0..2 * THREADS)
                 .map(|t| {
@@ -107,6 +109,7 @@ fn a_combiner_that_dies_mid_batch_fails_its_waiters_and_applies_nothing_twice() 
         countdown.store(at, Ordering::SeqCst);
         let stop = AtomicBool::new(false);
         let (carrier, others) = std::thread::scope(|sc| {
+            let _stop = StopOnDrop(&stop);
             let serving = sc.spawn(|| server.run_until(&stop));
             let first = pending.remove(0);
             let carrier = sc.spawn(move || first.wait()).join();
@@ -168,6 +171,7 @@ fn operations_queued_by_several_threads_cross_as_one_batch() {
         .collect();
     let stop = AtomicBool::new(false);
     std::thread::scope(|sc| {
+        let _stop = StopOnDrop(&stop);
         let serving = sc.spawn(|| server.run_until(&stop));
         for p in pending {
             p.wait().unwrap();

@@ -6,6 +6,7 @@ mod delegate_mock;
 use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, WaitingFor,
 };
+use bi_collections::testing::StopOnDrop;
 use bi_collections::{CollectionError, Op};
 use bi_core::channel::ChannelError;
 use bi_core::line::LineSize;
@@ -506,6 +507,7 @@ fn a_broken_client_does_not_stop_the_serving_loop() {
     let mut good = Client::new(s.emu.node(2), layout, 1).unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|t| {
+        let _stop = StopOnDrop(&stop);
         let serving = t.spawn(|| server.run_until(&stop));
         for k in 0..20 {
             good.insert_sync(k, k).unwrap();

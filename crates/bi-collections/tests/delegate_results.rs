@@ -8,6 +8,7 @@ use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationError, DelegationLayout, DelegationServer, Outcome,
 };
 use bi_collections::map::BiHashMap;
+use bi_collections::testing::StopOnDrop;
 use bi_collections::tree::BiTree;
 use bi_collections::{ApplyBatch, CollectionError, Condition, Op};
 use bi_core::mem::EmulatedNode;
@@ -85,6 +86,7 @@ fn serve_two_clients<S: ApplyBatch<u64, u64> + Send>(
     let stop = AtomicBool::new(false);
     let steps = if cfg!(miri) { 8 } else { steps };
     std::thread::scope(|scope| {
+        let _stop = StopOnDrop(&stop);
         let serving = scope.spawn(|| server.run_until(&stop));
         let players: Vec<_> = (0..2)
             .map(|i| {

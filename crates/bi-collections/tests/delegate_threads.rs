@@ -6,6 +6,7 @@ mod delegate_mock;
 use bi_collections::delegate::{
     ClientConfig, DelegationClient, DelegationLayout, DelegationServer, Idle, ServeTotals,
 };
+use bi_collections::testing::StopOnDrop;
 use bi_core::mem::{Emulator, EmulatorConfig, MemView};
 use bi_core::region::{Region, RegionConfig};
 use delegate_mock::{RecordingMap, model, op_of, ops_of};
@@ -31,6 +32,7 @@ fn run<Vw: MemView + 'static>(
     // Generous: a loaded machine may deschedule the server for a while.
     let cfg = ClientConfig::default().timeout(Duration::from_secs(30));
     let totals = thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
         let serving = s.spawn(|| server.run_until(&stop));
         let workers: Vec<_> = client_views
             .into_iter()
@@ -147,6 +149,7 @@ fn a_napping_server_is_woken_by_a_client_of_its_host() {
     let mut client = DelegationClient::with_config(region.hardware(), layout, 0, config).unwrap();
     let stop = AtomicBool::new(false);
     thread::scope(|t| {
+        let _stop = StopOnDrop(&stop);
         let serving = t.spawn(|| server.run_until(&stop));
         let sent: Vec<_> = (0..5u64)
             .map(|k| {

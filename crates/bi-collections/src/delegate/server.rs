@@ -1208,6 +1208,7 @@ fn split_at_wrap(from: u64, take: usize, capacity: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use crate::delegate::DelegationClient;
+    use crate::testing::StopOnDrop;
     use bi_core::mem::{Emulator, EmulatorConfig};
 
     /// Every operation applied, in order.
@@ -1262,6 +1263,7 @@ mod tests {
         let mut quiet = DelegationClient::new(emu.node(2), layout, 1).unwrap();
         let stop = AtomicBool::new(false);
         std::thread::scope(|t| {
+            let _stop = StopOnDrop(&stop);
             let serving = t.spawn(|| server.run_until(&stop));
             for k in 0..200 {
                 busy.insert_sync(k, k).unwrap();

@@ -57,6 +57,38 @@ pub use history::History;
 pub use machine::{Hardware, check_failed_write, check_reuse_hazards, is_resource_exhaustion};
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Raises a stop flag when dropped. A test that runs a delegation server on a thread of
+/// its own (`run_until(&stop)`) while it sends from another holds one, so that a failed
+/// assertion or a client's error on the sending side stops the server: the test then
+/// fails at once instead of waiting forever for the server thread to be joined.
+///
+/// ```
+/// use bi_collections::testing::StopOnDrop;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+///
+/// let stop = AtomicBool::new(false);
+/// let served = std::thread::scope(|t| {
+///     let _stop = StopOnDrop(&stop);
+///     let server = t.spawn(|| while !stop.load(Ordering::Acquire) {});
+///     std::panic::catch_unwind(|| {
+///         let _stop = StopOnDrop(&stop);
+///         panic!("a failed assertion on the sending side");
+///     })
+///     .unwrap_err();
+///     server.join()
+/// });
+/// assert!(served.is_ok());
+/// ```
+#[derive(Debug)]
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
 
 /// A broken rule: what was read, where, and what was allowed.
 #[derive(Clone, Debug, PartialEq, Eq)]

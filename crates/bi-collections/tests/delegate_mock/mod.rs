@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use bi_collections::delegate::DelegationServer;
+use bi_collections::testing::StopOnDrop;
 use bi_collections::{ApplyBatch, BatchReport, CollectionError, Op, Stored};
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
@@ -118,6 +119,7 @@ where
 {
     let stop = AtomicBool::new(false);
     let (r, served) = std::thread::scope(|scope| {
+        let _stop = StopOnDrop(&stop);
         let serving = scope.spawn(|| server.run_until(&stop));
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
         stop.store(true, Ordering::Release);
