@@ -516,6 +516,36 @@ mod tests {
             assert_eq!(back.seq(), SEQ_MASK);
             assert!(back.carries(u64::MAX));
             assert_eq!(back.request(), Some((op, condition)));
+            assert_eq!(back.op(), Some(op));
+        }
+    }
+
+    /// What a record shows of itself (a server's log and a client's errors print it).
+    #[test]
+    fn a_record_shows_its_fields() {
+        let rec = OpRecord::conditional(3, Op::Insert(1u32, 10u32), Condition::Equals(9));
+        assert_eq!(
+            format!("{rec:?}"),
+            "OpRecord { kind: 49, seq: 3, key: 1, value: 10, expected: 9 }"
+        );
+    }
+
+    /// The value an outcome found at its key: what a client reads back from a
+    /// conditional operation, applied or refused; nothing for outcomes that do not tell.
+    #[test]
+    fn outcomes_tell_the_value_they_found_and_only_those_that_know_it() {
+        assert_eq!(Outcome::Replaced(Some(1u8)).found(), Some(Ok(Some(1))));
+        assert_eq!(Outcome::Replaced(None::<u8>).found(), Some(Ok(None)));
+        assert_eq!(Outcome::Refused(Some(2u8)).found(), Some(Err(Some(2))));
+        assert_eq!(Outcome::Refused(None::<u8>).found(), Some(Err(None)));
+        for silent in [
+            Outcome::<u8>::Applied,
+            Outcome::Undecided,
+            Outcome::Failed,
+            Outcome::TooLarge { len: 9 },
+            Outcome::NoRoom,
+        ] {
+            assert_eq!(silent.found(), None, "{silent:?}");
         }
     }
 
