@@ -178,6 +178,16 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
         for k in 0..KEYS {
             prop_assert_eq!(v.get(&k).unwrap(), h.model().get(&k).copied());
         }
+        drop(v);
+        // The handle's own entry points read the same version; its `Debug` lists what a
+        // section iterates.
+        prop_assert_eq!(r.len().unwrap(), all.len());
+        prop_assert_eq!(r.is_empty().unwrap(), all.is_empty());
+        for k in 0..KEYS {
+            prop_assert_eq!(r.get(&k).unwrap(), h.model().get(&k).copied());
+            prop_assert_eq!(r.contains_key(&k).unwrap(), h.model().contains_key(&k));
+        }
+        prop_assert_eq!(format!("{r:?}"), format!("{:?}", r.enter()));
     }
     // Retired memory comes back: once the bag of replaced nodes is retired, after two
     // more rounds of passes nothing is pending and the heap holds exactly the published

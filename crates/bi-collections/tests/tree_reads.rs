@@ -1,0 +1,81 @@
+//! What a tree's read handle does beyond lookups: a refresh drops the node's copy of the
+//! root, so a process reads its own write through another node's writer at once, and a
+//! scan shows where it stands.
+
+use bi_collections::tree::BiTree;
+use bi_collections::{CollectionError, Refresh};
+use bi_core::runtime::testing::Setup;
+
+/// Node 1 never passes: after each write by node 0's writer, a refresh on node 1 (one
+/// fence) makes its next lookup read the new version, for new values and removals,
+/// which a lookup through the cached root would not see (a hit is not checked again).
+#[test]
+fn a_refresh_reads_the_write_at_once_under_one_fence() {
+    let s = Setup::new(2, 9);
+    let tree = BiTree::<u64, u64>::at(s.slot(0));
+    let mut w = tree.write_handle(s.writer(0)).unwrap();
+    let r = tree.read_handle(&s.nodes[1]).unwrap();
+    assert!(r.is_empty().unwrap());
+    for lap in 0..3u64 {
+        for k in 0..40u64 {
+            r.get(&k).unwrap(); // node 1 now caches the root slot and the path
+            let want = if lap == 2 && k % 2 == 1 {
+                w.remove(&k).unwrap();
+                None
+            } else {
+                w.insert(k, lap * 100 + k).unwrap();
+                Some(lap * 100 + k)
+            };
+            let fences = s.emu.stats(1).fences;
+            r.refresh(&k).unwrap();
+            assert_eq!(s.emu.stats(1).fences - fences, 1, "lap {lap}, key {k}");
+            assert_eq!(r.get(&k).unwrap(), want, "lap {lap}, key {k}");
+        }
+    }
+}
+
+/// A scan shows how deep its path stands: at the start, the path down to the smallest
+/// key of the range; at the end, nothing.
+#[test]
+fn a_scan_shows_the_depth_of_its_path() {
+    let s = Setup::new(2, 10);
+    let tree = BiTree::<u64, u64>::at(s.slot(0));
+    let mut w = tree.write_handle(s.writer(0)).unwrap();
+    for k in 0..100 {
+        w.insert(k, k).unwrap();
+    }
+    s.quiesce_all().unwrap();
+    let r = tree.read_handle(&s.nodes[1]).unwrap();
+    let v = r.enter();
+    let mut scan = v.scan(..).unwrap();
+    let shown = format!("{scan:?}");
+    let depth: usize = shown
+        .strip_prefix("Scan { depth: ")
+        .and_then(|rest| rest.strip_suffix(", .. }"))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!((2..=14).contains(&depth), "{shown}"); // a balanced tree of 100 keys
+    assert_eq!(scan.by_ref().count(), 100);
+    assert_eq!(format!("{scan:?}"), "Scan { depth: 0, .. }");
+}
+
+/// A whole-tree read that meets a real error reports it, rather than taking it for a
+/// stale link and reading again: keys written as bytes that are not UTF-8, read back as
+/// text, are corrupt, at once and every time.
+#[test]
+fn a_whole_tree_read_reports_what_is_corrupt_instead_of_reading_again() {
+    let s = Setup::new(2, 11);
+    let bytes = BiTree::<Vec<u8>, u64>::at(s.slot(0));
+    let mut w = bytes.write_handle(s.writer(0)).unwrap();
+    w.insert(b"fine".to_vec(), 1).unwrap();
+    w.insert(vec![0xff; 30], 2).unwrap();
+    s.quiesce_all().unwrap();
+    let text = BiTree::<String, u64>::at(s.slot(0));
+    let r = text.read_handle(&s.nodes[1]).unwrap();
+    let v = r.enter();
+    assert_eq!(v.get("fine").unwrap(), Some(1));
+    for _ in 0..2 {
+        let e = v.iter().unwrap_err();
+        assert!(matches!(e, CollectionError::Corrupt { .. }), "{e:?}");
+    }
+}
