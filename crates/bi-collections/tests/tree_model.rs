@@ -177,7 +177,9 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
         );
         for k in 0..KEYS {
             prop_assert_eq!(v.get(&k).unwrap(), h.model().get(&k).copied());
+            prop_assert_eq!(v.contains_key(&k).unwrap(), h.model().contains_key(&k));
         }
+        prop_assert_eq!(v.is_empty().unwrap(), all.is_empty());
         drop(v);
         // The handle's own entry points read the same version; its `Debug` lists what a
         // section iterates.

@@ -59,22 +59,25 @@ fn a_scan_shows_the_depth_of_its_path() {
     assert_eq!(format!("{scan:?}"), "Scan { depth: 0, .. }");
 }
 
-/// A whole-tree read that meets a real error reports it, rather than taking it for a
-/// stale link and reading again: keys written as bytes that are not UTF-8, read back as
-/// text, are corrupt, at once and every time.
+/// A read that meets a real error reports it, rather than taking it for a stale link
+/// and reading again: values written as bytes that are not UTF-8, read back as text, are
+/// corrupt, to a lookup and to a whole-tree read, at once and every time.
 #[test]
-fn a_whole_tree_read_reports_what_is_corrupt_instead_of_reading_again() {
+fn a_read_reports_what_is_corrupt_instead_of_reading_again() {
     let s = Setup::new(2, 11);
-    let bytes = BiTree::<Vec<u8>, u64>::at(s.slot(0));
+    let bytes = BiTree::<Vec<u8>, Vec<u8>>::at(s.slot(0));
     let mut w = bytes.write_handle(s.writer(0)).unwrap();
-    w.insert(b"fine".to_vec(), 1).unwrap();
-    w.insert(vec![0xff; 30], 2).unwrap();
+    w.insert(b"fine".to_vec(), b"one".to_vec()).unwrap();
+    w.insert(b"bad".to_vec(), vec![0xff; 30]).unwrap();
     s.quiesce_all().unwrap();
-    let text = BiTree::<String, u64>::at(s.slot(0));
+    let text = BiTree::<String, String>::at(s.slot(0));
     let r = text.read_handle(&s.nodes[1]).unwrap();
     let v = r.enter();
-    assert_eq!(v.get("fine").unwrap(), Some(1));
+    assert_eq!(v.get("fine").unwrap().as_deref(), Some("one"));
+    assert!(v.is_empty().is_ok_and(|empty| !empty));
     for _ in 0..2 {
+        let e = v.get("bad").unwrap_err();
+        assert!(matches!(e, CollectionError::Corrupt { .. }), "{e:?}");
         let e = v.iter().unwrap_err();
         assert!(matches!(e, CollectionError::Corrupt { .. }), "{e:?}");
     }
