@@ -180,6 +180,8 @@ fn run(seed: u64, steps: &[Step]) -> Result<(), TestCaseError> {
             prop_assert_eq!(v.contains_key(&k).unwrap(), h.model().contains_key(&k));
         }
         prop_assert_eq!(v.is_empty().unwrap(), all.is_empty());
+        prop_assert_eq!(v.first().unwrap(), all.first().copied());
+        prop_assert_eq!(v.last().unwrap(), all.last().copied());
         drop(v);
         // The handle's own entry points read the same version; its `Debug` lists what a
         // section iterates.
