@@ -15,7 +15,7 @@ fn a_refresh_reads_the_write_at_once_under_one_fence() {
     let tree = BiTree::<u64, u64>::at(s.slot(0));
     let mut w = tree.write_handle(s.writer(0)).unwrap();
     let r = tree.read_handle(&s.nodes[1]).unwrap();
-    assert!(r.is_empty().unwrap());
+    assert!(r.is_empty().unwrap() && r.enter().is_empty().unwrap());
     for lap in 0..3u64 {
         for k in 0..40u64 {
             r.get(&k).unwrap(); // node 1 now caches the root slot and the path
