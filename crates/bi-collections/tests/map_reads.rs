@@ -2,7 +2,6 @@
 //! whole path, a batch asks for its lines before it reads them, a live iteration stays
 //! in the cache, and a linked entry is fetched only when its hash matches.
 
-use bi_collections::Refresh;
 use bi_collections::map::{BiHashMap, bucket_of, key_hash};
 use bi_core::runtime::testing::Setup;
 use refresh_rounds::write_then_refresh;
@@ -40,17 +39,8 @@ fn a_refresh_reads_the_write_at_once_on_every_path_under_one_fence() {
     assert!(r.enter().is_empty().unwrap());
     let mut keys = one_bucket_keys(20); // seven lines of three entries by the end
     keys.extend(1_000_000..1_000_100); // the table grows several times on the way
-    write_then_refresh(
-        &s,
-        &keys,
-        |k| r.get(&k).unwrap(),
-        |k, v| match v {
-            Some(v) => drop(w.insert(k, v).unwrap()),
-            None => drop(w.remove(&k).unwrap()),
-        },
-        |k| r.refresh(&k).unwrap(),
-        |k| !in_bucket_0(k),
-    );
+    let get = |k| r.get(&k).unwrap();
+    write_then_refresh(&s, &keys, &mut w, &r, get, |k| !in_bucket_0(k));
 }
 
 /// `get_many` asks for every key's tag and bucket lines before it reads any, so none of

@@ -2,8 +2,8 @@
 //! root, so a process reads its own write through another node's writer at once, and a
 //! scan shows where it stands.
 
+use bi_collections::CollectionError;
 use bi_collections::tree::BiTree;
-use bi_collections::{CollectionError, Refresh};
 use bi_core::runtime::testing::Setup;
 use refresh_rounds::write_then_refresh;
 
@@ -20,17 +20,8 @@ fn a_refresh_reads_the_write_at_once_under_one_fence() {
     let r = tree.read_handle(&s.nodes[1]).unwrap();
     assert!(r.is_empty().unwrap() && r.enter().is_empty().unwrap());
     let keys: Vec<u64> = (0..40).collect();
-    write_then_refresh(
-        &s,
-        &keys,
-        |k| r.get(&k).unwrap(),
-        |k, v| match v {
-            Some(v) => drop(w.insert(k, v).unwrap()),
-            None => drop(w.remove(&k).unwrap()),
-        },
-        |k| r.refresh(&k).unwrap(),
-        |_| true,
-    );
+    let get = |k| r.get(&k).unwrap();
+    write_then_refresh(&s, &keys, &mut w, &r, get, |_| true);
 }
 
 /// A scan shows how deep its path stands: at the start, the path down to the smallest
