@@ -106,6 +106,10 @@ pub struct Verdict {
     /// Reads by joined readers, and those that found what the journals say.
     pub joined_reads: u64,
     pub joined_reads_checked: u64,
+    /// Fillers' ballast keys still in the map at the end (a filler killed, or whose
+    /// removals all failed, before it emptied the pool), removed before the room is
+    /// measured.
+    pub ballast_left_at_end: u64,
     /// What the pool still took at the end (MiB; `supervisor::ROOM_AT_END` asked).
     pub room_at_end_mib: f64,
     pub violations: Vec<String>,

@@ -221,7 +221,10 @@ fn supervise(args: RunArgs) -> ExitCode {
         v.longest_call_ms,
         summary.max_worker_rss_mib,
     );
-    println!("the pool took {:.0} MiB more at the end", v.room_at_end_mib);
+    println!(
+        "the pool took {:.0} MiB more at the end ({} ballast keys a filler left removed first)",
+        v.room_at_end_mib, v.ballast_left_at_end
+    );
     if v.joined_reads > 0 {
         println!(
             "joined readers: {} reads, {} found what the journals say",
