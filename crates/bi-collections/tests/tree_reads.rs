@@ -1,6 +1,7 @@
 //! What a tree's read handle does beyond lookups: a refresh drops the node's copy of the
-//! root, so a process reads its own write through another node's writer at once, and a
-//! scan shows where it stands.
+//! root, so a process reads its own write through another node's writer at once; a
+//! string retired under a cached path sends a lookup back to memory; a scan shows where
+//! it stands.
 
 use bi_collections::CollectionError;
 use bi_collections::tree::BiTree;
@@ -70,5 +71,42 @@ fn a_read_reports_what_is_corrupt_instead_of_reading_again() {
         assert!(matches!(e, CollectionError::Corrupt { .. }), "{e:?}");
         let e = v.iter().unwrap_err();
         assert!(matches!(e, CollectionError::Corrupt { .. }), "{e:?}");
+    }
+}
+
+/// A value's byte string retired under a reader that still caches the old path is read
+/// again from the new version, not reported: node 1 caches the path to key 1 but not
+/// its string (it looked up key 2, whose search only compares key 1); node 0 replaces
+/// key 1's value and retires the old string (its FREED mark goes to memory). Node 1's
+/// next lookup of key 1 follows the cached path to the old string, finds it freed, and
+/// must search again from the root in memory, without passing.
+#[test]
+fn a_string_retired_under_the_cached_path_is_read_again_from_the_new_version() {
+    let s = Setup::new(2, 12);
+    let tree = BiTree::<u32, String>::at(s.slot(0));
+    let mut w = tree.write_handle(s.writer(0)).unwrap();
+    w.insert(1, "the old value of key one, kept out of line".into())
+        .unwrap();
+    w.insert(2, "two".into()).unwrap();
+    s.quiesce_all().unwrap();
+    let r = tree.read_handle(&s.nodes[1]).unwrap();
+    let node1 = s.emu.node(1);
+    let line = s.emu.line_size().get();
+    for offset in (0..s.emu.size()).step_by(line) {
+        node1.evict(offset).unwrap();
+    }
+    assert_eq!(r.enter().get(&2).unwrap().as_deref(), Some("two"));
+    w.insert(1, "the new value of key one".into()).unwrap();
+    w.reclaim().unwrap(); // retires the replaced nodes and the old string
+    for _ in 0..2 {
+        let v = r.enter();
+        assert_eq!(
+            v.get(&1).unwrap().as_deref(),
+            Some("the new value of key one")
+        );
+        assert_eq!(
+            r.get(&1).unwrap().as_deref(),
+            Some("the new value of key one")
+        );
     }
 }
