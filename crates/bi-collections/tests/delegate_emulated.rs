@@ -257,8 +257,9 @@ fn a_client_whose_server_is_gone_times_out() {
 
 /// A client whose watch finds its server gone stops waiting then, for an acknowledgement
 /// and for channel space alike, with the sequence numbers it was waiting on; while the
-/// watch finds the server alive, the client waits until the timeout as before. The
-/// timeout here is a minute: a watch that is not asked ends in `Timeout`.
+/// watch finds the server alive, the client waits until the timeout as before, asking
+/// the watch now and then (it may be a system call). The timeout here is a minute: a
+/// watch that is not asked ends in `Timeout`.
 #[test]
 fn a_client_stops_waiting_once_its_watch_finds_the_server_gone() {
     use std::sync::Arc;
@@ -279,6 +280,7 @@ fn a_client_stops_waiting_once_its_watch_finds_the_server_gone() {
         false
     });
     let seq = client.insert(1, 1).unwrap();
+    let started = std::time::Instant::now();
     assert!(matches!(
         client.wait_applied(seq),
         Err(CollectionError::Delegation(DelegationError::Timeout {
@@ -286,7 +288,13 @@ fn a_client_stops_waiting_once_its_watch_finds_the_server_gone() {
             ..
         }))
     ));
-    assert!(asked.load(Ordering::Relaxed) > 0);
+    // Asked, and not at every step of the wait: at most once in 5 ms.
+    let asks = asked.load(Ordering::Relaxed);
+    let most = started.elapsed().as_millis() / 5 + 1;
+    assert!(
+        asks > 0 && asks as u128 <= most,
+        "{asks} asks, {most} at most"
+    );
     // Gone from its third look on: the waits end there, well before a minute.
     let mut client = attach(Duration::from_secs(60));
     let looks = Arc::new(AtomicUsize::new(0));
@@ -494,6 +502,34 @@ fn corrupt_records_are_refused_and_not_acknowledged() {
         [(0, CollectionError::Channel(ChannelError::Corrupt { .. }))]
     ));
     assert_eq!(good.flush().unwrap(), 2);
+    // Put back where the head is, nothing to take: sane again, it leaves the list.
+    node.store(tail, &1u64).unwrap();
+    node.writeback(tail, 8).unwrap();
+    node.fence();
+    assert_eq!(server.serve_once(8).unwrap().ops, 0);
+    assert!(broken(&server).is_empty());
+}
+
+/// A writer that takes over an area where a channel's counters are corrupt refuses to
+/// serve it rather than guess which of its records the dead writer received.
+#[test]
+fn a_takeover_of_a_corrupt_channel_is_refused() {
+    let s = machine(3, 13, 0.0);
+    let layout = area(&s, 2, 4);
+    drop(Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap());
+    let tail = layout.channel(1).unwrap().tail_offset();
+    let node = s.emu.node(2);
+    node.store(tail, &1000u64).unwrap();
+    node.writeback(tail, 8).unwrap();
+    node.fence();
+    let taken = Server::resume(s.emu.node(0), layout, RecordingMap::default());
+    assert!(
+        matches!(
+            taken,
+            Err(CollectionError::Channel(ChannelError::Corrupt { .. }))
+        ),
+        "{taken:?}"
+    );
 }
 
 /// A client whose channel is corrupt does not stop the serving loop: the others' requests
@@ -570,4 +606,25 @@ fn a_failed_batch_is_received_again_and_then_acknowledged() {
     assert_eq!(map.log.len(), 4 + 6);
     assert_eq!(map.log[..4], map.log[4..8]);
     assert_eq!(map.map, model(&[3, 3]));
+}
+
+/// A client carries the timeout it was given and shows where it stands: its index, what
+/// is applied of what it sent, its configuration.
+#[test]
+fn a_client_shows_its_index_progress_and_configuration() {
+    let s = machine(2, 12, 0.0);
+    let layout = area(&s, 2, 4);
+    let mut server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
+    let timeout = Duration::from_millis(35);
+    let config = ClientConfig::default().timeout(timeout);
+    assert_eq!(config.timeout_value(), timeout);
+    assert_ne!(ClientConfig::default().timeout_value(), timeout);
+    let mut client = Client::with_config(s.emu.node(1), layout, 1, config).unwrap();
+    client.insert(1, 10).unwrap();
+    server.serve_once(8).unwrap();
+    client.flush().unwrap();
+    let shown = format!("{client:?}");
+    for part in ["DelegationClient", "index: 1", "applied: 1", "35ms"] {
+        assert!(shown.contains(part), "{part} not in {shown}");
+    }
 }

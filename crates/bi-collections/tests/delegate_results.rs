@@ -238,7 +238,8 @@ fn a_structure_that_cannot_tell_what_it_finds_refuses_conditional_requests() {
 
 /// The writer dies with operations received and unacknowledged, at every point of a
 /// script; its successor resumes the area. Every operation is acknowledged as applied
-/// exactly when the structure holds its effect, or reported failed and never applied.
+/// exactly when the structure holds its effect, or reported failed and never applied,
+/// also when the wait that learned of the failure was for an earlier operation.
 #[test]
 fn a_writer_dying_with_operations_in_flight_never_has_them_applied_twice() {
     for pending in 0..=8u64 {
@@ -254,7 +255,6 @@ fn a_writer_dying_with_operations_in_flight_never_has_them_applied_twice() {
             c.insert(k, k).unwrap();
         }
         first.serve_once(8).unwrap();
-        c.flush().unwrap();
         // `pending` more sent; the writer dies before serving them.
         for k in 0..pending {
             c.insert(100 + k, k).unwrap();
@@ -262,6 +262,10 @@ fn a_writer_dying_with_operations_in_flight_never_has_them_applied_twice() {
         let map = first.into_structure();
         let mut second = DelegationServer::resume(s.emu.node(0), layout, map).unwrap();
         let sent = c.sent();
+        // The third was applied before the failed range starts: its wait, the first
+        // to learn of the death, reports nothing; the flush then reports the range.
+        c.wait_applied(3).unwrap();
+        assert_eq!(c.applied(), sent);
         match c.flush() {
             Ok(_) => assert_eq!(pending, 0),
             Err(CollectionError::Delegation(DelegationError::WriterDied { first, last })) => {
@@ -338,4 +342,103 @@ fn an_acknowledgement_covers_only_what_the_server_applied() {
     while server.serve_once(16).unwrap().ops > 0 {}
     assert_eq!(client.flush().unwrap(), sent);
     assert_eq!(server.structure().iter().len() as u64, sent);
+}
+
+type SmallTree = bi_collections::tree::TreeWriteHandle<u64, u64, EmulatedNode, bi_alloc::NodeHeap>;
+
+/// A tree whose writer, on node 0, has a heap of 16 KiB.
+fn tree_on_a_small_heap(s: &Setup) -> SmallTree {
+    let start = s.arena(0).start;
+    let heap = bi_alloc::NodeHeap::new(start..start + 16 * 1024, s.emu.line_size()).unwrap();
+    let writer = s.nodes[0].writer(heap).unwrap();
+    BiTree::<u64, u64>::at(s.slot(0))
+        .write_handle(writer)
+        .unwrap()
+}
+
+/// Whether `r` is the report of a refusal for lack of room, for a wait up to `seq`.
+fn is_no_room(r: Result<(), CollectionError>, seq: u64) -> bool {
+    match r {
+        Err(CollectionError::Delegation(DelegationError::NoRoom { upto })) => upto == seq,
+        _ => false,
+    }
+}
+
+/// Inserts keys 0, 1, ... one at a time until the writer's heap refuses one, which is
+/// reported once; returns that key (the number of keys in the tree).
+fn fill(c: &mut Client, server: &mut DelegationServer<EmulatedNode, u64, u64, SmallTree>) -> u64 {
+    for k in 0..10_000u64 {
+        let seq = c.insert(k, k).unwrap();
+        server.serve_once(8).unwrap();
+        match c.wait_applied(seq) {
+            Ok(()) => {}
+            r => {
+                assert!(is_no_room(r, seq), "write {seq}");
+                c.wait_applied(seq).unwrap(); // reported once
+                assert_eq!(server.structure().len(), k as usize);
+                assert_eq!(server.structure().try_get(&k).unwrap(), None);
+                return k;
+            }
+        }
+    }
+    panic!("a 16 KiB heap fills up")
+}
+
+/// A remote write the writer's heap has no room for is refused: it writes nothing, its
+/// client is told (`NoRoom`, once), and the operations sent after it stay in the channel
+/// until room comes back, then are applied in order, once each.
+#[test]
+fn a_write_the_heap_has_no_room_for_is_reported_and_the_rest_wait_for_room() {
+    let s = machine(3, 4, 0.2);
+    let layout = area(&s, 1);
+    let mut server =
+        DelegationServer::new(s.emu.node(0), layout, tree_on_a_small_heap(&s)).unwrap();
+    let mut c = client(&s, layout, 0);
+    let full = fill(&mut c, &mut server);
+    // Three more: the first is refused, the two after it wait in the channel.
+    let ops: Vec<_> = (1..=3).map(|i| Op::Insert(full + i, i)).collect();
+    let last = c.send_batch(&ops).unwrap();
+    assert_eq!(server.serve_once(8).unwrap().ops, 1);
+    assert_eq!(c.poll_applied().unwrap(), last - 2);
+    assert!(is_no_room(c.wait_applied(last - 2), last - 2));
+    // Room comes back once the replaced nodes' grace period is over.
+    let w = server.structure_mut();
+    w.writer().flush_deferred().unwrap();
+    for _ in 0..3 {
+        s.quiesce_all().unwrap();
+    }
+    w.reclaim().unwrap();
+    assert_eq!(server.serve_once(8).unwrap().ops, 2);
+    c.flush().unwrap();
+    let tree = server.structure();
+    assert_eq!(tree.try_get(&(full + 1)).unwrap(), None);
+    assert_eq!(tree.try_get(&(full + 2)).unwrap(), Some(2));
+    assert_eq!(tree.try_get(&(full + 3)).unwrap(), Some(3));
+    assert_eq!(tree.len(), full as usize + 2);
+}
+
+/// A server that takes over counts refusals on from the count in memory, not from a copy
+/// its node's cache holds (here prefetched when the count was 1): otherwise its next
+/// refusal would write a count the client has already seen, and go unreported.
+#[test]
+fn a_resumed_server_counts_refusals_on_from_memory() {
+    let s = machine(3, 5, 0.0);
+    let layout = area(&s, 1);
+    let mut first = DelegationServer::new(s.emu.node(0), layout, tree_on_a_small_heap(&s)).unwrap();
+    let config = ClientConfig::default().timeout(Duration::from_secs(10));
+    let mut c = DelegationClient::with_config(s.emu.node(2), layout, 0, config).unwrap();
+    let full = fill(&mut c, &mut first);
+    s.emu
+        .node(1)
+        .prefetch(layout.ack_offset(0).unwrap())
+        .unwrap();
+    let seq = c.insert(full, 1).unwrap();
+    first.serve_once(8).unwrap();
+    assert!(is_no_room(c.wait_applied(seq), seq));
+    // The writer's process ends; its successor starts on node 1.
+    let tree = first.into_structure();
+    let mut second = DelegationServer::resume(s.emu.node(1), layout, tree).unwrap();
+    let seq = c.insert(full, 2).unwrap();
+    second.serve_once(8).unwrap();
+    assert!(is_no_room(c.wait_applied(seq), seq));
 }

@@ -243,8 +243,18 @@ fn items_longer_than_a_parcel_are_typed_errors_that_write_nothing() {
         .structure_mut()
         .insert("big".into(), big.clone())
         .unwrap();
+    // A value of exactly the limit, put there by the writer's own handle, comes back.
+    let at_limit = text(5, LIMIT);
+    server
+        .structure_mut()
+        .insert("at limit".into(), at_limit.clone())
+        .unwrap();
     let mut c = client(&s, layout, 0);
     with_server(&mut server, || {
+        let removal = c.remove_returning("at limit".into());
+        assert_eq!(removal.unwrap(), Some(at_limit));
+        let again = c.remove_returning("at limit".into());
+        assert!(again.unwrap().is_none(), "the first removal was applied");
         let too_large = |e: CollectionError| match e {
             CollectionError::Delegation(DelegationError::ItemTooLarge { len, limit }) => {
                 assert_eq!(limit, LIMIT);
@@ -279,4 +289,48 @@ fn items_longer_than_a_parcel_are_typed_errors_that_write_nothing() {
     });
     assert_eq!(server.structure().get("big"), Some(big));
     assert_eq!(server.structure().get("over"), None);
+}
+
+/// An item that can never cross is refused at once, whatever is in flight: the client
+/// does not first wait for the writes it sent before (no server serves here, so such a
+/// wait would end in a timeout), and a batch holding one sends none of its operations.
+/// The error counts every byte that had to cross, the expected value's included.
+#[test]
+fn an_item_that_can_never_cross_is_refused_at_once_with_writes_in_flight() {
+    let s = machine(8, 0.0);
+    let layout = area(&s, 1);
+    let _idle = DelegationServer::new(s.emu.node(0), layout, map(&s)).unwrap();
+    let config = ClientConfig::default().timeout(Duration::from_millis(200));
+    let mut c = DelegationClient::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    let too_large = |e: CollectionError| match e {
+        CollectionError::Delegation(DelegationError::ItemTooLarge { len, limit }) => {
+            assert_eq!(limit, LIMIT);
+            len
+        }
+        e => panic!("not ItemTooLarge: {e}"),
+    };
+    let over = text(2, LIMIT + 1);
+    // A write whose value takes a parcel, sent and never applied.
+    assert_eq!(c.insert("long".into(), text(1, 300)).unwrap(), 1);
+    let err = c.send(Op::Insert("over".into(), over.clone())).unwrap_err();
+    assert_eq!(too_large(err), LIMIT + 1);
+    // A condition's expected value counts too.
+    let condition = Condition::Equals(over.clone());
+    let err = c.send_conditional(Op::Insert("k".into(), "v".into()), condition);
+    assert_eq!(too_large(err.unwrap_err()), LIMIT + 1);
+    // A batch: the fitting operation before the one that cannot fit is not sent either.
+    let batch = [
+        Op::Insert("fits".into(), text(3, 100)),
+        Op::Insert("over".into(), over),
+    ];
+    assert_eq!(too_large(c.send_batch(&batch).unwrap_err()), LIMIT + 1);
+    assert_eq!(c.sent(), 1);
+    // A removal sent after them is the second operation.
+    assert_eq!(c.remove("long".into()).unwrap(), 2);
+    let removal = Condition::Equals(text(1, 300));
+    assert_eq!(
+        c.send_conditional(Op::Remove("gone".into()), removal)
+            .unwrap(),
+        3
+    );
 }

@@ -28,6 +28,10 @@ fn run<Vw: MemView + 'static>(
     let mut server = DelegationServer::new(server_view, layout, RecordingMap::default())
         .unwrap()
         .with_max_batch(16);
+    assert!(
+        format!("{server:?}").contains("max_batch: 16"),
+        "{server:?}"
+    );
     let stop = AtomicBool::new(false);
     // Generous: a loaded machine may deschedule the server for a while.
     let cfg = ClientConfig::default().timeout(Duration::from_secs(30));
@@ -77,6 +81,10 @@ fn run<Vw: MemView + 'static>(
     assert_eq!(totals.ops, clients as u64 * per_client);
     assert_eq!(totals.batches as usize, map.batches.len());
     assert!(totals.largest_batch <= 16);
+    assert!(
+        totals.polls >= totals.batches && totals.batches > 0,
+        "{totals:?}"
+    );
     (map, totals)
 }
 
@@ -145,6 +153,7 @@ fn a_napping_server_is_woken_by_a_client_of_its_host() {
     let mut server = DelegationServer::new(region.hardware(), layout, RecordingMap::default())
         .unwrap()
         .with_idle(idle);
+    assert_eq!(server.idle(), idle);
     let config = ClientConfig::default().timeout(Duration::from_secs(10));
     let mut client = DelegationClient::with_config(region.hardware(), layout, 0, config).unwrap();
     let stop = AtomicBool::new(false);

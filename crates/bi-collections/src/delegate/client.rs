@@ -362,6 +362,9 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     ///
     /// If the channel is full it waits for the server to drain it, up to the configured
     /// timeout, then fails with [`DelegationError::Timeout`]; the operation was not sent.
+    /// An operation whose items could not fit this client's parcel area even empty is
+    /// refused at once ([`DelegationError::ItemTooLarge`]), without waiting for the
+    /// operations in flight.
     ///
     /// ```
     /// use bi_collections::Op;
@@ -421,6 +424,9 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         condition: Condition<V>,
         unfenced: bool,
     ) -> Result<u64, CollectionError> {
+        if !self.fits_alone(&op, &condition) {
+            return Err(self.too_large(&op, &condition));
+        }
         let seq = self.sender.sent() + 1;
         self.reuse_parcels();
         let record = match self.record(seq, &op, &condition)? {
@@ -550,8 +556,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
 
     /// The record of `op` under `condition`, numbered `seq`, its items too long for their
     /// words put in this client's parcel area ([`parcel`](super::parcel)); `None` if they
-    /// do not fit what is left of the area while records that use it wait to be
-    /// acknowledged.
+    /// do not fit what is left of the area (the caller has checked that they fit it
+    /// empty: [`fits_alone`](Self::fits_alone)).
     fn record(
         &mut self,
         seq: u64,
@@ -559,7 +565,6 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
         condition: &Condition<V>,
     ) -> Result<Option<WireRecord<K, V>>, CollectionError> {
         // Plain items never call `put`: their records are made the same way.
-        let in_use = self.parcels_used > 0;
         let (view, area) = (self.sender.view(), &self.parcels);
         let used = &mut self.parcels_used;
         let faults = self.faults;
@@ -569,18 +574,13 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             .and_then(|words| Ok((words, condition.try_map(|v| v.to_word(&mut put))?)));
         match made {
             Ok((words, expected)) => Ok(Some(OpRecord::conditional(seq, words, expected))),
-            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) if in_use => {
-                Ok(None)
-            }
-            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) => {
-                Err(self.too_large(op, condition))
-            }
+            Err(CollectionError::Delegation(DelegationError::ItemTooLarge { .. })) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Whether `op`'s items under `condition`, each in a parcel of its own, fit an empty parcel
-    /// area ([`too_large`](Self::too_large) otherwise).
+    /// Whether `op`'s items under `condition`, each in a parcel of its own, fit an
+    /// empty parcel area ([`too_large`](Self::too_large) otherwise).
     fn fits_alone(&self, op: &Op<K, V>, condition: &Condition<V>) -> bool {
         let parcel = |len: usize| match len {
             0 => Some(0),
@@ -722,7 +722,10 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
 
     /// Waits until the operation numbered `seq` (and so every earlier one) is applied
     /// and published, up to the configured timeout. A `seq` not yet sent is
-    /// [`DelegationError::NotSent`].
+    /// [`DelegationError::NotSent`]. Operations up to `seq` that a writer's successor
+    /// found unapplied are reported, once, as [`DelegationError::WriterDied`] (also when
+    /// an earlier poll already learned that they are over); operations the writer's
+    /// heap had no room for, as [`DelegationError::NoRoom`].
     ///
     /// ```
     /// use bi_collections::delegate::{DelegationClient, DelegationLayout, DelegationServer};
@@ -741,7 +744,8 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
     /// ```
     pub fn wait_applied(&mut self, seq: u64) -> Result<(), CollectionError> {
         if self.applied >= seq {
-            return Ok(());
+            // Over, but perhaps failed: a poll may have learned it without reporting.
+            return self.report_failures(seq);
         }
         let sent = self.sender.sent();
         if seq > sent {

@@ -258,7 +258,9 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
     /// numbers. Every operation the old server had received but not acknowledged is
     /// reported [`Outcome::Failed`] in its result slot (and in the failed range beside
     /// the acknowledgement), then acknowledged, so that no operation is applied twice:
-    /// the old server may have applied and published some of them before it died.
+    /// the old server may have applied and published some of them before it died. A
+    /// channel whose counters are corrupt makes the takeover fail with the channel's
+    /// error: which of its records were received could not be told.
     ///
     /// ```
     /// use bi_collections::delegate::{DelegationClient, DelegationError, DelegationLayout, DelegationServer};
@@ -1248,6 +1250,40 @@ mod tests {
         quiet.insert(4, 4).unwrap();
         assert_eq!(server.serve(16, Poll::Busy).unwrap().ops, 1);
         assert_eq!(server.structure().0.len(), 4);
+    }
+
+    /// A loop told to stop drains everything already sent, a quiet client's too, batch
+    /// after batch, and calls its observer only when the set of broken clients changes
+    /// (here: never).
+    #[test]
+    fn a_stopping_loop_drains_every_client_and_reports_no_unchanged_breakage() {
+        let emu = Emulator::new(EmulatorConfig::new(1 << 15, 3));
+        let layout = DelegationLayout::<u32, u32>::new(0..1 << 15, 2, 16, emu.line_size()).unwrap();
+        let mut server = DelegationServer::new(emu.node(0), layout, Log::default())
+            .unwrap()
+            .with_max_batch(1);
+        let mut busy = DelegationClient::new(emu.node(1), layout, 0).unwrap();
+        let mut quiet = DelegationClient::new(emu.node(2), layout, 1).unwrap();
+        for _ in 0..QUIET_AFTER {
+            assert_eq!(server.serve(16, Poll::All).unwrap().ops, 0);
+        }
+        for k in 0..3 {
+            quiet.insert(k, k).unwrap();
+        }
+        busy.insert(9, 9).unwrap();
+        let stop = AtomicBool::new(true);
+        let mut told = 0;
+        let totals = server.run_until_observed(&stop, |_| told += 1).unwrap();
+        assert_eq!((totals.ops, totals.batches, told), (4, 4, 0));
+        assert_eq!(server.acknowledged(0).unwrap(), 1);
+        assert_eq!(server.acknowledged(1).unwrap(), 3);
+        assert!(matches!(
+            server.acknowledged(2),
+            Err(CollectionError::Delegation(DelegationError::NoSuchClient {
+                index: 2,
+                clients: 2
+            }))
+        ));
     }
 
     #[test]
