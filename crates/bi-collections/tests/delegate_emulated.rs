@@ -628,3 +628,84 @@ fn a_client_shows_its_index_progress_and_configuration() {
         assert!(shown.contains(part), "{part} not in {shown}");
     }
 }
+
+/// A server takes a lone record without a second fence only where a record never
+/// straddles two lines: one that does is read whole after its own invalidation. Scripted
+/// here: records of 48 bytes, and while the server polls (after its invalidations, before
+/// it reads the tail) its node's cache refetches the second line of the next record's
+/// slot, and only then does the client write that record. Read with the poll's
+/// invalidation alone, the record's first line (with its sequence number) would be new
+/// and its second line old.
+#[test]
+fn a_record_that_straddles_two_lines_is_read_whole() {
+    use bi_collections::EpochBonsai;
+    use bi_collections::delegate::DelegationServer;
+    use bi_core::mem::{Access, Observed};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Pair = [u64; 2];
+    let s = machine(2, 14, 0.0);
+    let line = s.emu.line_size().get();
+    let layout = DelegationLayout::<u64, Pair>::new(s.arena(0), 1, 8, s.emu.line_size()).unwrap();
+    let channel = layout.channel(0).unwrap();
+    let record = channel.slot_offset(1) - channel.slot_offset(0);
+    assert_eq!(record, 48, "a record's size");
+    let straddles = |i: u64| {
+        let at = channel.slot_offset(i);
+        at / line != (at + record - 1) / line
+    };
+    let target = (0..8)
+        .find(|&i| straddles(i))
+        .expect("a slot across two lines");
+    // The script: armed, the server's next load of the tail first has its cache refetch
+    // the target slot's last line, then has the client send the target record.
+    let armed = Arc::new(AtomicBool::new(false));
+    let client = Arc::new(OnceLock::<Mutex<DelegationClient<EmulatedNode, u64, Pair>>>::new());
+    let (armed_in, client_in, server_node) = (armed.clone(), client.clone(), s.emu.node(0));
+    let tail = channel.tail_offset();
+    let last_line = channel.slot_offset(target) + record - 1;
+    let view = Observed::new(s.emu.node(0), move |access| {
+        if access == Access::Load(tail) && armed_in.swap(false, Ordering::SeqCst) {
+            server_node.prefetch(last_line).unwrap();
+            let mut c = client_in.get().unwrap().lock().unwrap();
+            c.insert(target, [target; 2]).unwrap();
+        }
+        Ok(())
+    });
+    let mut server = DelegationServer::new(view, layout, EpochBonsai::<u64, Pair>::new()).unwrap();
+    let config = ClientConfig::default().timeout(Duration::from_secs(2));
+    let attached = DelegationClient::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    let client = client.get_or_init(|| Mutex::new(attached));
+    for k in 0..target {
+        client.lock().unwrap().insert(k, [k; 2]).unwrap();
+        assert_eq!(server.serve_once(8).unwrap().ops, 1);
+    }
+    armed.store(true, Ordering::SeqCst);
+    assert_eq!(server.serve_once(8).unwrap().ops, 1);
+    assert!(!armed.load(Ordering::SeqCst), "the script ran");
+    assert_eq!(server.structure().get(&target), Some([target; 2]));
+}
+
+/// A long run through a small channel waits for room many times: each wait's timeout
+/// counts from the last progress, not from the start of the run. The server here serves
+/// one record each time the client's watch is asked (every 5 ms of waiting), so the run
+/// takes far longer than the timeout while no single wait does.
+#[test]
+fn a_long_run_times_out_only_without_progress() {
+    use std::sync::{Arc, Mutex};
+    let s = machine(2, 15, 0.0);
+    let layout = area(&s, 1, 4);
+    let server = Server::new(s.emu.node(0), layout, RecordingMap::default()).unwrap();
+    let server = Arc::new(Mutex::new(server));
+    let config = ClientConfig::default().timeout(Duration::from_millis(200));
+    let mut client = Client::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    let serving = server.clone();
+    client.watch_server(move || {
+        serving.lock().unwrap().serve_once(1).unwrap();
+        false
+    });
+    let run: Vec<_> = (1..=100).map(|k| op_of(0, k)).collect();
+    assert_eq!(client.send_batch(&run).unwrap(), 100);
+    // All but the last channelful were served while the client waited: 96 waits.
+    assert_eq!(server.lock().unwrap().structure().log, run[..96]);
+}

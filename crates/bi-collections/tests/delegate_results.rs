@@ -10,13 +10,16 @@ use bi_collections::delegate::{
 use bi_collections::map::BiHashMap;
 use bi_collections::testing::StopOnDrop;
 use bi_collections::tree::BiTree;
-use bi_collections::{ApplyBatch, CollectionError, Condition, Op};
+use bi_collections::{ApplyBatch, BatchReport, CollectionError, Condition, Op};
+use bi_core::heap::HeapError;
 use bi_core::mem::EmulatedNode;
+use bi_core::runtime::BiError;
 use bi_core::runtime::testing::Setup;
 use delegate_mock::{machine, with_server};
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 type Client = DelegationClient<EmulatedNode, u64, u64>;
@@ -441,4 +444,156 @@ fn a_resumed_server_counts_refusals_on_from_memory() {
     let seq = c.insert(full, 2).unwrap();
     second.serve_once(8).unwrap();
     assert!(is_no_room(c.wait_applied(seq), seq));
+}
+
+/// A map with room for `room` more inserts: the next fails for lack of heap, after the
+/// operations before it in its batch were applied (their old values reported).
+struct Cramped {
+    map: BTreeMap<u64, u64>,
+    room: usize,
+}
+
+impl ApplyBatch<u64, u64> for Cramped {
+    fn apply_batch(&mut self, ops: &[Op<u64, u64>]) -> Result<BatchReport, CollectionError> {
+        self.apply_reporting(ops, &mut Vec::new())
+    }
+
+    fn old_values(
+        &self,
+        ops: &[Op<u64, u64>],
+        olds: &mut Vec<Option<u64>>,
+    ) -> Result<bool, CollectionError> {
+        olds.clear();
+        olds.extend(
+            ops.iter()
+                .map(|(Op::Insert(k, _) | Op::Remove(k))| self.map.get(k).copied()),
+        );
+        Ok(true)
+    }
+
+    fn reports_applied_prefix(&self) -> bool {
+        true
+    }
+
+    fn apply_reporting(
+        &mut self,
+        ops: &[Op<u64, u64>],
+        olds: &mut Vec<Option<u64>>,
+    ) -> Result<BatchReport, CollectionError> {
+        olds.clear();
+        let mut report = BatchReport::default();
+        for op in ops {
+            match *op {
+                Op::Insert(k, v) => {
+                    if self.room == 0 {
+                        let full = HeapError::OutOfMemory {
+                            requested: 64,
+                            free: 0,
+                        };
+                        return Err(CollectionError::Runtime(BiError::Heap(full)));
+                    }
+                    self.room -= 1;
+                    olds.push(self.map.insert(k, v));
+                }
+                Op::Remove(k) => olds.push(self.map.remove(&k)),
+            }
+            report.applied += 1;
+        }
+        Ok(report)
+    }
+}
+
+/// In a batch whose second operation finds no room, the first is applied and the
+/// second refused and reported; the operations after it, of this client and of another,
+/// are neither applied nor acknowledged, and are applied once room comes back.
+#[test]
+fn only_what_was_applied_is_acknowledged_when_room_runs_out() {
+    let s = machine(3, 8, 0.0);
+    let layout = area(&s, 2);
+    let cramped = Cramped {
+        map: BTreeMap::new(),
+        room: 1,
+    };
+    let mut server = DelegationServer::new(s.emu.node(0), layout, cramped).unwrap();
+    let (mut c0, mut c1) = (client(&s, layout, 0), client(&s, layout, 1));
+    for k in 0..3 {
+        c0.insert(k, k).unwrap();
+        c1.insert(10 + k, k).unwrap();
+    }
+    assert_eq!(server.serve_once(16).unwrap().ops, 2);
+    assert!(is_no_room(c0.wait_applied(2), 2));
+    assert_eq!((c0.applied(), c1.poll_applied().unwrap()), (2, 0));
+    assert_eq!(server.structure().map, BTreeMap::from([(0, 0)]));
+    server.structure_mut().room = 10;
+    assert_eq!(server.serve_once(16).unwrap().ops, 4);
+    assert_eq!((c0.flush().unwrap(), c1.flush().unwrap()), (3, 3));
+    let expected = [(0, 0), (2, 2), (10, 0), (11, 1), (12, 2)];
+    assert_eq!(server.structure().map, BTreeMap::from(expected));
+}
+
+/// Outcomes too large for the acknowledgement's line go to result slots, written back as
+/// one or two ranges (two where the slots wrap): the last outcome of batches of five,
+/// starting at every position in a ring of eight slots, reads right on a machine whose
+/// caches never write back a line unasked.
+#[test]
+fn the_last_outcome_of_a_batch_comes_back_at_every_slot_position() {
+    type Big = [u64; 5];
+    let s = machine(2, 9, 0.0);
+    let line = s.emu.line_size();
+    let layout = DelegationLayout::<u64, Big>::new(s.arena(1), 1, 8, line).unwrap();
+    let map = BiHashMap::<u64, Big>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    let server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    let server = Arc::new(Mutex::new(server));
+    let config = ClientConfig::default().timeout(Duration::from_secs(2));
+    let mut c = DelegationClient::with_config(s.emu.node(1), layout, 0, config).unwrap();
+    // Served when asked: what the client sent before it waits is one batch.
+    c.watch_server(move || {
+        server.lock().unwrap().serve_once(16).unwrap();
+        false
+    });
+    let mut model = BTreeMap::new();
+    for i in 0..16u64 {
+        for k in (0..4).map(|d| (i + d) % 7) {
+            c.send(Op::Insert(k, [i; 5])).unwrap();
+            model.insert(k, [i; 5]);
+        }
+        let (key, value) = ((i + 4) % 7, [100 + i; 5]);
+        assert_eq!(
+            c.insert_returning(key, value).unwrap(),
+            model.insert(key, value),
+            "batch {i}"
+        );
+    }
+}
+
+/// Two writers die in a row before the client looks: the first successor's report of the
+/// operations it failed survives the second takeover, which has nothing to report.
+#[test]
+fn a_failure_report_survives_a_second_takeover() {
+    let s = machine(3, 10, 0.0);
+    let layout = area(&s, 1);
+    let map = BiHashMap::<u64, u64>::at(s.slot(0))
+        .write_handle(s.writer(0))
+        .unwrap();
+    let first = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    let mut c = client(&s, layout, 0);
+    for k in 0..3 {
+        c.insert(k, k).unwrap();
+    }
+    let second = DelegationServer::resume(s.emu.node(0), layout, first.into_structure()).unwrap();
+    let map = second.into_structure();
+    let mut third = DelegationServer::resume(s.emu.node(0), layout, map).unwrap();
+    assert!(matches!(
+        c.flush(),
+        Err(CollectionError::Delegation(DelegationError::WriterDied {
+            first: 1,
+            last: 3
+        }))
+    ));
+    c.insert(9, 9).unwrap();
+    third.serve_once(8).unwrap();
+    assert_eq!(c.flush().unwrap(), 4);
+    assert_eq!(third.structure().len(), 1);
 }
