@@ -447,10 +447,12 @@ fn a_resumed_server_counts_refusals_on_from_memory() {
 }
 
 /// A map with room for `room` more inserts: the next fails for lack of heap, after the
-/// operations before it in its batch were applied (their old values reported).
+/// operations before it in its batch were applied (their old values reported). With
+/// `broken`, a batch fails for another reason.
 struct Cramped {
     map: BTreeMap<u64, u64>,
     room: usize,
+    broken: bool,
 }
 
 impl ApplyBatch<u64, u64> for Cramped {
@@ -481,6 +483,10 @@ impl ApplyBatch<u64, u64> for Cramped {
         olds: &mut Vec<Option<u64>>,
     ) -> Result<BatchReport, CollectionError> {
         olds.clear();
+        if self.broken {
+            let reason = "a structure that fails";
+            return Err(CollectionError::Corrupt { reason });
+        }
         let mut report = BatchReport::default();
         for op in ops {
             match *op {
@@ -513,6 +519,7 @@ fn only_what_was_applied_is_acknowledged_when_room_runs_out() {
     let cramped = Cramped {
         map: BTreeMap::new(),
         room: 1,
+        broken: false,
     };
     let mut server = DelegationServer::new(s.emu.node(0), layout, cramped).unwrap();
     let (mut c0, mut c1) = (client(&s, layout, 0), client(&s, layout, 1));
@@ -529,6 +536,14 @@ fn only_what_was_applied_is_acknowledged_when_room_runs_out() {
     assert_eq!((c0.flush().unwrap(), c1.flush().unwrap()), (3, 3));
     let expected = [(0, 0), (2, 2), (10, 0), (11, 1), (12, 2)];
     assert_eq!(server.structure().map, BTreeMap::from(expected));
+    // Any other failure stops the server, and nothing is acknowledged.
+    server.structure_mut().broken = true;
+    c0.insert(20, 20).unwrap();
+    assert!(matches!(
+        server.serve_once(16),
+        Err(CollectionError::Corrupt { .. })
+    ));
+    assert_eq!(c0.poll_applied().unwrap(), 3);
 }
 
 /// Outcomes too large for the acknowledgement's line go to result slots, written back as

@@ -3,6 +3,7 @@
 
 use bi_collections::map::{BiHashMap, MapConfig};
 use bi_collections::{ApplyBatch, CollectionError, Op};
+use bi_core::heap::Heap;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{BiError, RuntimeConfig};
@@ -342,4 +343,56 @@ fn a_grow_the_heap_cannot_hold_is_counted_where_every_node_sees_it() {
         (w.failed_grows(), r.enter().failed_grows().unwrap()),
         (0, 0)
     );
+}
+
+/// Overflow lines a batch staged and emptied again are dropped before anything is
+/// allocated: a batch that inserts keys into full buckets and removes them all again
+/// takes no memory.
+#[test]
+fn a_batch_that_undoes_itself_allocates_nothing() {
+    let s = Setup::new(2, 31);
+    let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    for k in 0..64 {
+        w.insert(k, k).unwrap();
+    }
+    w.reclaim().unwrap();
+    let live = w.writer().heap().stats().live;
+    let mut ops: Vec<_> = (100..400).map(|k| Op::Insert(k, k)).collect();
+    ops.extend((100..400).map(Op::Remove));
+    w.apply_batch(&ops).unwrap();
+    assert_eq!(w.len(), 64);
+    assert_eq!(w.writer().heap().stats().live, live);
+}
+
+/// A single write that fails for lack of heap gives back what it took before it failed
+/// (its value's string, a pair): the heap holds exactly what it held before. Values of
+/// several lengths fill the heap, so that writes fail at each of their allocations.
+#[test]
+fn a_write_that_finds_no_room_gives_back_what_it_took() {
+    use bi_alloc::NodeHeap;
+    let s = Setup::new(2, 32);
+    let start = s.arena(0).start;
+    let heap = NodeHeap::new(start..start + 16 * 1024, s.region.layout().line_size()).unwrap();
+    let map = BiHashMap::<String, String>::at(s.slot(0));
+    let mut w = map.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    let mut failures = 0;
+    for len in [300, 120, 40, 17] {
+        for k in 0..1000 {
+            let live = w.writer().heap().stats().live;
+            match w.insert(format!("{len}-{k}"), "v".repeat(len)) {
+                Ok(_) => {}
+                Err(e) => {
+                    assert!(
+                        matches!(e, CollectionError::Runtime(BiError::Heap(_))),
+                        "{e:?}"
+                    );
+                    assert_eq!(w.writer().heap().stats().live, live, "{len}-{k}");
+                    failures += 1;
+                    break;
+                }
+            }
+        }
+    }
+    assert!(failures >= 3, "{failures} failures");
 }

@@ -93,11 +93,6 @@ impl<K, V> Stage<K, V> {
         n - 1
     }
 
-    /// Every staged bucket, in no particular order.
-    fn into_staged(self) -> impl Iterator<Item = Staged<K, V>> {
-        self.buckets.into_iter().map(|(_, s)| s)
-    }
-
     /// Every staged bucket with its place, ordered by (partition, bucket).
     fn into_sorted(self) -> Vec<Placed<K, V>> {
         if self.buckets.len() <= 1 {
@@ -1063,13 +1058,8 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         one: impl FnOnce(&mut Self, &mut Stage<K::Word, V::Word>) -> Result<Effect<V>, CollectionError>,
     ) -> Result<Effect<V>, CollectionError> {
         let mut stage = Stage::with_capacity(1);
-        let outcome = match one(self, &mut stage) {
-            Ok(o) => o,
-            Err(e) => {
-                self.abort(stage.into_staged());
-                return Err(e);
-            }
-        };
+        // On an error nothing is staged: `Self::stage` gives back what it took.
+        let outcome = one(self, &mut stage)?;
         self.commit(stage)?;
         self.after_commit()?;
         Ok(outcome)
