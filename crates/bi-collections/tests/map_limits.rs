@@ -396,3 +396,27 @@ fn a_write_that_finds_no_room_gives_back_what_it_took() {
     }
     assert!(failures >= 3, "{failures} failures");
 }
+
+/// What a write handle tells of its map's shape follows the writes: empty or not, the
+/// buckets of each partition it writes (and none of another's), growth up to the most
+/// a partition grows to.
+#[test]
+fn a_write_handle_tells_the_shape_of_what_it_writes() {
+    let s = Setup::new(2, 33);
+    let map = BiHashMap::<u64, [u64; 8]>::partitioned(s.slot(0), s.slot(1) - s.slot(0), 2).unwrap();
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    assert!(w.is_empty());
+    let start = w.buckets(0).unwrap();
+    assert!(start > 1 && w.buckets(1) == Some(start) && w.buckets(2).is_none());
+    assert!(w.max_buckets() > start);
+    w.insert(1, [1; 8]).unwrap();
+    assert!(!w.is_empty());
+    w.insert(1, [2; 8]).unwrap(); // the old pair is retired at once: the ring has room
+    assert_eq!(w.pending_retirements(), 0);
+    for k in 0..20 * start as u64 {
+        w.insert(k, [k; 8]).unwrap();
+    }
+    let grown = w.buckets(0).unwrap();
+    assert!(grown > start && grown <= w.max_buckets());
+    assert_eq!(w.capacity(), grown + w.buckets(1).unwrap());
+}
