@@ -326,6 +326,16 @@ fn a_grow_the_heap_cannot_hold_is_counted_where_every_node_sees_it() {
     for j in 0..k {
         assert_eq!(r.get(&j).unwrap(), Some(j), "key {j}");
     }
+    // Removals from the long chains (in place: no memory needed) leave every other key
+    // where readers find it, in the buckets' lines and their overflow lines alike.
+    for j in (0..k).filter(|j| j % 4 != 0) {
+        assert_eq!(w.remove(&j).unwrap(), Some(j), "key {j}");
+    }
+    s.quiesce_all().unwrap();
+    for j in 0..k {
+        let kept = (j % 4 == 0).then_some(j);
+        assert_eq!(r.get(&j).unwrap(), kept, "key {j}");
+    }
     // The same keys in a heap large enough: no grow fails.
     let roomy = Setup::with(
         RegionConfig::new(1 << 22).with_nodes(2),
