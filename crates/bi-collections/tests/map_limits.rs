@@ -49,11 +49,15 @@ fn heap_exhaustion_is_an_error_and_the_map_stays_readable() {
     let batch: Vec<Op<u64, [u64; 3]>> = (inserted..inserted + 300)
         .map(|k| Op::Insert(k, [k; 3]))
         .collect();
+    let live = w.writer().heap().stats().live;
     let r = w.apply_batch(&batch);
     assert!(
         matches!(r, Err(CollectionError::Runtime(BiError::Heap(_)))),
         "{r:?}"
     );
+    // Nothing of it was published, and what it had taken was given back.
+    assert_eq!(w.len() as u64, inserted);
+    assert_eq!(w.writer().heap().stats().live, live);
     let total = w.len() as u64;
     assert!(total < inserted + 300);
     // Another node reads every key the writer holds.
@@ -429,4 +433,11 @@ fn a_write_handle_tells_the_shape_of_what_it_writes() {
     let grown = w.buckets(0).unwrap();
     assert!(grown > start && grown <= w.max_buckets());
     assert_eq!(w.capacity(), grown + w.buckets(1).unwrap());
+    assert!(w.contains_key(&7) && !w.contains_key(&(20 * start as u64)));
+    let shown = format!("{w:?}"); // the entries, as a map's
+    assert!(
+        shown.starts_with('{') && shown.contains("7: [7, 7,"),
+        "{} bytes",
+        shown.len()
+    );
 }
