@@ -441,3 +441,33 @@ fn a_write_handle_tells_the_shape_of_what_it_writes() {
         shown.len()
     );
 }
+
+/// A string value replaced again and again is retired each time and its memory comes
+/// back after the grace period: the heap holds what the map holds, not every value
+/// the key ever had.
+#[test]
+fn replaced_strings_come_back_to_the_heap() {
+    use bi_alloc::NodeHeap;
+    let s = Setup::new(2, 34);
+    let start = s.arena(0).start;
+    let heap = NodeHeap::new(start..start + 64 * 1024, s.region.layout().line_size()).unwrap();
+    let map = BiHashMap::<u64, String>::at(s.slot(0));
+    let mut w = map.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    w.insert(1, "v".repeat(200)).unwrap();
+    let settle = |w: &mut bi_collections::map::MapWriteHandle<u64, String, _, _>| {
+        for _ in 0..3 {
+            s.quiesce_all().unwrap();
+        }
+        w.reclaim().unwrap();
+    };
+    settle(&mut w);
+    let live = w.writer().heap().stats().live;
+    for round in 0..500 {
+        w.insert(1, format!("{round:>200}")).unwrap();
+        if round % 50 == 49 {
+            settle(&mut w);
+        }
+    }
+    settle(&mut w);
+    assert_eq!(w.writer().heap().stats().live, live);
+}
