@@ -351,9 +351,7 @@ type SmallTree = bi_collections::tree::TreeWriteHandle<u64, u64, EmulatedNode, b
 
 /// A tree whose writer, on node 0, has a heap of 16 KiB.
 fn tree_on_a_small_heap(s: &Setup) -> SmallTree {
-    let start = s.arena(0).start;
-    let heap = bi_alloc::NodeHeap::new(start..start + 16 * 1024, s.emu.line_size()).unwrap();
-    let writer = s.nodes[0].writer(heap).unwrap();
+    let writer = bi_collections::testing::small_heap_writer(s, 16 * 1024);
     BiTree::<u64, u64>::at(s.slot(0))
         .write_handle(writer)
         .unwrap()

@@ -2,6 +2,7 @@
 //! partitions written from different nodes, and threads reading while a writer writes.
 
 use bi_collections::map::{BiHashMap, MapConfig};
+use bi_collections::testing::small_heap_writer;
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::region::RegionConfig;
@@ -384,12 +385,9 @@ fn a_batch_that_undoes_itself_allocates_nothing() {
 /// several lengths fill the heap, so that writes fail at each of their allocations.
 #[test]
 fn a_write_that_finds_no_room_gives_back_what_it_took() {
-    use bi_alloc::NodeHeap;
     let s = Setup::new(2, 32);
-    let start = s.arena(0).start;
-    let heap = NodeHeap::new(start..start + 16 * 1024, s.region.layout().line_size()).unwrap();
     let map = BiHashMap::<String, String>::at(s.slot(0));
-    let mut w = map.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    let mut w = map.write_handle(small_heap_writer(&s, 16 * 1024)).unwrap();
     let mut failures = 0;
     for len in [300, 120, 40, 17] {
         for k in 0..1000 {
@@ -447,12 +445,9 @@ fn a_write_handle_tells_the_shape_of_what_it_writes() {
 /// the key ever had.
 #[test]
 fn replaced_strings_come_back_to_the_heap() {
-    use bi_alloc::NodeHeap;
     let s = Setup::new(2, 34);
-    let start = s.arena(0).start;
-    let heap = NodeHeap::new(start..start + 64 * 1024, s.region.layout().line_size()).unwrap();
     let map = BiHashMap::<u64, String>::at(s.slot(0));
-    let mut w = map.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    let mut w = map.write_handle(small_heap_writer(&s, 64 * 1024)).unwrap();
     w.insert(1, "v".repeat(200)).unwrap();
     let settle = |w: &mut bi_collections::map::MapWriteHandle<u64, String, _, _>| {
         for _ in 0..3 {

@@ -2,7 +2,7 @@
 //! the middle of a batch, with nothing leaked beyond the retired nodes still in their
 //! grace period.
 
-use bi_alloc::NodeHeap;
+use bi_collections::testing::small_heap_writer;
 use bi_collections::tree::BiTree;
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::heap::{Heap, HeapError};
@@ -22,10 +22,8 @@ fn is_exhausted(e: &CollectionError) -> bool {
 #[test]
 fn heap_exhaustion_leaves_the_tree_intact_and_recovers_after_reclaim() {
     let s = Setup::new(2, 21);
-    let start = s.arena(0).start;
-    let heap = NodeHeap::new(start..start + 16 * 1024, s.region.layout().line_size()).unwrap();
     let tree = BiTree::<u64, u64>::at(s.slot(0));
-    let mut w = tree.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    let mut w = tree.write_handle(small_heap_writer(&s, 16 * 1024)).unwrap();
     let r = tree.read_handle(&s.nodes[1]).unwrap();
     let mut model = BTreeMap::new();
     let mut failed = None;
@@ -72,10 +70,8 @@ fn heap_exhaustion_leaves_the_tree_intact_and_recovers_after_reclaim() {
 #[test]
 fn a_batch_that_exhausts_the_heap_publishes_a_prefix_and_leaks_nothing() {
     let s = Setup::new(2, 22);
-    let start = s.arena(0).start;
-    let heap = NodeHeap::new(start..start + 16 * 1024, s.region.layout().line_size()).unwrap();
     let tree = BiTree::<u64, u64>::at(s.slot(0));
-    let mut w = tree.write_handle(s.nodes[0].writer(heap).unwrap()).unwrap();
+    let mut w = tree.write_handle(small_heap_writer(&s, 16 * 1024)).unwrap();
     let ops: Vec<Op<u64, u64>> = (0..500u64).map(|k| Op::Insert(k * 7 % 500, k)).collect();
     let e = w.apply_batch(&ops).unwrap_err();
     assert!(is_exhausted(&e), "{e}");

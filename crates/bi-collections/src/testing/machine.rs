@@ -3,9 +3,10 @@
 use super::{History, Violation};
 use crate::{CollectionError, Op};
 use bi_alloc::NodeHeap;
+use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{BiError, RuntimeConfig};
+use bi_core::runtime::{BiError, RuntimeConfig, Writer};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
@@ -129,4 +130,27 @@ pub fn is_resource_exhaustion(e: &CollectionError) -> bool {
         e,
         CollectionError::Runtime(BiError::Heap(_) | BiError::LogFull { .. })
     )
+}
+
+/// Node 0's writer over a [`NodeHeap`] of `bytes` at the start of node 0's arena: a heap
+/// small enough that tests run it out of room.
+///
+/// # Panics
+///
+/// If `bytes` is not a whole number of lines or exceeds the arena, or node 0's writer
+/// cannot be made.
+///
+/// ```
+/// use bi_collections::testing::small_heap_writer;
+/// use bi_core::heap::Heap;
+/// use bi_core::runtime::testing::Setup;
+///
+/// let s = Setup::new(2, 0);
+/// let w = small_heap_writer(&s, 16 * 1024);
+/// assert_eq!(w.heap().stats().live, 0);
+/// ```
+pub fn small_heap_writer(s: &Setup, bytes: usize) -> Writer<EmulatedNode, NodeHeap> {
+    let start = s.arena(0).start;
+    let heap = NodeHeap::new(start..start + bytes, s.region.layout().line_size()).unwrap();
+    s.nodes[0].writer(heap).unwrap()
 }

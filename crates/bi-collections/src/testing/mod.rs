@@ -54,7 +54,9 @@ mod history;
 mod machine;
 
 pub use history::History;
-pub use machine::{Hardware, check_failed_write, check_reuse_hazards, is_resource_exhaustion};
+pub use machine::{
+    Hardware, check_failed_write, check_reuse_hazards, is_resource_exhaustion, small_heap_writer,
+};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
