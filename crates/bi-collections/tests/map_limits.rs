@@ -466,3 +466,163 @@ fn replaced_strings_come_back_to_the_heap() {
     settle(&mut w);
     assert_eq!(w.writer().heap().stats().live, live);
 }
+
+/// Retirements wait for room in the freed ring while another node has not passed: a
+/// batch that removes many keys with few line rewrites fills the ring, the rest shows as
+/// pending, a reader on the lagging node still reads the removed keys' values whole, and
+/// once that node passes the backlog drains and nothing was reused under the reader.
+#[test]
+fn retirements_the_freed_ring_has_no_room_for_show_as_pending() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 20)
+            .with_nodes(2)
+            .with_log_ring_entries(256),
+        |c| c.seed(35),
+        config(),
+    );
+    let map = BiHashMap::<u64, [u64; 8]>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    w.extend((0..300).map(|k| (k, [k; 8]))).unwrap();
+    for _ in 0..3 {
+        s.emu.advance(100);
+        s.quiesce_all().unwrap();
+        w.reclaim().unwrap();
+    }
+    assert_eq!(w.pending_retirements(), 0);
+    let reader = map.read_handle(&s.nodes[1]).unwrap();
+    let inside = reader.enter();
+    assert_eq!(inside.get(&7).unwrap(), Some([7; 8]));
+    let removals: Vec<_> = (0..300).map(Op::Remove).collect();
+    w.apply_batch(&removals).unwrap();
+    let pending = w.pending_retirements();
+    // Some 220 line rewrites and 300 retirements: the modified ring takes the rewrites,
+    // the freed ring as many retirements as it holds.
+    assert_eq!(w.writer().ring_usage().1, 256);
+    assert!(pending > 0, "the freed ring took every retirement");
+    // Node 1 has not passed: its reader may still follow the removed pairs.
+    for k in 0..300 {
+        if let Some(v) = inside.get(&k).unwrap() {
+            assert_eq!(v, [k; 8], "key {k}");
+        }
+    }
+    drop(inside);
+    for _ in 0..4 {
+        s.emu.advance(100);
+        s.quiesce_all().unwrap();
+        w.reclaim().unwrap();
+    }
+    assert_eq!(w.pending_retirements(), 0);
+    assert_eq!(w.writer().retired_blocks(), 0);
+    assert_eq!(s.emu.total_stats().reuse_hazards, 0);
+}
+
+/// A batch that fails for lack of heap after some of its buckets were made ready (their
+/// strings staged, their new overflow lines allocated) gives all of it back: whatever
+/// the batch's size, a failed batch leaves the heap holding what it held before.
+#[test]
+fn a_batch_that_finds_no_room_gives_back_every_bucket_it_readied() {
+    let s = Setup::new(2, 36);
+    let map = BiHashMap::<u64, String>::at(s.slot(0));
+    let mut w = map.write_handle(small_heap_writer(&s, 24 * 1024)).unwrap();
+    let (mut failures, mut next) = (0, 0u64);
+    for size in [64, 32, 16, 8, 4, 2] {
+        loop {
+            let live = w.writer().heap().stats().live;
+            let (len, before) = (w.len(), next);
+            let batch: Vec<_> = (next..next + size)
+                .map(|k| Op::Insert(k, format!("{k:>24}")))
+                .collect();
+            match w.apply_batch(&batch) {
+                Ok(_) => next += size,
+                Err(e) => {
+                    assert!(
+                        matches!(e, CollectionError::Runtime(BiError::Heap(_))),
+                        "{e:?}"
+                    );
+                    assert_eq!(w.writer().heap().stats().live, live, "batch of {size}");
+                    assert_eq!((w.len(), w.get(&before)), (len, None));
+                    failures += 1;
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(failures, 6);
+    for k in (0..next).step_by(7) {
+        assert_eq!(w.get(&k), Some(format!("{k:>24}")), "key {k}");
+    }
+}
+
+/// A batch that rewrites more lines than the node's log rings hold is published in
+/// pieces that fit, each once the other node has passed: on a ring of 64 entries, a
+/// batch of 300 removals (some 220 lines) is applied whole and read back by that node.
+/// (Pieces of the usual size could never be published on such a ring.)
+#[test]
+fn a_batch_larger_than_the_log_rings_is_published_in_pieces_that_fit() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 20)
+            .with_nodes(2)
+            .with_log_ring_entries(64),
+        |c| c.seed(37),
+        config().log_full_timeout(std::time::Duration::from_secs(5)),
+    );
+    let map = BiHashMap::<u64, [u64; 8]>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    // Runs `w` while both nodes pass on another thread; the passes stop however `w`
+    // ends (a failed assertion included, or the scope would wait for them forever).
+    let passing = |w: &mut dyn FnMut()| {
+        struct StopOnDrop<'a>(&'a AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    s.emu.advance(10);
+                    s.quiesce_all().unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            });
+            let _stop = StopOnDrop(&stop);
+            w();
+        });
+    };
+    let inserts: Vec<_> = (0..300).map(|k| Op::Insert(k, [k; 8])).collect();
+    passing(&mut || assert_eq!(w.apply_batch(&inserts).unwrap().inserted, 300));
+    s.quiesce_all().unwrap();
+    let reader = map.read_handle(&s.nodes[1]).unwrap();
+    assert_eq!(reader.get(&299).unwrap(), Some([299; 8]));
+    let mut removals: Vec<_> = (0..300).filter(|k| k % 50 != 0).map(Op::Remove).collect();
+    removals.push(Op::Insert(1000, [1000; 8]));
+    passing(&mut || assert_eq!(w.apply_batch(&removals).unwrap().removed, 294));
+    s.quiesce_all().unwrap();
+    let m = reader.enter();
+    assert_eq!(m.len().unwrap(), 7);
+    for k in (0..300).chain([1000]) {
+        let want = (k % 50 == 0 || k == 1000).then_some([k; 8]);
+        assert_eq!(m.get(&k).unwrap(), want, "key {k}");
+    }
+}
+
+/// One batch through a handle that writes two partitions: each key lands in its own
+/// partition, and another node finds every one of them and counts both partitions.
+#[test]
+fn a_batch_across_partitions_lands_each_key_in_its_own() {
+    let s = Setup::new(2, 38);
+    let map = BiHashMap::<u64, u64>::partitioned(s.slot(0), s.slot(1) - s.slot(0), 2).unwrap();
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    for round in 0..3u64 {
+        let batch: Vec<_> = (0..200).map(|k| Op::Insert(k, k + round)).collect();
+        w.apply_batch(&batch).unwrap();
+        s.quiesce_all().unwrap();
+        let reader = map.read_handle(&s.nodes[1]).unwrap();
+        let m = reader.enter();
+        assert_eq!(m.len().unwrap(), 200);
+        for k in 0..200 {
+            assert_eq!(m.get(&k).unwrap(), Some(k + round), "key {k}");
+        }
+    }
+}

@@ -39,8 +39,19 @@ use std::fmt;
 use std::hash::Hash;
 use std::ops::Range;
 
-/// Lines rewritten per fence when a batch touches many buckets.
+/// Lines rewritten per fence when a batch touches many buckets, at most: fewer when the
+/// node's log rings hold fewer entries (see [`chunk_lines`]).
 const PUBLISH_CHUNK: usize = 256;
+
+/// The most lines one publication of a batch rewrites with `writer`: every line takes an
+/// entry of the modified ring, so a piece larger than the ring could never be published,
+/// however long the writer waited for room. `extra` lines ride along with each piece
+/// (the partition's counters).
+fn chunk_lines<M: MemView, H: Heap>(writer: &Writer<M, H>, extra: usize) -> usize {
+    PUBLISH_CHUNK
+        .min(writer.ring_capacity().saturating_sub(extra))
+        .max(1)
+}
 
 /// How many operations ahead a batch asks for the lines it will stage from: enough
 /// misses in flight to cover a trip to memory.
@@ -417,7 +428,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                         fixes.push((part.array, first + i, line));
                     }
                 }
-                for chunk in fixes.chunks(PUBLISH_CHUNK) {
+                for chunk in fixes.chunks(chunk_lines(&writer, 0)) {
                     writer.rewrite_lines(chunk)?;
                 }
                 Ok(part)
@@ -1251,15 +1262,16 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             }
         }
         let mut items = ready.into_iter().peekable();
+        let most = chunk_lines(&self.writer, 1);
         while let Some(first) = items.next() {
-            // A chunk: buckets of one partition, up to PUBLISH_CHUNK lines (at least one
-            // bucket, however long its chain), each bucket's tag line counted.
+            // A chunk: buckets of one partition, up to `most` lines (at least one bucket,
+            // however long its chain), each bucket's tag line counted.
             let pi = first.0.0;
             let lines_of = |r: &ReadyOf<K, V>| r.staged.chain.len() + 1;
             let mut lines = lines_of(&first.1);
             let mut chunk = vec![(first.0.1, first.1)];
             while let Some(next) =
-                items.next_if(|((p, _), r)| *p == pi && lines + lines_of(r) <= PUBLISH_CHUNK)
+                items.next_if(|((p, _), r)| *p == pi && lines + lines_of(r) <= most)
             {
                 lines += lines_of(&next.1);
                 chunk.push((next.0.1, next.1));

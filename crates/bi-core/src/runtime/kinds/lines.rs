@@ -193,7 +193,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// twice gets the last record given for it.
     ///
     /// Everything is checked before anything is written: on an error nothing changed.
-    /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch.
+    /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch
+    /// into pieces of at most [`ring_capacity`](Self::ring_capacity) lines.
     /// Without waiting for ring space.
     ///
     /// ```

@@ -479,7 +479,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     ///
     /// All indices are checked before anything is stored; on an error nothing was
     /// stored. More touched lines than the modified ring holds is [`BiError::LogFull`]:
-    /// split the batch. Without waiting for ring space.
+    /// split the batch (see [`ring_capacity`](Self::ring_capacity)). Without waiting for
+    /// ring space.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;

@@ -483,6 +483,34 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         (self.modified.len(), self.freed.len())
     }
 
+    /// The entries each of this node's log rings holds: the most lines one publication
+    /// may rewrite, and the most objects one retirement may retire (one entry each). A
+    /// structure that publishes many lines at once splits them into pieces of at most
+    /// this many.
+    ///
+    /// ```
+    /// use bi_core::region::RegionConfig;
+    /// use bi_core::runtime::{BiError, RuntimeConfig, testing::Setup};
+    /// use std::time::Duration;
+    ///
+    /// let config = RegionConfig::new(1 << 20).with_nodes(1).with_log_ring_entries(4);
+    /// let fast = RuntimeConfig::default().log_full_timeout(Duration::ZERO);
+    /// let s = Setup::with(config, |c| c, fast);
+    /// let mut w = s.writer(0);
+    /// assert_eq!(w.ring_capacity(), 4);
+    /// let a = w.alloc_lines(&[0u64; 5]).unwrap();
+    /// let all: Vec<_> = (0..5).map(|i| (a, i, 1)).collect();
+    /// assert!(matches!(w.rewrite_lines(&all), Err(BiError::LogFull { .. }))); // never fits
+    /// for piece in all.chunks(w.ring_capacity()) {
+    ///     w.rewrite_lines(piece).unwrap();
+    ///     s.emu.advance(10);
+    ///     s.quiesce_all().unwrap(); // every node has seen the piece: its entries are free
+    /// }
+    /// ```
+    pub fn ring_capacity(&self) -> usize {
+        self.modified.geom.capacity as usize
+    }
+
     /// Allocates a block and writes `value` into it (header, stamped payload) in this
     /// node's cache.
     ///
