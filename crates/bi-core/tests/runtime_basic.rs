@@ -640,3 +640,45 @@ fn a_takeover_waits_out_a_lease_renewed_after_it_began_waiting() {
     // Node 1's lease lapsed: it no longer holds anything back.
     assert_eq!(w.synchronize().unwrap().lease_expired, vec![1]);
 }
+
+/// Objects of every size, from one word to several lines, are read back whole by another
+/// node whatever the line size: at 32 bytes an object of 40 bytes takes two lines, at
+/// 128 one line holds 120 bytes (more than a 64-byte line's read path copies at once).
+#[test]
+fn objects_of_every_size_are_read_whole_at_every_line_size() {
+    fn round<const N: usize>(
+        s: &Setup,
+        w: &mut bi_core::runtime::Writer<bi_core::mem::EmulatedNode, bi_core::heap::BumpHeap>,
+        slot: usize,
+    ) {
+        let value: [u64; N] = std::array::from_fn(|i| (N * 1000 + i) as u64);
+        let link = w.alloc_sealed(value).unwrap();
+        w.publish_link(slot, link).unwrap();
+        s.quiesce_all().unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        let line = s.region.layout().line_size().get();
+        let got = g.load::<[u64; N]>(slot).unwrap().unwrap();
+        assert_eq!(*got, value, "{N} words, lines of {line}");
+    }
+    for line in [32, 64, 128] {
+        let s = Setup::with(
+            RegionConfig::new(1 << 20)
+                .with_nodes(2)
+                .with_line_size(line),
+            |c| c.seed(line as u64),
+            RuntimeConfig::default(),
+        );
+        let mut w = s.writer(0);
+        let slot = s.slot(0);
+        round::<1>(&s, &mut w, slot);
+        round::<3>(&s, &mut w, slot);
+        round::<4>(&s, &mut w, slot);
+        round::<5>(&s, &mut w, slot);
+        round::<7>(&s, &mut w, slot);
+        round::<8>(&s, &mut w, slot);
+        round::<15>(&s, &mut w, slot);
+        round::<16>(&s, &mut w, slot);
+        round::<40>(&s, &mut w, slot);
+    }
+}

@@ -563,3 +563,98 @@ fn skew_within_d_is_safe_and_skew_beyond_d_is_not() {
         }
     }
 }
+
+/// A line rewritten in place reaches memory half written when the writer's cache evicts
+/// it between the rewrite's stores, and a reader's cache may lose its good copy of the
+/// line between the read's first stamp load and its payload: the payload then comes from
+/// the half-written line. The second stamp load shows it (the rewrite marks the line
+/// invalid first): the read is stale, never a torn value. Scripted: the writer's view
+/// evicts at the rewrite's second payload store and, right then, the reader reads, its
+/// view dropping the line at its first payload load.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+)]
+fn a_line_evicted_half_rewritten_is_never_read_torn() {
+    use bi_core::heap::BumpHeap;
+    use bi_core::mem::{Access, Observed};
+    use bi_core::runtime::{EmulatedClock, Fetch, NodeRuntime, Via};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Words = [u64; 4];
+    let mut s = setup(61, false);
+    s.nodes.clear(); // both nodes run here with scripted views
+    let layout = *s.region.layout();
+    let line = layout.line_size().get();
+    // The line array's link, once allocated.
+    let array = Arc::new(OnceLock::<u64>::new());
+    let at = Arc::new(OnceLock::<usize>::new());
+    // The reader: drops the line from its cache when armed, at its first payload load.
+    let reader_armed = Arc::new(AtomicBool::new(false));
+    let (armed, at_r, node1) = (reader_armed.clone(), at.clone(), s.emu.node(1));
+    let reader_view = Observed::new(s.emu.node(1), move |a| {
+        if let Some(&at) = at_r.get()
+            && a == Access::Load(at + 8)
+            && armed.swap(false, Ordering::SeqCst)
+        {
+            node1.invalidate(at, line).unwrap();
+        }
+        Ok(())
+    });
+    let clock = |n| Arc::new(EmulatedClock::new(s.emu.node(n)));
+    let reader_rt = Arc::new(NodeRuntime::new(reader_view, layout, 1, config(), clock(1)).unwrap());
+    // The writer: at the rewrite's second payload store, its cache writes the line back
+    // (an eviction), then the reader reads.
+    let writer_armed = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (armed, at_w, array_w, node0, reader_in, seen_in) = (
+        writer_armed.clone(),
+        at.clone(),
+        array.clone(),
+        s.emu.node(0),
+        reader_rt.clone(),
+        seen.clone(),
+    );
+    let writer_view = Observed::new(s.emu.node(0), move |a| {
+        if let Some(&at) = at_w.get()
+            && a == Access::Store(at + 16)
+            && armed.swap(false, Ordering::SeqCst)
+        {
+            node0.writeback(at, line).unwrap();
+            reader_armed.store(true, Ordering::SeqCst);
+            let r = reader_in.reader().unwrap();
+            let g = r.enter();
+            let link = g
+                .line(Link::from_raw(array_w.get().copied().unwrap()), 0)
+                .unwrap();
+            let got = g.fetch_via(Via::Cached, link, |v: &Words| *v).unwrap();
+            seen_in.lock().unwrap().push(got);
+        }
+        Ok(())
+    });
+    let writer_rt = NodeRuntime::new(writer_view, layout, 0, config(), clock(0)).unwrap();
+    let mut w = writer_rt
+        .writer(BumpHeap::new(s.arena(0), layout.line_size()).unwrap())
+        .unwrap();
+    let a = w.alloc_lines(&[[1u64; 4]]).unwrap();
+    w.publish_lines(s.slot(0), a).unwrap();
+    writer_rt.quiesce().unwrap();
+    reader_rt.quiesce().unwrap();
+    array.set(a.raw()).unwrap();
+    at.set(a.offset()).unwrap();
+    // The reader's cache holds the published line.
+    {
+        let r = reader_rt.reader().unwrap();
+        let g = r.enter();
+        let link = g.line(a, 0).unwrap();
+        assert_eq!(
+            g.fetch_via(Via::Cached, link, |v| *v).unwrap(),
+            Fetch::Value([1u64; 4])
+        );
+    }
+    writer_armed.store(true, Ordering::SeqCst);
+    w.rewrite_lines(&[(a, 0, [2u64; 4])]).unwrap();
+    assert!(!writer_armed.load(Ordering::SeqCst), "the script ran");
+    assert_eq!(*seen.lock().unwrap(), [Fetch::Stale]);
+}

@@ -932,5 +932,77 @@ mod tests {
             assert!(!Stamp::INVALID.matches(LinkGeneration::new(bits)));
         }
         assert!(!Stamp::INVALID.is_freed() && !Stamp::INVALID.is_tracked());
+        // Retiring twice leaves the object retired.
+        let s = Stamp::new(Generation::new(3), false).freed();
+        assert_eq!(s.freed(), s);
+    }
+
+    #[test]
+    fn generations_count_up_and_links_carry_their_low_bits() {
+        for g in [0u64, 1, 9, 0xFFFF, 0x1_0000] {
+            assert_eq!(Generation::new(g).get(), g);
+            assert_eq!(Generation::new(g).next().get(), g + 1);
+        }
+        assert_eq!(LinkGeneration::new(5).next().get(), 6);
+        assert_eq!(LinkGeneration::new(0xFFFF).next().get(), 0);
+        assert_eq!(Generation::MAX.next(), Generation::MAX);
+    }
+
+    #[test]
+    fn a_rewrite_advances_the_generation_past_the_link_bits_and_keeps_the_flags() {
+        for g in [0u64, 7, 0x1_0000, 0x3_0005] {
+            for tracked in [false, true] {
+                let s = Stamp::new(Generation::new(g), tracked);
+                let t = s.next_version().unwrap();
+                assert_eq!(t.generation().get(), g + VERSION_STEP);
+                assert_eq!(t.is_tracked(), tracked);
+                assert!(t.matches(Generation::new(g).link_bits()));
+            }
+        }
+        // The last version a line can take is taken; the one after it is refused.
+        let last = Generation::MAX.get() - VERSION_STEP;
+        let t = Stamp::new(Generation::new(last), false).next_version();
+        assert_eq!(t.map(|t| t.generation()), Some(Generation::MAX));
+        assert!(
+            Stamp::new(Generation::new(last + 1), false)
+                .next_version()
+                .is_none()
+        );
+        assert!(Stamp::INVALID.next_version().is_none());
+    }
+
+    #[test]
+    fn links_compare_hash_and_show_by_offset_and_generation() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let hash = |l: &Link<u64>| {
+            let mut h = DefaultHasher::new();
+            l.hash(&mut h);
+            h.finish()
+        };
+        let a: Link<u64> = Link::new(640, LinkGeneration::new(3));
+        let b: Link<u64> = Link::new(640, LinkGeneration::new(4));
+        #[allow(clippy::clone_on_copy)]
+        let c = a.clone();
+        assert_eq!((c, hash(&c)), (a, hash(&a)));
+        assert_ne!(hash(&a), hash(&b));
+        let shown = format!("{a:?}");
+        assert!(shown.contains("640") && shown.contains('3'), "{shown}");
+    }
+
+    #[test]
+    fn line_arrays_hold_one_record_a_line_up_to_their_limit() {
+        let s = Shape::of_lines(3, 8, 64).unwrap();
+        assert_eq!((s.lines, s.size, s.bytes()), (3, 3 * 56, 3 * 64));
+        assert_eq!(Shape::of_lines(MAX_LINES, 8, 64).unwrap().lines, MAX_LINES);
+        assert!(matches!(
+            Shape::of_lines(MAX_LINES + 1, 8, 64),
+            Err(BiError::TooLarge { .. })
+        ));
+        assert!(Shape::of_lines(0, 8, 64).is_err());
+        assert!(
+            Shape::of_lines(1, 57, 64).is_err(),
+            "a record of more than a line"
+        );
     }
 }
