@@ -798,3 +798,58 @@ fn a_full_heap_serves_allocations_from_what_its_grace_periods_give_back() {
         assert_eq!(w.read_own(got.unwrap()).unwrap(), 11);
     });
 }
+
+/// A publication into a full modified ring is refused, and the box comes back intact:
+/// an untracked publication needs one entry (its slot), which a full ring does not have,
+/// and an entry written anyway would overwrite one some node has not read yet.
+#[test]
+fn a_publication_into_a_full_ring_is_refused_with_its_box() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 18)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+        |c| c,
+        RuntimeConfig::default().log_full_timeout(Duration::ZERO),
+    );
+    let mut w = s.writer(0);
+    fill_modified_ring(&mut w, s.slot(0));
+    let b = w.alloc(7u64).unwrap();
+    let refused = w.try_publish(s.slot(1), b).unwrap_err();
+    assert!(
+        matches!(refused.error, BiError::LogFull { .. }),
+        "{:?}",
+        refused.error
+    );
+    assert_eq!(*refused.bibox.get(), 7);
+    // Nothing was stored: the slot, read on the writer's own node, is still empty.
+    let here = s.nodes[0].reader().unwrap();
+    assert!(here.enter().load::<u64>(s.slot(1)).unwrap().is_none());
+    drop(here);
+    s.emu.advance(10);
+    s.quiesce_all().unwrap();
+    w.publish(s.slot(1), refused.bibox).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    assert_eq!(*r.enter().load::<u64>(s.slot(1)).unwrap().unwrap(), 7);
+}
+
+/// Retiring a link again is `AlreadyRetired`; a link that names the retired object under
+/// another generation (a copy of a link to an earlier object at that offset) is stale:
+/// it never named what was retired.
+#[test]
+fn a_second_retirement_is_told_apart_from_a_stale_link() {
+    use bi_core::runtime::LinkGeneration;
+    let s = Setup::new(1, 65);
+    let mut w = s.writer(0);
+    let link = w.alloc_sealed(1u64).unwrap();
+    w.retire(link).unwrap();
+    assert!(matches!(
+        w.retire(link),
+        Err(BiError::AlreadyRetired { .. })
+    ));
+    let other: Link<u64> = Link::new(
+        link.offset(),
+        LinkGeneration::new(link.generation().get() + 1),
+    );
+    assert!(matches!(w.retire(other), Err(BiError::StaleLink { .. })));
+}
