@@ -732,7 +732,15 @@ fn writers_boxes_and_refusals_say_what_they_are() {
     );
     assert!(display.starts_with("not published: "), "{display}");
     assert!(display.len() > "not published: ".len());
+    let live = w.heap().stats().live;
     w.discard(refused.bibox).unwrap();
+    assert!(
+        w.heap().stats().live < live,
+        "a discarded box goes back to the heap"
+    );
+    w.set_scope(bi_core::runtime::Scope::of_slot(s.slot(2)))
+        .unwrap();
+    assert_eq!(w.scope(), bi_core::runtime::Scope::of_slot(s.slot(2)));
     let shown = format!("{w:?}");
     assert!(
         shown.starts_with("Writer") && shown.contains("node: 0"),
@@ -743,7 +751,8 @@ fn writers_boxes_and_refusals_say_what_they_are() {
 /// A full heap whose retired blocks have passed their grace period serves the next
 /// allocation from them without a reclaim call; one whose retired blocks are still in
 /// their grace period waits for the passes that end it (here another thread's, 20 ms
-/// later); one with nothing retired refuses.
+/// later), and refuses once the configured wait is over if no pass comes; one with
+/// nothing retired refuses.
 #[test]
 fn a_full_heap_serves_allocations_from_what_its_grace_periods_give_back() {
     use bi_core::heap::{BumpHeap, HeapError};
@@ -797,13 +806,22 @@ fn a_full_heap_serves_allocations_from_what_its_grace_periods_give_back() {
         );
         assert_eq!(w.read_own(got.unwrap()).unwrap(), 11);
     });
+    // Retired blocks whose grace period never ends (no node passes): the wait is bounded
+    // by the configured wait on a full log, then the heap is out of memory.
+    let links = fill(&mut w);
+    w.retire_all(&links).unwrap();
+    assert!(matches!(
+        w.alloc_sealed(12u64),
+        Err(BiError::Heap(HeapError::OutOfMemory { .. }))
+    ));
 }
 
-/// A publication into a full modified ring is refused, and the box comes back intact:
-/// an untracked publication needs one entry (its slot), which a full ring does not have,
-/// and an entry written anyway would overwrite one some node has not read yet.
+/// A publication the modified ring has no room for is refused, and the box comes back
+/// intact with nothing stored: a tracked object's publication logs two entries (its slot
+/// and the object), so a ring with one entry left refuses it; an entry written anyway
+/// would overwrite one some node has not read yet.
 #[test]
-fn a_publication_into_a_full_ring_is_refused_with_its_box() {
+fn a_publication_the_ring_has_no_room_for_is_refused_with_its_box() {
     let s = Setup::with(
         RegionConfig::new(1 << 18)
             .with_nodes(2)
@@ -812,7 +830,13 @@ fn a_publication_into_a_full_ring_is_refused_with_its_box() {
         RuntimeConfig::default().log_full_timeout(Duration::ZERO),
     );
     let mut w = s.writer(0);
-    fill_modified_ring(&mut w, s.slot(0));
+    let a = w.alloc_lines(&[0u64; 4]).unwrap();
+    w.publish_lines(s.slot(0), a).unwrap();
+    let mut i = 0;
+    while w.ring_usage().0 < 7 {
+        w.rewrite_lines(&[(a, i % 4, i as u64)]).unwrap();
+        i += 1;
+    }
     let b = w.alloc(7u64).unwrap();
     let refused = w.try_publish(s.slot(1), b).unwrap_err();
     assert!(
@@ -821,6 +845,7 @@ fn a_publication_into_a_full_ring_is_refused_with_its_box() {
         refused.error
     );
     assert_eq!(*refused.bibox.get(), 7);
+    assert_eq!(w.ring_usage().0, 7);
     // Nothing was stored: the slot, read on the writer's own node, is still empty.
     let here = s.nodes[0].reader().unwrap();
     assert!(here.enter().load::<u64>(s.slot(1)).unwrap().is_none());
@@ -852,4 +877,34 @@ fn a_second_retirement_is_told_apart_from_a_stale_link() {
         LinkGeneration::new(link.generation().get() + 1),
     );
     assert!(matches!(w.retire(other), Err(BiError::StaleLink { .. })));
+}
+
+/// A node's figures, published by its pass for whoever inspects the pool, show its
+/// writer's retired bytes, the ring entries not yet consumed and the entries the writer
+/// noted for its structure; they follow the writer as it retires and reclaims.
+#[test]
+fn a_nodes_figures_follow_its_writer() {
+    let s = Setup::new(2, 66);
+    let mut w = s.writer(0);
+    let line = s.region.layout().line_size().get();
+    let links: Vec<_> = (0..3u64).map(|v| w.alloc_sealed(v).unwrap()).collect();
+    w.publish_link(s.slot(0), links[0]).unwrap();
+    w.retire_all(&links[1..]).unwrap();
+    w.note_entries(s.slot(0), 42);
+    s.nodes[0].quiesce().unwrap();
+    let f = s.nodes[0].figures().unwrap();
+    assert_eq!(f.retired_bytes, 2 * line as u64);
+    assert_eq!((f.modified_in_flight, f.freed_in_flight), (1, 2));
+    assert_eq!((f.structure, f.entries), (s.slot(0) as u64, 42));
+    for _ in 0..2 {
+        s.emu.advance(10);
+        s.quiesce_all().unwrap();
+    }
+    w.reclaim().unwrap();
+    s.nodes[0].quiesce().unwrap();
+    let f = s.nodes[0].figures().unwrap();
+    assert_eq!(
+        (f.retired_bytes, f.modified_in_flight, f.freed_in_flight),
+        (0, 0, 0)
+    );
 }
