@@ -5,7 +5,7 @@
 use bi_alloc::NodeHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{AdoptReport, BiError, Link, Writer};
+use bi_core::runtime::{AdoptReport, BiError, Fetch, Link, Via, Writer};
 
 /// A writer on node 0 over a fresh heap of node 0's arena.
 fn writer(s: &Setup) -> Writer<EmulatedNode, NodeHeap> {
@@ -213,4 +213,31 @@ fn an_adoption_waits_for_room_in_a_ring_its_predecessor_filled() {
         assert!(report.is_ok(), "adoption failed: {:?}", report.err());
     });
     assert!(started.elapsed() >= Duration::from_millis(400));
+}
+
+/// A line array whose block is longer than its records (the heap's size classes round
+/// five lines up to six) owns every line of the block: the length the writer reports
+/// counts them, and a line past the records is rewritten and read by another node like
+/// any other, because every line of the block carries the array's stamp.
+#[test]
+fn every_line_of_an_array_block_is_the_arrays() {
+    let s = Setup::new(2, 68);
+    let mut w = writer(&s);
+    // The class block is used twice: its last line carries the first array's stamp
+    // until the second array is allocated there.
+    let first = w.alloc_lines(&[[3u64; 7]; 6]).unwrap();
+    w.discard_lines(first).unwrap();
+    let a = w.alloc_lines(&[[1u64; 7]; 5]).unwrap();
+    let len = w.lines_len(a).unwrap();
+    assert_eq!(len, 6, "five lines in a six-line class block");
+    w.publish_lines(s.slot(0), a).unwrap();
+    w.rewrite_lines(&[(a, len - 1, [5u64; 7])]).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let g = r.enter();
+    let last = g.line(a, len - 1).unwrap();
+    assert_eq!(
+        g.fetch_via(Via::Cached, last, |v| *v).unwrap(),
+        Fetch::Value([5u64; 7])
+    );
 }

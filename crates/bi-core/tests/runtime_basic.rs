@@ -908,3 +908,61 @@ fn a_nodes_figures_follow_its_writer() {
         (0, 0, 0)
     );
 }
+
+/// A heap that breaks its contract (a block shorter than asked, or not on a line) is
+/// refused, the block given back, and nothing is written: an object never lands
+/// across another's lines because a heap said so.
+#[test]
+fn a_block_too_small_or_off_the_line_is_refused() {
+    use bi_core::heap::{Block, BumpHeap, HeapError, HeapStats};
+    use bi_core::line::LineSize;
+    /// Hands out the inner heap's blocks shifted by `shift` bytes and cut by `cut`.
+    struct Broken {
+        inner: BumpHeap,
+        shift: usize,
+        cut: usize,
+        freed: usize,
+    }
+    impl Heap for Broken {
+        fn line_size(&self) -> LineSize {
+            self.inner.line_size()
+        }
+        fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {
+            let b = self.inner.alloc(bytes)?;
+            Ok(Block {
+                offset: b.offset + self.shift,
+                len: b.len - self.cut,
+                reused: b.reused,
+            })
+        }
+        fn free(&mut self, block: Block) -> Result<(), HeapError> {
+            self.freed += 1;
+            let _ = block;
+            Ok(())
+        }
+        fn block_len(&self, offset: usize) -> Option<usize> {
+            self.inner.block_len(offset)
+        }
+        fn stats(&self) -> HeapStats {
+            self.inner.stats()
+        }
+    }
+    let s = Setup::new(1, 67);
+    let line = s.region.layout().line_size();
+    for (shift, cut) in [(8, 0), (0, 8)] {
+        let inner = BumpHeap::new(s.arena(0), line).unwrap();
+        let heap = Broken {
+            inner,
+            shift,
+            cut,
+            freed: 0,
+        };
+        let mut w = s.nodes[0].writer(heap).unwrap();
+        let refused = w.alloc([1u64; 7]);
+        assert!(
+            matches!(refused, Err(BiError::BadConfig { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(w.heap().freed, 1, "the block given back");
+    }
+}
