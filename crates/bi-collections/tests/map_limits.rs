@@ -626,3 +626,54 @@ fn a_batch_across_partitions_lands_each_key_in_its_own() {
         }
     }
 }
+
+/// A map that grew and then lost most of its keys gives its buckets back: under an
+/// eighth full it shrinks to a quarter to half full, and the memory of the larger
+/// arrays returns to the heap after the grace period.
+#[test]
+fn a_map_that_empties_gives_its_buckets_back() {
+    let s = Setup::with(
+        RegionConfig::new(1 << 23).with_nodes(2),
+        |c| c.seed(39),
+        config(),
+    );
+    let map = BiHashMap::<u64, u64>::at(s.slot(0));
+    let mut w = map.write_handle(s.writer(0)).unwrap();
+    let start = w.capacity();
+    let settle = |w: &mut bi_collections::map::MapWriteHandle<u64, u64, _, _>| {
+        for _ in 0..3 {
+            s.emu.advance(10);
+            s.quiesce_all().unwrap();
+        }
+        w.reclaim().unwrap();
+    };
+    for chunk in 0..25 {
+        w.extend((chunk * 200..(chunk + 1) * 200).map(|k| (k, k)))
+            .unwrap();
+        settle(&mut w);
+    }
+    let grown = w.capacity();
+    assert!(grown >= 16 * start, "{start} -> {grown}");
+    let live = w.writer().heap().stats().live;
+    // In batches: the load jumps past the shrink point rather than landing on it.
+    for chunk in 0..25u64 {
+        let from = (chunk * 200).max(16);
+        let removals: Vec<_> = (from..(chunk + 1) * 200).map(Op::Remove).collect();
+        w.apply_batch(&removals).unwrap();
+        settle(&mut w);
+    }
+    settle(&mut w);
+    assert!(
+        w.capacity() <= 2 * start,
+        "{} buckets for 16 keys",
+        w.capacity()
+    );
+    let now = w.writer().heap().stats().live;
+    assert!(
+        now < live / 16,
+        "{live} bytes live with 5,000 keys, {now} with 16"
+    );
+    for k in 0..16 {
+        assert_eq!(w.get(&k), Some(k));
+    }
+}
