@@ -709,6 +709,19 @@ fn memory_retired_through_bags_comes_back_without_a_reclaim() {
         most = most.max(w.retired_blocks() + w.deferred());
     }
     assert!(most <= 4 * RETIRE_BATCH, "{most} blocks held at most");
+    // A reclaim after the grace period gives back every block held, and says so.
+    w.flush_deferred().unwrap();
+    let held = w.retired_blocks();
+    for _ in 0..2 {
+        s.emu.advance(10);
+        s.quiesce_all().unwrap();
+    }
+    let report = w.reclaim().unwrap();
+    assert_eq!(
+        (report.freed_blocks, report.freed_bytes),
+        (held, held * 2 * line)
+    );
+    assert_eq!((report.pending_blocks, w.retired_blocks()), (0, 0));
 }
 
 /// What a writer, a private box and a refused publication show when printed.
