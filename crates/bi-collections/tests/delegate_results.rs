@@ -366,8 +366,13 @@ fn is_no_room(r: Result<(), CollectionError>, seq: u64) -> bool {
 }
 
 /// Inserts keys 0, 1, ... one at a time until the writer's heap refuses one, which is
-/// reported once; returns that key (the number of keys in the tree).
-fn fill(c: &mut Client, server: &mut DelegationServer<EmulatedNode, u64, u64, SmallTree>) -> u64 {
+/// reported once; returns that key (the number of keys in the structure). `probe` tells
+/// the structure's length and what it holds at a key.
+fn fill<S: ApplyBatch<u64, u64>>(
+    c: &mut Client,
+    server: &mut DelegationServer<EmulatedNode, u64, u64, S>,
+    probe: impl Fn(&S, u64) -> (usize, Option<u64>),
+) -> u64 {
     for k in 0..10_000u64 {
         let seq = c.insert(k, k).unwrap();
         server.serve_once(8).unwrap();
@@ -376,13 +381,17 @@ fn fill(c: &mut Client, server: &mut DelegationServer<EmulatedNode, u64, u64, Sm
             r => {
                 assert!(is_no_room(r, seq), "write {seq}");
                 c.wait_applied(seq).unwrap(); // reported once
-                assert_eq!(server.structure().len(), k as usize);
-                assert_eq!(server.structure().try_get(&k).unwrap(), None);
+                assert_eq!(probe(server.structure(), k), (k as usize, None));
                 return k;
             }
         }
     }
     panic!("a 16 KiB heap fills up")
+}
+
+/// [`fill`]'s probe of a tree.
+fn in_tree(t: &SmallTree, k: u64) -> (usize, Option<u64>) {
+    (t.len(), t.try_get(&k).unwrap())
 }
 
 /// A remote write the writer's heap has no room for is refused: it writes nothing, its
@@ -395,7 +404,7 @@ fn a_write_the_heap_has_no_room_for_is_reported_and_the_rest_wait_for_room() {
     let mut server =
         DelegationServer::new(s.emu.node(0), layout, tree_on_a_small_heap(&s)).unwrap();
     let mut c = client(&s, layout, 0);
-    let full = fill(&mut c, &mut server);
+    let full = fill(&mut c, &mut server, in_tree);
     // Three more: the first is refused, the two after it wait in the channel.
     let ops: Vec<_> = (1..=3).map(|i| Op::Insert(full + i, i)).collect();
     let last = c.send_batch(&ops).unwrap();
@@ -418,6 +427,28 @@ fn a_write_the_heap_has_no_room_for_is_reported_and_the_rest_wait_for_room() {
     assert_eq!(tree.len(), full as usize + 2);
 }
 
+/// The same with a map behind the server: a map's batch that runs out of heap has
+/// applied the operations before the failing one, and the server reports the refusal
+/// and keeps the rest waiting instead of taking the whole batch for failed.
+#[test]
+fn a_map_write_the_heap_has_no_room_for_is_reported_and_the_rest_wait() {
+    let s = machine(3, 6, 0.2);
+    let layout = area(&s, 1);
+    let writer = bi_collections::testing::small_heap_writer(&s, 6 * 1024);
+    let map = BiHashMap::<u64, u64>::at(s.slot(0))
+        .write_handle(writer)
+        .unwrap();
+    let mut server = DelegationServer::new(s.emu.node(0), layout, map).unwrap();
+    let mut c = client(&s, layout, 0);
+    let full = fill(&mut c, &mut server, |m, k| (m.len(), m.get(&k)));
+    assert!(full > 20, "{full} keys");
+    let ops: Vec<_> = (1..=3).map(|i| Op::Insert(full + i, i)).collect();
+    let last = c.send_batch(&ops).unwrap();
+    server.serve_once(8).unwrap();
+    assert!(is_no_room(c.wait_applied(last - 2), last - 2));
+    assert_eq!(server.structure().len(), full as usize);
+}
+
 /// A server that takes over counts refusals on from the count in memory, not from a copy
 /// its node's cache holds (here prefetched when the count was 1): otherwise its next
 /// refusal would write a count the client has already seen, and go unreported.
@@ -428,7 +459,7 @@ fn a_resumed_server_counts_refusals_on_from_memory() {
     let mut first = DelegationServer::new(s.emu.node(0), layout, tree_on_a_small_heap(&s)).unwrap();
     let config = ClientConfig::default().timeout(Duration::from_secs(10));
     let mut c = DelegationClient::with_config(s.emu.node(2), layout, 0, config).unwrap();
-    let full = fill(&mut c, &mut first);
+    let full = fill(&mut c, &mut first, in_tree);
     s.emu
         .node(1)
         .prefetch(layout.ack_offset(0).unwrap())
