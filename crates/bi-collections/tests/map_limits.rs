@@ -2,7 +2,7 @@
 //! partitions written from different nodes, and threads reading while a writer writes.
 
 use bi_collections::map::{BiHashMap, MapConfig};
-use bi_collections::testing::small_heap_writer;
+use bi_collections::testing::{StopOnDrop, small_heap_writer};
 use bi_collections::{ApplyBatch, CollectionError, Op};
 use bi_core::heap::Heap;
 use bi_core::region::RegionConfig;
@@ -15,6 +15,15 @@ fn config() -> RuntimeConfig {
     RuntimeConfig::default()
         .node_lease(100_000_000)
         .reader_lease(100_000_000)
+}
+
+/// Every node passes three times, the clock moving on between passes: what was retired
+/// before is past its grace period.
+fn grace_passes(s: &Setup) {
+    for _ in 0..3 {
+        s.emu.advance(10);
+        s.quiesce_all().unwrap();
+    }
 }
 
 #[test]
@@ -450,9 +459,7 @@ fn replaced_strings_come_back_to_the_heap() {
     let mut w = map.write_handle(small_heap_writer(&s, 64 * 1024)).unwrap();
     w.insert(1, "v".repeat(200)).unwrap();
     let settle = |w: &mut bi_collections::map::MapWriteHandle<u64, String, _, _>| {
-        for _ in 0..3 {
-            s.quiesce_all().unwrap();
-        }
+        grace_passes(&s);
         w.reclaim().unwrap();
     };
     settle(&mut w);
@@ -571,16 +578,10 @@ fn a_batch_larger_than_the_log_rings_is_published_in_pieces_that_fit() {
     // Runs `w` while both nodes pass on another thread; the passes stop however `w`
     // ends (a failed assertion included, or the scope would wait for them forever).
     let passing = |w: &mut dyn FnMut()| {
-        struct StopOnDrop<'a>(&'a AtomicBool);
-        impl Drop for StopOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
         let stop = AtomicBool::new(false);
         std::thread::scope(|t| {
             t.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Acquire) {
                     s.emu.advance(10);
                     s.quiesce_all().unwrap();
                     std::thread::sleep(std::time::Duration::from_micros(200));
@@ -641,10 +642,7 @@ fn a_map_that_empties_gives_its_buckets_back() {
     let mut w = map.write_handle(s.writer(0)).unwrap();
     let start = w.capacity();
     let settle = |w: &mut bi_collections::map::MapWriteHandle<u64, u64, _, _>| {
-        for _ in 0..3 {
-            s.emu.advance(10);
-            s.quiesce_all().unwrap();
-        }
+        grace_passes(&s);
         w.reclaim().unwrap();
     };
     for chunk in 0..25 {
