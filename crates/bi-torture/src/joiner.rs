@@ -17,7 +17,7 @@
 use crate::journal::{Event, Journal, WriteKind, WriteOutcome, now};
 use crate::worker::{MAP, value_of};
 use bi::core::mem::MemView;
-use bi::{Error, Pool};
+use bi::{Error, ErrorKind, Pool};
 use rand::rngs::SmallRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -87,6 +87,28 @@ fn known(dir: &Path) -> Known {
     k
 }
 
+/// How long a joined reader waits for a worker to create the map: a joiner may join a
+/// node whose runner has not created it yet (the first workers and joiners start at
+/// once on a pool that does not exist).
+const MAP_WAIT: Duration = Duration::from_secs(10);
+
+/// Opens the map, waiting while no worker has created it yet.
+fn open_map<M: MemView + 'static>(
+    pool: &Pool<M>,
+    journal: &mut Journal,
+) -> Result<bi::collections::map::MapReadHandle<u64, String, M>, Error> {
+    let deadline = Instant::now() + MAP_WAIT;
+    loop {
+        match pool.map_reader::<u64, String>(MAP) {
+            Err(e) if e.kind() == ErrorKind::NotFound && Instant::now() < deadline => {
+                journal.note_error(format!("opening {MAP:?}: {e}"));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            opened => return opened,
+        }
+    }
+}
+
 /// Reads through the joined node until killed.
 pub fn read<M: MemView + 'static>(
     pool: Pool<M>,
@@ -94,7 +116,7 @@ pub fn read<M: MemView + 'static>(
     dir: &Path,
     seed: u64,
 ) -> Result<(), Error> {
-    let map = pool.map_reader::<u64, String>(MAP)?;
+    let map = open_map(&pool, journal)?;
     journal.note(&Event::Opened {
         at: now(),
         node: pool.node(),
