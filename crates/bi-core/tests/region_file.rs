@@ -341,3 +341,47 @@ fn a_region_on_a_loop_device_takes_the_device_size() {
         .status();
     result.unwrap();
 }
+
+/// A file that is not a region (its magic is wrong) is reported by `open_or_create`
+/// after a bounded wait for a header that might still be coming, and left as it was: it
+/// is neither created over nor formatted like a device.
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn open_or_create_reports_a_file_that_is_not_a_region_and_leaves_it_alone() {
+    let dir = temp_dir();
+    let path = dir.path().join("r.bi");
+    drop(Region::create(&path, config()).unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..8].copy_from_slice(b"notaregn");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Region::open_or_create(&path, config()).unwrap_err();
+    assert!(matches!(err, RegionError::BadMagic { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file was changed");
+}
+
+/// A region file whose header another process has not finished writing yet is opened
+/// once the header is whole: `open_or_create` reads it again for a while rather than
+/// reporting the half-written header.
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn open_or_create_waits_for_a_header_being_written() {
+    let dir = temp_dir();
+    let path = dir.path().join("r.bi");
+    let whole = Region::create(&path, config()).unwrap();
+    let layout = *whole.layout();
+    drop(whole);
+    let bytes = std::fs::read(&path).unwrap();
+    let mut half = bytes.clone();
+    half[..HEADER_LEN].fill(0);
+    std::fs::write(&path, &half).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            // In place, as the creating process writes it: the file never shrinks.
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut file, &bytes[..HEADER_LEN]).unwrap();
+        });
+        let opened = Region::open_or_create(&path, config()).unwrap();
+        assert_eq!(*opened.layout(), layout);
+    });
+}

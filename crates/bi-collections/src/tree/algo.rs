@@ -227,7 +227,7 @@ pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
 /// let e = InvariantError::<std::convert::Infallible>::Order { depth: 2 };
 /// assert_eq!(e.to_string(), "key out of order at depth 2");
 /// ```
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvariantError<E> {
     /// A key is out of order (not between the keys of its ancestors).
@@ -732,5 +732,146 @@ impl<R: Copy + Eq + Hash> Edit<R> {
         let right = self.build(s, &entries[mid + 1..])?;
         let (k, v) = entries[mid];
         self.make(s, k, v, left, right, entries.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nodes in a vector, referred to by index plus one (0 is the empty tree): trees of
+    /// any shape, sound or not, for the invariant check.
+    struct Nodes(Vec<Parts<u32, (), usize>>);
+
+    impl NodeSource<u32, ()> for Nodes {
+        type Ref = usize;
+        type Error = ();
+        fn null(&self) -> usize {
+            0
+        }
+        fn read(&self, r: usize) -> Result<Parts<u32, (), usize>, ()> {
+            self.0.get(r - 1).copied().ok_or(())
+        }
+        fn order(&self, a: &u32, b: &u32) -> Result<Ordering, ()> {
+            Ok(a.cmp(b))
+        }
+    }
+
+    /// `(key, left, right, size)` for nodes 1, 2, ...; the root is node 1.
+    fn tree(nodes: &[(u32, usize, usize, usize)]) -> Nodes {
+        Nodes(
+            nodes
+                .iter()
+                .map(|&(key, left, right, size)| Parts {
+                    key,
+                    value: (),
+                    left,
+                    right,
+                    size,
+                })
+                .collect(),
+        )
+    }
+
+    /// Sound trees pass at the edge of the balance (a subtree of two beside none; one
+    /// beside three) and report their size.
+    #[test]
+    fn sound_trees_at_the_edge_of_the_balance_pass() {
+        // 10 with a right chain 20 -> 30: 3 * (0 + 1) >= 2 + 1.
+        let chain = tree(&[(10, 0, 2, 3), (20, 0, 3, 2), (30, 0, 0, 1)]);
+        assert_eq!(check(&chain, 1), Ok(3));
+        // The mirror image.
+        let mirror = tree(&[(30, 2, 0, 3), (20, 3, 0, 2), (10, 0, 0, 1)]);
+        assert_eq!(check(&mirror, 1), Ok(3));
+        // 20 over {10} and {30 over 25, 40 -> ...}: one beside three.
+        let wide = tree(&[
+            (20, 2, 3, 5),
+            (10, 0, 0, 1),
+            (30, 4, 5, 3),
+            (25, 0, 0, 1),
+            (40, 0, 0, 1),
+        ]);
+        assert_eq!(check(&wide, 1), Ok(5));
+        assert_eq!(check(&wide, 0), Ok(0));
+    }
+
+    /// Each broken invariant is reported at the depth of the node that breaks it.
+    #[test]
+    fn each_broken_invariant_is_reported_where_it_is() {
+        // Three in a right chain under none: out of balance at the root.
+        let chain = tree(&[(10, 0, 2, 4), (20, 0, 3, 3), (30, 0, 4, 2), (40, 0, 0, 1)]);
+        assert_eq!(
+            check(&chain, 1),
+            Err(InvariantError::Balance {
+                depth: 0,
+                left: 0,
+                right: 3
+            })
+        );
+        let mirror = tree(&[(40, 2, 0, 4), (30, 3, 0, 3), (20, 4, 0, 2), (10, 0, 0, 1)]);
+        assert_eq!(
+            check(&mirror, 1),
+            Err(InvariantError::Balance {
+                depth: 0,
+                left: 3,
+                right: 0
+            })
+        );
+        // A key at depth 2 on the wrong side of the root.
+        let order = tree(&[(20, 2, 0, 3), (10, 0, 3, 2), (25, 0, 0, 1)]);
+        assert_eq!(check(&order, 1), Err(InvariantError::Order { depth: 2 }));
+        // Equal keys are out of order too.
+        let equal = tree(&[(20, 2, 0, 2), (20, 0, 0, 1)]);
+        assert_eq!(check(&equal, 1), Err(InvariantError::Order { depth: 1 }));
+        // A stored size one off, at depth 1.
+        let size = tree(&[(20, 2, 3, 4), (10, 0, 0, 2), (30, 0, 0, 1)]);
+        assert_eq!(
+            check(&size, 1),
+            Err(InvariantError::Size {
+                depth: 1,
+                stored: 2,
+                counted: 1
+            })
+        );
+        // A root that stores the wrong size over sound subtrees.
+        let root = tree(&[(20, 2, 3, 2), (10, 0, 0, 1), (30, 0, 0, 1)]);
+        assert_eq!(
+            check(&root, 1),
+            Err(InvariantError::Size {
+                depth: 0,
+                stored: 2,
+                counted: 3
+            })
+        );
+        assert_eq!(check(&tree(&[]), 1), Err(InvariantError::Storage(())));
+    }
+
+    /// What each report says.
+    #[test]
+    fn reports_name_the_node_and_the_figures() {
+        let shown = [
+            InvariantError::Order { depth: 2 },
+            InvariantError::Size {
+                depth: 1,
+                stored: 2,
+                counted: 1,
+            },
+            InvariantError::Balance {
+                depth: 0,
+                left: 0,
+                right: 3,
+            },
+            InvariantError::Storage("gone"),
+        ]
+        .map(|e| e.to_string());
+        assert_eq!(
+            shown,
+            [
+                "key out of order at depth 2",
+                "node at depth 1 stores size 2, its subtree has 1",
+                "node at depth 0 is out of balance: left 0, right 3",
+                "unreadable node: gone",
+            ]
+        );
     }
 }

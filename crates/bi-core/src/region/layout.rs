@@ -916,6 +916,119 @@ mod tests {
         }
     }
 
+    /// The heap's extents: the smallest power of two of lines (at least
+    /// `MIN_EXTENT_LINES`) that cuts the heap into at most `TARGET_EXTENTS`; they tile the
+    /// heap in order, only the last may be shorter, the table has an entry for each, and
+    /// every byte of the heap (and no byte outside it) belongs to the extent that holds it.
+    #[test]
+    fn extents_tile_the_heap_and_every_heap_byte_finds_its_extent() {
+        let sizes = [1usize << 20, (3 << 20) + 4096, 64 << 20, (256 << 20) - 128];
+        for line in [32usize, 64, 128] {
+            for size in sizes {
+                let config = RegionConfig::new(size).with_line_size(line);
+                assert_eq!(config.line_size(), line as u64);
+                config.validate().unwrap();
+                let layout = Layout::compute(&config).unwrap();
+                let (heap, extent, n) = (layout.heap(), layout.extent_bytes(), layout.extents());
+                let what = format!("{size} bytes at {line}-byte lines");
+                assert!(
+                    extent.is_power_of_two() && extent >= MIN_EXTENT_LINES * line,
+                    "{what}"
+                );
+                assert!((1..=TARGET_EXTENTS).contains(&n), "{what}: {n} extents");
+                // Extents half as long would be too many (or too short).
+                let half = extent / 2;
+                assert!(
+                    half < MIN_EXTENT_LINES * line
+                        || (size - layout.section(SectionKind::ExtentTable).offset).div_ceil(half)
+                            > TARGET_EXTENTS,
+                    "{what}: extents of {extent} bytes are not the smallest"
+                );
+                assert!(layout.section(SectionKind::ExtentTable).len >= n * EXTENT_ENTRY_BYTES);
+                assert_eq!(n, heap.len.div_ceil(extent), "{what}");
+                let mut at = heap.offset;
+                for k in 0..n {
+                    let e = layout.extent(k).unwrap();
+                    assert_eq!(e.offset, at, "{what}: extent {k}");
+                    if k + 1 < n {
+                        assert_eq!(e.len, extent, "{what}: extent {k}");
+                    } else {
+                        assert!(e.len > 0 && e.len <= extent && e.end() == heap.end());
+                    }
+                    for byte in [e.offset, e.offset + e.len / 2, e.end() - 1] {
+                        assert_eq!(layout.extent_of(byte), Some(k), "{what}: byte {byte}");
+                    }
+                    at = e.end();
+                }
+                assert!(layout.extent(n).is_none() && layout.extent(usize::MAX).is_none());
+                assert_eq!(layout.extent_of(heap.offset - 1), None);
+                assert_eq!(layout.extent_of(heap.end()), None);
+            }
+        }
+    }
+
+    /// A heap whose length is a whole number of extents has no extent past its end, and
+    /// the log rings take what their entries need, rounded up to a slot, and no more.
+    #[test]
+    fn a_heap_of_whole_extents_ends_at_its_last_and_rings_have_no_slack() {
+        let mut found = false;
+        for size in (1usize << 20..(1 << 20) + (64 << 10)).step_by(64) {
+            let layout = Layout::compute(&RegionConfig::new(size)).unwrap();
+            if !layout.heap().len.is_multiple_of(layout.extent_bytes()) {
+                continue;
+            }
+            found = true;
+            let n = layout.extents();
+            assert_eq!(layout.extent(n - 1).unwrap().end(), layout.heap().end());
+            assert!(
+                layout.extent(n).is_none(),
+                "{size}: an extent of no bytes past the heap"
+            );
+        }
+        assert!(found, "no size in the range gives a heap of whole extents");
+        for (line, entries) in [(32usize, 8u32), (64, 1024), (128, 2), (128, 4), (4096, 16)] {
+            let config = RegionConfig::new(1 << 22)
+                .with_line_size(line)
+                .with_log_ring_entries(entries);
+            let layout = Layout::compute(&config).unwrap();
+            let slot = line.max(MIN_SLOT_BYTES);
+            let ring = RING_CONTROL_SLOTS * slot
+                + (entries as usize * LOG_ENTRY_BYTES).next_multiple_of(slot);
+            assert_eq!(
+                layout.section(SectionKind::LogRings).len,
+                config.nodes() as usize * RINGS_PER_NODE * ring,
+                "{line}-byte lines, {entries} entries"
+            );
+        }
+    }
+
+    /// The largest region is 2^48 bytes: that size is accepted, one line more is not.
+    #[test]
+    fn a_region_of_two_to_the_48_bytes_is_the_largest() {
+        assert!(RegionConfig::new(1 << 48).validate().is_ok());
+        let err = RegionConfig::new((1 << 48) + 64).validate().unwrap_err();
+        assert!(
+            matches!(err, RegionError::InvalidParameter { name: "size", .. }),
+            "{err}"
+        );
+    }
+
+    /// `validate` is the layout's verdict: it refuses what `Layout::compute` refuses.
+    #[test]
+    fn validate_refuses_what_the_layout_refuses() {
+        let base = RegionConfig::new(1 << 20);
+        for bad in [
+            base.with_line_size(0),
+            base.with_line_size(48),
+            base.with_nodes(0),
+            base.with_size(4096),
+            base.with_size((1 << 20) + 8),
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+            assert!(Layout::compute(&bad).is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn bad_parameters_are_typed_errors() {
         let base = RegionConfig::new(1 << 20);
