@@ -95,3 +95,44 @@ fn a_batch_that_exhausts_the_heap_publishes_a_prefix_and_leaks_nothing() {
     assert_eq!(w.writer().retired_bytes(), 0);
     assert_eq!(w.writer().heap().stats().live, n * BLOCK);
 }
+
+/// A publication the modified ring refuses (no node passes, so it stays full) publishes
+/// nothing and keeps nothing: the batch's nodes and its value's string go back to the
+/// heap at once, and the writer's count of nodes still agrees with the tree. Once the
+/// nodes pass, the same insert is published.
+#[test]
+fn a_publication_the_full_ring_refuses_leaks_nothing() {
+    use bi_core::region::RegionConfig;
+    use bi_core::runtime::RuntimeConfig;
+    use bi_core::runtime::testing::fill_modified_ring;
+    use std::time::Duration;
+
+    let region = RegionConfig::new(1 << 20)
+        .with_nodes(2)
+        .with_log_ring_entries(8);
+    let config = RuntimeConfig::default().log_full_timeout(Duration::from_millis(10));
+    let s = Setup::with(region, |c| c, config);
+    let tree = BiTree::<u64, String>::at(s.slot(0));
+    let mut w = tree.write_handle(small_heap_writer(&s, 64 * 1024)).unwrap();
+    let value = |k: u64| format!("the value of key {k}, out of line");
+    for k in 0..20 {
+        w.insert(k, value(k)).unwrap();
+        s.quiesce_all().unwrap(); // room in the ring for the next publication
+    }
+    fill_modified_ring(w.writer(), s.slot(1));
+    let live = w.writer().heap().stats().live;
+    let e = w.insert(100, value(100)).unwrap_err();
+    assert!(
+        matches!(e, CollectionError::Runtime(BiError::LogFull { .. })),
+        "{e}"
+    );
+    w.check_invariants().unwrap();
+    assert_eq!(w.writer().heap().stats().live, live);
+    assert_eq!((w.len(), w.try_get(&100).unwrap()), (20, None));
+    s.quiesce_all().unwrap();
+    assert_eq!(w.insert(100, value(100)).unwrap(), None);
+    w.check_invariants().unwrap();
+    s.quiesce_all().unwrap();
+    let r = tree.read_handle(&s.nodes[1]).unwrap();
+    assert_eq!(r.get(&100).unwrap(), Some(value(100)));
+}

@@ -58,6 +58,36 @@ fn create_then_open_round_trip() {
     assert_eq!(again.load(&view, q).unwrap(), [1, 2, 3]);
 }
 
+/// Emulated nodes over two mappings of one region file are one machine: a store one
+/// writes back is stale in the other's cache, and the other's stale read is counted,
+/// because both keep the oracle's history in one file beside the region (made as long as
+/// the region's lines need).
+#[test]
+#[cfg_attr(miri, ignore = "Miri cannot map files")]
+fn emulated_nodes_over_two_mappings_share_one_history() {
+    use bi_core::mem::{Emulator, EmulatorConfig};
+    let dir = temp_dir();
+    let path = dir.path().join("emulated.bi");
+    let region = Region::create(&path, config()).unwrap();
+    let other = Region::open(&path).unwrap();
+    let a = region.emulated(0, |c| c.seed(1)).unwrap();
+    let b = other.emulated(1, |c| c.seed(2)).unwrap();
+    let layout = region.layout();
+    let history = std::fs::metadata(dir.path().join("emulated.bi.history")).unwrap();
+    let cfg = EmulatorConfig::new(layout.size(), 2).line_size(layout.line_size());
+    assert!(history.len() >= Emulator::history_bytes(&cfg) as u64);
+    let at = layout.heap().offset;
+    let _: u64 = b.load(at).unwrap(); // node 1 caches the line
+    a.store(at, &9u64).unwrap();
+    a.writeback(at, 8).unwrap();
+    a.fence();
+    assert_eq!(b.load::<u64>(at).unwrap(), 0);
+    assert_eq!(b.stats().stale_reads, 1);
+    b.invalidate(at, 8).unwrap();
+    b.fence();
+    assert_eq!(b.load::<u64>(at).unwrap(), 9);
+}
+
 #[test]
 #[cfg_attr(miri, ignore = "Miri cannot map files")]
 fn two_mappings_see_each_others_roots() {
@@ -297,18 +327,11 @@ fn a_region_made_in_place_on_a_taken_path_is_refused_as_taken() {
     assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
 }
 
-/// A region on a block device: made as large as the device (not the configured size),
-/// found again by `open`, never remade over by a creation, and made anew by `fresh`. Needs root and a free loop device, so it
-/// is run by hand: `cargo test -p bi-core --test region_file -- --ignored`.
-#[test]
-#[ignore = "needs root and losetup"]
-fn a_region_on_a_loop_device_takes_the_device_size() {
+/// Runs `test` with a loop device over a file of `len` bytes, and detaches it after.
+fn with_loop_device(len: u64, test: impl FnOnce(&str) + std::panic::UnwindSafe) {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disk.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(8 << 20)
-        .unwrap();
+    std::fs::File::create(&image).unwrap().set_len(len).unwrap();
     let out = std::process::Command::new("losetup")
         .args(["-f", "--show"])
         .arg(&image)
@@ -316,30 +339,49 @@ fn a_region_on_a_loop_device_takes_the_device_size() {
         .expect("losetup runs");
     assert!(out.status.success(), "losetup: {out:?}");
     let device = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let result = std::panic::catch_unwind(|| {
+    let result = std::panic::catch_unwind(|| test(&device));
+    let _ = std::process::Command::new("losetup")
+        .arg("-d")
+        .arg(&device)
+        .status();
+    result.unwrap();
+}
+
+/// A region on a block device: made as large as the device (not the configured size),
+/// found again by `open`, never remade over by a creation, and made anew by `fresh`; a
+/// device that is not a whole number of lines gets the whole lines it holds. Needs root
+/// and a free loop device, so it is run by hand:
+/// `cargo test -p bi-core --test region_file -- --ignored`.
+#[test]
+#[ignore = "needs root and losetup"]
+fn a_region_on_a_loop_device_takes_the_device_size() {
+    with_loop_device(8 << 20, |device| {
         let config = RegionConfig::new(1 << 20).with_nodes(2);
-        let made = Region::open_or_create(&device, config).unwrap();
+        let made = Region::open_or_create(device, config).unwrap();
         assert_eq!(
             made.layout().size(),
             8 << 20,
             "the device's size, not the config's"
         );
         drop(made);
-        let opened = Region::open(&device).unwrap();
+        let opened = Region::open(device).unwrap();
         assert_eq!(opened.layout().size(), 8 << 20);
         assert!(matches!(
-            Region::create(&device, config),
+            Region::create(device, config),
             Err(RegionError::AlreadyExists { .. })
         ));
         // Made anew over what it held, still as large as the device.
-        let fresh = Region::fresh(Some(std::path::Path::new(&device)), config).unwrap();
+        let fresh = Region::fresh(Some(std::path::Path::new(device)), config).unwrap();
         assert_eq!(fresh.layout().size(), 8 << 20);
     });
-    let _ = std::process::Command::new("losetup")
-        .arg("-d")
-        .arg(&device)
-        .status();
-    result.unwrap();
+    // Half a line past 8 MiB (loop devices are whole 512-byte sectors).
+    with_loop_device((8 << 20) + 512, |device| {
+        let config = RegionConfig::new(1 << 20)
+            .with_nodes(2)
+            .with_line_size(1024);
+        let made = Region::open_or_create(device, config).unwrap();
+        assert_eq!(made.layout().size(), 8 << 20);
+    });
 }
 
 /// A file that is not a region (its magic is wrong) is reported by `open_or_create`

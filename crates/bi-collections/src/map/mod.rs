@@ -154,6 +154,8 @@
 //! assert_eq!((m.get(&1).unwrap(), m.len().unwrap()), (Some(11), 1));
 //! ```
 
+#[cfg(test)]
+mod adopt_corrupt;
 mod bucket;
 mod hash;
 mod named;

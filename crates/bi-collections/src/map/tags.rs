@@ -185,4 +185,29 @@ mod tests {
         assert_eq!(tag_lines::<U, U>(100), 4);
         assert_eq!(array_lines::<U, U>(100), 106);
     }
+
+    /// A partition grows to the largest power of two of buckets whose array is a line
+    /// array: every entry format's array of that many buckets fits, twice as many do not.
+    #[test]
+    fn the_largest_table_is_the_largest_that_fits_a_line_array() {
+        use super::super::write::MAX_BUCKETS;
+        use bi_core::runtime::lines::MAX_LINES;
+        assert!(MAX_BUCKETS.is_power_of_two());
+        for (fits, doubled) in [
+            (
+                array_lines::<U, U>(MAX_BUCKETS),
+                array_lines::<U, U>(2 * MAX_BUCKETS),
+            ),
+            (
+                array_lines::<u8, u8>(MAX_BUCKETS),
+                array_lines::<u8, u8>(2 * MAX_BUCKETS),
+            ),
+            (
+                array_lines::<U, [U; 5]>(MAX_BUCKETS),
+                array_lines::<U, [U; 5]>(2 * MAX_BUCKETS),
+            ),
+        ] {
+            assert!(fits <= MAX_LINES && doubled > MAX_LINES, "{fits} {doubled}");
+        }
+    }
 }

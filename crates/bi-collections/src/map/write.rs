@@ -254,7 +254,6 @@ pub struct MapWriteHandle<K: Stored, V: Stored, M: MemView, H: Heap> {
     partitions: Vec<Partition<K::Word, V::Word>>,
     /// Shrinking stops at the configured start size.
     min_buckets: usize,
-    max_buckets: usize,
     /// The writer role of a named map, given up when the handle is dropped.
     role: Option<Role<M>>,
     /// A bound on every value's out-of-line bytes (`None` for an adopted map), for
@@ -285,6 +284,11 @@ where
     }
 }
 
+/// Most buckets a partition's array may have: the largest power of two whose array
+/// (header, buckets, counters and tag lines) fits a line array.
+pub(super) const MAX_BUCKETS: usize = lines::MAX_LINES / 2;
+const _: () = assert!(lines::MAX_LINES.is_power_of_two());
+
 impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V, M, H> {
     pub(super) fn new(
         map: BiHashMap<K, V>,
@@ -292,14 +296,12 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         parts: Range<usize>,
         config: MapConfig,
     ) -> Result<Self, CollectionError> {
-        let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
         let mut handle = MapWriteHandle {
             map,
             writer,
             parts: parts.clone(),
             partitions: Vec::with_capacity(parts.len()),
-            min_buckets: config.start_buckets(max_buckets),
-            max_buckets,
+            min_buckets: config.start_buckets(MAX_BUCKETS),
             role: None,
             longest_value: Some(0),
         };
@@ -450,15 +452,13 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 writer.rewrite_lines(&[(part.array, at, fixed)])?;
             }
         }
-        let max_buckets = (lines::MAX_LINES - 1).next_power_of_two() / 2;
         writer.set_adopting(false);
         Ok(MapWriteHandle {
             map,
             writer,
             parts,
             partitions,
-            min_buckets: config.start_buckets(max_buckets),
-            max_buckets,
+            min_buckets: config.start_buckets(MAX_BUCKETS),
             role: None,
             // What an earlier writer stored is not measured.
             longest_value: None,
@@ -646,7 +646,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
     /// assert!(w.max_buckets() >= w.capacity());
     /// ```
     pub fn max_buckets(&self) -> usize {
-        self.max_buckets
+        MAX_BUCKETS
     }
 
     /// Makes room for `additional` more keys (spread over the map's partitions by their
@@ -679,7 +679,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             let part = &self.partitions[pi];
             let keys = part.len.saturating_add(share);
             if Words::<K, V>::past_grow_point(keys, part.buckets) {
-                let buckets = Words::<K, V>::buckets_for(keys).min(self.max_buckets);
+                let buckets = Words::<K, V>::buckets_for(keys).min(MAX_BUCKETS);
                 if buckets > part.buckets {
                     self.resize(pi, buckets)?;
                 }
@@ -1470,13 +1470,13 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
             // eighth full.
             let fits = Words::<K, V>::buckets_for(len);
             if Words::<K, V>::past_grow_point(len, buckets)
-                && buckets < self.max_buckets
+                && buckets < MAX_BUCKETS
                 && len >= part.grow_after
             {
                 let target = (fits + 1)
                     .next_power_of_two()
                     .max(buckets.saturating_mul(2));
-                if self.resize(pi, target.min(self.max_buckets)).is_err() {
+                if self.resize(pi, target.min(MAX_BUCKETS)).is_err() {
                     // The map stays correct with longer chains; retry after more growth.
                     // The counters say so, for every reader to see.
                     let part = &mut self.partitions[pi];

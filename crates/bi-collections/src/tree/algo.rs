@@ -757,6 +757,103 @@ mod tests {
         }
     }
 
+    impl NodeStore<u32, ()> for Nodes {
+        fn create(&mut self, node: Parts<u32, (), usize>) -> Result<usize, ()> {
+            self.0.push(node);
+            Ok(self.0.len())
+        }
+        fn destroy_unpublished(&mut self, _: usize) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    /// Every shape of a weight-balanced tree of `n` nodes, as the sizes of each node's
+    /// left subtree in order (pre-order).
+    fn balanced_shapes(n: usize, memo: &mut Vec<Vec<Vec<usize>>>) -> Vec<Vec<usize>> {
+        while memo.len() <= n {
+            let m = memo.len();
+            let mut all = Vec::new();
+            for l in 0..m {
+                let r = m - 1 - l;
+                if l + r >= 2 && (DELTA * (l + 1) < r + 1 || DELTA * (r + 1) < l + 1) {
+                    continue;
+                }
+                for a in &memo[l] {
+                    for b in &memo[r] {
+                        all.push([&[l][..], a, b].concat());
+                    }
+                }
+            }
+            memo.push(if m == 0 { vec![Vec::new()] } else { all });
+        }
+        memo[n].clone()
+    }
+
+    /// Builds the tree of `shape` (from `at` in it) with keys `*next`, `*next + 2`, ...
+    /// in order; returns its root and where its shape ends.
+    fn build(
+        nodes: &mut Nodes,
+        shape: &[usize],
+        at: usize,
+        size: usize,
+        next: &mut u32,
+    ) -> (usize, usize) {
+        if size == 0 {
+            return (0, at);
+        }
+        let left_size = shape[at];
+        let (left, at) = build(nodes, shape, at + 1, left_size, next);
+        let key = *next;
+        *next += 2;
+        let (right, at) = build(nodes, shape, at, size - 1 - left_size, next);
+        let node = Parts {
+            key,
+            value: (),
+            left,
+            right,
+            size,
+        };
+        (nodes.create(node).unwrap(), at)
+    }
+
+    /// Every weight-balanced tree of up to 16 nodes, every insertion (of each key between
+    /// and around its keys) and every removal: the result is sorted, counted and in
+    /// balance, and holds what it should. (The single or double rotation's choice is
+    /// exercised at every size it can be made at in such trees.)
+    #[test]
+    #[cfg_attr(miri, ignore = "four million operations")]
+    fn every_operation_on_every_small_balanced_tree_keeps_the_invariants() {
+        let mut memo = Vec::new();
+        let probe = |k: u32| move |_: &Nodes, stored: &u32| Ok(k.cmp(stored));
+        for n in 0..=16 {
+            for shape in balanced_shapes(n, &mut memo) {
+                let mut nodes = Nodes(Vec::new());
+                let (root, _) = build(&mut nodes, &shape, 0, n, &mut 2);
+                assert_eq!(check(&nodes, root), Ok(n));
+                for k in 1..=2 * n as u32 + 2 {
+                    let mut after = Nodes(nodes.0.clone());
+                    let mut edit = Edit::new(root);
+                    let change = if k % 2 == 1 {
+                        Change::Insert(k, ())
+                    } else {
+                        Change::Remove
+                    };
+                    let present = k % 2 == 0 && k <= 2 * n as u32;
+                    let old = edit.change(&mut after, change, &probe(k)).unwrap();
+                    assert_eq!(old.is_some(), present, "{shape:?} key {k}");
+                    let want = if k % 2 == 1 {
+                        n + 1
+                    } else {
+                        n - usize::from(present)
+                    };
+                    assert_eq!(check(&after, edit.root()), Ok(want), "{shape:?} key {k}");
+                    let found = get(&after, edit.root(), probe(k)).unwrap();
+                    assert_eq!(found.is_some(), k % 2 == 1, "{shape:?} key {k}");
+                }
+            }
+        }
+    }
+
     /// `(key, left, right, size)` for nodes 1, 2, ...; the root is node 1.
     fn tree(nodes: &[(u32, usize, usize, usize)]) -> Nodes {
         Nodes(

@@ -80,6 +80,8 @@
 //! assert_eq!(r.enter().iter().unwrap().len(), 20);
 //! ```
 
+#[cfg(test)]
+mod adopt_corrupt;
 mod algo;
 mod epoch;
 mod named;
