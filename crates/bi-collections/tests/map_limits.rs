@@ -677,3 +677,54 @@ fn a_map_that_empties_gives_its_buckets_back() {
         assert_eq!(w.get(&k), Some(k));
     }
 }
+
+/// A batch that writes a key twice makes a pair for each write, and the first is given
+/// back with the batch's other new pairs when the batch finds no room. The batch writes
+/// five entries to one bucket (the first key, a second, the first again, a third and a
+/// fourth), so its chain needs an overflow line, allocated after the pairs: on the
+/// largest heap that cannot hold the batch, the pairs fit and the line does not, and the
+/// batch fails with nothing published. Every heap size on which nothing was published
+/// is left as it was.
+#[test]
+fn a_batch_that_writes_a_key_twice_and_finds_no_room_gives_back_every_pair() {
+    use bi_collections::map::{bucket_of, key_hash};
+    let mut last_failure_published = None;
+    for lines in 1..400 {
+        let s = Setup::new(2, 37);
+        let map = BiHashMap::<u64, [u64; 6]>::at(s.slot(0));
+        let Ok(mut w) = map.write_handle(small_heap_writer(&s, lines * 64)) else {
+            continue;
+        };
+        let buckets = w.buckets(0).unwrap();
+        let keys: Vec<u64> = (0..)
+            .filter(|k| bucket_of(key_hash(k), buckets) == 0)
+            .take(4)
+            .collect();
+        let batch = [
+            Op::Insert(keys[0], [1; 6]),
+            Op::Insert(keys[1], [1; 6]),
+            Op::Insert(keys[0], [2; 6]),
+            Op::Insert(keys[2], [1; 6]),
+            Op::Insert(keys[3], [1; 6]),
+        ];
+        let live = w.writer().heap().stats().live;
+        match w.apply_batch(&batch) {
+            Ok(_) => {
+                assert_eq!((w.len(), w.get(&keys[0])), (4, Some([2; 6])));
+                assert_eq!(last_failure_published, Some(false), "{lines} lines");
+                return;
+            }
+            Err(e) => {
+                assert!(
+                    matches!(e, CollectionError::Runtime(BiError::Heap(_))),
+                    "{e:?}"
+                );
+                if w.is_empty() {
+                    assert_eq!(w.writer().heap().stats().live, live, "{lines} lines");
+                }
+                last_failure_published = Some(!w.is_empty());
+            }
+        }
+    }
+    panic!("no heap held the batch");
+}

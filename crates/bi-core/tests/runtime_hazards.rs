@@ -176,6 +176,95 @@ fn a_prefetch_between_the_last_pass_and_reuse_is_harmless() {
     }
 }
 
+/// A line array longer than one freed-ring entry covers (65,535 lines: 4 MiB of 64-byte
+/// lines) is retired in several entries: every node's pass drops every line of it, the
+/// first and the last alike, once and then once more, and nothing else. Node 1 reads the
+/// array's first and last records, the array is retired and its block handed out again
+/// for a new array; node 1 then reads the new records without a stale copy of the old
+/// ones anywhere.
+#[test]
+#[cfg_attr(miri, ignore = "a 4 MiB array written line by line")]
+fn every_line_of_a_retired_array_longer_than_one_entry_is_dropped() {
+    const RECORDS: usize = 70_000;
+    let s = Setup::with(
+        RegionConfig::new(32 << 20).with_nodes(2),
+        |c| c.seed(14),
+        config(),
+    );
+    let mut w = s.writer(0);
+    let old = w.alloc_lines(&vec![1u64; RECORDS]).unwrap();
+    w.publish_lines(s.slot(0), old).unwrap();
+    // Node 1's first pass drops its whole heap, and the next drops it once more: both
+    // come before its reads, so that the passes below count only the retirement.
+    s.quiesce_all().unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let ends = |a| {
+        let g = r.enter();
+        let record = |i| *g.follow(g.line(a, i).unwrap()).unwrap().unwrap();
+        [record(0), record(RECORDS - 1)]
+    };
+    assert_eq!(ends(old), [1, 1]);
+    let n1 = s.emu.node(1);
+    let line = s.region.layout().line_size().get();
+    let cached = || [0, RECORDS - 1].map(|i| n1.is_cached(old.offset() + i * line));
+    assert_eq!(cached(), [true, true]);
+    let small = w.alloc_lines(&[0u64]).unwrap();
+    w.publish_lines(s.slot(0), small).unwrap();
+    w.try_retire_lines(&[old]).unwrap();
+    let passes: Vec<_> = (0..3)
+        .map(|_| s.quiesce_all().unwrap()[1].clone())
+        .collect();
+    // Two freed entries; each line of the array dropped (and the slot's line), then
+    // each once more after the readers left; then nothing.
+    assert_eq!(
+        (passes[0].freed, passes[0].invalidated_lines),
+        (2, RECORDS + 1)
+    );
+    assert_eq!(passes[1].invalidated_lines, RECORDS);
+    assert_eq!(passes[2].invalidated_lines, 0);
+    assert_eq!(cached(), [false, false]);
+    assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+    let new = w.alloc_lines(&vec![2u64; RECORDS]).unwrap();
+    assert_eq!(new.offset(), old.offset(), "the block is reused");
+    w.publish_lines(s.slot(0), new).unwrap();
+    assert_eq!(ends(new), [2, 2]);
+    assert_eq!(s.emu.total_stats().reuse_hazards, 0);
+}
+
+/// Such an array needs two freed entries: with room for one only, its retirement is
+/// refused before anything is written (the array is still the writer's, unmarked), and
+/// succeeds once the passes have made room.
+#[test]
+#[cfg_attr(miri, ignore = "a 4 MiB array written line by line")]
+fn a_retirement_the_freed_ring_has_no_room_for_changes_nothing() {
+    const RECORDS: usize = 70_000;
+    let s = Setup::with(
+        RegionConfig::new(32 << 20)
+            .with_nodes(2)
+            .with_log_ring_entries(8),
+        |c| c.seed(15),
+        config(),
+    );
+    let mut w = s.writer(0);
+    let array = w.alloc_lines(&vec![1u64; RECORDS]).unwrap();
+    for _ in 0..7 {
+        let small = w.alloc_sealed(0u64).unwrap();
+        w.retire(small).unwrap();
+    }
+    assert!(matches!(
+        w.try_retire_lines(&[array]),
+        Err(BiError::LogFull { .. })
+    ));
+    assert_eq!(w.read_own_line(array, 0).unwrap(), 1);
+    assert_eq!(w.retired_blocks(), 7);
+    for _ in 0..3 {
+        s.quiesce_all().unwrap();
+    }
+    w.try_retire_lines(&[array]).unwrap();
+    assert_eq!(w.retired_blocks(), 8);
+}
+
 /// (c) A multi-line object whose header line is fresh while its third line is a stale
 /// copy of the block's previous incarnation.
 #[test]
