@@ -176,8 +176,19 @@ fn a_prefetch_between_the_last_pass_and_reuse_is_harmless() {
     }
 }
 
-/// A line array longer than one freed-ring entry covers (65,535 lines: 4 MiB of 64-byte
-/// lines) is retired in several entries: every node's pass drops every line of it, the
+/// Records (one a line) of an array longer than one freed-ring entry covers (65,535
+/// lines: 4 MiB of 64-byte lines).
+const RECORDS: usize = 70_000;
+
+/// Room for such arrays, and log rings of `entries` entries.
+fn large(seed: u64, entries: u32) -> Setup {
+    let region = RegionConfig::new(32 << 20)
+        .with_nodes(2)
+        .with_log_ring_entries(entries);
+    Setup::with(region, |c| c.seed(seed), config())
+}
+
+/// A line array longer than one freed-ring entry covers is retired in several entries: every node's pass drops every line of it, the
 /// first and the last alike, once and then once more, and nothing else. Node 1 reads the
 /// array's first and last records, the array is retired and its block handed out again
 /// for a new array; node 1 then reads the new records without a stale copy of the old
@@ -185,12 +196,7 @@ fn a_prefetch_between_the_last_pass_and_reuse_is_harmless() {
 #[test]
 #[cfg_attr(miri, ignore = "a 4 MiB array written line by line")]
 fn every_line_of_a_retired_array_longer_than_one_entry_is_dropped() {
-    const RECORDS: usize = 70_000;
-    let s = Setup::with(
-        RegionConfig::new(32 << 20).with_nodes(2),
-        |c| c.seed(14),
-        config(),
-    );
+    let s = large(14, 1024);
     let mut w = s.writer(0);
     let old = w.alloc_lines(&vec![1u64; RECORDS]).unwrap();
     w.publish_lines(s.slot(0), old).unwrap();
@@ -238,14 +244,7 @@ fn every_line_of_a_retired_array_longer_than_one_entry_is_dropped() {
 #[test]
 #[cfg_attr(miri, ignore = "a 4 MiB array written line by line")]
 fn a_retirement_the_freed_ring_has_no_room_for_changes_nothing() {
-    const RECORDS: usize = 70_000;
-    let s = Setup::with(
-        RegionConfig::new(32 << 20)
-            .with_nodes(2)
-            .with_log_ring_entries(8),
-        |c| c.seed(15),
-        config(),
-    );
+    let s = large(15, 8);
     let mut w = s.writer(0);
     let array = w.alloc_lines(&vec![1u64; RECORDS]).unwrap();
     for _ in 0..7 {

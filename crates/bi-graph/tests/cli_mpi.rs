@@ -5,7 +5,8 @@
 
 use std::process::Command;
 
-fn run(program: &str, args: &[&str]) {
+/// Runs `program`; returns what it printed.
+fn run(program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)
         .output()
@@ -15,6 +16,21 @@ fn run(program: &str, args: &[&str]) {
         "{program} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The figure in the run report's `messages` column (right-aligned under its heading).
+fn messages(report: &str) -> u64 {
+    let mut lines = report.lines().skip_while(|l| !l.contains("messages"));
+    let heading = lines
+        .next()
+        .unwrap_or_else(|| panic!("no report: {report}"));
+    let end = heading.find("messages").unwrap() + "messages".len();
+    let row = lines.next().unwrap_or_else(|| panic!("no row: {report}"));
+    let figure = row[..end].split_whitespace().last().unwrap();
+    figure
+        .parse()
+        .unwrap_or_else(|_| panic!("{figure:?} in {report}"))
 }
 
 #[test]
@@ -64,10 +80,12 @@ fn two_pools_of_two_ranks_give_the_values_of_one_process() {
         b.extend(["--region", region.to_str().unwrap()]);
         let mut m = vec!["-np", "4", exe];
         m.extend(b);
-        run("mpirun", &m);
+        let report = run("mpirun", &m);
         let (x, y) = (std::fs::read(&one).unwrap(), std::fs::read(&ranks).unwrap());
         assert!(!x.is_empty());
         assert!(x == y, "{program:?}: two pools differ from one process");
+        // Values cross between the pools as messages, and the report counts them.
+        assert!(messages(&report) > 1, "{program:?}: {report}");
         // Each pool's first rank removes its region file.
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),

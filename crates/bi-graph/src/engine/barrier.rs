@@ -293,4 +293,29 @@ mod tests {
             assert_eq!(n.poll(2), Err(Aborted), "node {me}");
         }
     }
+
+    /// A node that aborts breaks the barrier for itself at once and for every other node
+    /// as soon as it reads that node's line: each sees the run aborted, a wait or an
+    /// arrival returns `Aborted`. Before that, no node sees an abort.
+    #[test]
+    fn a_nodes_abort_reaches_every_other_node_of_a_region_barrier() {
+        use bi_core::mem::{Emulator, EmulatorConfig};
+        let emu = Emulator::new(EmulatorConfig::new(4096, 3));
+        let nodes: Vec<_> = (0..3)
+            .map(|me| RegionBarrier::new(emu.node(me), 128, 3, me))
+            .collect();
+        let aborted = || nodes.iter().map(|n| n.is_aborted()).collect::<Vec<_>>();
+        assert_eq!(aborted(), [false; 3]);
+        for n in &nodes {
+            assert_eq!(n.arrive(), Ok(1));
+        }
+        assert!(nodes.iter().all(|n| n.poll(1) == Ok(true)));
+        assert_eq!(aborted(), [false; 3]);
+        nodes[1].abort();
+        assert_eq!(aborted(), [true; 3]);
+        assert_eq!(nodes[1].arrive(), Err(Aborted));
+        assert_eq!(nodes[0].wait(), Err(Aborted));
+        assert_eq!(nodes[0].arrive(), Err(Aborted));
+        assert_eq!(nodes[2].poll(1), Err(Aborted));
+    }
 }

@@ -403,3 +403,42 @@ impl<T: Transport> Exchange for Messages<'_, T> {
         self.mail.sent
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::barrier::PhaseBarrier;
+    use bi_core::channel::ChannelLayout;
+    use bi_core::mem::{Emulator, EmulatorConfig};
+
+    /// A partition whose peer failed waits in the exchange for messages that will not
+    /// come and for room the peer will not make: it gives up once the barrier is
+    /// aborted, instead of waiting for ever.
+    #[test]
+    #[cfg_attr(miri, ignore = "waits on a thread for real time")]
+    fn an_exchange_with_a_failed_partition_ends_when_the_barrier_is_aborted() {
+        let emu = Emulator::new(EmulatorConfig::new(1 << 16, 2));
+        let line = emu.line_size();
+        let to_peer = ChannelLayout::<Msg>::new(0, 8, line).unwrap();
+        let from_peer = ChannelLayout::<Msg>::new(8192, 8, line).unwrap();
+        to_peer.init(&emu.node(0)).unwrap();
+        from_peer.init(&emu.node(1)).unwrap();
+        let barrier = PhaseBarrier::new(2);
+        let mut channels = Channels {
+            senders: vec![None, Some(Sender::new(emu.node(0), to_peer).unwrap())],
+            receivers: vec![None, Some(Receiver::new(emu.node(0), from_peer).unwrap())],
+            barrier: &barrier,
+        };
+        // More than the channel holds, and one message the peer never sends.
+        let out = [Vec::new(), vec![[0u64; 4]; 20]];
+        let mut inbox = [Vec::new(), Vec::new()];
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                barrier.abort();
+            });
+            let r = channels.exchange(&out, &mut inbox, &[0, 1]);
+            assert!(matches!(r, Err(GraphError::Aborted)), "{r:?}");
+        });
+    }
+}
