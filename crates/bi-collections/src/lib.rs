@@ -40,7 +40,7 @@
 //! A second writer is refused ([`BiError::WriterAlive`](bi_core::runtime::BiError)) while
 //! the first is alive; a writer that is killed is replaced by the next process that opens
 //! the map as writer, on its node or another, which **adopts** the map from memory
-//! ([`named`]): every write whose `insert` returned is there. A structure's memory comes
+//! ([`naming`]): every write whose `insert` returned is there. A structure's memory comes
 //! from the region's heap in extents granted to it as it grows, so one writer can use
 //! the whole heap. Opening the name with other key or value types is an error, never a
 //! reinterpretation. More reader processes of a host can *join* the node one of them

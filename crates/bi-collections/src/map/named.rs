@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 impl<K: Stored + Eq + Hash, V: Stored> BiHashMap<K, V> {
     /// The map named `name` in `region` (one partition), made (with no writer yet) if
     /// the region has none. Opening a name made for another kind of structure, or for
-    /// other key or value types, is an error ([`crate::named`]).
+    /// other key or value types, is an error ([`crate::naming`]).
     ///
     /// ```
     /// use bi_alloc::NodeHeap;

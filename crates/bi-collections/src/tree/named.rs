@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 impl<K: Stored + Ord, V: Stored> BiTree<K, V> {
     /// The tree named `name` in `region`, made (empty, with no writer yet) if the region
     /// has none. Opening a name made for another kind of structure, or for other key or
-    /// value types, is an error ([`crate::named`]). Any process of any node may call it;
+    /// value types, is an error ([`crate::naming`]). Any process of any node may call it;
     /// all find the same tree.
     ///
     /// ```

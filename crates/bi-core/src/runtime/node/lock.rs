@@ -234,7 +234,7 @@ pub(crate) const LOST_LEASE_RETRIES: u32 = 16;
 /// Runs `step`, a step under the pool lock that takes the lock itself and calls
 /// [`PoolLockGuard::check`] before its first store, again from the start (the lock taken
 /// anew) each time it fails for a lease lost while it held the lock (`lost` tells those
-/// errors), up to [`LOST_LEASE_RETRIES`] times. Such a failure wrote nothing, so running
+/// errors), up to 16 times (`LOST_LEASE_RETRIES`). Such a failure wrote nothing, so running
 /// the step again is running it for the first time: a process stalled inside the lock
 /// on a loaded machine waits once more instead of failing its caller.
 ///
