@@ -18,12 +18,12 @@
 //! | section | size |
 //! |---|---|
 //! | header | [`HEADER_LEN`] rounded up to a line |
-//! | node table | `nodes` x [`NODE_RECORD_SLOTS`] slots |
+//! | node table | `nodes` x 4 slots |
 //! | reader table | `nodes` x `readers_per_node` slots |
-//! | log rings | `nodes` x [`RINGS_PER_NODE`] rings, each [`RING_CONTROL_SLOTS`] slots of control then `log_ring_entries` x [`LOG_ENTRY_BYTES`] rounded up to a slot |
-//! | root directory | `root_entries` x [`ROOT_ENTRY_SLOTS`] slots |
+//! | log rings | `nodes` x 2 rings (modified and freed), each 2 slots of control then `log_ring_entries` x 16 bytes rounded up to a slot |
+//! | root directory | `root_entries` x 2 slots |
 //! | extent table | one 8-byte owner word per extent of the heap, rounded up to a slot |
-//! | heap | the rest, at least [`MIN_HEAP_BYTES`] |
+//! | heap | the rest, at least 4 KiB |
 //!
 //! The heap is cut into *extents* (the last one may be shorter): the unit in which heap
 //! memory is handed to the structures that need it ([`Layout::extent`]), recorded in the
@@ -41,18 +41,18 @@ use crate::line::LineSize;
 
 /// Slots per node record, each on lines of its own: the quiescence record (slot 0), the
 /// pool lock record (slot 1), and room for more per-node state.
-pub const NODE_RECORD_SLOTS: usize = 4;
+pub(crate) const NODE_RECORD_SLOTS: usize = 4;
 /// Log rings per node: one for modified slots, one for freed objects.
-pub const RINGS_PER_NODE: usize = 2;
+pub(crate) const RINGS_PER_NODE: usize = 2;
 /// Control slots at the start of each log ring (head and tail on separate lines).
-pub const RING_CONTROL_SLOTS: usize = 2;
+pub(crate) const RING_CONTROL_SLOTS: usize = 2;
 /// Slots per root directory entry: the entry (name, type) and the slot of the structure
 /// it names (its root word and its writer record), each on lines of their own.
-pub const ROOT_ENTRY_SLOTS: usize = 2;
+pub(crate) const ROOT_ENTRY_SLOTS: usize = 2;
 /// Bytes per log ring entry (an offset and a time stamp).
-pub const LOG_ENTRY_BYTES: usize = 16;
+pub(crate) const LOG_ENTRY_BYTES: usize = 16;
 /// The smallest heap a region may have.
-pub const MIN_HEAP_BYTES: usize = 4096;
+pub(crate) const MIN_HEAP_BYTES: usize = 4096;
 /// The smallest slot: one 64-byte record.
 pub(crate) const MIN_SLOT_BYTES: usize = 64;
 /// Bytes per extent table entry (the owner word of one extent).
@@ -63,7 +63,7 @@ pub const MIN_EXTENT_LINES: usize = 64;
 pub const TARGET_EXTENTS: usize = 1024;
 
 /// Most nodes a region can describe.
-pub const MAX_NODES: u32 = 4096;
+pub(crate) const MAX_NODES: u32 = 4096;
 /// Most readers per node.
 pub(crate) const MAX_READERS_PER_NODE: u32 = 65536;
 /// Most entries per log ring.
@@ -476,7 +476,7 @@ impl Layout {
     /// Errors: [`RegionError::BadLineSize`], [`RegionError::InvalidParameter`] for a count
     /// out of range or a size that is not a multiple of the line size or exceeds 2^48, and
     /// [`RegionError::TooSmall`] when the size cannot hold the sections and a
-    /// [`MIN_HEAP_BYTES`] heap.
+    /// heap of at least 4 KiB.
     ///
     /// ```
     /// use bi_core::region::{Layout, RegionConfig, RegionError};
@@ -766,7 +766,7 @@ impl Layout {
             .then(|| (offset - heap.offset) / self.extent)
     }
 
-    /// The record of `node` in the node table ([`NODE_RECORD_SLOTS`] slots), or `None`
+    /// The record of `node` in the node table (4 slots), or `None`
     /// for a node the region does not have.
     ///
     /// ```
@@ -811,7 +811,7 @@ impl Layout {
         )
     }
 
-    /// A log ring of `node`: [`RING_CONTROL_SLOTS`] control slots followed by the entries.
+    /// A log ring of `node`: 2 control slots followed by the entries.
     ///
     /// ```
     /// use bi_core::region::{Layout, RegionConfig, RingKind};
@@ -834,7 +834,7 @@ impl Layout {
         )
     }
 
-    /// Entry `index` of the root directory ([`ROOT_ENTRY_SLOTS`] slots: the entry, then
+    /// Entry `index` of the root directory (2 slots: the entry, then
     /// the slot of the structure it names).
     ///
     /// ```
