@@ -188,8 +188,9 @@ fn large(seed: u64, entries: u32) -> Setup {
     Setup::with(region, |c| c.seed(seed), config())
 }
 
-/// A line array longer than one freed-ring entry covers is retired in several entries: every node's pass drops every line of it, the
-/// first and the last alike, once and then once more, and nothing else. Node 1 reads the
+/// A line array longer than one freed-ring entry covers is retired in several entries:
+/// every node's pass drops every line of it, the first and the last alike, once and then
+/// once more, and nothing else. Node 1 reads the
 /// array's first and last records, the array is retired and its block handed out again
 /// for a new array; node 1 then reads the new records without a stale copy of the old
 /// ones anywhere.

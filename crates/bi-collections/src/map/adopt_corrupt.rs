@@ -9,6 +9,7 @@ use super::bucket::{
 use super::tags::array_lines;
 use super::{BiHashMap, MapWriteHandle};
 use crate::CollectionError;
+use crate::testing::refused_while_corrupt;
 use bi_alloc::NodeHeap;
 use bi_core::heap::Heap;
 use bi_core::mem::EmulatedNode;
@@ -49,28 +50,11 @@ fn record_word(s: &Setup, array: LineLink, i: usize, w: usize) -> usize {
     array.offset() + i * s.region.layout().line_size().get() + 8 + 8 * w
 }
 
-fn poke(s: &Setup, offset: usize, word: u64) {
-    s.emu
-        .backing()
-        .store_bytes(offset, &word.to_ne_bytes())
-        .unwrap();
-}
-
 /// Writes `bad` over the word at `offset`: node 1's adoption is refused as corrupt and
 /// leaves the partition's slot as it was; with the word restored, node 0 adopts the map
 /// whole.
 fn refused_then_adopted(s: &Setup, slot: usize, offset: usize, bad: u64, what: &str) {
-    let good: u64 = s.emu.peek(offset).unwrap();
-    let published: u64 = s.emu.peek(slot).unwrap();
-    poke(s, offset, bad);
-    match take(s, 1) {
-        Err(CollectionError::Corrupt { .. }) => {}
-        Err(e) => panic!("{what}: {e}"),
-        Ok(w) => panic!("{what}: adopted with {} keys", w.len()),
-    }
-    assert_eq!(s.emu.peek::<u64>(slot).unwrap(), published, "{what}");
-    poke(s, offset, good);
-    let w = take(s, 0).unwrap();
+    let w = refused_while_corrupt(s, slot, offset, &bad.to_ne_bytes(), what, |n| take(s, n));
     assert_eq!(w.len(), KEYS as usize, "{what}");
     for k in 0..KEYS {
         assert_eq!(w.get(&k), Some([k; 6]), "{what}: key {k}");

@@ -154,3 +154,30 @@ pub fn small_heap_writer(s: &Setup, bytes: usize) -> Writer<EmulatedNode, NodeHe
     let heap = NodeHeap::new(start..start + bytes, s.region.layout().line_size()).unwrap();
     s.nodes[0].writer(heap).unwrap()
 }
+
+/// Writes `bad` over the bytes at `offset` of the emulated memory: the adoption
+/// `adopt(1)` (node 1's) must be refused as corrupt and leave the word in `slot` (the
+/// structure's root) as it was; with the bytes restored, returns `adopt(0)`, node 0's
+/// adoption, for the caller to check whole.
+#[cfg(test)]
+pub(crate) fn refused_while_corrupt<W>(
+    s: &Setup,
+    slot: usize,
+    offset: usize,
+    bad: &[u8],
+    what: &str,
+    adopt: impl Fn(usize) -> Result<W, CollectionError>,
+) -> W {
+    let mut good = vec![0u8; bad.len()];
+    s.emu.backing().load_bytes(offset, &mut good).unwrap();
+    let root: u64 = s.emu.peek(slot).unwrap();
+    s.emu.backing().store_bytes(offset, bad).unwrap();
+    match adopt(1) {
+        Err(CollectionError::Corrupt { .. }) => {}
+        Err(e) => panic!("{what}: {e}"),
+        Ok(_) => panic!("{what}: adopted"),
+    }
+    assert_eq!(s.emu.peek::<u64>(slot).unwrap(), root, "{what}");
+    s.emu.backing().store_bytes(offset, &good).unwrap();
+    adopt(0).unwrap_or_else(|e| panic!("{what}, restored: {e}"))
+}

@@ -54,6 +54,8 @@ mod history;
 mod machine;
 
 pub use history::History;
+#[cfg(test)]
+pub(crate) use machine::refused_while_corrupt;
 pub use machine::{
     Hardware, check_failed_write, check_reuse_hazards, is_resource_exhaustion, small_heap_writer,
 };

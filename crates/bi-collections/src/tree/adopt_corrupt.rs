@@ -5,6 +5,7 @@
 
 use super::{BiTree, Node, TreeWriteHandle};
 use crate::CollectionError;
+use crate::testing::refused_while_corrupt;
 use bi_alloc::NodeHeap;
 use bi_core::heap::Heap;
 use bi_core::mem::EmulatedNode;
@@ -44,28 +45,12 @@ fn read(s: &Setup, raw: u64) -> N {
     s.emu.peek(node_at(raw)).unwrap()
 }
 
-fn write(s: &Setup, raw: u64, node: N) {
-    let at = node_at(raw);
-    s.emu
-        .backing()
-        .store_bytes(at, bytemuck::bytes_of(&node))
-        .unwrap();
-}
-
 /// Writes `bad` over the node `raw` links to: node 1's adoption is refused as corrupt and
 /// leaves the root slot as it was; with the node restored, node 0 adopts the tree whole.
 fn refused_then_adopted(s: &Setup, slot: usize, raw: u64, bad: N, what: &str) {
-    let good = read(s, raw);
-    let root: u64 = s.emu.peek(slot).unwrap();
-    write(s, raw, bad);
-    match take(s, 1) {
-        Err(CollectionError::Corrupt { .. }) => {}
-        Err(e) => panic!("{what}: {e}"),
-        Ok(w) => panic!("{what}: adopted with {} keys", w.len()),
-    }
-    assert_eq!(s.emu.peek::<u64>(slot).unwrap(), root, "{what}");
-    write(s, raw, good);
-    let w = take(s, 0).unwrap();
+    let w = refused_while_corrupt(s, slot, node_at(raw), bytemuck::bytes_of(&bad), what, |n| {
+        take(s, n)
+    });
     w.check_invariants().unwrap();
     assert_eq!(w.len(), KEYS as usize, "{what}");
     for k in 0..KEYS {

@@ -257,6 +257,7 @@ impl<V: MemView> Barrier for RegionBarrier<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bi_core::mem::{EmulatedNode, Emulator, EmulatorConfig};
 
     #[test]
     fn waits_for_all_and_aborts() {
@@ -275,15 +276,19 @@ mod tests {
         assert_eq!(b.wait(), Err(Aborted));
     }
 
+    /// Each of `nodes` emulated nodes' side of one region barrier at offset 128.
+    fn region_barriers(emu: &Emulator, nodes: usize) -> Vec<RegionBarrier<EmulatedNode>> {
+        (0..nodes)
+            .map(|me| RegionBarrier::new(emu.node(me), 128, nodes, me))
+            .collect()
+    }
+
     /// The launcher's abort reaches every node of a region barrier, the first one
     /// included (a mark in a node's own line would reach only the others).
     #[test]
     fn the_launchers_abort_reaches_every_node_of_a_region_barrier() {
-        use bi_core::mem::{Emulator, EmulatorConfig};
         let emu = Emulator::new(EmulatorConfig::new(4096, 4));
-        let nodes: Vec<_> = (0..3)
-            .map(|me| RegionBarrier::new(emu.node(me), 128, 3, me))
-            .collect();
+        let nodes = region_barriers(&emu, 3);
         for n in &nodes {
             assert_eq!(n.arrive(), Ok(1));
         }
@@ -299,11 +304,8 @@ mod tests {
     /// arrival returns `Aborted`. Before that, no node sees an abort.
     #[test]
     fn a_nodes_abort_reaches_every_other_node_of_a_region_barrier() {
-        use bi_core::mem::{Emulator, EmulatorConfig};
         let emu = Emulator::new(EmulatorConfig::new(4096, 3));
-        let nodes: Vec<_> = (0..3)
-            .map(|me| RegionBarrier::new(emu.node(me), 128, 3, me))
-            .collect();
+        let nodes = region_barriers(&emu, 3);
         let aborted = || nodes.iter().map(|n| n.is_aborted()).collect::<Vec<_>>();
         assert_eq!(aborted(), [false; 3]);
         for n in &nodes {
