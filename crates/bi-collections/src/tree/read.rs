@@ -504,13 +504,16 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         // A root already searched without success names the same immutable version: it
         // need not be searched again.
         let mut missed = None;
-        self.guard.lazy(|entry| {
+        let missed = &mut missed;
+        // `move`: the search holds `key` itself, not a reference to it, so the walk's
+        // comparisons load the key with no extra indirection.
+        self.guard.lazy(move |entry| {
             // With `Fault::LazyTree` a miss in the cached version is trusted as is.
             if missed.is_some() && self.guard.faults().has(Fault::LazyTree) {
                 return Ok(Search::Missing);
             }
             let root = self.guard.slot_word(self.slot, entry)?;
-            if missed == Some(root) {
+            if *missed == Some(root) {
                 return Ok(Search::Missing);
             }
             let found = match self.search(root, key)? {
@@ -520,7 +523,7 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
                     Err(e) => return Err(e),
                 },
                 Search::Missing => {
-                    missed = Some(root);
+                    *missed = Some(root);
                     Search::Missing
                 }
                 Search::Stale => Search::Stale,

@@ -111,12 +111,9 @@ impl<V: MemView> BiGuard<'_, V> {
     #[inline]
     pub fn lazy<T, E: From<BiError>>(
         &self,
-        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
+        search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        match search(Via::Cached)? {
-            Search::Found(v) => Ok(Some(v)),
-            _ => self.lazy_fresh(search),
-        }
+        search_until_answered(Via::Cached, false, search)
     }
 
     /// Runs `search` through the cache, and trusts a miss: the answer is that of the
@@ -158,13 +155,9 @@ impl<V: MemView> BiGuard<'_, V> {
     #[inline]
     pub fn bounded<T, E: From<BiError>>(
         &self,
-        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
+        search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        match search(Via::Cached)? {
-            Search::Found(v) => Ok(Some(v)),
-            Search::Missing => Ok(None),
-            Search::Stale => self.lazy_fresh(search),
-        }
+        search_until_answered(Via::Cached, true, search)
     }
 
     /// Runs `search` from entry points read fresh from memory (its lines invalidated
@@ -192,31 +185,7 @@ impl<V: MemView> BiGuard<'_, V> {
         &self,
         search: impl FnMut(Via) -> Result<Search<T>, E>,
     ) -> Result<Option<T>, E> {
-        self.lazy_fresh(search)
-    }
-
-    /// The part of [`lazy`](Self::lazy) past the cached attempt.
-    #[inline(never)]
-    fn lazy_fresh<T, E: From<BiError>>(
-        &self,
-        mut search: impl FnMut(Via) -> Result<Search<T>, E>,
-    ) -> Result<Option<T>, E> {
-        let mut since = None;
-        for attempt in 0.. {
-            match search(Via::Fresh)? {
-                Search::Found(v) => return Ok(Some(v)),
-                Search::Missing => return Ok(None),
-                Search::Stale if attempt < FRESH_ATTEMPTS => {}
-                Search::Stale => {
-                    let start = *since.get_or_insert_with(std::time::Instant::now);
-                    if start.elapsed() > STALE_PATIENCE {
-                        break;
-                    }
-                    crate::primitive::thread::yield_now();
-                }
-            }
-        }
-        Err(BiError::StaleLink { offset: 0 }.into())
+        search_until_answered(Via::Fresh, false, search)
     }
 
     /// The word in the 8-byte slot at `slot`, through the cache or from memory.
@@ -239,5 +208,58 @@ impl<V: MemView> BiGuard<'_, V> {
             Via::Cached => self.cached_slot_word(slot),
             Via::Fresh => self.fresh_slot_word(slot),
         }
+    }
+}
+
+/// The loop of [`lazy`](BiGuard::lazy), [`bounded`](BiGuard::bounded) and
+/// [`fresh`](BiGuard::fresh): `search` from entry points read through `first`, then
+/// fresh from memory until it finds the answer or misses in a fresh version (or, with
+/// `trust_cached_miss`, in the cached one). `search` is called from this one place, so a
+/// structure's search is inlined into its lookup whole.
+#[inline(always)]
+fn search_until_answered<T, E: From<BiError>>(
+    first: Via,
+    trust_cached_miss: bool,
+    mut search: impl FnMut(Via) -> Result<Search<T>, E>,
+) -> Result<Option<T>, E> {
+    let mut via = first;
+    let mut stale = StaleAttempts::default();
+    loop {
+        match search(via)? {
+            Search::Found(v) => return Ok(Some(v)),
+            Search::Missing if via == Via::Fresh || trust_cached_miss => return Ok(None),
+            Search::Missing => {}
+            Search::Stale if via == Via::Cached => {}
+            Search::Stale => stale.one_more()?,
+        }
+        via = Via::Fresh;
+    }
+}
+
+/// The fresh attempts of one lookup that met a stale link: the first
+/// [`FRESH_ATTEMPTS`] start over at once, later ones after yielding, until
+/// [`STALE_PATIENCE`] has passed.
+#[derive(Default)]
+struct StaleAttempts {
+    count: usize,
+    since: Option<std::time::Instant>,
+}
+
+impl StaleAttempts {
+    /// Counts one more stale fresh attempt: `Ok` to start over, the lookup's error once
+    /// the attempts have stayed stale too long.
+    #[cold]
+    #[inline(never)]
+    fn one_more(&mut self) -> Result<(), BiError> {
+        self.count += 1;
+        if self.count <= FRESH_ATTEMPTS {
+            return Ok(());
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() > STALE_PATIENCE {
+            return Err(BiError::StaleLink { offset: 0 });
+        }
+        crate::primitive::thread::yield_now();
+        Ok(())
     }
 }

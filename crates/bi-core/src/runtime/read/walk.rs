@@ -69,21 +69,25 @@ fn walk_from<V: MemView, T: Pod, R>(
     view: &V,
     objects: Objects,
     mut link: Link<T>,
-    steps: &mut usize,
+    steps_left: &mut usize,
     f: &mut impl FnMut(&T, Stamp) -> Step<T, R>,
 ) -> Result<Exit<T, R>, BiError> {
-    loop {
-        *steps += 1;
-        if *steps > MAX_WALK {
+    // Counted down in a local: the bound costs a decrement and a branch a step.
+    let mut left = *steps_left;
+    let exit = loop {
+        if left == 0 {
             return Err(cycle(link.offset()));
         }
+        left -= 1;
         link = match fetch_stamped(view, objects, link, &mut *f)? {
-            Fetch::Value(Step::Found(r)) => return Ok(Exit::Done(Search::Found(r))),
+            Fetch::Value(Step::Found(r)) => break Exit::Done(Search::Found(r)),
             Fetch::Value(Step::Next(next)) => next,
-            Fetch::Null => return Ok(Exit::Done(Search::Missing)),
-            Fetch::Stale => return Ok(Exit::Stale(link)),
+            Fetch::Null => break Exit::Done(Search::Missing),
+            Fetch::Stale => break Exit::Stale(link),
         };
-    }
+    };
+    *steps_left = left;
+    Ok(exit)
 }
 
 impl<V: MemView> BiGuard<'_, V> {
@@ -122,7 +126,7 @@ impl<V: MemView> BiGuard<'_, V> {
         start: Link<T>,
         mut f: impl FnMut(&T) -> Step<T, R>,
     ) -> Result<Search<R>, BiError> {
-        self.walk_via(Via::Cached, Via::Cached, start, |t, _| f(t))
+        self.walk_cached(start, move |t, _| f(t))
     }
 
     /// [`walk`](Self::walk), reading the first object through `first` and every later
@@ -166,16 +170,27 @@ impl<V: MemView> BiGuard<'_, V> {
         first: Via,
         rest: Via,
         start: Link<T>,
-        mut f: impl FnMut(&T, Stamp) -> Step<T, R>,
+        f: impl FnMut(&T, Stamp) -> Step<T, R>,
     ) -> Result<Search<R>, BiError> {
         if (first, rest) != (Via::Cached, Via::Cached) {
             return self.walk_stepwise(first, rest, start, f);
         }
+        self.walk_cached(start, f)
+    }
+
+    /// [`walk_via`](Self::walk_via) through the cache: the tight loop, left only for a
+    /// stale copy's second read.
+    #[inline(always)]
+    fn walk_cached<T: Pod, R>(
+        &self,
+        start: Link<T>,
+        mut f: impl FnMut(&T, Stamp) -> Step<T, R>,
+    ) -> Result<Search<R>, BiError> {
         let inner = self.inner();
         let objects = inner.objects();
-        let (mut link, mut steps) = (start, 0);
+        let (mut link, mut steps_left) = (start, MAX_WALK);
         loop {
-            link = match walk_from(&inner.view, objects, link, &mut steps, &mut f)? {
+            link = match walk_from(&inner.view, objects, link, &mut steps_left, &mut f)? {
                 Exit::Done(found) => return Ok(found),
                 // The tight loop's read was the first one: straight to the second, after
                 // invalidating the object's lines.
