@@ -14,6 +14,11 @@
 //! including its share of retiring and reclaiming, which the writer does by itself every
 //! 64 replaced nodes).
 //!
+//! Scans: a range of 100 consecutive keys, alone on the measured thread (criterion group
+//! `tree_range100_*` and the scan table), and a YCSB-E-like mix: the updater thread runs
+//! 95% scans and 5% inserts of new keys while the measured thread scans, each scan 1 to
+//! 100 keys long (uniformly). Every contestant copies the entries out into a `Vec`.
+//!
 //! `BI_BENCH_QUICK=1` (or `-- --quick`) shortens every measurement; `BI_TREE_SIZES=1K,64K`
 //! restricts the working sets. The criterion group
 //! measures single-threaded lookups with no updater; the table and the ratios
@@ -46,6 +51,46 @@ use std::time::{Duration, Instant};
 /// A key the tree holds (the even keys below `keys`), chosen by `r`.
 fn present(r: u64, keys: u64) -> u64 {
     (r % (keys / 2)) * 2
+}
+
+/// The keys of a short scan: `n` present keys from the one `r` picks (a span of `2n`,
+/// since the tree holds the even keys), inside the key space.
+fn scan_span(r: u64, keys: u64, n: u64) -> std::ops::Range<u64> {
+    let start = present(r, keys - 2 * n);
+    start..start + 2 * n
+}
+
+/// A YCSB-E scan length: 1 to 100 keys, uniformly, drawn from `r`'s high bits.
+fn scan_len(r: u64) -> u64 {
+    1 + (r >> 40) % 100
+}
+
+/// The entries of `span` in a `RwLock<BTreeMap>`, copied out under the read lock.
+fn btree_range(map: &RwLock<BTreeMap<u64, u64>>, span: std::ops::Range<u64>) -> Vec<(u64, u64)> {
+    let map = map.read().expect("lock");
+    map.range(span).map(|(k, v)| (*k, *v)).collect()
+}
+
+/// The entries of `span` in a `SkipMap`, copied out.
+fn skip_range(map: &SkipMap<u64, u64>, span: std::ops::Range<u64>) -> Vec<(u64, u64)> {
+    map.range(span).map(|e| (*e.key(), *e.value())).collect()
+}
+
+/// Median over `rounds` of the mean ns per call of `op`, called `ops` times a round on
+/// this thread with a fresh random word each time.
+fn time_per_op(rounds: usize, ops: usize, mut op: impl FnMut(u64) -> usize) -> f64 {
+    let mut rng = XorShift(0x5DEE_CE66_D1CE_4E5B);
+    let mut samples: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..ops {
+                black_box(op(rng.next()));
+            }
+            start.elapsed().as_nanos() as f64 / ops as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
 }
 
 struct XorShift(u64);
@@ -156,10 +201,29 @@ struct Row {
     update: [f64; 4],
 }
 
+/// The scan figures of one working set, per contestant: a range of 100 keys alone on
+/// one thread, and the YCSB-E-like mix (the scans of the measured thread while the other
+/// runs 95% scans and 5% inserts, and the mean insert of that thread).
+#[derive(Default, Clone, Copy)]
+struct ScanRow {
+    range100: [f64; 4],
+    mix_scan: [f64; 4],
+    mix_insert: [f64; 4],
+}
+
 const NAMES: [&str; 4] = ["BiTree", "EpochBonsai", "RwLock<BTreeMap>", "SkipMap"];
 
 /// The working sets: key count and label.
 const SIZES: [(u64, &str); 3] = [(1 << 10, "1K"), (1 << 16, "64K"), (1 << 20, "1M")];
+
+/// The target of the lookup ratio `BiTree / EpochBonsai` at `pct`% updates.
+fn lookup_target(pct: u64) -> Option<f64> {
+    match pct {
+        0 => Some(1.2),
+        10 => Some(1.3),
+        _ => None,
+    }
+}
 
 /// The key count of the working set labelled `label`.
 fn working_set(label: &str) -> u64 {
@@ -197,6 +261,12 @@ fn main() {
             .sample_size(10);
     }
     let mut table: Vec<(String, u64, Row)> = Vec::new();
+    let mut scan_table: Vec<(String, ScanRow)> = Vec::new();
+    // Scans cost about a hundred lookups: fewer of them a round.
+    let scan_plan = Plan {
+        rounds: plan.rounds,
+        lookups: plan.lookups / 50,
+    };
 
     for (n, label) in sizes {
         let keys = 2 * n;
@@ -263,6 +333,38 @@ fn main() {
                 b.iter(|| black_box(skip.get(&present(rng.next(), keys)).map(|e| *e.value())))
             });
             g.finish();
+
+            let mut g = c.benchmark_group(format!("tree_range100_{label}"));
+            let span = |r: u64| scan_span(r, keys, 100);
+            g.bench_function("BiTree", |b| {
+                b.iter(|| black_box(r.enter().range(span(rng.next())).expect("range").len()))
+            });
+            g.bench_function("EpochBonsai", |b| {
+                b.iter(|| black_box(epoch.range(span(rng.next())).len()))
+            });
+            g.bench_function("RwLock<BTreeMap>", |b| {
+                b.iter(|| black_box(btree_range(&btree, span(rng.next())).len()))
+            });
+            g.bench_function("SkipMap", |b| {
+                b.iter(|| black_box(skip_range(&skip, span(rng.next())).len()))
+            });
+            g.finish();
+        }
+
+        // A range of 100 keys, alone on the measured thread (node 1's reader for BiTree).
+        let mut scans = ScanRow::default();
+        {
+            let r = bi.tree.read_handle(&bi.nodes[1]).expect("reader");
+            let (rounds, ops) = (scan_plan.rounds, scan_plan.lookups);
+            let span = |x: u64| scan_span(x, keys, 100);
+            scans.range100 = [
+                time_per_op(rounds, ops, |x| {
+                    r.enter().range(span(x)).expect("range").len()
+                }),
+                time_per_op(rounds, ops, |x| epoch.range(span(x)).len()),
+                time_per_op(rounds, ops, |x| btree_range(&btree, span(x)).len()),
+                time_per_op(rounds, ops, |x| skip_range(&skip, span(x)).len()),
+            ];
         }
 
         for pct in pcts {
@@ -336,6 +438,60 @@ fn main() {
             );
             table.push((label.to_string(), pct, row));
         }
+
+        // The YCSB-E-like mix: the updater thread runs 95% scans and 5% inserts of new
+        // (odd) keys, the measured thread scans; scans are 1 to 100 keys long.
+        let mix_span = |k: u64| k..k + 2 * scan_len(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        {
+            let r1 = bi.tree.read_handle(&bi.nodes[1]).expect("reader");
+            let r0 = bi.tree.read_handle(&bi.nodes[0]).expect("reader");
+            let w = &mut w;
+            (scans.mix_scan[0], scans.mix_insert[0]) = measure(
+                &settings,
+                scan_plan,
+                keys,
+                5,
+                |k| !r1.enter().range(mix_span(k)).expect("range").is_empty(),
+                move |k| !r0.enter().range(mix_span(k)).expect("range").is_empty(),
+                |k, _| {
+                    w.insert(k | 1, k).expect("insert");
+                },
+            );
+        }
+        (scans.mix_scan[1], scans.mix_insert[1]) = measure(
+            &settings,
+            scan_plan,
+            keys,
+            5,
+            |k| !epoch.range(mix_span(k)).is_empty(),
+            |k| !epoch.range(mix_span(k)).is_empty(),
+            |k, _| {
+                epoch.insert(k | 1, k);
+            },
+        );
+        (scans.mix_scan[2], scans.mix_insert[2]) = measure(
+            &settings,
+            scan_plan,
+            keys,
+            5,
+            |k| !btree_range(&btree, mix_span(k)).is_empty(),
+            |k| !btree_range(&btree, mix_span(k)).is_empty(),
+            |k, _| {
+                btree.write().expect("lock").insert(k | 1, k);
+            },
+        );
+        (scans.mix_scan[3], scans.mix_insert[3]) = measure(
+            &settings,
+            scan_plan,
+            keys,
+            5,
+            |k| !skip_range(&skip, mix_span(k)).is_empty(),
+            |k| !skip_range(&skip, mix_span(k)).is_empty(),
+            |k, _| {
+                skip.insert(k | 1, k);
+            },
+        );
+        scan_table.push((label.to_string(), scans));
         for b in backgrounds {
             b.stop();
         }
@@ -369,11 +525,7 @@ fn main() {
     }
     println!("\nlookup latency ratio {} / {}:", NAMES[0], NAMES[1]);
     for (label, pct, row) in &table {
-        let target = match pct {
-            0 => " (target <= 1.05)",
-            10 => " (target <= 1.20)",
-            _ => "",
-        };
+        let target = lookup_target(*pct).map_or(String::new(), |t| format!(" (target <= {t:.2})"));
         println!(
             "  {label:>4} {pct:>2}% updates: {:.2}{target}",
             row.lookup[0] / row.lookup[1]
@@ -382,20 +534,63 @@ fn main() {
 
     println!("\nupdate latency ratio {} / {}:", NAMES[0], NAMES[1]);
     for (label, pct, row) in table.iter().filter(|(_, pct, _)| *pct > 0) {
-        let target = if *pct == 10 { " (target <= 1.50)" } else { "" };
+        let target = " (target <= 1.50)";
         println!(
             "  {label:>4} {pct:>2}% updates: {:.2}{target}",
             row.update[0] / row.update[1]
         );
     }
 
+    println!(
+        "\nScans (range of 100 keys alone; YCSB-E-like mix: scans of 1-100 keys beside a thread of 95% scans, 5% inserts), ns"
+    );
+    println!(
+        "{:>4}  {:>36}  {:>36}  {:>36}",
+        "set",
+        "range 100 (Bi / Epoch / RwLock / Skip)",
+        "mix scan (Bi / Epoch / RwLock / Skip)",
+        "mix insert (Bi / Epoch / RwLock / Skip)"
+    );
+    for (label, row) in &scan_table {
+        let four =
+            |v: &[f64; 4]| format!("{:>8.0} {:>8.0} {:>8.0} {:>8.0}", v[0], v[1], v[2], v[3]);
+        println!(
+            "{label:>4}  {}  {}  {}",
+            four(&row.range100),
+            four(&row.mix_scan),
+            four(&row.mix_insert)
+        );
+    }
+    println!("\nscan ratio {} / {}:", NAMES[0], NAMES[1]);
+    for (label, row) in &scan_table {
+        println!(
+            "  {label:>4} range of 100 keys: {:.2} (target <= 1.20); mix scan {:.2}, mix insert {:.2}",
+            row.range100[0] / row.range100[1],
+            row.mix_scan[0] / row.mix_scan[1],
+            row.mix_insert[0] / row.mix_insert[1]
+        );
+    }
+
     let mut findings = Findings::new("tree", &settings);
+    for (label, row) in &scan_table {
+        let figures = [
+            ("range of 100 keys", row.range100, Some(Target::AtMost(1.2))),
+            ("YCSB-E-like scan", row.mix_scan, None),
+            ("YCSB-E-like insert", row.mix_insert, None),
+        ];
+        for (what, v, target) in figures {
+            let ratio = v[0] / v[1];
+            if ratio.is_finite() {
+                findings.ratio(
+                    format!("BiTree / EpochBonsai {what}, {label}"),
+                    ratio,
+                    target,
+                );
+            }
+        }
+    }
     for (label, pct, row) in &table {
-        let target = match pct {
-            0 => Some(Target::AtMost(1.2)),
-            10 => Some(Target::AtMost(1.3)),
-            _ => None,
-        };
+        let target = lookup_target(*pct).map(Target::AtMost);
         let ratio = row.lookup[0] / row.lookup[1];
         if ratio.is_finite() {
             findings.ratio(
