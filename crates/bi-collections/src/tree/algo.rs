@@ -192,28 +192,33 @@ pub(crate) fn place<Q: ?Sized, K, E>(
 }
 
 /// Appends the entries of a range in key order: `place` says where a stored key lies
-/// against it.
+/// against it. In order without recursion: the nodes whose left subtree is being
+/// visited wait on a stack, so a visit costs one read and no call.
 pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: S::Ref,
     place: &impl Fn(&K) -> Result<Place, S::Error>,
     out: &mut Vec<(K, V)>,
 ) -> Result<(), S::Error> {
-    if root == s.null() {
-        return Ok(());
+    // (key, value, right subtree to visit next, or null; whether the entry is inside)
+    let mut waiting: Vec<(K, V, S::Ref, bool)> = Vec::with_capacity(48);
+    let mut next = root;
+    loop {
+        while next != s.null() {
+            let n = s.read(next)?;
+            let at = place(&n.key)?;
+            let right = if at.before_end { n.right } else { s.null() };
+            waiting.push((n.key, n.value, right, at.inside));
+            next = if at.after_start { n.left } else { s.null() };
+        }
+        let Some((key, value, right, inside)) = waiting.pop() else {
+            return Ok(());
+        };
+        if inside {
+            out.push((key, value));
+        }
+        next = right;
     }
-    let n = s.read(root)?;
-    let at = place(&n.key)?;
-    if at.after_start {
-        collect_range(s, n.left, place, out)?;
-    }
-    if at.inside {
-        out.push((n.key, n.value));
-    }
-    if at.before_end {
-        collect_range(s, n.right, place, out)?;
-    }
-    Ok(())
 }
 
 /// A broken invariant of a tree, found by a check.

@@ -7,7 +7,7 @@ use crate::CollectionError;
 use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
-use bi_core::runtime::{BiError, BiGuard, Fault, Link, Reader, Search, Shared};
+use bi_core::runtime::{BiError, BiGuard, Fault, Fetch, Fetcher, Link, Reader, Search};
 use bytemuck::Pod;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
@@ -20,7 +20,7 @@ fn is_stale(e: &CollectionError) -> bool {
 }
 
 #[inline(always)]
-fn parts<K: Pod, V: Pod>(n: &Shared<'_, Node<K, V>>) -> Parts<K, V, u64> {
+fn parts<K: Pod, V: Pod>(n: &Node<K, V>) -> Parts<K, V, u64> {
     Parts {
         key: n.key(),
         value: n.value(),
@@ -33,6 +33,7 @@ fn parts<K: Pod, V: Pod>(n: &Shared<'_, Node<K, V>>) -> Parts<K, V, u64> {
 /// Nodes read through a guard: each read validates the node's generation in every line.
 struct GuardSource<'a, 'r, K, V, M: MemView> {
     guard: &'a BiGuard<'r, M>,
+    reads: Fetcher<'a, 'r, M>,
     _t: PhantomData<fn() -> (K, V)>,
 }
 
@@ -48,11 +49,16 @@ impl<K: Stored + Ord, V: Stored, M: MemView> NodeSource<K::Word, V::Word>
 
     #[inline(always)]
     fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
-        match self.guard.follow(Link::<NodeOf<K, V>>::from_raw(r))? {
-            Some(n) => Ok(parts(&n)),
-            None => Err(CollectionError::Corrupt {
+        let link = Link::<NodeOf<K, V>>::from_raw(r);
+        match self.reads.fetch_with(link, parts)? {
+            Fetch::Value(parts) => Ok(parts),
+            Fetch::Null => Err(CollectionError::Corrupt {
                 reason: "a null link where a node was expected",
             }),
+            Fetch::Stale => Err(BiError::StaleLink {
+                offset: link.offset(),
+            }
+            .into()),
         }
     }
 
@@ -431,6 +437,7 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
     fn source(&self) -> GuardSource<'_, 'r, K, V, M> {
         GuardSource {
             guard: &self.guard,
+            reads: self.guard.fetcher(),
             _t: PhantomData,
         }
     }

@@ -237,7 +237,7 @@ pub use lazy::{Search, Via};
 pub use lock::{LockRecord, PoolLockGuard};
 pub use object::{Fetch, Generation, Lines, Link, LinkGeneration, Stamp};
 pub use pass::{FIGURES_SLOT, NodeFigures, PassReport};
-pub use reader::{BiGuard, Reader, Shared};
+pub use reader::{BiGuard, Fetcher, Reader, Shared};
 pub use record::NodeRecord;
 pub use role::{Role, WriterRecord};
 pub use scope::Scope;
