@@ -5,7 +5,8 @@
 //! holds, which may be a version up to one staleness bound old. A hit is therefore fine,
 //! but a miss may only mean "not yet seen here". The schedule: node 0's writer inserts
 //! keys one at a time into the shipped [`BiHashMap`] (one row, its fresh read
-//! [`get_fresh`](bi_collections::map::MapRef::get_fresh)) or [`BiTree`] (the other);
+//! [`get_fresh`](bi_collections::map::MapRef::get_fresh)) or [`BiTree`] (the other, its
+//! [`get_fresh`](bi_collections::tree::TreeRef::get_fresh));
 //! after each insertion node 1's reader, which runs no pass, looks up every key inserted
 //! so far, so its cache holds the bucket lines or the root slot of an earlier version.
 //! Broken ([`Fault::LazyMap`], [`Fault::LazyTree`]): the lookup trusts its cached path on
@@ -47,7 +48,11 @@ pub(super) const TREE: Hazard = Hazard {
         let tree = BiTree::<u64, u64>::at(s.slot(0));
         let mut w = tree.write_handle(s.writer(0)).expect("tree");
         let r = tree.read_handle(&s.nodes[1]).expect("reader slot");
-        missed_lookups(seed, |k| w.insert(k, k).map(drop), |k| r.enter().get(&k))
+        missed_lookups(
+            seed,
+            |k| w.insert(k, k).map(drop),
+            |k| r.enter().get_fresh(&k),
+        )
     },
 };
 

@@ -51,9 +51,10 @@
 //! Between two quiescence passes of its node a reader may see an older version of a
 //! structure, never a torn one (every version is made of immutable, generation-checked
 //! objects), and never one replaced longer ago than the runtime's bound (a pass period,
-//! the pass's own duration and the clock skew). A lookup that *misses* re-reads the root from memory before it answers
-//! "absent" (lazy invalidation), so a key whose insertion was published before the lookup
-//! began is always found. Memory of replaced nodes is reused only after every node has
+//! the pass's own duration and the clock skew), for misses as for hits. A *fresh* lookup
+//! (`get_fresh`) re-reads the root from memory before it answers "absent" (lazy
+//! invalidation), so a key whose insertion was published before the lookup began is
+//! always found. Memory of replaced nodes is reused only after every node has
 //! passed twice, and a reader that meets reused memory anyway (a prefetch, a node excluded
 //! for a late pass) rejects it by its generation and reads again.
 //!

@@ -152,7 +152,7 @@ fn tree_of_strings_agrees_with_a_model() {
         let tree = BiTree::<String, Vec<u8>>::at(s.slot(0));
         let mut w = tree.write_handle(writer(&s)).unwrap();
         let r = tree.read_handle(&s.nodes[1]).unwrap();
-        drive(&s, seed, 300, &mut w, &|k| r.get(k).unwrap(), &|| {
+        drive(&s, seed, 300, &mut w, &|k| r.get_fresh(k).unwrap(), &|| {
             r.enter().iter().unwrap()
         });
         w.check_invariants().unwrap();

@@ -27,10 +27,17 @@
 //! - Between its node's quiescence passes, a reader may see an older version: its cached
 //!   copy of the root slot can lag. After a pass that starts after a publication (plus
 //!   the clock skew bound), the node sees that publication or a later one.
-//! - *Lazy invalidation on a miss*: a lookup that does not find its key, or meets a link
-//!   whose object has moved on, re-reads the root slot from memory and searches again if
-//!   it changed. So a key whose insertion was published before the lookup began is always
-//!   found; a hit can still return a value that a later, not yet visible, update replaced.
+//! - *Misses are bounded-stale, like hits*, as in the hash map: [`TreeRef::get`]
+//!   answers from the version the node's cache holds, so a key inserted on another node
+//!   is found once the reader's node has passed after the insertion, and a miss costs
+//!   what a hit costs. A link whose object has moved on always sends the search to the
+//!   root slot read from memory (a validation failure, not a miss).
+//! - *Lazy invalidation on request*: [`TreeRef::get_fresh`] re-reads the root slot from
+//!   memory on a miss and searches again if it changed, so a key whose insertion was
+//!   published before the lookup began is always found; a hit can still return a value
+//!   that a later, not yet visible, update replaced.
+//! - A process reads its own writes: a write sent to another node's writer
+//!   (`bi::SharedTree`) drops the sender's copy of the root slot once acknowledged.
 //! - Stale lines of reused nodes are never accepted: every line of a node carries its
 //!   generation and every link the generation it expects.
 //!
@@ -38,8 +45,9 @@
 //!
 //! - Lookup: one validated line per level, `O(log n)`, with no cache operation when
 //!   the cached root is current (the walk is the runtime's
-//!   [`BiGuard::walk`](bi_core::runtime::BiGuard::walk), the miss handling its
-//!   [`lazy`](bi_core::runtime::BiGuard::lazy)). A node of keys and values of up to 32
+//!   [`BiGuard::walk`](bi_core::runtime::BiGuard::walk); a miss costs the same, and
+//!   [`get_fresh`](TreeRef::get_fresh)'s miss a read of the root slot from memory and a
+//!   second walk, the runtime's [`lazy`](bi_core::runtime::BiGuard::lazy)). A node of keys and values of up to 32
 //!   bytes together is one line (a `u64 -> u64` node is 40 bytes beside the line's
 //!   8-byte stamp).
 //! - Update: `O(log n)` new nodes (the path, plus at most 3 per rotation), each written

@@ -88,7 +88,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> GuardSource<'_, '_, K, V, M> {
 ///     w.insert(k, k * 10).unwrap();
 /// }
 /// let r = tree.read_handle(&s.nodes[1]).unwrap();
-/// // Published before the lookup began: always found (lazy invalidation on a miss).
+/// // Node 1 read nothing of the tree before: its first lookup reads memory.
 /// assert_eq!(r.get(&3).unwrap(), Some(30));
 /// s.quiesce_all().unwrap();
 /// let view = r.enter();
@@ -156,7 +156,9 @@ impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
         }
     }
 
-    /// The value of `key`, in a section of its own.
+    /// The value of `key`, in a section of its own, as [`TreeRef::get`] reads it: a hit
+    /// or a miss of the version this node's cache holds (at most one staleness bound
+    /// old).
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
@@ -180,7 +182,31 @@ impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
         self.enter().get(key)
     }
 
-    /// Whether `key` is present, in a section of its own.
+    /// The value of `key`, in a section of its own, finding every insertion published
+    /// before the call ([`TreeRef::get_fresh`]).
+    ///
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.get_fresh(&3).unwrap(), None);
+    /// w.insert(3, 30).unwrap();
+    /// // Published before the lookup: the miss re-reads the root, so it is found.
+    /// assert_eq!(r.get_fresh(&3).unwrap(), Some(30));
+    /// ```
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        self.enter().get_fresh(key)
+    }
+
+    /// Whether `key` is present, in a section of its own (as [`get`](Self::get) reads).
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
@@ -192,7 +218,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
     /// let r = tree.read_handle(&s.nodes[1]).unwrap();
     /// assert!(!r.contains_key(&3).unwrap());
     /// w.insert(3, 30).unwrap();
-    /// // Published before the lookup: a miss re-reads the root, so it is found.
+    /// s.quiesce_all().unwrap(); // a miss may be stale until the reader's node passes
     /// assert!(r.contains_key(&3).unwrap());
     /// ```
     pub fn contains_key<Q>(&self, key: &Q) -> Result<bool, CollectionError>
@@ -282,9 +308,10 @@ impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
 /// A view of a [`BiTree`] inside one read section (one [`BiGuard`]).
 ///
 /// Between its node's quiescence passes a view may see an older version of the tree
-/// (never a torn one: every version is a complete immutable tree). A lookup that misses
-/// re-reads the root slot from memory and, if a newer root was published, searches it,
-/// so a key whose insertion was published before the lookup began is always found.
+/// (never a torn one: every version is a complete immutable tree), for hits and misses
+/// alike ([`get`](Self::get)). [`get_fresh`](Self::get_fresh) re-reads the root slot
+/// from memory on a miss and, if a newer root was published, searches it, so a key whose
+/// insertion was published before the lookup began is always found.
 ///
 /// ```
 /// use bi_collections::tree::BiTree;
@@ -483,10 +510,45 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         })
     }
 
-    /// The value of `key`.
+    /// The value of `key` in the version of the tree this node's cache holds: a hit, or a
+    /// miss, of that version, at most one staleness bound old (a key inserted on another
+    /// node is found once this node has passed after the insertion). A miss costs what a
+    /// hit costs: one walk, no cache operation. A stale link met on the way (a node
+    /// retired since) sends the search to the root slot read from memory. For a miss
+    /// checked against memory, [`get_fresh`](Self::get_fresh).
     ///
-    /// On a miss (or a stale link) the root slot is re-read from memory; if a newer root
-    /// is there, the search runs again on it ([`BiGuard::lazy`]).
+    /// ```
+    /// use bi_collections::tree::BiTree;
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(2, 0);
+    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
+    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
+    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
+    /// assert_eq!(r.enter().get(&8).unwrap(), None);
+    /// w.insert(8, 80).unwrap();
+    /// assert_eq!(r.enter().get(&8).unwrap(), None); // node 1 has not passed yet
+    /// s.quiesce_all().unwrap();
+    /// assert_eq!(r.enter().get(&8).unwrap(), Some(80));
+    /// ```
+    #[inline]
+    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        // `move`: the search holds `key` itself, not a reference to it, so the walk's
+        // comparisons load the key with no extra indirection.
+        self.guard.bounded(move |entry| {
+            let root = self.guard.slot_word(self.slot, entry)?;
+            self.value_in(root, key)
+        })
+    }
+
+    /// The value of `key`, finding every insertion published before the call: a miss
+    /// through the cache re-reads the root slot from memory and, if a newer root is there,
+    /// searches it ([`BiGuard::lazy`]). A hit costs what [`get`](Self::get)'s does; a
+    /// miss a read of the root slot from memory and a second walk more.
     ///
     /// ```
     /// use bi_collections::tree::BiTree;
@@ -497,13 +559,13 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
     /// let mut w = tree.write_handle(s.writer(0)).unwrap();
     /// let r = tree.read_handle(&s.nodes[1]).unwrap();
     /// let view = r.enter();
-    /// assert_eq!(view.get(&8).unwrap(), None);
+    /// assert_eq!(view.get_fresh(&8).unwrap(), None);
     /// w.insert(8, 80).unwrap();
     /// // The miss re-reads the root from memory: the new key is found in the same view.
-    /// assert_eq!(view.get(&8).unwrap(), Some(80));
+    /// assert_eq!(view.get_fresh(&8).unwrap(), Some(80));
     /// ```
     #[inline]
-    pub fn get<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, CollectionError>
     where
         K: Borrow<Q>,
         Q: Query<K> + ?Sized,
@@ -512,8 +574,6 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         // need not be searched again.
         let mut missed = None;
         let missed = &mut missed;
-        // `move`: the search holds `key` itself, not a reference to it, so the walk's
-        // comparisons load the key with no extra indirection.
         self.guard.lazy(move |entry| {
             // With `Fault::LazyTree` a miss in the cached version is trusted as is.
             if missed.is_some() && self.guard.faults().has(Fault::LazyTree) {
@@ -523,19 +583,29 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
             if *missed == Some(root) {
                 return Ok(Search::Missing);
             }
-            let found = match self.search(root, key)? {
-                Search::Found(word) => match word.and_then(|w| V::from_word(&w, &self.guard)) {
-                    Ok(v) => Search::Found(v),
-                    Err(e) if is_stale(&e) => Search::Stale,
-                    Err(e) => return Err(e),
-                },
-                Search::Missing => {
-                    *missed = Some(root);
-                    Search::Missing
-                }
-                Search::Stale => Search::Stale,
-            };
+            let found = self.value_in(root, key)?;
+            if matches!(found, Search::Missing) {
+                *missed = Some(root);
+            }
             Ok(found)
+        })
+    }
+
+    /// One search for `key`'s value in the version whose root link is `root`.
+    #[inline(always)]
+    fn value_in<Q>(&self, root: u64, key: &Q) -> Result<Search<V>, CollectionError>
+    where
+        K: Borrow<Q>,
+        Q: Query<K> + ?Sized,
+    {
+        Ok(match self.search(root, key)? {
+            Search::Found(word) => match word.and_then(|w| V::from_word(&w, &self.guard)) {
+                Ok(v) => Search::Found(v),
+                Err(e) if is_stale(&e) => Search::Stale,
+                Err(e) => return Err(e),
+            },
+            Search::Missing => Search::Missing,
+            Search::Stale => Search::Stale,
         })
     }
 
