@@ -538,13 +538,15 @@ impl Driven for TreeParts {
         // The client's own node finds its acknowledged key at once: it reads the key's
         // path from memory once the writer acknowledged (what a shared handle does).
         self.readers[1].refresh(&fresh)?;
-        let seen = self.readers[1].get(&fresh)?;
+        let seen = self.readers[1].get(&fresh)?; // through the cache: the refresh suffices
         published.judge(2, fresh, seen, emu.now())?;
         Ok(ops.len())
     }
 
+    /// The fresh read: a miss re-reads the root slot from memory, so a key published
+    /// before the lookup is always found (`get` answers from the node's cache, misses too).
     fn lookup(&self, reader: usize, key: u64) -> Result<Option<u64>, Box<dyn Error>> {
-        Ok(self.readers[reader].get(&key)?)
+        Ok(self.readers[reader].get_fresh(&key)?)
     }
 
     fn reclaim(&mut self) -> Result<usize, Box<dyn Error>> {
