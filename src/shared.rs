@@ -1163,7 +1163,9 @@ impl<K: Stored + Eq + Hash + Send + Sync, V: Stored + Send + Sync, M: MemView + 
 }
 
 impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
-    /// The value of `key` as this node reads it.
+    /// The value of `key` as this node reads it: the version its cache holds, at most
+    /// one staleness bound old, with this process's own writes (see
+    /// [What reads see](crate::shared#what-reads-see)). A miss costs what a hit costs.
     ///
     /// ```
     /// use bi::{Pool, PoolConfig};
@@ -1180,6 +1182,31 @@ impl<K: Stored + Ord, V: Stored, M: MemView> SharedTree<K, V, M> {
         Q: bi_collections::Query<K> + Ord + ?Sized,
     {
         Ok(self.reads.here()?.get(key)?)
+    }
+
+    /// The value of `key`, finding every insertion published before the call by any
+    /// process: a miss in this node's cache re-reads the root from memory and searches
+    /// again (a hit costs what [`get`](Self::get)'s does).
+    ///
+    /// ```
+    /// use bi::{Pool, PoolConfig};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pool.bi");
+    /// let here = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let there = Pool::open_or_create(&path, PoolConfig::default()).unwrap();
+    /// let writer = here.tree::<u32, u32>("t").unwrap();
+    /// let remote = there.tree::<u32, u32>("t").unwrap();
+    /// assert_eq!(remote.get(&1).unwrap(), None); // now cached as absent there
+    /// writer.insert(1, 2).unwrap();
+    /// assert_eq!(remote.get_fresh(&1).unwrap(), Some(2));
+    /// ```
+    pub fn get_fresh<Q>(&self, key: &Q) -> Result<Option<V>, Error>
+    where
+        K: Borrow<Q>,
+        Q: bi_collections::Query<K> + Ord + ?Sized,
+    {
+        Ok(self.reads.here()?.get_fresh(key)?)
     }
 }
 
