@@ -238,6 +238,9 @@ fn reuse_hazard_after_incarnation_bump() {
     a.store(128, &0xBBBBu64).unwrap();
     a.writeback(128, 8).unwrap();
     a.fence();
+    // Long after: no pass is due to drop a copy of a dead incarnation, so its age is no
+    // staleness of the passes'; the hazard is that a read uses it.
+    emu.advance(5_000);
     assert_eq!(
         b.load::<u64>(128).unwrap(),
         0xAAAA,
@@ -245,6 +248,10 @@ fn reuse_hazard_after_incarnation_bump() {
     );
     let s = b.stats();
     assert_eq!((s.reuse_hazards, s.stale_reads), (1, 1));
+    assert_eq!(
+        s.max_staleness, 0,
+        "a dead incarnation's copy counts no staleness"
+    );
     // Negative control: a node that invalidates before reading sees the new object.
     c.invalidate(128, 8).unwrap();
     c.fence();
@@ -255,6 +262,16 @@ fn reuse_hazard_after_incarnation_bump() {
     c.load::<u64>(128).unwrap();
     assert_eq!(c.stats().reuse_hazards, 1);
     assert_eq!(c.stats().stale_reads, 0);
+    // Positive control: a stale copy of the live incarnation, as old, counts.
+    b.invalidate(128, 8).unwrap();
+    b.fence();
+    let live = b.load::<u64>(128).unwrap();
+    a.store(128, &(live + 1)).unwrap();
+    a.writeback(128, 8).unwrap();
+    a.fence();
+    emu.advance(5_000);
+    assert_eq!(b.load::<u64>(128).unwrap(), live, "b's copy is stale");
+    assert!(b.stats().max_staleness >= 5_000);
 }
 
 /// Runs a fixed pseudo-random program of loads, stores and cache operations on two nodes

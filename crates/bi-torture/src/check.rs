@@ -40,6 +40,13 @@ pub struct FaultWindow {
     pub end: u64,
 }
 
+impl FaultWindow {
+    /// Whether the fault stopped a process (and continued it at `end`).
+    fn is_stop(&self) -> bool {
+        self.kind == "Stop" || self.kind == "StopWriter"
+    }
+}
+
 /// The bounds the pool documents, for the run's configuration.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bounds {
@@ -60,11 +67,16 @@ pub struct Bounds {
     pub staleness: Duration,
     /// The pass period.
     pub period: Duration,
+    /// Whether a stopped process may hold a lock that other processes' loads and stores
+    /// take: the emulator's per-line locks, which live in the shared file. A write then
+    /// waits out the stop of any process that was stopped holding one it needs, on top
+    /// of its bound; real memory has no such lock.
+    pub stops_hold_memory: bool,
 }
 
 impl Bounds {
-    /// The bounds of a pool run with `config`.
-    pub fn of(config: &PoolConfig) -> Bounds {
+    /// The bounds of a pool run with `config`, over the emulator's memory if `emulated`.
+    pub fn of(config: &PoolConfig, emulated: bool) -> Bounds {
         let lease = Duration::from_nanos(config.runtime.node_lease_ticks());
         Bounds {
             call: config.write_timeout + lease + config.pass_period,
@@ -72,6 +84,7 @@ impl Bounds {
             recovery: lease + config.pass_period,
             staleness: config.pass_period + Duration::from_nanos(config.runtime.skew_bound()),
             period: config.pass_period,
+            stops_hold_memory: emulated,
         }
     }
 }
@@ -311,8 +324,9 @@ fn publish_spans(lives: &[Life]) -> Vec<Span> {
 ///
 /// The bound is the documented one lengthened by how late the process's passes ran
 /// around the read: a read in the window between two reports was stale at most until the
-/// next pass, which ended in that window or, if it was late, in the next one; so the
-/// longer window gap of the two counts. And the bound counts from the update's log
+/// next pass, which ended in that window or, if it was late, in the first later one in
+/// which any pass ended (a pass held up longer than a window ends no window in between);
+/// so the longer window gap of the two counts. And the bound counts from the update's log
 /// append, not from the write-back the oracle dates a stale copy by: the longest
 /// publish span of any writer in the time the stale line may have been written back
 /// (from the read's staleness before the window to its end) is added too.
@@ -334,7 +348,11 @@ fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
     let settle = bounds.recovery.as_nanos() as u64;
     let mut previous: Option<(u64, u64)> = None; // (at, max_staleness)
     for (i, &(_, at, max_staleness, pass_gap, window_gap)) in reports.iter().enumerate() {
-        let next_window = reports.get(i + 1).map_or(0, |r| r.4);
+        let next_window = reports[i + 1..]
+            .iter()
+            .map(|r| r.4)
+            .find(|&gap| gap > 0)
+            .unwrap_or(0);
         let lateness = Duration::from_nanos(window_gap.max(next_window));
         v.longest_pass_gap_us = v.longest_pass_gap_us.max(pass_gap as f64 / 1e3);
         let (since, before) = previous.unwrap_or((life.started, 0));
@@ -394,14 +412,20 @@ fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
 
 /// How long a write called at `start` that returned at `end` may block: the bound for
 /// one writer lost, and a lease more for each further writer struck from a lease
-/// before it began until it returned.
+/// before it began until it returned. Where stops hold memory
+/// ([`Bounds::stops_hold_memory`]), the length of every stop during the write too.
 fn call_bound(faults: &[FaultWindow], bounds: Bounds, start: u64, end: u64) -> Duration {
     let since = start.saturating_sub(bounds.per_writer_lost.as_nanos() as u64);
     let lost = faults
         .iter()
         .filter(|f| f.writer && f.start < end && f.end > since)
         .count() as u32;
-    bounds.call + bounds.per_writer_lost * lost.saturating_sub(1)
+    let held: u64 = faults
+        .iter()
+        .filter(|f| bounds.stops_hold_memory && f.is_stop() && f.start < end && f.end > start)
+        .map(|f| f.end - f.start)
+        .sum();
+    bounds.call + bounds.per_writer_lost * lost.saturating_sub(1) + Duration::from_nanos(held)
 }
 
 /// Whether `start .. end` lies in a quiet window: at least one recovery bound after the
@@ -469,6 +493,7 @@ mod tests {
             recovery: Duration::from_millis(100),
             staleness: Duration::from_millis(1),
             period: Duration::from_millis(1),
+            stops_hold_memory: false,
         }
     }
 
@@ -664,8 +689,24 @@ mod tests {
         assert!(judge(vec![settled.clone(), report(3_000, 15, 25)]).is_empty());
         assert_eq!(judge(vec![settled.clone(), report(3_000, 15, 10)]).len(), 1);
         // The late pass ended only in the next window: it still counts.
-        let late = vec![settled, report(3_000, 15, 10), report(3_500, 15, 25)];
+        let late = vec![
+            settled.clone(),
+            report(3_000, 15, 10),
+            report(3_500, 15, 25),
+        ];
         assert!(judge(late).is_empty());
+        // Held up longer than a window: it ended two windows later, none in between.
+        let held = |between| {
+            judge(vec![
+                settled.clone(),
+                report(3_000, 15, 10),
+                report(3_500, 15, between),
+                report(4_000, 15, 25),
+            ])
+        };
+        assert!(held(0).is_empty());
+        // A pass that ended in between on time was the one that ended the staleness.
+        assert_eq!(held(10).len(), 1);
         // Inside the stop and the settling after it, nothing counts.
         assert!(judge(vec![report(1_500, 90, 10), report(2_050, 90, 10)]).is_empty());
     }
@@ -767,6 +808,55 @@ mod tests {
             two[1].clone(),
         ];
         assert_eq!(blocked(&others).len(), 1);
+    }
+
+    /// Over the emulator a stopped process may hold a line lock a write needs: the write
+    /// may wait out the stop. On real memory a stop of a process that is not the writer
+    /// holds nothing up.
+    #[test]
+    fn over_the_emulator_a_write_may_wait_out_any_stop() {
+        let s = 1_000_000_000u64;
+        let stop = FaultWindow {
+            kind: "Stop".into(),
+            target: Some("worker 2.0".into()),
+            writer: false,
+            start: 11 * s,
+            end: 13 * s,
+        };
+        let blocked = |stops_hold_memory: bool, faults: &[FaultWindow]| {
+            let write = Event::Wrote {
+                write: WriteKind::Remove,
+                key: 7,
+                start: 10 * s,
+                end: 14 * s + 500_000_000, // 4.5 s against a 3 s bound
+                outcome: WriteOutcome::Done,
+            };
+            let life = Life {
+                name: "worker 0.0".into(),
+                failed: None,
+                started: 0,
+                ended: None,
+                stops: Vec::new(),
+                events: vec![write],
+            };
+            let bounds = Bounds {
+                stops_hold_memory,
+                ..bounds()
+            };
+            check(&[life], faults, bounds, &Empty).violations.len()
+        };
+        assert_eq!(blocked(false, std::slice::from_ref(&stop)), 1);
+        assert_eq!(blocked(true, std::slice::from_ref(&stop)), 0); // 3 s + the 2 s stop
+        let short = FaultWindow {
+            end: 11 * s + 500_000_000,
+            ..stop.clone()
+        };
+        assert_eq!(blocked(true, &[short]), 1); // 3.5 s is not enough
+        let kill = FaultWindow {
+            kind: "Kill".into(),
+            ..stop
+        };
+        assert_eq!(blocked(true, &[kill]), 1); // a killed process holds no lock
     }
 
     #[test]

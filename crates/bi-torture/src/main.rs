@@ -361,7 +361,7 @@ fn watch_stalls(pool: &Path, journal: &Path) {
     let name = journal
         .file_stem()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let bounds = check::Bounds::of(&pool_config());
+    let bounds = check::Bounds::of(&pool_config(), false);
     stall::watch(pool.to_owned(), name, bounds.call + bounds.per_writer_lost);
 }
 

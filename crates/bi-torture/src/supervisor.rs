@@ -193,7 +193,8 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     for (life, journal) in s.lives.iter_mut().zip(&s.journals) {
         life.events = journal::read(journal).unwrap_or_default();
     }
-    let bounds = Bounds::of(&s.plan.config);
+    let emulated = Emulation::from_env().ok().flatten().is_some();
+    let bounds = Bounds::of(&s.plan.config, emulated);
     let report = PoolReport::read(&s.pool).ok();
     let mut verdict = final_check(&s, bounds)?;
     if s.max_rss > WORKER_RSS_BOUND {
@@ -206,7 +207,7 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
     Ok(Summary {
         seed: s.plan.seed,
         seconds,
-        emulated: Emulation::from_env().ok().flatten().is_some(),
+        emulated,
         workers: s.plan.workers,
         faults: s.counts.clone(),
         longest_stop_ms: s.longest_stop.as_secs_f64() * 1e3,

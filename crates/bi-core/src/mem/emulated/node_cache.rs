@@ -326,13 +326,18 @@ impl NodeCache {
         }
     }
 
-    /// Judges the copy in `slot` (holding `line`) against memory: is it stale (counting
-    /// its staleness), and is it from an older incarnation?
+    /// Judges the copy in `slot` (holding `line`) against memory: is it stale, and is it
+    /// from an older incarnation? A stale copy of the current incarnation counts its
+    /// staleness; one of an older incarnation does not: no pass is due to drop it (the
+    /// new incarnation's lines are logged nowhere), so its age says nothing of the
+    /// passes, and what must hold of it is that the read it made was rejected
+    /// ([`reuse_hazards`](super::NodeStats::reuse_hazards)).
     #[inline]
     fn judge(&mut self, slot: usize, line: usize, cx: &Ctx<'_>) -> (bool, bool) {
         let s = &mut self.slots[slot];
         let stale = s.version < cx.oracle.version(line);
-        if stale {
+        let reused = s.incarnation < cx.oracle.incarnation(line);
+        if stale && !reused {
             if s.stale_since == NOT_STALE {
                 // The write-back that outdated this copy has not marked it yet (it is in
                 // flight on another thread): date it by memory's last write-back.
@@ -341,7 +346,7 @@ impl NodeCache {
             let staleness = cx.now().saturating_sub(s.stale_since);
             self.stats.max_staleness = self.stats.max_staleness.max(staleness);
         }
-        (stale, s.incarnation < cx.oracle.incarnation(line))
+        (stale, reused)
     }
 
     /// Where byte `offset` sits in its line, and whether `len` bytes from there stay in it.

@@ -38,7 +38,8 @@ pub struct NodeStats {
     /// Loads that returned at least one byte from a copy older than memory.
     pub stale_reads: u64,
     /// The longest time, in clock units, that a copy returned by a load had been out of
-    /// date.
+    /// date, among copies of the memory's current incarnation (one of an older
+    /// incarnation is a [reuse hazard](Self::reuse_hazards), whatever its age).
     pub max_staleness: u64,
     /// Loads that returned at least one byte from a copy filled before the memory was
     /// reused (an older incarnation).
