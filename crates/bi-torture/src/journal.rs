@@ -8,13 +8,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Now, in nanoseconds since the Unix epoch.
+/// Now, in nanoseconds on the host's monotonic clock, which every process of the run
+/// reads alike (and the emulator's oracle too, so staleness and windows agree).
 pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+    bi::core::mem::host_ns()
 }
 
 /// What a write of the map did.

@@ -83,11 +83,32 @@ impl Clock {
     }
 }
 
-/// Nanoseconds since the Unix epoch on this host's clock.
-fn host_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+/// Nanoseconds on this host's monotonic clock (`CLOCK_MONOTONIC`): one clock for every
+/// process of the host, which only moves forward at the rate of time. The wall clock is
+/// no measure of durations: a host's time service steps it (a guest's by half a
+/// millisecond now and then), and a duration taken across a step is off by the step.
+///
+/// ```
+/// use bi_core::mem::host_ns;
+///
+/// let (a, b) = (host_ns(), host_ns());
+/// assert!(a > 0 && b >= a);
+/// ```
+pub fn host_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through the pointer, which points to
+    // the local `t`, alive and writable for the whole call.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    if r != 0 {
+        return 0;
+    }
+    let (secs, nanos) = (u64::try_from(t.tv_sec), u64::try_from(t.tv_nsec));
+    secs.ok().zip(nanos.ok()).map_or(0, |(s, n)| {
+        s.saturating_mul(1_000_000_000).saturating_add(n)
+    })
 }
 
 /// One counter of the true clock.

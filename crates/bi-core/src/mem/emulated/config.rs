@@ -31,9 +31,9 @@ pub enum ClockSource {
     /// Nanoseconds since the emulator was created (plus any explicit advance). Times, and
     /// so staleness figures, vary from run to run.
     Real,
-    /// Nanoseconds of the host's wall clock (plus any explicit advance): the one true
-    /// clock several processes emulating nodes of one region agree on
-    /// ([`Emulator::over_shared`](super::Emulator::over_shared)).
+    /// Nanoseconds of the host's monotonic clock ([`host_ns`](super::host_ns), plus any
+    /// explicit advance): the one true clock several processes emulating nodes of one
+    /// region agree on ([`Emulator::over_shared`](super::Emulator::over_shared)).
     Host,
 }
 

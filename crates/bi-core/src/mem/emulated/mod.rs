@@ -54,6 +54,7 @@ mod node_cache;
 mod oracle;
 mod stats;
 
+pub use clock::host_ns;
 pub use config::{ClockSource, EmulatorConfig, EmulatorError};
 pub use stats::NodeStats;
 

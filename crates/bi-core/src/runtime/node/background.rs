@@ -30,7 +30,8 @@ pub struct Background {
     passes: Arc<AtomicU64>,
     errors: Arc<AtomicU64>,
     taken: Arc<AtomicBool>,
-    /// The longest time, in nanoseconds, from the start of one pass to the end of the next.
+    /// The longest time, in nanoseconds, from the start of one completed pass to the end of
+    /// the next completed one.
     span: Arc<AtomicU64>,
     /// The same since [`take_longest_span`](Background::take_longest_span) last asked.
     recent: Arc<AtomicU64>,
@@ -53,16 +54,20 @@ impl Background {
         let thread = std::thread::Builder::new()
             .name(format!("bi-pass-{}", inner.node))
             .spawn(move || {
+                // The start of the last pass that completed: a pass that failed may have
+                // dropped nothing, so the span runs on to the next one that completes.
                 let mut previous_start: Option<Instant> = None;
                 while !s.load(Ordering::Acquire) {
                     let start = Instant::now();
                     let outcome = crate::runtime::pass::quiesce(&inner);
-                    if let Some(before) = previous_start {
-                        let ns = u64::try_from(before.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                        longest.fetch_max(ns, Ordering::Relaxed);
-                        longest_recent.fetch_max(ns, Ordering::Relaxed);
+                    if outcome.is_ok() {
+                        if let Some(before) = previous_start {
+                            let ns = u64::try_from(before.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                            longest.fetch_max(ns, Ordering::Relaxed);
+                            longest_recent.fetch_max(ns, Ordering::Relaxed);
+                        }
+                        previous_start = Some(start);
                     }
-                    previous_start = Some(start);
                     match outcome {
                         Ok(_) => p.fetch_add(1, Ordering::Release),
                         Err(BiError::NodeTaken { .. }) => {
@@ -94,7 +99,9 @@ impl Background {
     /// a line another node wrote back could stay stale here (add the clock skew bound to
     /// compare times taken on two nodes). It is about two periods while the thread gets
     /// the processor when it asks; on an oversubscribed machine, or where a pass itself
-    /// is slow, it is what the staleness bound really was. Zero before two passes.
+    /// is slow, it is what the staleness bound really was. A pass that failed counts as
+    /// none (it may have dropped nothing): the span runs from the last completed pass's
+    /// start to the next completed pass's end. Zero before two passes completed.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
