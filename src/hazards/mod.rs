@@ -71,6 +71,7 @@ mod tag_path;
 mod type_confusion;
 mod value_banks;
 mod writer_lease;
+mod written_log;
 
 use bi_core::mem::EmulatorConfig;
 use bi_core::region::RegionConfig;
@@ -253,6 +254,7 @@ pub fn catalog() -> Vec<Hazard> {
         liveness::HAZARD,
         liveness::STUCK_READER,
         linked_creation::HAZARD,
+        written_log::HAZARD,
     ]
 }
 

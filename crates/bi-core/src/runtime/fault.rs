@@ -272,6 +272,11 @@ switches! {
         /// a process that opens the path meanwhile finds a file too short or a header of
         /// zeros ([`Region::create`](crate::region::Region::create)).
         LinkedCreation,
+        /// A graph engine's periodic pass reads the other partitions' written-line logs
+        /// through its cache instead of dropping them first, so once it has cached a log
+        /// word it keeps seeing the pass number it read then, and leaves cached the
+        /// lines that partition writes afterwards (`bi_graph::Mode::BiPeriodic`).
+        WrittenLog,
     }
 }
 

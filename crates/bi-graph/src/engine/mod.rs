@@ -37,8 +37,10 @@
 //!   reader ever sees data from an earlier superstep: results equal the stock mode's bit
 //!   for bit, because both fold partials in the same (increasing partition) order.
 //! - [`Mode::BiPeriodic`]: quiescence in the background. A per-node pass, every
-//!   [`RunOptions::quiescence_period`], writes back the node's own slots and invalidates
-//!   the remote ones; barriers do no cache work. A replica may therefore read a master's
+//!   [`RunOptions::quiescence_period`], writes back the lines its partition stored into
+//!   since the last pass and logs them, and drops the remote lines it reads that the
+//!   others logged since its own last pass (`tracked.rs`: a pass costs what was written,
+//!   not both banks); barriers do no cache work. A replica may therefore read a master's
 //!   value (or a master a replica's partial) from an earlier superstep: *bounded
 //!   staleness*. Every value slot carries the superstep that wrote it, so the engine
 //!   measures what it read (`max_staleness`, in supersteps). Iterative fixed-point
@@ -61,7 +63,8 @@
 //! In the code, each partition's loop (`worker.rs`) is the GAS loop and nothing else;
 //! how values cross partitions is one trait with an implementation for messages and one
 //! for shared slots (`exchange/`), and the periodic mode's quiescence is the bi-core
-//! runtime's background pass with the partition's lines as its invalidation policy.
+//! runtime's background pass with the partition's written-line log as its invalidation
+//! policy (`quiescence.rs`, `tracked.rs`).
 //!
 //! # Costs
 //!
@@ -107,6 +110,7 @@ mod quiescence;
 mod report;
 mod shared;
 mod threads;
+mod tracked;
 mod worker;
 
 pub use barrier::{Aborted, RegionBarrier};

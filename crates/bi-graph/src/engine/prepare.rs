@@ -13,6 +13,7 @@ use super::plan::{self, Needs, PartPlan};
 use super::pools::Pools;
 use super::program::VertexProgram;
 use super::shared::{self, SharedLayout};
+use super::tracked::{self, Marks};
 use super::worker::{Ctx, PartitionResult, SyncPlan, Worker};
 use crate::config::{EngineConfig, Mode, RunStats};
 use crate::edge_list::EdgeList;
@@ -22,6 +23,7 @@ use bi_core::line::LineSize;
 use bi_core::mem::{EmulatorConfig, MemView};
 use bi_core::region::{Layout, RegionConfig};
 use bi_core::runtime::Faults;
+use std::sync::Arc;
 
 /// Everything about a run that every partition agrees on before it starts.
 pub(crate) struct Prepared {
@@ -41,6 +43,8 @@ pub(crate) struct Prepared {
     pub words: [usize; 3],
     /// Mechanisms switched off ([`RunOptions::faults`]).
     pub faults: Faults,
+    /// Each partition's marks of the lines it stored into (periodic mode; else none).
+    pub marks: Vec<Arc<Marks>>,
 }
 
 fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
@@ -143,6 +147,16 @@ impl Prepared {
             heap = at;
         };
         let sync = sync_plans(&layout, &plans);
+        let marks = match config.mode {
+            Mode::BiPeriodic => (0..parts)
+                .map(|p| {
+                    let own = &sync[p];
+                    let read = [own.own_values[0].1, own.own_values[1].1, own.own_partials.1];
+                    Arc::new(Marks::new(&layout, p, read))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(Prepared {
             cut,
             plans,
@@ -159,6 +173,7 @@ impl Prepared {
                 words_of::<P::Aggregate>(),
             ],
             faults: options.faults,
+            marks,
         })
     }
 
@@ -231,6 +246,7 @@ impl Prepared {
                 view,
                 access,
                 self.words,
+                self.marks.get(p).map(|m| &**m),
             );
             Worker::new(ctx, p, exchange).run()
         }
@@ -306,7 +322,7 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
                     layout.value_word(m, plan.master_index[l] as usize) * 8
                 })
                 .collect();
-            let remote_partials = (0..plans.len())
+            let remote_partials: Vec<(usize, usize)> = (0..plans.len())
                 .filter(|&q| q != p)
                 .map(|q| layout.segment_range(q, p, plans[q].feeders_of(p)))
                 .filter(|&(_, len)| len > 0)
@@ -319,6 +335,12 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
                 read.next_multiple_of(layout.line).min(values.len),
             )];
             let remote_values = layout.runs(remote_values);
+            let read: Vec<(usize, usize)> = [0, 1]
+                .iter()
+                .flat_map(|&b| layout.in_bank(&remote_values, b))
+                .chain(remote_partials.iter().copied())
+                .collect();
+            let (remote_logs, watches) = tracked::watches(layout, p, &read);
             SyncPlan {
                 own_values: [0, 1].map(|b| layout.in_bank(&own_values, b)[0]),
                 own_partials: ext(layout.partials[p]),
@@ -331,6 +353,8 @@ fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> 
                         .map(|q| aggregate_line(q, b))
                         .collect()
                 }),
+                remote_logs,
+                watches,
             }
         })
         .collect()

@@ -266,7 +266,9 @@ where
     let result = (|| {
         if prepared.mode == Mode::BiPeriodic && parts > 1 {
             let period = options.quiescence_period;
-            passes.start(counted(), *region.layout(), p, &prepared.sync[p], period)?;
+            let (layout, marks) = (*region.layout(), prepared.marks[p].clone());
+            let plan = &prepared.sync[p];
+            passes.start(counted(), layout, p, plan, marks, prepared.faults, period)?;
         }
         let ctx = prepared.ctx(program, config);
         prepared.run_partition(&ctx, p, counted(), access, &barrier, options)

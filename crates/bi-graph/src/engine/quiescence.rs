@@ -1,16 +1,17 @@
 //! The periodic mode's background quiescence, as the runtime's passes.
 
+use super::tracked::{Marks, ReaderLog, WriterLog};
 use super::worker::SyncPlan;
 use crate::error::GraphError;
 use bi_core::mem::MemView;
 use bi_core::region::Layout;
-use bi_core::runtime::{Background, Clock, NodeRuntime, Policy, RuntimeConfig, TickClock};
+use bi_core::runtime::{Background, Clock, Faults, NodeRuntime, Policy, RuntimeConfig, TickClock};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The background passes of one or more nodes: each node's runtime, whose pass (every
-/// period) writes back the node's own value (both banks) and partial slots and invalidates the remote
-/// ones its partition reads ([`Policy::Callback`]).
+/// period) writes back the lines its partition stored into since the last pass and drops
+/// the lines it reads that the others wrote back since ([`Policy::Callback`], `tracked`).
 pub(crate) struct Passes {
     nodes: Vec<Background>,
 }
@@ -20,27 +21,26 @@ impl Passes {
         Passes { nodes: Vec::new() }
     }
 
-    /// Starts node `p`'s passes over `view`.
+    /// Starts node `p`'s passes over `view`: they write back what its partition marked
+    /// in `marks` and drop what `plan` says it reads of the others' lines.
+    #[allow(clippy::too_many_arguments)]
     pub fn start<V: MemView + 'static>(
         &mut self,
         view: V,
         layout: Layout,
         p: usize,
         plan: &SyncPlan,
+        marks: Arc<Marks>,
+        faults: Faults,
         period: Duration,
     ) -> Result<(), GraphError> {
         let clock: Arc<dyn Clock> = Arc::new(TickClock::new());
         let runtime = NodeRuntime::new(view, layout, p, RuntimeConfig::default(), clock)?;
-        let plan = plan.clone();
+        let writer = WriterLog::new(marks);
+        let reader = ReaderLog::new(plan.remote_logs.clone(), plan.watches.clone(), faults);
         runtime.set_policy(Policy::Callback(Arc::new(move |view: &V| {
-            for &(o, l) in plan.own_values.iter().chain([&plan.own_partials]) {
-                view.writeback(o, l)?;
-            }
-            view.fence();
-            let remote_values = plan.remote_values.iter().flatten();
-            for &(o, l) in remote_values.chain(&plan.remote_partials) {
-                view.invalidate(o, l)?;
-            }
+            writer.write_back(view)?;
+            reader.drop_written(view)?;
             Ok(())
         })));
         // The background thread keeps the node's runtime alive.

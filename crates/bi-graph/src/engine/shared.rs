@@ -11,6 +11,9 @@
 //! per partition p:  partials[p]  one slot per feeding replica: gather words | meta word,
 //!                                grouped by master partition, in vertex order
 //!                   aggregate[p] two lines, one per bank: aggregate words | changed count
+//!                   log[p]       the periodic mode's written-line log: a pass number per
+//!                                group of 64 lines of values[p] in bank 0, in bank 1,
+//!                                then of partials[p] (`tracked`)
 //!                   report[p]    what the partition measured (processes only)
 //! meeting:          one line per partition, then the launcher's (processes only)
 //! per ordered pair: channel p -> q (stock mode only)
@@ -30,6 +33,7 @@ use super::barrier::RegionBarrier;
 use super::memory::words_of;
 use super::plan::PartPlan;
 use super::report::REPORT_WORDS;
+use super::tracked;
 use crate::error::GraphError;
 use bi_core::channel::ChannelLayout;
 use bi_core::line::LineSize;
@@ -67,6 +71,8 @@ pub(crate) struct SharedLayout {
     pub partials: Vec<Extent>,
     /// Two lines per partition: the aggregate of the values of bank 0, then of bank 1.
     pub aggregates: Vec<Extent>,
+    /// Each partition's written-line log ([`log_word`](Self::log_word)).
+    pub logs: Vec<Extent>,
     /// Where a partition that is a process leaves its measurements for the launcher.
     pub reports: Vec<Extent>,
     /// The barrier of partitions that are processes: one line per partition, then the
@@ -153,11 +159,13 @@ impl SharedLayout {
         take(bank_shift)?;
         let mut partials = Vec::new();
         let mut aggregates = Vec::new();
-        for plan in plans {
-            partials.push(take(
-                plan.feeds.iter().filter(|&&f| f).count() * partial_stride * 8,
-            )?);
+        let mut logs = Vec::new();
+        for (p, plan) in plans.iter().enumerate() {
+            let feeding = take(plan.feeds.iter().filter(|&&f| f).count() * partial_stride * 8)?;
+            partials.push(feeding);
             aggregates.push(take(2 * l)?);
+            let groups = 2 * tracked::groups(values[p].len, l) + tracked::groups(feeding.len, l);
+            logs.push(take(groups * 8)?);
         }
         let reports = (0..parts)
             .map(|_| take(REPORT_WORDS * 8))
@@ -193,12 +201,34 @@ impl SharedLayout {
             bank_shift,
             partials,
             aggregates,
+            logs,
             reports,
             meeting,
             mirrors,
             channels: chans,
             end: at,
         })
+    }
+
+    /// The extents partition `p` writes and logs, in the order of its log: its values in
+    /// bank 0, in bank 1, and its partials.
+    pub fn logged(&self, p: usize) -> [Extent; 3] {
+        let values = self.values[p];
+        let shifted = Extent {
+            offset: values.offset + self.bank_shift,
+            ..values
+        };
+        [values, shifted, self.partials[p]]
+    }
+
+    /// The byte offset of partition `p`'s log word for group `g` of its extent `e` (in
+    /// [`logged`](Self::logged)'s order).
+    pub fn log_word(&self, p: usize, e: usize, g: usize) -> usize {
+        let before: usize = self.logged(p)[..e]
+            .iter()
+            .map(|x| tracked::groups(x.len, self.line))
+            .sum();
+        self.logs[p].offset + 8 * (before + g)
     }
 
     /// Word index of master `i`'s value slot on partition `p`, in bank 0.
@@ -277,6 +307,7 @@ mod tests {
             bank_shift: 0,
             partials: vec![],
             aggregates: vec![],
+            logs: vec![],
             reports: vec![],
             meeting: Extent::default(),
             mirrors: vec![],

@@ -52,9 +52,12 @@ pub(crate) fn run<P: VertexProgram>(
         let period = options.quiescence_period;
         let layout = *region.layout();
         for (p, plan) in prepared.sync.iter().enumerate() {
+            let (marks, faults) = (prepared.marks[p].clone(), prepared.faults);
             match &emulator {
-                Some(emu) => passes.start(emulated(emu, p), layout, p, plan, period)?,
-                None => passes.start(hardware(), layout, p, plan, period)?,
+                Some(emu) => {
+                    passes.start(emulated(emu, p), layout, p, plan, marks, faults, period)?
+                }
+                None => passes.start(hardware(), layout, p, plan, marks, faults, period)?,
             }
         }
     }

@@ -18,6 +18,7 @@ use super::exchange::{Exchange, Meta, Words, bank};
 use super::memory::{WordSource, decode, encode, words_of};
 use super::plan::{Csr, PartPlan};
 use super::program::{VertexInfo, VertexProgram};
+use super::tracked::Watch;
 use crate::config::Observer;
 use crate::error::GraphError;
 use bi_core::mem::MemError;
@@ -57,6 +58,10 @@ pub(crate) struct SyncPlan {
     pub remote_partials: Vec<(usize, usize)>,
     /// Other partitions' aggregate lines, per bank.
     pub remote_aggregates: [Vec<(usize, usize)>; 2],
+    /// The lines of the other partitions' written-line logs it reads (periodic mode).
+    pub remote_logs: Vec<(usize, usize)>,
+    /// The remote value and partial lines it reads, by the log word of their group.
+    pub watches: Vec<Watch>,
 }
 
 /// What a partition hands back.

@@ -6,6 +6,7 @@ use crate::engine::barrier::Barrier;
 use crate::engine::memory::{DirectWords, ViewWords, WordSource, out_of_bounds, read_slot};
 use crate::engine::plan::PartPlan;
 use crate::engine::shared::SharedLayout;
+use crate::engine::tracked::Marks;
 use crate::engine::worker::SyncPlan;
 use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
@@ -137,6 +138,8 @@ pub(crate) struct SharedSlots<'a, V, R> {
     next: Vec<usize>,
     /// Next slot to read in each partition's segment for this partition's masters.
     cursor: Vec<usize>,
+    /// Where its stores are marked for the periodic mode's passes.
+    marks: Option<&'a Marks>,
 }
 
 fn mem(e: MemError) -> GraphError {
@@ -155,6 +158,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
         view: V,
         access: R,
         words: [usize; 3],
+        marks: Option<&'a Marks>,
     ) -> Self {
         let [_, gw, aw] = words;
         SharedSlots {
@@ -173,13 +177,18 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
             value_meta: layout.value_meta,
             next: layout.segments.get(p).cloned().unwrap_or_default(),
             cursor: vec![0; plans.len()],
+            marks,
         }
     }
 
     /// Writes the slot at word `base`, with its meta word when the layout keeps one.
     #[inline(always)]
     fn put(&self, base: usize, w: &[u64], meta: Option<u64>) -> Result<(), GraphError> {
-        write_slot(&self.access, &self.view, base, w, meta).map_err(mem)
+        write_slot(&self.access, &self.view, base, w, meta).map_err(mem)?;
+        if let Some(marks) = self.marks {
+            marks.mark(base, w.len() + usize::from(meta.is_some()));
+        }
+        Ok(())
     }
 
     fn writeback(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
