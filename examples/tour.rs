@@ -962,6 +962,8 @@ fn pagerank_modes(
                 seed,
                 max_iterations: 2_000,
                 tolerance: program.tolerance,
+                // The "stale" column: how many supersteps old the periodic mode's reads were.
+                measure_staleness: true,
                 ..EngineConfig::default()
             };
             let run = run_detailed(&program, graph, &config, options)?;

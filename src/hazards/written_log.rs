@@ -41,6 +41,7 @@ fn run(config: RuntimeConfig, seed: u64) -> u64 {
         seed,
         max_iterations: SUPERSTEPS,
         tolerance: None,
+        measure_staleness: true,
         ..EngineConfig::default()
     };
     // Caches that neither evict nor prefetch: a copy stays until a pass drops it.

@@ -141,6 +141,11 @@ pub struct EngineConfig {
     pub observer: Option<Arc<dyn Observer>>,
     /// Threads of this process, or processes over a region file.
     pub placement: Placement,
+    /// In [`Mode::BiPeriodic`], stamp every value slot with the superstep that wrote it
+    /// and measure how stale the values and partials read were
+    /// ([`RunStats::max_staleness`]). A diagnostic, off by default: it costs a word per
+    /// value slot (twice the lines of PageRank's values) and a load per edge gathered.
+    pub measure_staleness: bool,
     /// Called first on each partition's thread (or process), with the partition's index,
     /// before it touches its data: where to pin it to a node's CPUs or set its memory
     /// policy.
@@ -177,6 +182,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("max_iterations", &self.max_iterations)
             .field("tolerance", &self.tolerance)
             .field("placement", &self.placement)
+            .field("measure_staleness", &self.measure_staleness)
             .finish_non_exhaustive()
     }
 }
@@ -193,6 +199,7 @@ impl Default for EngineConfig {
             tolerance: None,
             observer: None,
             placement: Placement::Threads,
+            measure_staleness: false,
             on_partition_start: None,
         }
     }
@@ -317,7 +324,8 @@ pub struct RunStats {
     pub lines_invalidated: u64,
     /// Messages sent between partitions (stock mode; 0 in the BI modes).
     pub messages_sent: u64,
-    /// Largest staleness a replica observed, in supersteps (`bi-periodic`; 0 otherwise).
+    /// Largest staleness a replica observed, in supersteps (`bi-periodic` with
+    /// [`EngineConfig::measure_staleness`]; 0 otherwise).
     pub max_staleness: u64,
     /// Edges read by gathers, over all partitions and supersteps: the edge count times
     /// the supersteps for PageRank; for WCC and SSSP, which gather only where a

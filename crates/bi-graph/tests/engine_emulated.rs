@@ -125,6 +125,7 @@ fn periodic_pagerank_converges_despite_staleness() {
     for nodes in [2, 3] {
         for seed in SEEDS {
             let mut cfg = config(nodes, Partitioner::Oblivious, Mode::BiPeriodic, seed);
+            cfg.measure_staleness = true;
             cfg.tolerance = Some(1e-10);
             cfg.max_iterations = 2000;
             let program = PageRank::new(g.num_vertices(), cfg.tolerance);

@@ -42,8 +42,9 @@
 //!   others logged since its own last pass (`tracked.rs`: a pass costs what was written,
 //!   not both banks); barriers do no cache work. A replica may therefore read a master's
 //!   value (or a master a replica's partial) from an earlier superstep: *bounded
-//!   staleness*. Every value slot carries the superstep that wrote it, so the engine
-//!   measures what it read (`max_staleness`, in supersteps). Iterative fixed-point
+//!   staleness*. With [`EngineConfig::measure_staleness`](crate::EngineConfig::measure_staleness)
+//!   every value slot carries the superstep that wrote it, so the engine measures what it
+//!   read (`max_staleness`, in supersteps). Iterative fixed-point
 //!   algorithms such as PageRank converge regardless; to make sure a run does not stop
 //!   on stale evidence, the superstep that would end it is repeated with quiescence in
 //!   the barrier (and, for signalling programs, with every vertex applied), and the run

@@ -113,9 +113,12 @@ impl Prepared {
         let min = base_cfg.min_size()?;
         let mut heap = Layout::compute(&base_cfg.with_size(min))?.heap().offset;
         let stock = config.mode == Mode::Stock;
+        // Partials carry stamps in the periodic mode (one never written reads as 0, not as
+        // a sum); values only where scatter reads their flags or staleness is measured.
+        let periodic = config.mode == Mode::BiPeriodic;
         let metas = shared::Metas {
-            values: scatters || config.mode == Mode::BiPeriodic,
-            partials: scatters || config.mode == Mode::BiPeriodic,
+            values: scatters || (periodic && config.measure_staleness),
+            partials: scatters || periodic,
         };
         // Channels for many partitions: keep their total near 64 MiB.
         let pairs = parts * parts.saturating_sub(1);
@@ -193,6 +196,7 @@ impl Prepared {
             in_degree: &self.in_degree,
             out_degree: &self.out_degree,
             stale_reads: self.mode == Mode::BiPeriodic,
+            measure_staleness: self.mode == Mode::BiPeriodic && config.measure_staleness,
             max_iterations: config.max_iterations,
             observer: config.observer.as_deref(),
             on_partition_start: config.on_partition_start.as_deref(),

@@ -30,9 +30,12 @@ pub(crate) struct Ctx<'a, P> {
     pub plans: &'a [PartPlan],
     pub in_degree: &'a [u32],
     pub out_degree: &'a [u32],
-    /// Values may be read stale (the periodic mode): measure staleness, and confirm the
-    /// superstep that would end the run with a fresh one.
+    /// Values may be read stale (the periodic mode): confirm the superstep that would end
+    /// the run with a fresh one.
     pub stale_reads: bool,
+    /// Read the stamps of the values and partials gathered, and keep the largest lag
+    /// ([`EngineConfig::measure_staleness`](crate::EngineConfig::measure_staleness)).
+    pub measure_staleness: bool,
     pub max_iterations: usize,
     pub observer: Option<&'a dyn Observer>,
     /// Called first on each partition's thread, with the partition.
@@ -582,7 +585,9 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 if written == 0 {
                     continue; // never written (periodic mode: not yet visible)
                 }
-                self.max_staleness = self.max_staleness.max(stamp - written.min(stamp));
+                if self.ctx.measure_staleness {
+                    self.max_staleness = self.max_staleness.max(stamp - written.min(stamp));
+                }
                 signalled |= partial_meta.flag();
                 acc = program.sum(acc, decode(&g));
             }
@@ -616,7 +621,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 self.scatter(step)?;
             }
             let force = stale_reads && confirming;
-            let (agg, changed) = if stale_reads {
+            let (agg, changed) = if self.ctx.measure_staleness {
                 self.gather_apply::<true>(step, fresh, force)?
             } else {
                 self.gather_apply::<false>(step, fresh, force)?

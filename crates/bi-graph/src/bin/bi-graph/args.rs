@@ -127,6 +127,11 @@ pub struct CommonArgs {
     /// data, partials and the barrier are in the file, each process loads its edges.
     #[arg(long)]
     pub processes: bool,
+    /// In the bi-periodic mode, stamp every value with the superstep that wrote it and
+    /// report how many supersteps old the values read were ("max stale"): a diagnostic
+    /// that costs a word per value and a load per edge.
+    #[arg(long)]
+    pub measure_staleness: bool,
     /// The region file for --processes, which must not exist; it is removed after the
     /// run. Default: a new file in /dev/shm (or the temporary directory). A file on a
     /// DAX or CXL device shares the partitions across hosts' memory.

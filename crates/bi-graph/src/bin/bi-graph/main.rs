@@ -213,6 +213,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             tolerance,
             observer: observer.clone(),
             placement,
+            measure_staleness: common.measure_staleness,
             on_partition_start: None,
         };
         let run = run_task(task, &graph, &config);
@@ -238,6 +239,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             mode,
             stats,
             difference,
+            staleness_measured: mode != bi_graph::Mode::BiPeriodic || common.measure_staleness,
         });
     }
 

@@ -116,6 +116,9 @@ pub struct Row {
     pub stats: RunStats,
     /// Against the first mode (`None` for the first).
     pub difference: Option<Difference>,
+    /// Whether `stats.max_staleness` was measured (the periodic mode measures it only
+    /// when asked).
+    pub staleness_measured: bool,
 }
 
 fn duration(d: Duration) -> String {
@@ -155,7 +158,11 @@ pub fn summary(rows: &[Row]) -> String {
             s.lines_written_back.to_string(),
             s.lines_invalidated.to_string(),
             s.messages_sent.to_string(),
-            s.max_staleness.to_string(),
+            if row.staleness_measured {
+                s.max_staleness.to_string()
+            } else {
+                "-".to_owned()
+            },
             row.difference
                 .as_ref()
                 .map_or_else(|| "-".to_owned(), |d| d.text.clone()),
@@ -184,7 +191,7 @@ pub fn summary(rows: &[Row]) -> String {
 /// "nodes": k, "modes": [{"mode": "stock", "supersteps": n, "time_per_step_ns": t,
 /// "compute_ns": t, "edges_gathered": n, "replication": r, "written_back": n, "invalidated": n, "messages": n,
 /// "max_staleness": n, "vs_first": "same", "agrees": true}, ...]}` (`vs_first` is null
-/// for the first mode).
+/// for the first mode, `max_staleness` where it was not measured).
 pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String {
     let modes: Vec<String> = rows
         .iter()
@@ -205,7 +212,11 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
                 s.lines_written_back,
                 s.lines_invalidated,
                 s.messages_sent,
-                s.max_staleness,
+                if row.staleness_measured {
+                    s.max_staleness.to_string()
+                } else {
+                    "null".to_owned()
+                },
             )
         })
         .collect();
