@@ -116,34 +116,6 @@ impl TickClock {
     }
 }
 
-#[cfg(not(miri))]
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, which is
-    // all clock_gettime needs; CLOCK_MONOTONIC exists on every supported target.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
-
-#[cfg(miri)]
-fn monotonic_ns() -> u64 {
-    // Miri does not model the system clock everywhere; time since a process-wide base is
-    // just as monotonic for tests within one process.
-    use std::sync::OnceLock;
-    use std::time::Instant;
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(Instant::now);
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl Clock for TickClock {
     #[inline]
     fn now(&self) -> u64 {
@@ -153,7 +125,7 @@ impl Clock for TickClock {
     }
 
     fn refresh(&self) -> u64 {
-        let t = monotonic_ns();
+        let t = crate::mem::host_ns();
         let prev = self.cached.fetch_max(t, Ordering::AcqRel);
         prev.max(t)
     }
