@@ -626,7 +626,8 @@ impl<V: MemView> NodeRuntime<V> {
 
     /// The longest time this process's writer took, since the last call, from an
     /// update's first store to a line other nodes may hold (a root slot, a line rewritten
-    /// in place) to the log append that tells their passes. A read on another node may
+    /// in place, the FREED marks of a retired bag) to the log append that tells their
+    /// passes. A read on another node may
     /// see the old line that long on top of the staleness bound, which counts from the
     /// append: on a loaded machine a writer descheduled between the two lengthens it.
     ///

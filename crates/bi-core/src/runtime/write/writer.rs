@@ -568,11 +568,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let visible = self.inner.clock.refresh();
         self.modified.visible(entries.len(), visible);
         if let Some(since) = self.writing_since.take() {
-            let span = visible.saturating_sub(since);
-            self.inner
-                .stats
-                .publish_span
-                .fetch_max(span, Ordering::Relaxed);
+            note_publish_span(&self.inner, since, visible);
         }
         self.lease_checked = false;
         self.note_figures();
@@ -1420,6 +1416,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             Self::reserve(inner, &mut self.freed, needed)?;
         }
         let (now, scope) = (inner.clock.now(), self.scope);
+        // A FREED mark is a store to a line other nodes may hold: its span to the append
+        // counts as a publication's (see `log_modified`).
+        let marking_since = inner.clock.refresh();
         let entries = &mut self.entries;
         entries.clear();
         for (b, _) in blocks {
@@ -1439,6 +1438,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         // the fence: a pass starting more than D later has certainly read them.
         let visible = inner.clock.refresh();
         self.freed.visible(entries.len(), visible);
+        note_publish_span(inner, marking_since, visible);
         for &(block, generation) in blocks {
             self.retired.push_back(Retired {
                 block,
@@ -1673,4 +1673,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.note_figures();
         Ok(report)
     }
+}
+
+/// Notes a publication's span, from its first store to a line other nodes may hold
+/// (`since`) to the log append that makes their passes drop it (`visible`), for
+/// [`NodeRuntime::take_longest_publish_span`](crate::runtime::NodeRuntime::take_longest_publish_span).
+fn note_publish_span<V: MemView>(inner: &NodeInner<V>, since: u64, visible: u64) {
+    inner
+        .stats
+        .publish_span
+        .fetch_max(visible.saturating_sub(since), Ordering::Relaxed);
 }
