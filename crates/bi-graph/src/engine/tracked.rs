@@ -353,6 +353,67 @@ mod tests {
         assert_eq!(stale, 6);
     }
 
+    /// Marks of stores at the edges: a slot that ends at a line's end marks that line
+    /// alone, one that runs past its extent's end marks the extent's last line only, a
+    /// line marked twice stays marked, and a store into the second extent is marked there.
+    #[test]
+    fn marks_at_the_edges_of_lines_and_extents() {
+        let marks = Marks {
+            line: LINE,
+            extents: [(DATA, 128), (DATA + 256 * LINE, 64)]
+                .iter()
+                .map(|&(offset, lines)| Marked {
+                    offset,
+                    len: lines * LINE,
+                    log: LOG,
+                    bits: (0..groups(lines * LINE, LINE))
+                        .map(|_| AtomicU64::new(0))
+                        .collect(),
+                })
+                .collect(),
+        };
+        let bits = |e: usize| -> Vec<u64> {
+            marks.extents[e]
+                .bits
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect()
+        };
+        marks.mark(DATA / 8, LINE / 8); // line 0 exactly
+        assert_eq!(bits(0), vec![0b1, 0]);
+        marks.mark(DATA / 8, 1); // again: still marked
+        assert_eq!(bits(0), vec![0b1, 0]);
+        marks.mark((DATA + 128 * LINE) / 8 - 1, 2); // the last word, and one past the end
+        assert_eq!(bits(0), vec![0b1, 1 << 63]);
+        marks.mark((DATA + 256 * LINE + 3 * LINE) / 8, 1); // line 3 of the second extent
+        assert_eq!((bits(0), bits(1)), (vec![0b1, 1 << 63], vec![0b1000]));
+    }
+
+    /// Every marked line reaches memory, runs apart in one group and lines of the second
+    /// group alike: another node that drops its copies reads what was stored.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "hundreds of emulated lines; the emulator runs under Miri elsewhere"
+    )]
+    fn every_marked_line_reaches_memory() {
+        let (emu, marks, writer, _) = pair(Faults::default());
+        let (w, r) = (emu.node(0), emu.node(1));
+        let lines = [0, 2, 3, 40, GROUP_LINES + 1, 2 * GROUP_LINES - 1];
+        for (k, &l) in lines.iter().enumerate() {
+            let at = DATA + l * LINE;
+            w.store_u64(at, 100 + k as u64).unwrap();
+            marks.mark(at / 8, 1);
+        }
+        writer.write_back(&w).unwrap();
+        for (k, &l) in lines.iter().enumerate() {
+            let at = DATA + l * LINE;
+            r.invalidate(at, 8).unwrap();
+            r.fence();
+            assert_eq!(r.load_u64(at).unwrap(), 100 + k as u64, "line {l}");
+        }
+    }
+
     /// A mark covers every line a stored slot touches, and nothing outside the extents.
     #[test]
     fn marks_cover_the_lines_a_slot_touches() {
