@@ -757,6 +757,28 @@ mod tests {
         assert!(!quiet(&faults, bounds, 900_000_000, 1_100_000_000)); // overlaps
     }
 
+    /// The violations of one process's write that took 4.5 s (against a 3 s bound),
+    /// from 10 s to 14.5 s, under `faults`.
+    fn one_long_write(faults: &[FaultWindow], bounds: Bounds) -> Vec<String> {
+        let s = 1_000_000_000u64;
+        let write = Event::Wrote {
+            write: WriteKind::Remove,
+            key: 7,
+            start: 10 * s,
+            end: 14 * s + 500_000_000, // 4.5 s against a 3 s bound
+            outcome: WriteOutcome::Done,
+        };
+        let life = Life {
+            name: "worker 0.0".into(),
+            failed: None,
+            started: 0,
+            ended: None,
+            stops: Vec::new(),
+            events: vec![write],
+        };
+        check(&[life], faults, bounds, &Empty).violations
+    }
+
     #[test]
     fn a_write_may_block_a_lease_longer_for_each_further_writer_lost_during_it() {
         let bounds = bounds();
@@ -768,24 +790,7 @@ mod tests {
             start,
             end,
         };
-        let blocked = |faults: &[FaultWindow]| {
-            let write = Event::Wrote {
-                write: WriteKind::Remove,
-                key: 7,
-                start: 10 * s,
-                end: 14 * s + 500_000_000, // 4.5 s against a 3 s bound
-                outcome: WriteOutcome::Done,
-            };
-            let life = Life {
-                name: "worker 0.0".into(),
-                failed: None,
-                started: 0,
-                ended: None,
-                stops: Vec::new(),
-                events: vec![write],
-            };
-            check(&[life], faults, bounds, &Empty).violations
-        };
+        let blocked = |faults: &[FaultWindow]| one_long_write(faults, bounds);
         // One writer lost (or none): 3 s at most.
         assert_eq!(blocked(&[]).len(), 1);
         assert_eq!(blocked(&[writer_struck(11 * s, 11 * s + 1)]).len(), 1);
@@ -824,26 +829,11 @@ mod tests {
             end: 13 * s,
         };
         let blocked = |stops_hold_memory: bool, faults: &[FaultWindow]| {
-            let write = Event::Wrote {
-                write: WriteKind::Remove,
-                key: 7,
-                start: 10 * s,
-                end: 14 * s + 500_000_000, // 4.5 s against a 3 s bound
-                outcome: WriteOutcome::Done,
-            };
-            let life = Life {
-                name: "worker 0.0".into(),
-                failed: None,
-                started: 0,
-                ended: None,
-                stops: Vec::new(),
-                events: vec![write],
-            };
             let bounds = Bounds {
                 stops_hold_memory,
                 ..bounds()
             };
-            check(&[life], faults, bounds, &Empty).violations.len()
+            one_long_write(faults, bounds).len()
         };
         assert_eq!(blocked(false, std::slice::from_ref(&stop)), 1);
         assert_eq!(blocked(true, std::slice::from_ref(&stop)), 0); // 3 s + the 2 s stop
