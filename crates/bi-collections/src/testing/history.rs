@@ -39,11 +39,6 @@ impl<K: Ord + Clone + Debug, V: Eq + Clone + Debug> History<K, V> {
         &self.model
     }
 
-    /// Number of publications so far.
-    pub fn publications(&self) -> u64 {
-        self.seq
-    }
-
     /// Records one publication that made `changes` visible together, applied in order
     /// (a key changed twice keeps its last value: intermediate values were never
     /// published). `None` removes the key.
@@ -119,7 +114,7 @@ impl<K: Ord + Clone + Debug, V: Eq + Clone + Debug> History<K, V> {
 
     /// The values `key` had at some publication since the start of `node`'s last pass
     /// (`None`: absent), oldest first.
-    pub fn allowed(&self, node: usize, key: &K) -> Result<Vec<Option<V>>, Violation> {
+    pub(crate) fn allowed(&self, node: usize, key: &K) -> Result<Vec<Option<V>>, Violation> {
         let since = self.since(node)?;
         Ok(match self.versions.get(key) {
             None => vec![None],

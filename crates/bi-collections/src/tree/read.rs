@@ -287,20 +287,8 @@ impl<K: Stored + Ord, V: Stored, M: MemView> TreeReadHandle<K, V, M> {
     }
 
     /// Gives the runtime reader back.
-    ///
-    /// ```
-    /// use bi_collections::tree::BiTree;
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(2, 0);
-    /// let tree = BiTree::<u32, u32>::at(s.slot(0));
-    /// let mut w = tree.write_handle(s.writer(0)).unwrap();
-    /// let r = tree.read_handle(&s.nodes[1]).unwrap();
-    /// let index = r.reader().index();
-    /// let reader = r.into_reader(); // still registered: reuse it for other structures
-    /// assert_eq!(reader.index(), index);
-    /// ```
-    pub fn into_reader(self) -> Reader<M> {
+    #[cfg(test)]
+    pub(crate) fn into_reader(self) -> Reader<M> {
         self.reader
     }
 }
@@ -828,5 +816,23 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
                 .map(|e| src.entry(e))
                 .transpose()
         })
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn into_reader_example() {
+        use crate::tree::BiTree;
+        use bi_core::runtime::testing::Setup;
+
+        let s = Setup::new(2, 0);
+        let tree = BiTree::<u32, u32>::at(s.slot(0));
+        let _w = tree.write_handle(s.writer(0)).unwrap();
+        let r = tree.read_handle(&s.nodes[1]).unwrap();
+        let index = r.reader().index();
+        let reader = r.into_reader(); // still registered: reuse it for other structures
+        assert_eq!(reader.index(), index);
     }
 }

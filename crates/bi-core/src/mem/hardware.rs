@@ -70,19 +70,7 @@ impl Hardware {
 
     /// A view of `mem` using the given instructions (for example
     /// [`CacheOps::clflush_only`] as a baseline, or [`CacheOps::nop`] on coherent memory).
-    ///
-    /// ```
-    /// use bi_core::cache::CacheOps;
-    /// use bi_core::line::LineSize;
-    /// use bi_core::mem::{Backing, Hardware, MemView};
-    /// use std::sync::Arc;
-    ///
-    /// let mem = Arc::new(Backing::anonymous(1024).unwrap());
-    /// let view = Hardware::with_ops(mem, CacheOps::nop(LineSize::new(128).unwrap()));
-    /// assert_eq!(view.line_size().get(), 128);
-    /// assert!(view.flush(0, 1024).is_ok());
-    /// ```
-    pub fn with_ops(mem: Arc<Backing>, ops: CacheOps) -> Hardware {
+    pub(crate) fn with_ops(mem: Arc<Backing>, ops: CacheOps) -> Hardware {
         let words = mem.words();
         Hardware {
             base: words.as_ptr(),
@@ -575,5 +563,22 @@ mod futex {
                 0u32,
             );
         }
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn with_ops_example() {
+        use crate::cache::CacheOps;
+        use crate::line::LineSize;
+        use crate::mem::{Backing, Hardware, MemView};
+        use std::sync::Arc;
+
+        let mem = Arc::new(Backing::anonymous(1024).unwrap());
+        let view = Hardware::with_ops(mem, CacheOps::nop(LineSize::new(128).unwrap()));
+        assert_eq!(view.line_size().get(), 128);
+        assert!(view.flush(0, 1024).is_ok());
     }
 }

@@ -667,27 +667,8 @@ impl<V: MemView> NodeRuntime<V> {
     }
 
     /// Pending groups of freed objects waiting for their second invalidation.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 1);
-    /// let mut w = s.writer(0);
-    /// s.nodes[0].quiesce().unwrap(); // a first pass drops everything: one group
-    /// s.nodes[0].quiesce().unwrap(); // which this one drains
-    /// assert_eq!(s.nodes[0].pending_groups(), 0);
-    /// let old = w.alloc_sealed(1u64).unwrap();
-    /// w.publish_link(s.slot(0), old).unwrap();
-    /// let new = w.alloc_sealed(2u64).unwrap();
-    /// w.publish_link(s.slot(0), new).unwrap();
-    /// w.retire(old).unwrap();
-    /// assert_eq!(s.nodes[0].pending_groups(), 0);
-    /// s.nodes[0].quiesce().unwrap(); // reads the retirement: one group
-    /// assert_eq!(s.nodes[0].pending_groups(), 1);
-    /// s.nodes[0].quiesce().unwrap(); // no reader was inside: drained
-    /// assert_eq!(s.nodes[0].pending_groups(), 0);
-    /// ```
-    pub fn pending_groups(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending_groups(&self) -> usize {
         self.inner.lock_pass().pending_groups()
     }
 
@@ -1101,5 +1082,30 @@ mod tests {
         assert_eq!(calls.load(Ordering::Relaxed), 1);
         let r = s.nodes[0].reader().unwrap();
         assert_eq!(*r.enter().load::<u64>(s.slot(0)).unwrap().unwrap(), 3);
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn pending_groups_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 1);
+        let mut w = s.writer(0);
+        s.nodes[0].quiesce().unwrap(); // a first pass drops everything: one group
+        s.nodes[0].quiesce().unwrap(); // which this one drains
+        assert_eq!(s.nodes[0].pending_groups(), 0);
+        let old = w.alloc_sealed(1u64).unwrap();
+        w.publish_link(s.slot(0), old).unwrap();
+        let new = w.alloc_sealed(2u64).unwrap();
+        w.publish_link(s.slot(0), new).unwrap();
+        w.retire(old).unwrap();
+        assert_eq!(s.nodes[0].pending_groups(), 0);
+        s.nodes[0].quiesce().unwrap(); // reads the retirement: one group
+        assert_eq!(s.nodes[0].pending_groups(), 1);
+        s.nodes[0].quiesce().unwrap(); // no reader was inside: drained
+        assert_eq!(s.nodes[0].pending_groups(), 0);
     }
 }

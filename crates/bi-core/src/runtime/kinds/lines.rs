@@ -196,19 +196,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch
     /// into pieces of at most [`ring_capacity`](Self::ring_capacity) lines.
     /// Without waiting for ring space.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_lines(&[1u64, 2]).unwrap();
-    /// assert!(w.try_rewrite_lines(&[(a, 0, 5), (a, 9, 6)]).is_err()); // line 9 does not exist
-    /// assert_eq!(w.read_own_line(a, 0).unwrap(), 1); // nothing changed
-    /// w.try_rewrite_lines(&[(a, 0, 5), (a, 0, 7)]).unwrap(); // the last record wins
-    /// assert_eq!(w.read_own_line(a, 0).unwrap(), 7);
-    /// ```
-    pub fn try_rewrite_lines<T: Pod>(
+    pub(crate) fn try_rewrite_lines<T: Pod>(
         &mut self,
         updates: &[(Link<Lines<T>>, usize, T)],
     ) -> Result<(), BiError> {
@@ -285,7 +273,15 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.fence_and_log_lines(lines)
     }
 
-    /// [`try_rewrite_lines`](Self::try_rewrite_lines), waiting for ring space.
+    /// Rewrites lines of live arrays this writer allocated, in place, as one batch: each
+    /// line gets its next version (see the [module docs](self)); then one write-back per
+    /// line, **one** fence and one append of the lines to the modified ring, waiting for
+    /// ring space if the ring is full. A line named twice gets the last record given for
+    /// it.
+    ///
+    /// Everything is checked before anything is written: on an error nothing changed.
+    /// More lines than the modified ring holds is [`BiError::LogFull`]: split the batch
+    /// into pieces of at most [`ring_capacity`](Self::ring_capacity) lines.
     ///
     /// ```
     /// use bi_core::runtime::{Via, Fetch, testing::Setup};
@@ -906,5 +902,22 @@ mod tests {
             });
             assert_eq!(found.unwrap(), Some([1; 3]));
         });
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn try_rewrite_lines_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_lines(&[1u64, 2]).unwrap();
+        assert!(w.try_rewrite_lines(&[(a, 0, 5), (a, 9, 6)]).is_err()); // line 9 does not exist
+        assert_eq!(w.read_own_line(a, 0).unwrap(), 1); // nothing changed
+        w.try_rewrite_lines(&[(a, 0, 5), (a, 0, 7)]).unwrap(); // the last record wins
+        assert_eq!(w.read_own_line(a, 0).unwrap(), 7);
     }
 }

@@ -38,7 +38,7 @@
 //!
 //! A mismatch means an old copy: the reader invalidates the line, fences and tries once
 //! more; a second mismatch means the array link itself is stale, and the caller re-reads
-//! the slot that holds it ([`BiGuard::load_slots_fresh`]).
+//! the slot that holds it, read from memory past its cached copy.
 //!
 //! Updating a slot in place keeps the grace argument of the [runtime](crate::runtime) valid,
 //! because that argument never needed slots to be immutable, only that:
@@ -83,7 +83,7 @@
 use crate::heap::Heap;
 use crate::mem::MemView;
 use crate::runtime::BiError;
-use crate::runtime::object::{Fetch, Link, MAX_OBJECT_LINES, STAMP_BYTES, Shape, Stamp, check_in};
+use crate::runtime::object::{Fetch, Link, STAMP_BYTES, Shape, Stamp, check_in};
 use crate::runtime::reader::{BiGuard, Shared};
 use crate::runtime::writer::{BiBox, Unpublished, Writer};
 use bytemuck::Pod;
@@ -98,8 +98,8 @@ use std::marker::PhantomData;
 /// let s = Setup::new(1, 0);
 /// let mut w = s.writer(0);
 /// let a: Link<SlotArray> = w.alloc_slots(4).unwrap();
-/// assert_eq!(w.slots_len(a).unwrap(), 4);
-/// w.discard_slots(a).unwrap();
+/// assert_eq!(w.word_in(a, 3).unwrap(), 0); // four null slots
+/// assert!(w.word_in(a, 4).is_err());
 /// ```
 #[derive(Debug)]
 pub enum SlotArray {}
@@ -203,18 +203,9 @@ fn array_bytes(n: usize) -> Result<usize, BiError> {
 impl<V: MemView, H: Heap> Writer<V, H> {
     /// The most slots one array may hold with this runtime's line size (an object spans
     /// at most [`MAX_OBJECT_LINES`](crate::runtime::object::MAX_OBJECT_LINES) lines).
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let max = w.max_slots();
-    /// assert!(max > 0);
-    /// assert!(w.alloc_slots(max + 1).is_err()); // more lines than an object may span
-    /// ```
-    pub fn max_slots(&self) -> usize {
-        MAX_OBJECT_LINES * ((self.inner.line - STAMP_BYTES) / 8) - 1
+    #[cfg(test)]
+    pub(crate) fn max_slots(&self) -> usize {
+        crate::runtime::object::MAX_OBJECT_LINES * ((self.inner.line - STAMP_BYTES) / 8) - 1
     }
 
     /// Allocates an array of `n` null slots, immutable from now on like a
@@ -228,9 +219,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let s = Setup::new(1, 0);
     /// let mut w = s.writer(0);
     /// let a = w.alloc_slots(100).unwrap();
-    /// assert_eq!(w.slots_len(a).unwrap(), 100);
-    /// assert!(w.slot_in::<u64>(a, 99).unwrap().is_null());
-    /// w.discard_slots(a).unwrap();
+    /// assert_eq!(w.word_in(a, 99).unwrap(), 0); // null
+    /// assert!(w.word_in(a, 100).is_err());
     /// ```
     pub fn alloc_slots(&mut self, n: usize) -> Result<Link<SlotArray>, BiError> {
         self.alloc_slots_with(n, |_| 0)
@@ -246,8 +236,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// let s = Setup::new(1, 0);
     /// let mut w = s.writer(0);
     /// let a = w.alloc_slots_from(&[5, 0, 7]).unwrap();
-    /// assert_eq!(w.slots_len(a).unwrap(), 3);
     /// assert_eq!((w.word_in(a, 0).unwrap(), w.word_in(a, 2).unwrap()), (5, 7));
+    /// assert!(w.word_in(a, 3).is_err());
     /// ```
     pub fn alloc_slots_from(&mut self, words: &[u64]) -> Result<Link<SlotArray>, BiError> {
         self.alloc_slots_with(words.len(), |i| words[i])
@@ -302,33 +292,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Number of slots of an array this writer allocated.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(12).unwrap();
-    /// assert_eq!(w.slots_len(a).unwrap(), 12);
-    /// ```
-    pub fn slots_len(&self, array: Link<SlotArray>) -> Result<usize, BiError> {
+    #[cfg(test)]
+    pub(crate) fn slots_len(&self, array: Link<SlotArray>) -> Result<usize, BiError> {
         Ok(self.own_array(array)?.1)
     }
 
     /// The link now in slot `i` (this writer's own, always current, view).
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(4).unwrap();
-    /// let v = w.alloc_sealed(1u64).unwrap();
-    /// w.publish_link_in(a, 2, v).unwrap();
-    /// assert_eq!(w.slot_in::<u64>(a, 2).unwrap(), v);
-    /// assert!(w.slot_in::<u64>(a, 4).is_err()); // no such slot
-    /// ```
-    pub fn slot_in<T>(&self, array: Link<SlotArray>, i: usize) -> Result<Link<T>, BiError> {
+    #[cfg(test)]
+    pub(crate) fn slot_in<T>(&self, array: Link<SlotArray>, i: usize) -> Result<Link<T>, BiError> {
         Ok(Link::from_raw(self.word_in(array, i)?))
     }
 
@@ -375,18 +346,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// Stores `link` into slot `i` of `array` without waiting for ring space: stores it,
     /// writes the slot's line back, fences and logs the line, exactly as
     /// [`try_publish_link`](Self::try_publish_link). Returns the old link.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(4).unwrap();
-    /// let v = w.alloc_sealed(9u64).unwrap();
-    /// assert!(w.try_publish_link_in(a, 0, v).unwrap().is_null());
-    /// assert_eq!(w.slot_in::<u64>(a, 0).unwrap(), v);
-    /// ```
-    pub fn try_publish_link_in<T: Pod>(
+    #[cfg(test)]
+    pub(crate) fn try_publish_link_in<T: Pod>(
         &mut self,
         array: Link<SlotArray>,
         i: usize,
@@ -396,7 +357,9 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         self.try_publish_link(at, link)
     }
 
-    /// [`try_publish_link_in`](Self::try_publish_link_in), waiting for ring space.
+    /// Stores `link` into slot `i` of `array`: stores it, writes the slot's line back,
+    /// fences and logs the line, exactly as [`publish_link`](Self::publish_link), waiting
+    /// for ring space if the ring is full. Returns the old link.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
@@ -533,18 +496,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// [`try_publish_words_in`](Self::try_publish_words_in), waiting for ring space.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(4).unwrap();
-    /// assert!(w.publish_words_in(a, &[(0, 1), (9, 2)]).is_err()); // 9 is out of range
-    /// assert_eq!(w.word_in(a, 0).unwrap(), 0); // nothing was stored
-    /// assert_eq!(w.publish_words_in(a, &[(0, 1), (3, 2)]).unwrap(), [0, 0]);
-    /// ```
-    pub fn publish_words_in(
+    #[cfg(test)]
+    pub(crate) fn publish_words_in(
         &mut self,
         array: Link<SlotArray>,
         updates: &[(usize, u64)],
@@ -574,18 +527,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Gives back an array that never became reachable from a published slot.
-    ///
-    /// ```
-    /// use bi_core::heap::Heap;
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(64).unwrap();
-    /// w.discard_slots(a).unwrap();
-    /// assert_eq!(w.heap().stats().live, 0);
-    /// ```
-    pub fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
+    #[cfg(test)]
+    pub(crate) fn discard_slots(&mut self, array: Link<SlotArray>) -> Result<(), BiError> {
         self.own_array(array)?;
         self.discard_block(array)
     }
@@ -648,8 +591,7 @@ fn read_array<'g, V: MemView>(
 impl<'r, V: MemView> BiGuard<'r, V> {
     /// Reads the array link stored in the `u64` slot at `slot` and validates the array
     /// (stamp and slot count). `Ok(None)` for null. On a mismatch it invalidates line 0,
-    /// fences and reads once more, then retries from a freshly fetched slot
-    /// ([`load_slots_fresh`](Self::load_slots_fresh)).
+    /// fences and reads once more, then retries from the slot read afresh from memory.
     ///
     /// ```
     /// use bi_core::runtime::testing::Setup;
@@ -675,21 +617,10 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     /// Like [`load_slots`](Self::load_slots), but first invalidates the slot's line and
     /// fences (lazy invalidation). [`BiError::StaleLink`] if the array still does not
     /// validate.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(2, 0);
-    /// let r = s.nodes[1].reader().unwrap();
-    /// let g = r.enter();
-    /// assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // now cached
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(5).unwrap();
-    /// w.publish_slots(s.slot(0), a).unwrap();
-    /// assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // no pass yet
-    /// assert_eq!(g.load_slots_fresh(s.slot(0)).unwrap().unwrap().link(), a);
-    /// ```
-    pub fn load_slots_fresh(&self, slot: usize) -> Result<Option<SlotArrayRef<'_>>, BiError> {
+    pub(crate) fn load_slots_fresh(
+        &self,
+        slot: usize,
+    ) -> Result<Option<SlotArrayRef<'_>>, BiError> {
         let link = Link::<SlotArray>::from_raw(self.fresh_slot_word(slot)?);
         self.slots(link)
     }
@@ -821,21 +752,12 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// The link in slot `i` of `array`, without reading the object it names.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(2).unwrap();
-    /// let v = w.alloc_sealed(3u64).unwrap();
-    /// w.publish_link_in(a, 1, v).unwrap();
-    /// let r = s.nodes[0].reader().unwrap();
-    /// let g = r.enter();
-    /// let array = g.slots(a).unwrap().unwrap();
-    /// assert_eq!(g.link_in::<u64>(&array, 1).unwrap(), v);
-    /// ```
-    pub fn link_in<T>(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<Link<T>, BiError> {
+    #[cfg(test)]
+    pub(crate) fn link_in<T>(
+        &self,
+        array: &SlotArrayRef<'_>,
+        i: usize,
+    ) -> Result<Link<T>, BiError> {
         Ok(Link::from_raw(self.word_checked(array, i)?))
     }
 
@@ -858,22 +780,7 @@ impl<'r, V: MemView> BiGuard<'r, V> {
     }
 
     /// Like [`load_word_in`](Self::load_word_in) after invalidating the slot's line.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    ///
-    /// let s = Setup::new(2, 0);
-    /// let mut w = s.writer(0);
-    /// let a = w.alloc_slots(1).unwrap();
-    /// s.quiesce_all().unwrap();
-    /// let r = s.nodes[1].reader().unwrap();
-    /// let g = r.enter();
-    /// let array = g.slots(a).unwrap().unwrap();
-    /// assert_eq!(g.load_word_in(&array, 0).unwrap(), 0); // now cached
-    /// w.publish_word_in(a, 0, 5).unwrap();
-    /// assert_eq!(g.word_in_fresh(&array, 0).unwrap(), 5);
-    /// ```
-    pub fn word_in_fresh(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
+    pub(crate) fn word_in_fresh(&self, array: &SlotArrayRef<'_>, i: usize) -> Result<u64, BiError> {
         Self::check_index(array, i)?;
         let (_, at) = slot_position(self.inner().line, array.link.offset(), i);
         let view = self.view();
@@ -991,7 +898,10 @@ mod tests {
         ));
         let a = w.alloc_slots(max).unwrap();
         assert_eq!(w.slots_len(a).unwrap(), max);
-        assert_eq!(w.heap().stats().live, MAX_OBJECT_LINES * 32);
+        assert_eq!(
+            w.heap().stats().live,
+            crate::runtime::object::MAX_OBJECT_LINES * 32
+        );
         let (none, one) = (w.alloc_slots(0).unwrap(), w.alloc_slots(1).unwrap());
         let r = s.nodes[0].reader().unwrap();
         let g = r.enter();
@@ -1018,5 +928,125 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn max_slots_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let max = w.max_slots();
+        assert!(max > 0);
+        assert!(w.alloc_slots(max + 1).is_err()); // more lines than an object may span
+    }
+
+    #[test]
+    fn slots_len_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(12).unwrap();
+        assert_eq!(w.slots_len(a).unwrap(), 12);
+    }
+
+    #[test]
+    fn slot_in_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(4).unwrap();
+        let v = w.alloc_sealed(1u64).unwrap();
+        w.publish_link_in(a, 2, v).unwrap();
+        assert_eq!(w.slot_in::<u64>(a, 2).unwrap(), v);
+        assert!(w.slot_in::<u64>(a, 4).is_err()); // no such slot
+    }
+
+    #[test]
+    fn try_publish_link_in_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(4).unwrap();
+        let v = w.alloc_sealed(9u64).unwrap();
+        assert!(w.try_publish_link_in(a, 0, v).unwrap().is_null());
+        assert_eq!(w.slot_in::<u64>(a, 0).unwrap(), v);
+    }
+
+    #[test]
+    fn publish_words_in_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(4).unwrap();
+        assert!(w.publish_words_in(a, &[(0, 1), (9, 2)]).is_err()); // 9 is out of range
+        assert_eq!(w.word_in(a, 0).unwrap(), 0); // nothing was stored
+        assert_eq!(w.publish_words_in(a, &[(0, 1), (3, 2)]).unwrap(), [0, 0]);
+    }
+
+    #[test]
+    fn discard_slots_example() {
+        use crate::heap::Heap;
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(64).unwrap();
+        w.discard_slots(a).unwrap();
+        assert_eq!(w.heap().stats().live, 0);
+    }
+
+    #[test]
+    fn load_slots_fresh_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(2, 0);
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // now cached
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(5).unwrap();
+        w.publish_slots(s.slot(0), a).unwrap();
+        assert!(g.load_slots(s.slot(0)).unwrap().is_none()); // no pass yet
+        assert_eq!(g.load_slots_fresh(s.slot(0)).unwrap().unwrap().link(), a);
+    }
+
+    #[test]
+    fn link_in_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(1, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(2).unwrap();
+        let v = w.alloc_sealed(3u64).unwrap();
+        w.publish_link_in(a, 1, v).unwrap();
+        let r = s.nodes[0].reader().unwrap();
+        let g = r.enter();
+        let array = g.slots(a).unwrap().unwrap();
+        assert_eq!(g.link_in::<u64>(&array, 1).unwrap(), v);
+    }
+
+    #[test]
+    fn word_in_fresh_example() {
+        use crate::runtime::testing::Setup;
+
+        let s = Setup::new(2, 0);
+        let mut w = s.writer(0);
+        let a = w.alloc_slots(1).unwrap();
+        s.quiesce_all().unwrap();
+        let r = s.nodes[1].reader().unwrap();
+        let g = r.enter();
+        let array = g.slots(a).unwrap().unwrap();
+        assert_eq!(g.load_word_in(&array, 0).unwrap(), 0); // now cached
+        w.publish_word_in(a, 0, 5).unwrap();
+        assert_eq!(g.word_in_fresh(&array, 0).unwrap(), 5);
     }
 }

@@ -158,19 +158,7 @@ impl Background {
     }
 
     /// Passes that returned an error so far.
-    ///
-    /// ```
-    /// use bi_core::runtime::testing::Setup;
-    /// use std::time::Duration;
-    ///
-    /// let s = Setup::new(1, 0);
-    /// let bg = s.nodes[0].start_background(Duration::from_micros(100));
-    /// while bg.passes() < 3 {
-    ///     std::thread::yield_now();
-    /// }
-    /// assert_eq!(bg.errors(), 0);
-    /// ```
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.errors.load(Ordering::Acquire)
     }
 
@@ -239,5 +227,22 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.halt();
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn errors_example() {
+        use crate::runtime::testing::Setup;
+        use std::time::Duration;
+
+        let s = Setup::new(1, 0);
+        let bg = s.nodes[0].start_background(Duration::from_micros(100));
+        while bg.passes() < 3 {
+            std::thread::yield_now();
+        }
+        assert_eq!(bg.errors(), 0);
     }
 }

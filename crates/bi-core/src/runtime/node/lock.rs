@@ -108,7 +108,7 @@ impl<V: MemView> std::fmt::Debug for PoolLockGuard<'_, V> {
 
 impl<V: MemView> PoolLockGuard<'_, V> {
     /// Whether this node still holds the lock for sure: its record's heartbeat is within
-    /// the node lease, allowing for the skew bound (a later [`renew`](Self::renew) moves
+    /// the node lease, allowing for the skew bound (each pass of the node moves
     /// it). Call it just before the store that commits what the lock protects.
     ///
     /// ```
@@ -137,20 +137,7 @@ impl<V: MemView> PoolLockGuard<'_, V> {
     }
 
     /// Rewrites the heartbeat, extending the lease.
-    ///
-    /// ```
-    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
-    /// use std::time::Duration;
-    ///
-    /// let config = RuntimeConfig::default().node_lease(10_000).reader_lease(10_000);
-    /// let s = Setup::with(Default::default(), |c| c, config);
-    /// let mut guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
-    /// s.emu.advance(6_000);
-    /// assert!(guard.check().is_err());
-    /// guard.renew().unwrap();
-    /// assert!(guard.check().is_ok());
-    /// ```
-    pub fn renew(&mut self) -> Result<(), BiError> {
+    pub(crate) fn renew(&mut self) -> Result<(), BiError> {
         self.heartbeat = write(self.inner, 0, self.ticket)?;
         Ok(())
     }
@@ -376,5 +363,25 @@ impl<V: MemView> PoolLockGuard<'_, V> {
             }
         }
         Ok(true)
+    }
+}
+
+/// Examples of the crate-private items above, as tests.
+#[cfg(test)]
+mod private_examples {
+    #[test]
+    fn renew_example() {
+        use crate::runtime::{RuntimeConfig, testing::Setup};
+        use std::time::Duration;
+
+        let config = RuntimeConfig::default()
+            .node_lease(10_000)
+            .reader_lease(10_000);
+        let s = Setup::with(Default::default(), |c| c, config);
+        let mut guard = s.nodes[0].lock(Duration::from_secs(1)).unwrap();
+        s.emu.advance(6_000);
+        assert!(guard.check().is_err());
+        guard.renew().unwrap();
+        assert!(guard.check().is_ok());
     }
 }

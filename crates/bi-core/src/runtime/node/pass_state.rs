@@ -53,6 +53,7 @@ impl<V> PassState<V> {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn pending_groups(&self) -> usize {
         self.pending.len()
     }
