@@ -331,4 +331,83 @@ pub struct RunStats {
     /// the supersteps for PageRank; for WCC and SSSP, which gather only where a
     /// neighbour changed, about the edges of the frontiers.
     pub edges_gathered: u64,
+    /// Where a superstep's time goes, per superstep and averaged over the partitions.
+    pub phases: Phases,
+}
+
+/// Where a superstep's time goes: the phases of the loop a partition runs, per superstep,
+/// averaged over the partitions (see [`RunStats::phases`]). The first four add up to the
+/// superstep; the last three are the parts of the two exchanges spent on quiescence and
+/// waiting, so they are inside `partials` and `values`.
+///
+/// ```
+/// use bi_graph::{pagerank, EdgeList, EngineConfig, Mode};
+///
+/// let g = EdgeList { ids: (0..4).collect(), edges: vec![(0, 1), (1, 2), (2, 3), (3, 0)], weights: None };
+/// let config = EngineConfig { nodes: 2, mode: Mode::BiOnDemand, ..EngineConfig::default() };
+/// let p = pagerank(&g, &config)?.stats.phases;
+/// assert!(p.gather_apply > std::time::Duration::ZERO);
+/// assert!(p.write_back + p.wait + p.invalidate <= p.partials + p.values);
+/// # Ok::<(), bi_graph::GraphError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Phases {
+    /// Signalling: visiting the scatter edges of the vertices that changed.
+    pub scatter: Duration,
+    /// Folding every local vertex's gather edges, and applying the masters no replica
+    /// feeds.
+    pub gather_apply: Duration,
+    /// Handing the replicas' partial sums to their masters and applying those masters
+    /// (vertex cuts whose replicas feed).
+    pub partials: Duration,
+    /// Handing the new values and the aggregates to every partition.
+    pub values: Duration,
+    /// Of the two exchanges: writing back the lines this partition wrote.
+    pub write_back: Duration,
+    /// Of the two exchanges: waiting for the other partitions at the barrier.
+    pub wait: Duration,
+    /// Of the two exchanges: dropping the lines of others it will read, and the fences.
+    pub invalidate: Duration,
+}
+
+impl Phases {
+    /// The seven phases as nanoseconds, in field order (what a partition reports).
+    pub(crate) fn to_nanos(self) -> [u64; 7] {
+        [
+            self.scatter,
+            self.gather_apply,
+            self.partials,
+            self.values,
+            self.write_back,
+            self.wait,
+            self.invalidate,
+        ]
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The inverse of [`to_nanos`](Self::to_nanos).
+    pub(crate) fn from_nanos(w: [u64; 7]) -> Phases {
+        let d = w.map(Duration::from_nanos);
+        Phases {
+            scatter: d[0],
+            gather_apply: d[1],
+            partials: d[2],
+            values: d[3],
+            write_back: d[4],
+            wait: d[5],
+            invalidate: d[6],
+        }
+    }
+
+    /// Each phase divided by `n` (from a total over `n` supersteps or partitions).
+    pub(crate) fn per(self, n: u32) -> Phases {
+        Phases::from_nanos(self.to_nanos().map(|x| x / u64::from(n.max(1))))
+    }
+}
+
+impl std::ops::AddAssign for Phases {
+    fn add_assign(&mut self, other: Phases) {
+        let (a, b) = (self.to_nanos(), other.to_nanos());
+        *self = Phases::from_nanos(std::array::from_fn(|k| a[k].saturating_add(b[k])));
+    }
 }

@@ -36,7 +36,8 @@ mod error;
 #[cfg(feature = "mpi")]
 pub use config::MpiPools;
 pub use config::{
-    Backend, EngineConfig, Launch, Mode, Observer, PartitionOf, Partitioner, Placement, RunStats,
+    Backend, EngineConfig, Launch, Mode, Observer, PartitionOf, Partitioner, Phases, Placement,
+    RunStats,
 };
 pub use edge_list::EdgeList;
 pub use error::GraphError;

@@ -222,6 +222,7 @@ fn help_documents_every_option_and_its_default() {
         "--scale",
         "--edge-factor",
         "--backend",
+        "--phases",
         "random",
         "oblivious",
         "grid",
@@ -280,6 +281,38 @@ fn mode_all_runs_three_modes_and_a_generated_graph_by_default() {
     );
 }
 
+/// `--phases` adds a table after the summary: a row per mode, a column per phase.
+#[test]
+fn phases_follow_the_summary_a_row_per_mode() {
+    let out = run_ok(&[
+        "pagerank",
+        "--scale",
+        "7",
+        "--nodes",
+        "2",
+        "--iterations",
+        "4",
+        "--mode",
+        "all",
+        "--phases",
+    ]);
+    let text = stdout(&out);
+    let (summary, phases) = text
+        .split_once("\n\n")
+        .expect("a blank line between the tables");
+    assert_eq!(summary.lines().count(), 4, "{text}");
+    let rows: Vec<&str> = phases.lines().collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows[0].starts_with("phases per step") && rows[0].contains("invalidate"));
+    for (row, mode) in rows[1..]
+        .iter()
+        .zip(["stock", "bi-on-demand", "bi-periodic"])
+    {
+        assert!(row.starts_with(mode), "{text}");
+        assert_eq!(row.split_whitespace().count(), 1 + 7 * 2, "{row}"); // value and unit
+    }
+}
+
 #[test]
 fn output_dash_writes_values_to_stdout_and_the_summary_to_stderr() {
     let dir = tempfile::tempdir().unwrap();
@@ -322,6 +355,17 @@ fn json_prints_one_summary_line_with_every_mode() {
     }
     assert_eq!(line.matches("\"agrees\": true").count(), 3, "{line}");
     assert!(line.contains("\"vs_first\": null"), "{line}");
+    for phase in [
+        "scatter",
+        "gather_apply",
+        "partials",
+        "values",
+        "write_back",
+        "wait",
+        "invalidate",
+    ] {
+        assert_eq!(line.matches(&format!("\"{phase}\": ")).count(), 3, "{line}");
+    }
     // Balanced: every object and list opened is closed.
     assert_eq!(line.matches('{').count(), line.matches('}').count());
     assert_eq!(line.matches('[').count(), line.matches(']').count());

@@ -54,6 +54,9 @@ fn processes_give_the_values_of_threads() {
     ]);
     let json = String::from_utf8_lossy(&out.stdout);
     assert_eq!(json.matches("\"agrees\": true").count(), 3, "{json}");
+    // Each process's phases reach the launcher with its report.
+    assert_eq!(json.matches("\"gather_apply\": ").count(), 3, "{json}");
+    assert!(!json.contains("\"gather_apply\": 0,"), "{json}");
 }
 
 #[test]

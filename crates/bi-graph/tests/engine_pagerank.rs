@@ -3,6 +3,7 @@
 
 use bi_graph::{Backend, EdgeList, EngineConfig, Mode, Partitioner, pagerank, reference};
 use rand::Rng;
+use std::time::Duration;
 
 const PARTITIONERS: [Partitioner; 4] = [
     Partitioner::Random,
@@ -141,6 +142,49 @@ fn modes_report_what_they_did() {
     let alone = pagerank(&g, &config(1, Partitioner::Random, Mode::Stock, 5)).unwrap();
     assert_eq!(alone.stats.messages_sent, 0);
     assert_eq!(alone.stats.replication_factor, 1.0);
+}
+
+/// The phases split a superstep: they lie inside it, the BI exchanges' write-backs,
+/// waits and invalidations inside the two exchanges, and the stock mode, which sends
+/// messages instead, spends nothing on quiescence. A random cut's replicas feed their
+/// masters, so the partials phase has work.
+#[test]
+#[cfg_attr(miri, ignore = "threaded runs; too slow for Miri")]
+fn phases_account_for_the_superstep() {
+    let g = graph(400, 3000, 5);
+    for mode in [Mode::Stock, Mode::BiOnDemand, Mode::BiPeriodic] {
+        let s = pagerank(&g, &config(2, Partitioner::Random, mode, 8))
+            .unwrap()
+            .stats;
+        let p = s.phases;
+        let phases = p.scatter + p.gather_apply + p.partials + p.values;
+        assert!(phases <= s.time_per_iteration, "{mode:?}: {p:?} in {s:?}");
+        assert!(
+            p.gather_apply > Duration::ZERO && p.partials > Duration::ZERO,
+            "{p:?}"
+        );
+        assert!(p.values > Duration::ZERO, "{p:?}");
+        assert!(
+            p.write_back + p.wait + p.invalidate <= p.partials + p.values,
+            "{p:?}"
+        );
+        assert_eq!(p.scatter, Duration::ZERO, "PageRank signals no one");
+        match mode {
+            Mode::Stock => {
+                assert_eq!(
+                    p.write_back + p.wait + p.invalidate,
+                    Duration::ZERO,
+                    "{p:?}"
+                )
+            }
+            Mode::BiOnDemand => assert!(
+                p.write_back > Duration::ZERO && p.invalidate > Duration::ZERO,
+                "{p:?}"
+            ),
+            // The background passes write back and invalidate: the phase ends only wait.
+            Mode::BiPeriodic => assert!(p.wait > Duration::ZERO, "{p:?}"),
+        }
+    }
 }
 
 #[test]

@@ -270,7 +270,9 @@ impl Prepared {
             lines_invalidated: lines.invalidated,
             ..RunStats::default()
         };
+        let partitions = outcomes.len() as u32;
         for o in outcomes {
+            stats.phases += o.phases;
             for (v, d) in o.masters {
                 values[v as usize] = d;
             }
@@ -283,6 +285,7 @@ impl Prepared {
         if stats.iterations > 0 {
             stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
         }
+        stats.phases = stats.phases.per(partitions).per(stats.iterations as u32);
         (values, stats)
     }
 }

@@ -3,6 +3,7 @@
 
 use super::memory::LineTotals;
 use super::worker::PartitionResult;
+use crate::config::Phases;
 use bi_core::mem::NodeStats;
 use std::time::Duration;
 
@@ -87,6 +88,7 @@ impl Report {
         if let Some(s) = &self.emulator {
             w[9..24].copy_from_slice(&stats_words(s));
         }
+        w[24..31].copy_from_slice(&o.phases.to_nanos());
         w
     }
 
@@ -100,6 +102,7 @@ impl Report {
                 messages: w[3],
                 max_staleness: w[4],
                 edges_gathered: w[5],
+                phases: Phases::from_nanos(std::array::from_fn(|k| w[24 + k])),
             },
             lines: LineTotals {
                 written_back: w[6],
@@ -107,5 +110,61 @@ impl Report {
             },
             emulator: (w[8] == 1).then(|| stats_of(&w[9..24])),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every measurement a partition reports survives the words another process reads:
+    /// each field a different value, so a field written into another's word shows.
+    #[test]
+    fn a_report_reads_back_from_its_words() {
+        let emulator = NodeStats {
+            loads: 101,
+            early_landings: 115,
+            ..NodeStats::default()
+        };
+        let report = Report {
+            status: DONE,
+            outcome: PartitionResult {
+                masters: Vec::new(),
+                iterations: 2,
+                compute_time: Duration::from_nanos(3),
+                messages: 4,
+                max_staleness: 5,
+                edges_gathered: 6,
+                phases: Phases::from_nanos([11, 12, 13, 14, 15, 16, 17]),
+            },
+            lines: LineTotals {
+                written_back: 7,
+                invalidated: 8,
+            },
+            emulator: Some(emulator),
+        };
+        let back = Report::from_words(&report.words());
+        assert_eq!(back.status, DONE);
+        let (o, b) = (&report.outcome, &back.outcome);
+        assert_eq!(
+            (
+                b.iterations,
+                b.compute_time,
+                b.messages,
+                b.max_staleness,
+                b.edges_gathered
+            ),
+            (
+                o.iterations,
+                o.compute_time,
+                o.messages,
+                o.max_staleness,
+                o.edges_gathered
+            )
+        );
+        assert_eq!(b.phases, o.phases);
+        assert_eq!((back.lines.written_back, back.lines.invalidated), (7, 8));
+        let stats = back.emulator.expect("the emulator's counts");
+        assert_eq!((stats.loads, stats.early_landings), (101, 115));
     }
 }

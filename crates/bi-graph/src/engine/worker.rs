@@ -14,12 +14,12 @@
 //!
 //! How values cross partitions is the [`Exchange`]'s business, not this loop's.
 
-use super::exchange::{Exchange, Meta, Words, bank};
+use super::exchange::{Exchange, Meta, Words, bank, lap};
 use super::memory::{WordSource, decode, encode, words_of};
 use super::plan::{Csr, PartPlan};
 use super::program::{VertexInfo, VertexProgram};
 use super::tracked::Watch;
-use crate::config::Observer;
+use crate::config::{Observer, Phases};
 use crate::error::GraphError;
 use bi_core::mem::MemError;
 use bi_core::runtime::{Fault, Faults};
@@ -77,6 +77,8 @@ pub(crate) struct PartitionResult<D> {
     pub messages: u64,
     pub max_staleness: u64,
     pub edges_gathered: u64,
+    /// Time in each phase, summed over the supersteps.
+    pub phases: Phases,
 }
 
 impl<D> PartitionResult<D> {
@@ -89,6 +91,7 @@ impl<D> PartitionResult<D> {
             messages: self.messages,
             max_staleness: self.max_staleness,
             edges_gathered: self.edges_gathered,
+            phases: self.phases,
         }
     }
 }
@@ -130,6 +133,9 @@ pub(crate) struct Worker<'a, P: VertexProgram, X> {
     /// Every partition's aggregate and changed count, filled by each value exchange.
     aggregates: Vec<(Words, u64)>,
     max_staleness: u64,
+    /// Time in each phase of the supersteps so far (quiescence excepted: the exchange
+    /// keeps that).
+    phases: Phases,
 }
 
 /// The gather edges of one group of local vertices, gatherer `k` being local vertex
@@ -383,6 +389,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             globals: program.aggregate_zero(),
             aggregates: vec![([0; 2], 0); ctx.plans.len()],
             max_staleness: 0,
+            phases: Phases::default(),
         }
     }
 
@@ -506,6 +513,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         force: bool,
     ) -> Result<(P::Aggregate, u64), GraphError> {
         let program = self.ctx.program;
+        let mut since = std::time::Instant::now();
         let always = program.always_active() || force;
         let (expect, stamp) = (step as u64, step as u64 + 1);
         let (read, write) = self.banks(step);
@@ -559,6 +567,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         }
         self.edges_gathered += edges;
         self.max_staleness = self.max_staleness.max(staleness);
+        lap(&mut since, &mut self.phases.gather_apply);
         if !self.ctx.partials {
             return Ok((agg, changed));
         }
@@ -602,6 +611,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
                 &mut agg,
             )?);
         }
+        lap(&mut since, &mut self.phases.partials);
         Ok((agg, changed))
     }
 
@@ -612,13 +622,16 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
         let program = self.ctx.program;
         let stale_reads = self.ctx.stale_reads;
         self.init()?;
+        let quiesced_before = self.exchange.quiescence();
         let started = std::time::Instant::now();
         let mut step = 0;
         let mut confirming = false;
         while step < self.ctx.max_iterations {
             let fresh = !stale_reads || confirming;
+            let mut since = std::time::Instant::now();
             if !program.always_active() {
                 self.scatter(step)?;
+                lap(&mut since, &mut self.phases.scatter);
             }
             let force = stale_reads && confirming;
             let (agg, changed) = if self.ctx.measure_staleness {
@@ -626,6 +639,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             } else {
                 self.gather_apply::<false>(step, fresh, force)?
             };
+            let mut since = std::time::Instant::now();
             let (total, changed_total) =
                 self.exchange_values(self.banks(step).1, agg, changed, fresh)?;
             self.globals = program.globals(total);
@@ -640,9 +654,11 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             if done && !fresh {
                 // Stale reads may have hidden work: confirm with one fresh superstep.
                 self.exchange.refresh_values(self.banks(step).0)?;
+                lap(&mut since, &mut self.phases.values);
                 confirming = true;
                 continue;
             }
+            lap(&mut since, &mut self.phases.values);
             confirming = false;
             if done {
                 break;
@@ -655,6 +671,13 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             .zip(&self.mdata)
             .map(|(&l, &d)| (self.plan.globals[l as usize], d))
             .collect();
+        let quiesced = self.exchange.quiescence();
+        let phases = Phases {
+            write_back: quiesced.write_back - quiesced_before.write_back,
+            wait: quiesced.wait - quiesced_before.wait,
+            invalidate: quiesced.invalidate - quiesced_before.invalidate,
+            ..self.phases
+        };
         Ok(PartitionResult {
             masters,
             compute_time: started.elapsed(),
@@ -662,6 +685,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             messages: self.exchange.messages(),
             max_staleness: self.max_staleness,
             edges_gathered: self.edges_gathered,
+            phases,
         })
     }
 }

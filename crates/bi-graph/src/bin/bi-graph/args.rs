@@ -132,6 +132,11 @@ pub struct CommonArgs {
     /// that costs a word per value and a load per edge.
     #[arg(long)]
     pub measure_staleness: bool,
+    /// After the summary, show where a superstep's time goes: each phase of the loop per
+    /// superstep, averaged over the partitions, with the exchanges' write-backs, waits at
+    /// the barrier and invalidations (the BI modes) apart.
+    #[arg(long)]
+    pub phases: bool,
     /// The region file for --processes, which must not exist; it is removed after the
     /// run. Default: a new file in /dev/shm (or the temporary directory). A file on a
     /// DAX or CXL device shares the partitions across hosts' memory.

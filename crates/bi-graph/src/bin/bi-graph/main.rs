@@ -253,10 +253,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     if common.json {
         println!("{}", report::json(program, &graph, common.nodes, &rows));
-    } else if to_stdout {
-        eprint!("{}", report::summary(&rows));
     } else {
-        print!("{}", report::summary(&rows));
+        let mut text = report::summary(&rows);
+        if common.phases {
+            text.push('\n');
+            text.push_str(&report::phases(&rows));
+        }
+        if to_stdout {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
     }
     let disagreeing: Vec<String> = rows
         .iter()

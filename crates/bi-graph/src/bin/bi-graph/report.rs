@@ -146,7 +146,7 @@ pub fn summary(rows: &[Row]) -> String {
         "max stale",
         "vs first",
     ];
-    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    let mut cells = Vec::new();
     for row in rows {
         let s = &row.stats;
         cells.push(vec![
@@ -168,6 +168,48 @@ pub fn summary(rows: &[Row]) -> String {
                 .map_or_else(|| "-".to_owned(), |d| d.text.clone()),
         ]);
     }
+    table(&header, cells)
+}
+
+/// Where a superstep's time goes, one row per mode ([`bi_graph::Phases`]).
+pub fn phases(rows: &[Row]) -> String {
+    let header = [
+        "phases per step",
+        "scatter",
+        "gather+apply",
+        "partials",
+        "values",
+        "of which: write back",
+        "wait",
+        "invalidate",
+    ];
+    let cells = rows
+        .iter()
+        .map(|row| {
+            let p = &row.stats.phases;
+            let mut cells = vec![mode_name(row.mode).to_owned()];
+            cells.extend(
+                [
+                    p.scatter,
+                    p.gather_apply,
+                    p.partials,
+                    p.values,
+                    p.write_back,
+                    p.wait,
+                    p.invalidate,
+                ]
+                .map(duration),
+            );
+            cells
+        })
+        .collect();
+    table(&header, cells)
+}
+
+/// `cells` under `header`, the first column left-aligned, the others right-aligned.
+fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    cells.extend(rows);
     let widths: Vec<usize> = (0..header.len())
         .map(|c| cells.iter().map(|r| r[c].len()).max().unwrap_or(0))
         .collect();
@@ -190,8 +232,9 @@ pub fn summary(rows: &[Row]) -> String {
 /// The summary as one line of JSON: `{"program": "pagerank", "vertices": n, "edges": m,
 /// "nodes": k, "modes": [{"mode": "stock", "supersteps": n, "time_per_step_ns": t,
 /// "compute_ns": t, "edges_gathered": n, "replication": r, "written_back": n, "invalidated": n, "messages": n,
-/// "max_staleness": n, "vs_first": "same", "agrees": true}, ...]}` (`vs_first` is null
-/// for the first mode, `max_staleness` where it was not measured).
+/// "max_staleness": n, "phases_ns": {"scatter": t, ...}, "vs_first": "same", "agrees":
+/// true}, ...]}` (`vs_first` is null for the first mode, `max_staleness` where it was not
+/// measured; `phases_ns` per superstep, as [`bi_graph::Phases`] names them).
 pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String {
     let modes: Vec<String> = rows
         .iter()
@@ -202,7 +245,7 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
                 None => ("null".to_owned(), true),
             };
             format!(
-                "{{\"mode\": \"{}\", \"supersteps\": {}, \"time_per_step_ns\": {}, \"compute_ns\": {}, \"edges_gathered\": {}, \"replication\": {:.6}, \"written_back\": {}, \"invalidated\": {}, \"messages\": {}, \"max_staleness\": {}, \"vs_first\": {vs_first}, \"agrees\": {agrees}}}",
+                "{{\"mode\": \"{}\", \"supersteps\": {}, \"time_per_step_ns\": {}, \"compute_ns\": {}, \"edges_gathered\": {}, \"replication\": {:.6}, \"written_back\": {}, \"invalidated\": {}, \"messages\": {}, \"max_staleness\": {}, \"phases_ns\": {}, \"vs_first\": {vs_first}, \"agrees\": {agrees}}}",
                 mode_name(row.mode),
                 s.iterations,
                 s.time_per_iteration.as_nanos(),
@@ -217,6 +260,7 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
                 } else {
                     "null".to_owned()
                 },
+                phases_json(&s.phases),
             )
         })
         .collect();
@@ -226,4 +270,22 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
         graph.num_edges(),
         modes.join(", ")
     )
+}
+
+/// A run's phases per superstep as a JSON object of nanoseconds.
+fn phases_json(p: &bi_graph::Phases) -> String {
+    let fields = [
+        ("scatter", p.scatter),
+        ("gather_apply", p.gather_apply),
+        ("partials", p.partials),
+        ("values", p.values),
+        ("write_back", p.write_back),
+        ("wait", p.wait),
+        ("invalidate", p.invalidate),
+    ];
+    let inner: Vec<String> = fields
+        .iter()
+        .map(|(name, d)| format!("\"{name}\": {}", d.as_nanos()))
+        .collect();
+    format!("{{{}}}", inner.join(", "))
 }

@@ -30,6 +30,7 @@ pub(crate) use slots::SharedSlots;
 
 use super::memory::WordSource;
 use crate::error::GraphError;
+use std::time::{Duration, Instant};
 
 /// A program value, an aggregate or a partial, encoded as two words
 /// ([`encode`](super::memory::encode)).
@@ -82,6 +83,25 @@ impl Meta {
     pub(crate) const fn flag(self) -> bool {
         self.0 & 1 == 1
     }
+}
+
+/// Where the exchanges of the BI modes spend their quiescence: writing back what this
+/// partition wrote, waiting at the barrier, and dropping what it will read (with the
+/// fences). The stock mode's exchanges wait for messages instead, and report none.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Quiescence {
+    pub write_back: Duration,
+    pub wait: Duration,
+    pub invalidate: Duration,
+}
+
+/// Adds the time since `*since` to `total` and restarts `since`: one phase ends, the
+/// next begins.
+#[inline]
+pub(crate) fn lap(since: &mut Instant, total: &mut Duration) {
+    let now = Instant::now();
+    *total += now - *since;
+    *since = now;
 }
 
 /// The bank of value slots that holds the values of stamp `stamp`.
@@ -145,6 +165,11 @@ pub(crate) trait Exchange {
 
     /// Messages sent so far.
     fn messages(&self) -> u64;
+
+    /// Time spent on quiescence so far (none for exchanges that do not quiesce).
+    fn quiescence(&self) -> Quiescence {
+        Quiescence::default()
+    }
 }
 
 #[cfg(test)]

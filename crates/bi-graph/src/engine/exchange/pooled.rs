@@ -2,7 +2,7 @@
 
 use super::messages::{Mailbox, Transport};
 use super::slots::{Access, meet, write_slot};
-use super::{Exchange, Meta, Words, padded};
+use super::{Exchange, Meta, Quiescence, Words, padded};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::read_slot;
 use crate::engine::plan::PartPlan;
@@ -48,6 +48,7 @@ pub(crate) struct PooledSlots<'a, V, R, T> {
     next: Vec<usize>,
     /// Next slot of each pool peer's partials for this partition's masters.
     cursor: Vec<usize>,
+    spent: Quiescence,
 }
 
 impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
@@ -132,6 +133,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
             next: layout.segments[p].clone(),
             cursor: vec![0; parts],
             mail: Mailbox::new(p, expect_partials, expect_values),
+            spent: Quiescence::default(),
         }
     }
 
@@ -178,6 +180,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
             &lines.own,
             &[&lines.remote],
             invalidate,
+            &mut self.spent,
         )?;
         self.cursor.fill(0);
         Ok(())
@@ -277,5 +280,9 @@ impl<V: MemView, R: Access<V>, T: Transport> Exchange for PooledSlots<'_, V, R, 
 
     fn messages(&self) -> u64 {
         self.mail.sent
+    }
+
+    fn quiescence(&self) -> Quiescence {
+        self.spent
     }
 }

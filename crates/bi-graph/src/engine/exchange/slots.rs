@@ -1,7 +1,7 @@
 //! The BI exchange: every value and partial in one slot of its writer's lines, read in
 //! place by the others.
 
-use super::{Exchange, Meta, Words};
+use super::{Exchange, Meta, Quiescence, Words, lap};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::{DirectWords, ViewWords, WordSource, out_of_bounds, read_slot};
 use crate::engine::plan::PartPlan;
@@ -12,6 +12,7 @@ use crate::error::GraphError;
 use bi_core::mem::{MemError, MemView};
 use bi_core::runtime::{Fault, Faults};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// How a partition loads and stores shared words in its hot loops.
 pub(crate) trait Access<V>: Send {
@@ -99,16 +100,21 @@ pub(crate) fn meet<V: MemView>(
     own: &[(usize, usize)],
     remote: &[&[(usize, usize)]],
     invalidate: bool,
+    spent: &mut Quiescence,
 ) -> Result<(), GraphError> {
+    let mut since = Instant::now();
     for &(o, l) in own {
         view.writeback(o, l).map_err(mem)?;
     }
     view.fence();
+    lap(&mut since, &mut spent.write_back);
     barrier.wait()?;
+    lap(&mut since, &mut spent.wait);
     for &(o, l) in remote.iter().copied().flatten().filter(|_| invalidate) {
         view.invalidate(o, l).map_err(mem)?;
     }
     view.fence();
+    lap(&mut since, &mut spent.invalidate);
     Ok(())
 }
 
@@ -140,6 +146,7 @@ pub(crate) struct SharedSlots<'a, V, R> {
     cursor: Vec<usize>,
     /// Where its stores are marked for the periodic mode's passes.
     marks: Option<&'a Marks>,
+    spent: Quiescence,
 }
 
 fn mem(e: MemError) -> GraphError {
@@ -178,6 +185,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
             next: layout.segments.get(p).cloned().unwrap_or_default(),
             cursor: vec![0; plans.len()],
             marks,
+            spent: Quiescence::default(),
         }
     }
 
@@ -191,17 +199,24 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
         Ok(())
     }
 
-    fn writeback(&self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
+    fn writeback(&mut self, ranges: &[(usize, usize)]) -> Result<(), GraphError> {
+        let mut since = Instant::now();
         for &(o, l) in ranges {
             self.view.writeback(o, l).map_err(mem)?;
         }
+        lap(&mut since, &mut self.spent.write_back);
         Ok(())
     }
 
     /// Quiescence at a phase end: write back `own`, meet, drop `remote`.
-    fn meet(&self, own: &[(usize, usize)], remote: &[&[(usize, usize)]]) -> Result<(), GraphError> {
+    fn meet(
+        &mut self,
+        own: &[(usize, usize)],
+        remote: &[&[(usize, usize)]],
+    ) -> Result<(), GraphError> {
         let invalidate = !self.faults.has(Fault::GraphBarrier);
-        meet(&self.view, self.barrier, own, remote, invalidate)
+        let spent = &mut self.spent;
+        meet(&self.view, self.barrier, own, remote, invalidate, spent)
     }
 
     fn parts(&self) -> usize {
@@ -255,7 +270,10 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
         if fresh && self.parts() > 1 {
             self.meet(&[sync.own_partials], &[&sync.remote_partials])
         } else {
-            Ok(self.barrier.wait()?)
+            let mut since = Instant::now();
+            self.barrier.wait()?;
+            lap(&mut since, &mut self.spent.wait);
+            Ok(())
         }
     }
 
@@ -318,5 +336,9 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
 
     fn messages(&self) -> u64 {
         0
+    }
+
+    fn quiescence(&self) -> Quiescence {
+        self.spent
     }
 }
