@@ -458,4 +458,60 @@ mod tests {
         assert_eq!(groups(64 * 64, 64), 1);
         assert_eq!(groups(64 * 64 + 1, 64), 2);
     }
+    /// A reader's watches put each line it reads of another partition under the log word
+    /// of that line's own group, in the extent it lies in (bank 0's values, bank 1's,
+    /// the partials), and a line of no logged extent under none. Checked on a layout
+    /// made by hand, with lines deep inside their groups so that a group number off by
+    /// the line's place in it, or by the extent's offset, shows.
+    #[test]
+    fn each_line_is_watched_under_its_own_groups_log_word() {
+        use crate::engine::shared::{Extent, SharedLayout};
+        let extent = |offset, len| Extent { offset, len };
+        let group = GROUP_LINES * LINE;
+        let layout = SharedLayout {
+            line: LINE,
+            value_meta: false,
+            partial_meta: false,
+            value_stride: 1,
+            partial_stride: 1,
+            segments: vec![],
+            // Partition 0: three groups of values, two of partials; partition 1 reads.
+            values: vec![extent(1 << 20, 3 * group), extent(1 << 21, group)],
+            bank_shift: 1 << 22,
+            partials: vec![extent(1 << 23, 2 * group), extent(1 << 24, group)],
+            aggregates: vec![],
+            logs: vec![extent(4096, 512), extent(8192, 512)],
+            reports: vec![],
+            meeting: Extent::default(),
+            mirrors: vec![],
+            channels: vec![],
+            end: 1 << 25,
+        };
+        // (line read, the log word it must be watched under): partition 0's log holds
+        // bank 0's three groups, then bank 1's three, then the partials' two.
+        let cases = [
+            ((1 << 20) + 2 * group + 5 * LINE, Some(4096 + 8 * 2)),
+            ((1 << 20) + group + 63 * LINE, Some(4096 + 8)),
+            (
+                (1 << 20) + (1 << 22) + 2 * group + 9 * LINE,
+                Some(4096 + 8 * 5),
+            ),
+            ((1 << 23) + group + 17 * LINE, Some(4096 + 8 * 7)),
+            ((1 << 23) + 3 * LINE, Some(4096 + 8 * 6)),
+            (1 << 19, None),
+            ((1 << 20) + 3 * group, None), // just past the values, before bank 1
+        ];
+        let runs: Vec<(usize, usize)> = cases.iter().map(|&(at, _)| (at, LINE)).collect();
+        let (logs, watches) = watches(&layout, 1, &runs);
+        for (at, expected) in cases {
+            let watch = watches
+                .iter()
+                .find(|w| w.runs.iter().any(|&(o, l)| (o..o + l).contains(&at)))
+                .unwrap_or_else(|| panic!("line {at} is not watched: {watches:?}"));
+            assert_eq!(watch.log, expected, "line {at}");
+        }
+        // The reader reads the lines of exactly those log words.
+        let words: Vec<usize> = cases.iter().filter_map(|&(_, w)| w).collect();
+        assert_eq!(logs, layout.runs(words));
+    }
 }
