@@ -240,7 +240,15 @@ mod private_examples {
 
         let s = Setup::new(1, 0);
         let bg = s.nodes[0].start_background(Duration::from_micros(100));
+        // A node whose passes fail never gets there: fail, do not wait forever.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while bg.passes() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} passes, {} failed",
+                bg.passes(),
+                bg.errors()
+            );
             std::thread::yield_now();
         }
         assert_eq!(bg.errors(), 0);
