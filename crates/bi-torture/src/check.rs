@@ -340,14 +340,16 @@ fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
                 max_staleness,
                 pass_gap,
                 window_gap,
+                stalest_at,
                 ..
-            } => Some((e, *at, *max_staleness, *pass_gap, *window_gap)),
+            } => Some((e, *at, *max_staleness, *pass_gap, *window_gap, *stalest_at)),
             _ => None,
         })
         .collect();
     let settle = bounds.recovery.as_nanos() as u64;
     let mut previous: Option<(u64, u64)> = None; // (at, max_staleness)
-    for (i, &(_, at, max_staleness, pass_gap, window_gap)) in reports.iter().enumerate() {
+    for (i, &(_, at, max_staleness, pass_gap, window_gap, stalest_at)) in reports.iter().enumerate()
+    {
         let next_window = reports[i + 1..]
             .iter()
             .map(|r| r.4)
@@ -375,10 +377,14 @@ fn oracle(life: &Life, bounds: Bounds, spans: &[Span], v: &mut Verdict) {
             v.oracle_max_staleness_us = v.oracle_max_staleness_us.max(max_staleness as f64 / 1e3);
             if max_staleness > bound.as_nanos() as u64 {
                 v.violations.push(format!(
-                    "{}: a read returned a line {:.0} us stale (bound {:?} with the passes' lateness), between {since} and {at}",
+                    "{}: a read returned a line{} {:.0} us stale (bound {:?}: {:?} with passes {:?} apart and a publication {:?} long), between {since} and {at}",
                     life.name,
+                    stalest_at.map_or(String::new(), |o| format!(" at pool offset {o}")),
                     max_staleness as f64 / 1e3,
-                    bound
+                    bound,
+                    bounds.staleness,
+                    lateness,
+                    Duration::from_nanos(publishing),
                 ));
             }
         }
@@ -514,6 +520,7 @@ mod tests {
             window_gap: window_gap * ms / 10,
             publish_span: publish_span * ms / 10,
             lost_at: None,
+            stalest_at: Some(4096),
         }
     }
     #[test]

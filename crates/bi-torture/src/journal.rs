@@ -100,6 +100,8 @@ pub enum Event {
         publish_span: u64,
         /// The pool offset of the line of the last lost write-back, if any.
         lost_at: Option<u64>,
+        /// The pool offset of the line whose copy was `max_staleness` stale, if any.
+        stalest_at: Option<u64>,
     },
     /// Something the process could not do (the words of the error).
     Trouble { at: u64, what: String },
@@ -155,10 +157,15 @@ impl Event {
                 window_gap,
                 publish_span,
                 lost_at,
-            } => format!(
-                "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {window_gap} {publish_span} {}",
-                lost_at.map_or("-".to_string(), |o| o.to_string())
-            ),
+                stalest_at,
+            } => {
+                let offset = |o: &Option<u64>| o.map_or("-".to_string(), |o| o.to_string());
+                format!(
+                    "oracle {at} {stale_reads} {max_staleness} {reuse_hazards} {rejected_reads} {lost_writes} {pass_gap} {window_gap} {publish_span} {} {}",
+                    offset(lost_at),
+                    offset(stalest_at)
+                )
+            }
             Event::Trouble { at, what } => format!("trouble {at} {}", what.replace('\n', " ")),
             Event::Misread { key, at, found } => {
                 format!("misread {key} {at} {}", found.replace(['\n', ' '], "_"))
@@ -201,6 +208,7 @@ impl Event {
                 window_gap: num()?,
                 publish_span: num()?,
                 lost_at: num(),
+                stalest_at: num(),
             },
             "misread" => {
                 let mut parts = line.splitn(4, ' ').skip(1);
@@ -358,6 +366,7 @@ mod tests {
                 window_gap: 3,
                 publish_span: 9,
                 lost_at: Some(4096),
+                stalest_at: Some(8192),
             },
             Event::Oracle {
                 at: 1,
@@ -370,6 +379,7 @@ mod tests {
                 window_gap: 0,
                 publish_span: 0,
                 lost_at: None,
+                stalest_at: None,
             },
             Event::Trouble {
                 at: 8,

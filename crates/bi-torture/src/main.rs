@@ -351,6 +351,7 @@ fn emulated_oracle(pool: &Pool<bi::core::mem::EmulatedNode>) -> Option<Event> {
         window_gap: pool.take_longest_pass_gap().as_nanos() as u64,
         publish_span: pool.runtime().take_longest_publish_span().as_nanos() as u64,
         lost_at: s.last_lost_line.map(|o| o as u64),
+        stalest_at: s.stalest_line.map(|o| o as u64),
     })
 }
 

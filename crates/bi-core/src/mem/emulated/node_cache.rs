@@ -344,7 +344,10 @@ impl NodeCache {
                 s.stale_since = cx.oracle.written_at(line);
             }
             let staleness = cx.now().saturating_sub(s.stale_since);
-            self.stats.max_staleness = self.stats.max_staleness.max(staleness);
+            if staleness > self.stats.max_staleness {
+                self.stats.max_staleness = staleness;
+                self.stats.stalest_line = Some(line * self.line.get());
+            }
         }
         (stale, reused)
     }
@@ -569,6 +572,7 @@ mod tests {
         rig.at(10, |cx| b.load(0, &mut out, cx));
         assert_eq!(out, [0]);
         assert_eq!((b.stats.stale_reads, b.stats.max_staleness), (1, 7));
+        assert_eq!(b.stats.stalest_line, Some(0));
     }
 
     #[test]

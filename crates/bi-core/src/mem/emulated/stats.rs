@@ -41,6 +41,9 @@ pub struct NodeStats {
     /// date, among copies of the memory's current incarnation (one of an older
     /// incarnation is a [reuse hazard](Self::reuse_hazards), whatever its age).
     pub max_staleness: u64,
+    /// The byte offset of the line whose copy was that stale, to tell which part of a
+    /// region a late invalidation left behind.
+    pub stalest_line: Option<usize>,
     /// Loads that returned at least one byte from a copy filled before the memory was
     /// reused (an older incarnation).
     pub reuse_hazards: u64,
@@ -73,9 +76,12 @@ pub struct NodeStats {
 }
 
 impl AddAssign for NodeStats {
-    /// Adds counters; `max_staleness` takes the maximum, `last_lost_line` the added
-    /// one's if it has one.
+    /// Adds counters; `max_staleness` takes the maximum (and `stalest_line` the line
+    /// of that maximum), `last_lost_line` the added one's if it has one.
     fn add_assign(&mut self, o: NodeStats) {
+        if o.max_staleness > self.max_staleness {
+            self.stalest_line = o.stalest_line;
+        }
         self.loads += o.loads;
         self.stores += o.stores;
         self.hits += o.hits;
@@ -130,15 +136,24 @@ mod tests {
         let mut a = NodeStats {
             loads: 2,
             max_staleness: 5,
+            stalest_line: Some(64),
             ..NodeStats::default()
         };
         a += NodeStats {
             loads: 3,
             max_staleness: 4,
+            stalest_line: Some(128),
             fences: 1,
             ..NodeStats::default()
         };
         assert_eq!((a.loads, a.max_staleness, a.fences), (5, 5, 1));
+        assert_eq!(a.stalest_line, Some(64), "the line of the larger staleness");
+        a += NodeStats {
+            max_staleness: 9,
+            stalest_line: Some(192),
+            ..NodeStats::default()
+        };
+        assert_eq!((a.max_staleness, a.stalest_line), (9, Some(192)));
         assert!(a.to_string().contains("loads 5"));
     }
 }

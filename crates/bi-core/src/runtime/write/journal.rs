@@ -169,6 +169,15 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             return Ok(false);
         }
         let shape = Shape::new(len, line)?;
+        // Room in the ring first: the finished line is logged as soon as it is written
+        // back, as a publication's lines are, so no node's copy of its half-written
+        // image outlives the staleness bound while this writer waits for room.
+        self.wait_up_to(self.adoption_patience(), |w| {
+            let inner = w.inner.clone();
+            Self::reserve(&inner, &mut w.modified, 1)
+        })?;
+        self.start_publish_span();
+        let view = &self.inner.view;
         let faults = self.inner.config.faults;
         write_object(
             view,
@@ -179,10 +188,6 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             faults,
         )?;
         view.writeback(target, line)?;
-        self.wait_up_to(self.adoption_patience(), |w| {
-            let inner = w.inner.clone();
-            Self::reserve(&inner, &mut w.modified, 1)
-        })?;
         self.fence_and_log_lines(&[target])?;
         Ok(true)
     }
@@ -261,6 +266,55 @@ mod tests {
             assert!(!w.resume_rewrite_journal(slot).unwrap(), "journal at {bad}");
             assert!(!w.finish_from_journal(slot).unwrap(), "journal at {bad}");
         }
+    }
+
+    /// The line a journal finishes is logged as soon as it is in memory, as a
+    /// publication's lines are: with no room in the modified ring (no node passes), the
+    /// successor waits for room *before* writing, and gives up with the line as the host
+    /// left it. Written back first and left unlogged, the new image would sit in memory
+    /// while other nodes kept reading their copies of the half-written one, with no pass
+    /// due to drop them; once a pass makes room, it is finished and logged.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn a_line_is_finished_from_the_journal_only_with_room_to_log_it() {
+        use crate::region::RegionConfig;
+        use crate::runtime::{BiError, RuntimeConfig, testing::fill_modified_ring};
+        use std::time::Duration;
+        let config = RuntimeConfig::default()
+            .node_lease(1_000_000)
+            .reader_lease(1_000_000)
+            .log_full_timeout(Duration::from_millis(5));
+        let s = Setup::with(RegionConfig::new(1 << 18).with_nodes(2), |c| c, config);
+        let slot = s.slot(0);
+        let line = s.region.layout().line_size().get();
+        let view = s.nodes[0].view();
+        let mut w = s.writer(0);
+        w.keep_rewrite_journal(slot).unwrap();
+        let a = fill_modified_ring(&mut w, slot);
+        let target = a.offset() + line;
+        let j = view.load_from_memory::<u64>(slot + JOURNAL_OFFSET).unwrap() as usize;
+        let words = [0x5555u64; 2].map(u64::to_le_bytes).concat();
+        let stamp = Stamp::new(Generation::new(9), false);
+        w.journal_line(target, stamp, &words).unwrap();
+        view.store_u64(target, Stamp::INVALID.raw()).unwrap();
+        view.writeback(target, line).unwrap();
+        view.writeback(j, 2 * line).unwrap();
+        view.fence();
+        let waited = w.finish_from_journal(slot);
+        assert!(matches!(waited, Err(BiError::LogFull { .. })), "{waited:?}");
+        let now: u64 = view.load_from_memory(target).unwrap();
+        assert_eq!(
+            now,
+            Stamp::INVALID.raw(),
+            "written with no log entry to announce it"
+        );
+        s.quiesce_all().unwrap();
+        assert!(w.finish_from_journal(slot).unwrap());
+        let now: u64 = view.load_from_memory(target).unwrap();
+        assert_eq!(now, stamp.raw());
     }
 
     /// A host that dies inside a rewrite can leave in memory the line's invalid stamp and
