@@ -54,6 +54,55 @@ fn publish_then_lookup_on_another_node_after_its_pass() {
     }
 }
 
+/// A section lasts until its last guard drops, in whatever order the guards drop: the
+/// guard that opened it dropped first leaves it open for a guard entered inside it, and
+/// for one entered after that; memory retired meanwhile waits for the last of them.
+#[test]
+fn a_section_outlives_its_opening_guard_while_nested_ones_live() {
+    let s = Setup::new(2, 0);
+    let mut w = s.writer(0);
+    let b = w.alloc(Val::new(1)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    s.quiesce_all().unwrap();
+    let r = s.nodes[1].reader().unwrap();
+    let opener = r.enter();
+    let first = opener.load::<Val>(s.slot(0)).unwrap().unwrap().link();
+    let nested = r.enter();
+    drop(opener);
+    assert!(r.is_active(), "a nested guard keeps the section open");
+    let late = r.enter(); // inside the same section, though its opener is gone
+    let b = w.alloc(Val::new(2)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    w.retire(first).unwrap();
+    for _ in 0..4 {
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(
+        w.reclaim().unwrap().freed_blocks,
+        0,
+        "reclaimed under a live guard"
+    );
+    drop(nested);
+    assert!(r.is_active(), "the late guard keeps it open");
+    for _ in 0..4 {
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(
+        w.reclaim().unwrap().freed_blocks,
+        0,
+        "reclaimed under a live guard"
+    );
+    drop(late);
+    assert!(!r.is_active());
+    for _ in 0..2 {
+        s.quiesce_all().unwrap();
+    }
+    assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+    // And the next section is one of its own: opened and closed by one guard.
+    drop(r.enter());
+    assert!(!r.is_active());
+}
+
 #[test]
 fn nested_guards_count_as_one_section() {
     let s = Setup::new(2, 0);

@@ -191,14 +191,15 @@ pub(crate) fn place<Q: ?Sized, K, E>(
     })
 }
 
-/// Appends the entries of a range in key order: `place` says where a stored key lies
-/// against it. In order without recursion: the nodes whose left subtree is being
-/// visited wait on a stack, so a visit costs one read and no call.
+/// Hands the entries of a range to `emit` in key order: `place` says where a stored key
+/// lies against it. In order without recursion: the nodes whose left subtree is being
+/// visited wait on a stack, so a visit costs one read and no call; the caller builds its
+/// output as the walk goes (no second pass over a list of words).
 pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
     s: &S,
     root: S::Ref,
     place: &impl Fn(&K) -> Result<Place, S::Error>,
-    out: &mut Vec<(K, V)>,
+    mut emit: impl FnMut(K, V) -> Result<(), S::Error>,
 ) -> Result<(), S::Error> {
     // (key, value, right subtree to visit next, or null; whether the entry is inside)
     let mut waiting: Vec<(K, V, S::Ref, bool)> = Vec::with_capacity(48);
@@ -215,7 +216,7 @@ pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
             return Ok(());
         };
         if inside {
-            out.push((key, value));
+            emit(key, value)?;
         }
         next = right;
     }

@@ -288,7 +288,10 @@ impl<K: Ord + Copy, V: Copy> EpochBonsai<K, V> {
         self.with_store(|s, root| {
             let mut out = Vec::new();
             let place = |stored: &K| algo::place(&range, stored, |b: &K, k: &K| Ok(b.cmp(k)));
-            infallible(algo::collect_range(s, root, &place, &mut out));
+            infallible(algo::collect_range(s, root, &place, |k, v| {
+                out.push((k, v));
+                Ok(())
+            }));
             out
         })
     }

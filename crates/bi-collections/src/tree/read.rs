@@ -743,9 +743,12 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         place: impl Fn(&K::Word) -> Result<algo::Place, CollectionError>,
     ) -> Result<Vec<(K, V)>, CollectionError> {
         self.with_root(|src, root| {
-            let mut words = Vec::new();
-            algo::collect_range(src, root, &place, &mut words)?;
-            words.into_iter().map(|e| src.entry(e)).collect()
+            let mut out = Vec::new();
+            algo::collect_range(src, root, &place, |k, v| {
+                out.push(src.entry((k, v))?);
+                Ok(())
+            })?;
+            Ok(out)
         })
     }
 

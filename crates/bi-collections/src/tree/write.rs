@@ -573,12 +573,12 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         place: impl Fn(&K::Word) -> Result<algo::Place, CollectionError>,
     ) -> Result<Vec<(K, V)>, CollectionError> {
         let w = &self.store.writer;
-        let mut words = Vec::new();
-        algo::collect_range(&self.store, self.root, &place, &mut words)?;
-        words
-            .into_iter()
-            .map(|(k, v)| Ok((K::from_word(&k, w)?, V::from_word(&v, w)?)))
-            .collect()
+        let mut out = Vec::new();
+        algo::collect_range(&self.store, self.root, &place, |k, v| {
+            out.push((K::from_word(&k, w)?, V::from_word(&v, w)?));
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Every entry, in key order.
