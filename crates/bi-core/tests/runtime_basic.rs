@@ -2,10 +2,11 @@
 //! guards, a non-blocking `synchronize`, back-pressure from a full log, leases for readers
 //! and for nodes, and the background pass thread; plus a smoke test on real hardware.
 
-use bi_core::heap::Heap;
+use bi_core::heap::{BumpHeap, Heap};
+use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::{Setup, fill_modified_ring};
-use bi_core::runtime::{BiError, Link, RuntimeConfig, Unpublished};
+use bi_core::runtime::{BiError, Link, RuntimeConfig, Unpublished, Writer};
 mod common;
 
 use common::Val;
@@ -54,16 +55,39 @@ fn publish_then_lookup_on_another_node_after_its_pass() {
     }
 }
 
+type TestWriter = Writer<EmulatedNode, BumpHeap>;
+
+/// Node 0's writer after it published `Val(1)` in slot 0 and every node passed.
+fn one_value_published(s: &Setup) -> TestWriter {
+    let mut w = s.writer(0);
+    let b = w.alloc(Val::new(1)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    s.quiesce_all().unwrap();
+    w
+}
+
+/// Blocks `w` gives back after `passes` passes of every node.
+fn reclaimed_after(s: &Setup, w: &mut TestWriter, passes: usize) -> usize {
+    for _ in 0..passes {
+        s.quiesce_all().unwrap();
+    }
+    w.reclaim().unwrap().freed_blocks
+}
+
+/// Replaces the value in slot 0 and retires `old`.
+fn replace_and_retire(s: &Setup, w: &mut TestWriter, old: Link<Val>) {
+    let b = w.alloc(Val::new(2)).unwrap();
+    w.publish(s.slot(0), b).unwrap();
+    w.retire(old).unwrap();
+}
+
 /// A section lasts until its last guard drops, in whatever order the guards drop: the
 /// guard that opened it dropped first leaves it open for a guard entered inside it, and
 /// for one entered after that; memory retired meanwhile waits for the last of them.
 #[test]
 fn a_section_outlives_its_opening_guard_while_nested_ones_live() {
     let s = Setup::new(2, 0);
-    let mut w = s.writer(0);
-    let b = w.alloc(Val::new(1)).unwrap();
-    w.publish(s.slot(0), b).unwrap();
-    s.quiesce_all().unwrap();
+    let mut w = one_value_published(&s);
     let r = s.nodes[1].reader().unwrap();
     let opener = r.enter();
     let first = opener.load::<Val>(s.slot(0)).unwrap().unwrap().link();
@@ -71,33 +95,22 @@ fn a_section_outlives_its_opening_guard_while_nested_ones_live() {
     drop(opener);
     assert!(r.is_active(), "a nested guard keeps the section open");
     let late = r.enter(); // inside the same section, though its opener is gone
-    let b = w.alloc(Val::new(2)).unwrap();
-    w.publish(s.slot(0), b).unwrap();
-    w.retire(first).unwrap();
-    for _ in 0..4 {
-        s.quiesce_all().unwrap();
-    }
+    replace_and_retire(&s, &mut w, first);
     assert_eq!(
-        w.reclaim().unwrap().freed_blocks,
+        reclaimed_after(&s, &mut w, 4),
         0,
         "reclaimed under a live guard"
     );
     drop(nested);
     assert!(r.is_active(), "the late guard keeps it open");
-    for _ in 0..4 {
-        s.quiesce_all().unwrap();
-    }
     assert_eq!(
-        w.reclaim().unwrap().freed_blocks,
+        reclaimed_after(&s, &mut w, 4),
         0,
         "reclaimed under a live guard"
     );
     drop(late);
     assert!(!r.is_active());
-    for _ in 0..2 {
-        s.quiesce_all().unwrap();
-    }
-    assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+    assert_eq!(reclaimed_after(&s, &mut w, 2), 1);
     // And the next section is one of its own: opened and closed by one guard.
     drop(r.enter());
     assert!(!r.is_active());
@@ -106,10 +119,7 @@ fn a_section_outlives_its_opening_guard_while_nested_ones_live() {
 #[test]
 fn nested_guards_count_as_one_section() {
     let s = Setup::new(2, 0);
-    let mut w = s.writer(0);
-    let b = w.alloc(Val::new(1)).unwrap();
-    w.publish(s.slot(0), b).unwrap();
-    s.quiesce_all().unwrap();
+    let mut w = one_value_published(&s);
     let r = s.nodes[1].reader().unwrap();
     let outer = r.enter();
     let first = outer.load::<Val>(s.slot(0)).unwrap().unwrap().link();
@@ -122,19 +132,11 @@ fn nested_guards_count_as_one_section() {
         "dropping the inner guard keeps the section open"
     );
     // Replace and retire while the outer guard is held: not reclaimable.
-    let b = w.alloc(Val::new(2)).unwrap();
-    w.publish(s.slot(0), b).unwrap();
-    w.retire(first).unwrap();
-    for _ in 0..4 {
-        s.quiesce_all().unwrap();
-    }
-    assert_eq!(w.reclaim().unwrap().freed_blocks, 0);
+    replace_and_retire(&s, &mut w, first);
+    assert_eq!(reclaimed_after(&s, &mut w, 4), 0);
     drop(outer);
     assert!(!r.is_active());
-    for _ in 0..2 {
-        s.quiesce_all().unwrap();
-    }
-    assert_eq!(w.reclaim().unwrap().freed_blocks, 1);
+    assert_eq!(reclaimed_after(&s, &mut w, 2), 1);
 }
 
 #[test]
