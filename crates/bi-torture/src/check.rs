@@ -764,6 +764,41 @@ mod tests {
         assert!(!quiet(&faults, bounds, 900_000_000, 1_100_000_000)); // overlaps
     }
 
+    /// A client's write that fails because the run's end killed the writer's process
+    /// first is no violation: the end of the run is a window of its own.
+    #[test]
+    fn a_write_the_end_of_the_run_cut_short_is_no_violation() {
+        let s = 1_000_000_000u64;
+        let failed = |at: u64| Life {
+            name: "worker 3.3".into(),
+            failed: None,
+            started: 0,
+            ended: Some(at + 1),
+            stops: Vec::new(),
+            events: vec![Event::Wrote {
+                write: WriteKind::Remove,
+                key: 7,
+                start: at - 1_000,
+                end: at,
+                outcome: WriteOutcome::Unknown("NoWriter".into()),
+            }],
+        };
+        let end = FaultWindow {
+            kind: "EndOfRun".into(),
+            target: None,
+            writer: true,
+            start: 30 * s,
+            end: 30 * s + 50_000_000,
+        };
+        let judged = |at| check(&[failed(at)], std::slice::from_ref(&end), bounds(), &Empty);
+        assert!(judged(30 * s + 10_000_000).violations.is_empty());
+        assert_eq!(
+            judged(20 * s).violations.len(),
+            1,
+            "a failure in a quiet time is one"
+        );
+    }
+
     /// The violations of one process's write that took 4.5 s (against a 3 s bound),
     /// from 10 s to 14.5 s, under `faults`.
     fn one_long_write(faults: &[FaultWindow], bounds: Bounds) -> Vec<String> {

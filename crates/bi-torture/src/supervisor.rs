@@ -183,13 +183,26 @@ pub fn run(plan: Plan) -> std::io::Result<Summary> {
         });
     }
     let seconds = started.elapsed().as_secs_f64();
-    // Let the last fault settle, then end every worker.
+    // Let the last fault settle, then end every worker: all killed first, then reaped.
+    // A client's write in flight when the writer's process goes first fails for that;
+    // the end of the run is a window of its own, so no check counts it against a
+    // quiet time.
     s.sleep_sampling(lease * 2);
+    let ending = now();
     for r in &mut s.running {
         let _ = r.child.kill();
+    }
+    for r in &mut s.running {
         let _ = r.child.wait();
         s.lives[r.life].ended = Some(now());
     }
+    s.faults.push(FaultWindow {
+        kind: "EndOfRun".into(),
+        target: None,
+        writer: true,
+        start: ending,
+        end: now(),
+    });
     for (life, journal) in s.lives.iter_mut().zip(&s.journals) {
         life.events = journal::read(journal).unwrap_or_default();
     }
