@@ -560,19 +560,21 @@ mod tests {
 
     #[test]
     fn mark_stale_dates_the_first_write_back_only() {
+        // In the third line: its byte offset is not its index.
+        const AT: usize = 130;
         let cfg = EmulatorConfig::new(1024, 2);
         let rig = Rig::new(&cfg);
         let (mut a, mut b) = (NodeCache::new(&cfg, 0), NodeCache::new(&cfg, 1));
         let mut out = [0u8; 1];
-        rig.at(1, |cx| b.load(0, &mut out, cx));
-        rig.at(2, |cx| a.store(0, &[5], cx));
-        b.mark_stale(&rig.at(3, |cx| a.write_back(0, 1, cx)));
-        rig.at(4, |cx| a.store(0, &[6], cx));
-        b.mark_stale(&rig.at(7, |cx| a.write_back(0, 1, cx)));
-        rig.at(10, |cx| b.load(0, &mut out, cx));
+        rig.at(1, |cx| b.load(AT, &mut out, cx));
+        rig.at(2, |cx| a.store(AT, &[5], cx));
+        b.mark_stale(&rig.at(3, |cx| a.write_back(AT, 1, cx)));
+        rig.at(4, |cx| a.store(AT, &[6], cx));
+        b.mark_stale(&rig.at(7, |cx| a.write_back(AT, 1, cx)));
+        rig.at(10, |cx| b.load(AT, &mut out, cx));
         assert_eq!(out, [0]);
         assert_eq!((b.stats.stale_reads, b.stats.max_staleness), (1, 7));
-        assert_eq!(b.stats.stalest_line, Some(0));
+        assert_eq!(b.stats.stalest_line, Some(128), "the line's byte offset");
     }
 
     #[test]
