@@ -38,6 +38,7 @@
 mod adopt;
 mod chain_miss;
 mod channel_tail;
+mod dead_writer_stores;
 mod delegation;
 mod extent_table_read;
 mod frontier_marks;
@@ -242,6 +243,7 @@ pub fn catalog() -> Vec<Hazard> {
         adopt::QUARANTINE,
         adopt::ANNOUNCE,
         rewrite_journal::HAZARD,
+        dead_writer_stores::HAZARD,
         joined_scopes::HAZARD,
         writer_lease::HAZARD,
         writer_lease::RENEWED_BY_A_PASS,

@@ -380,3 +380,89 @@ fn making_a_map_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
     w.insert(1, 10).unwrap();
     assert_eq!(w.get(&1), Some(10));
 }
+
+/// The writer's process on node 0 is killed right before its `n`th store, for every
+/// third `n` of a workload of inserts; its host lives on and keeps in its cache what the
+/// process stored and had not written back yet. Node 0 runs on this host (its record
+/// names a process of this host, now gone), so node 1 takes the map over at once; the
+/// adopter inserts more keys, and then node 0's cache writes back everything it holds,
+/// as it may at any moment (an eviction, a new process there). A later adopter finds
+/// every insert that returned, of the dead writer and of the first adopter: the takeover
+/// made the dead process's stores reach memory first, as one host's coherent caches do.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+)]
+fn a_map_survives_its_writers_process_killed_and_adopted_on_another_node() {
+    use bi_core::mem::{Access, MemError, MemView, Observed};
+    use bi_core::runtime::{EmulatedClock, NodeRuntime};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    const KEYS: u64 = 12;
+    const KILLED: MemError = MemError::BadSize {
+        requested: 0,
+        reason: "the process was killed",
+    };
+    // Node 0's runtime is out of `s.nodes` from the kill on: node 1's is first.
+    let take_on_1 = |s: &Setup| {
+        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+        let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "m").unwrap();
+        map.take_writer(&s.nodes[0], s.nodes[0].writer(heap).unwrap())
+    };
+    let mut n = 1;
+    loop {
+        let mut s = machine(n as u64);
+        drop(s.nodes.remove(0));
+        let host = s.emu.node(0);
+        let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+        let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
+        let clock = Arc::new(EmulatedClock::new(host.clone()));
+        let mut acked = Vec::new();
+        if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config(), clock) {
+            let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).unwrap();
+            let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+                .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+            if let Ok(mut w) = taken {
+                for k in 0..KEYS {
+                    if w.insert(k, k * 7).is_err() {
+                        break;
+                    }
+                    acked.push(k);
+                }
+                std::mem::forget(w);
+            }
+            std::mem::forget(node0);
+        }
+        let killed = dead.load(Ordering::SeqCst);
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        assert!(s.run_node_in(0, child.id()).unwrap());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let what = format!("killed before store {n}");
+        if let Ok(mut w) = take_on_1(&s) {
+            for k in KEYS..2 * KEYS {
+                w.insert(k, k * 7).unwrap();
+                acked.push(k);
+            }
+        } else if !killed {
+            panic!("{what}: the map could not be adopted");
+        }
+        // Node 0's host writes back what the killed process left in its cache.
+        let heap = s.region.layout().heap();
+        host.writeback(heap.offset, heap.len).unwrap();
+        let w = take_on_1(&s).unwrap_or_else(|e| panic!("{what}: adopting again: {e}"));
+        for &k in &acked {
+            assert_eq!(w.get(&k), Some(k * 7), "key {k}: {what}");
+        }
+        if !killed {
+            break;
+        }
+        n += 3;
+    }
+    assert!(n > 100, "the workload stored {n} times");
+}

@@ -606,4 +606,28 @@ pub trait MemView: Clone + Send + Sync {
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         check_range(offset, len, self.size())
     }
+    /// Makes the dirty lines that node `node`'s cache holds reach memory, as that node's
+    /// host would by evicting them at some later moment: what a process of this host
+    /// does before it goes on from memory that a killed process of node `node` wrote.
+    ///
+    /// The nodes whose runners one kernel can judge live on one host, whose caches are
+    /// coherent: a store a killed process made is in memory for every other process of
+    /// the host at once, so real memory has nothing to do here (the default does
+    /// nothing). The [`Emulator`] gives each node a cache of its own; this writes back
+    /// `node`'s dirty lines there, as the host's coherence would have.
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let emu = Emulator::new(EmulatorConfig::new(4096, 2));
+    /// let (a, b) = (emu.node(0), emu.node(1));
+    /// a.store(64, &7u64).unwrap(); // a's process is killed before it writes the line back
+    /// assert_eq!(b.load_from_memory::<u64>(64).unwrap(), 0);
+    /// b.write_back_node(0).unwrap();
+    /// assert_eq!(b.load_from_memory::<u64>(64).unwrap(), 7);
+    /// ```
+    fn write_back_node(&self, node: usize) -> Result<(), MemError> {
+        let _ = node;
+        Ok(())
+    }
 }

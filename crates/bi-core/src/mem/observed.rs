@@ -180,6 +180,9 @@ impl<V: MemView> MemView for Observed<V> {
         (self.observe)(Access::NoteReuse(offset, len))?;
         self.view.note_reuse(offset, len)
     }
+    fn write_back_node(&self, node: usize) -> Result<(), MemError> {
+        self.view.write_back_node(node)
+    }
     fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
         (self.observe)(Access::CompareExchange(offset))?;
         self.view.compare_exchange_u64(offset, current, new)

@@ -267,6 +267,13 @@ switches! {
         /// other processes cannot ask the kernel about the runner and judge it by its
         /// lease alone (`runtime::node::share`).
         ShareRecordRepair,
+        /// A process that takes the writer role of a structure from a dead writer whose
+        /// node this host's kernel can judge does not first make that node's cache write
+        /// back what the dead process stored, so stores it left unwritten-back land
+        /// after the successor adopted the structure and overwrite what it wrote
+        /// (`runtime::node::role`). Observable under the emulator only: on one host,
+        /// caches are coherent and the stores are in memory for everyone at once.
+        DeadWriterStores,
         /// A region file is made in place at its path (created, lengthened, its header
         /// written) instead of whole under another name and then linked to its path, so
         /// a process that opens the path meanwhile finds a file too short or a header of

@@ -213,6 +213,9 @@ impl<V: MemView> MemView for Counted<V> {
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         self.inner.note_reuse(offset, len)
     }
+    fn write_back_node(&self, node: usize) -> Result<(), MemError> {
+        self.inner.write_back_node(node)
+    }
     fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Result<u64, MemError> {
         self.inner.compare_exchange_u64(offset, current, new)
     }

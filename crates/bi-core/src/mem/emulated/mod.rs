@@ -859,6 +859,22 @@ impl MemView for EmulatedNode {
         });
         self.machine.oracle.bump_incarnation(offset, len)
     }
+
+    /// Writes back every dirty line of node `node`'s cache and lands it (as a write-back
+    /// and a fence there would).
+    fn write_back_node(&self, node: usize) -> Result<(), MemError> {
+        if node >= self.machine.nodes.len() {
+            return Err(MemError::Unsupported {
+                what: "writing back the cache of a node the emulator does not have",
+            });
+        }
+        let size = self.machine.size;
+        self.machine.with_cache(node, |c, cx| {
+            c.write_back(0, size, cx);
+            c.fence(cx);
+        });
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 use crate::mem::MemView;
 use crate::runtime::inner::NodeInner;
 use crate::runtime::process::Presence;
-use crate::runtime::{BiError, record, share};
+use crate::runtime::{BiError, Fault, record, share};
 use bytemuck::{Pod, Zeroable};
 use std::sync::Arc;
 use std::time::Duration;
@@ -210,6 +210,26 @@ fn alive<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<bool, BiE
     )))
 }
 
+/// Makes what the dead writer `r` stored reach memory before its successor reads it:
+/// when this host's kernel can judge the runner of the writer's node (the node runs on
+/// this host), that node's cache is this host's, so the killed process's stores that it
+/// had not written back yet are written back now ([`MemView::write_back_node`]; nothing
+/// to do on real memory, where one host's caches are coherent). Otherwise they stay in
+/// another host's cache, which may write them back later: see [`lease`](super::lease).
+fn settle_dead_writer<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<(), BiError> {
+    let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
+        return Ok(());
+    };
+    if inner.config.faults.has(Fault::DeadWriterStores) || node == inner.node {
+        return Ok(());
+    }
+    let (_, presence) = share::runner_of(inner, node)?;
+    if presence != Presence::Unknown {
+        inner.view.write_back_node(node)?;
+    }
+    Ok(())
+}
+
 /// Takes the writer role of the structure whose slot is at `slot`.
 pub(crate) fn take<V: MemView>(
     inner: &Arc<NodeInner<V>>,
@@ -238,6 +258,9 @@ fn take_once<V: MemView>(
         return Err(BiError::WriterAlive {
             node: previous.node as usize - 1,
         });
+    }
+    if previous.holder != 0 {
+        settle_dead_writer(inner, &previous)?;
     }
     let record = WriterRecord {
         node: inner.node as u64 + 1,

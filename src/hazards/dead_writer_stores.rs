@@ -1,0 +1,133 @@
+//! Stores a killed writer left in its node's cache, landing after its successor adopted
+//! the structure: a map's writer on node 0 stores a line (a bucket rewritten in place, a
+//! slot naming a larger array) and is killed before it writes the line back. Its host
+//! lives on, and so does the dirty line in the host's cache, which may reach memory at
+//! any later moment. A successor on node 1 that goes on from memory without it adopts
+//! the older state, writes its own keys, and loses them when the old process's line
+//! lands over them.
+//!
+//! The schedule: node 0's process takes the writer role of a named map and inserts keys;
+//! its view refuses every access from its `n`th store on (the process is killed; the
+//! node's cache keeps what it stored), for every `n` over the workload. Node 0's record
+//! then names a process of this host that is gone, so node 1 takes the map over at once
+//! and inserts keys of its own; node 0's cache then writes back everything it holds.
+//! (Node 0's cache evicts now and then, so some of its lines are in memory and some not.)
+//! Broken ([`Fault::DeadWriterStores`]): the successor does not make node 0's cache write
+//! back first. BI: it does (on one host the caches are coherent, so the dead process's
+//! stores are in memory for the successor; the emulator's nodes have caches of their
+//! own, and the takeover writes node 0's back). Counted: takeovers that failed, and keys
+//! whose insert returned that a later adopter does not find (in the broken variant the
+//! later adopter mostly finds a link to memory the first one reused, as a torture run did).
+
+use super::Hazard;
+use bi_alloc::NodeHeap;
+use bi_collections::map::BiHashMap;
+use bi_core::mem::{Access, MemError, MemView, Observed};
+use bi_core::region::RegionConfig;
+use bi_core::runtime::testing::Setup;
+use bi_core::runtime::{EmulatedClock, Fault, NodeRuntime, RuntimeConfig};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+pub(super) const HAZARD: Hazard = Hazard {
+    name: "killed_writers_stores_land_late",
+    fault: Fault::DeadWriterStores,
+    counts: "takeovers that failed, and keys whose insert returned that a later adopter lost",
+    run,
+};
+
+const LEASE: u64 = 1_000_000;
+const KEYS: u64 = 12;
+const KILLED: MemError = MemError::BadSize {
+    requested: 0,
+    reason: "the process was killed",
+};
+
+fn run(config: RuntimeConfig, seed: u64) -> u64 {
+    let config = config.node_lease(LEASE).reader_lease(LEASE);
+    let mut failures = 0;
+    // Kill points: every fifth store of the workload, one run each (a line's rewrite is
+    // nine stores, so each line's is hit), shifted by the seed.
+    for n in (1 + seed as usize % 5..).step_by(5) {
+        let (count, finished) = kill_at(&config, seed, n);
+        failures += count;
+        if finished {
+            break;
+        }
+    }
+    failures
+}
+
+/// Node 1 takes the map "m" over (with node 0's arena, which the map's memory is).
+fn take_on_node_1(
+    s: &Setup,
+) -> Result<
+    bi_collections::map::MapWriteHandle<u64, u64, bi_core::mem::EmulatedNode, NodeHeap>,
+    bi_collections::CollectionError,
+> {
+    // Node 0's runtime is out of `s.nodes`: node 1's is first.
+    let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");
+    let map = BiHashMap::<u64, u64>::named(&s.region, &s.nodes[0], "m")?;
+    map.take_writer(&s.nodes[0], s.nodes[0].writer(heap)?)
+}
+
+/// One run killed before store `n`: the count of what went wrong, and whether the
+/// workload ended before store `n`.
+fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
+    let mut s = Setup::with(
+        RegionConfig::new(1 << 20).with_nodes(2),
+        |c| c.seed(seed).eviction_rate(0.01).adjacent_prefetch_rate(0.2),
+        config.clone(),
+    );
+    drop(s.nodes.remove(0));
+    let host = s.emu.node(0);
+    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
+    let clock = Arc::new(EmulatedClock::new(host.clone()));
+    let mut acked = Vec::new();
+    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config.clone(), clock) {
+        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");
+        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+        if let Ok(mut w) = taken {
+            for k in 0..KEYS {
+                if w.insert(k, k).is_err() {
+                    break;
+                }
+                acked.push(k);
+            }
+            std::mem::forget(w); // a killed process runs no destructor
+        }
+        std::mem::forget(node0);
+    }
+    let finished = !dead.load(Ordering::SeqCst);
+    // Node 0's record names a process of this host, gone: node 1 takes over at once.
+    let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let named = s.run_node_in(0, child.id()).expect("share record");
+    let _ = child.kill();
+    let _ = child.wait();
+    if !named {
+        return (1, finished);
+    }
+    match take_on_node_1(&s) {
+        Ok(mut w) => {
+            for k in KEYS..2 * KEYS {
+                if w.insert(k, k).is_ok() {
+                    acked.push(k);
+                }
+            }
+        }
+        Err(_) => return (1, finished),
+    }
+    // Node 0's cache writes back what it still holds, as it may at any moment.
+    let heap = s.region.layout().heap();
+    if host.writeback(heap.offset, heap.len).is_err() {
+        return (1, finished);
+    }
+    let Ok(w) = take_on_node_1(&s) else {
+        return (1, finished);
+    };
+    let lost = acked.iter().filter(|&&k| w.get(&k) != Some(k)).count();
+    (lost as u64, finished)
+}
