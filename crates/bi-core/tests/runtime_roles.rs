@@ -134,6 +134,44 @@ fn a_writer_whose_process_is_gone_loses_role_and_node_at_once() {
     assert!(role.is_held().unwrap());
 }
 
+/// A writer's process is killed between a store and its write-back: its node's cache
+/// keeps the line. A taker that the kernel told of the death (node 0 runs on this host,
+/// whose caches are one) finds the store in memory; a taker that judged by the lease (the
+/// runtime in this very process, which the kernel is not asked about) does not, and the
+/// line stays in node 0's cache, as it would in another host's.
+#[test]
+#[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
+fn a_role_taken_from_a_killed_process_of_this_host_finds_its_last_stores_in_memory() {
+    for on_this_host in [true, false] {
+        let (mut s, slot) = setup();
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        if on_this_host {
+            assert!(s.run_node_in(0, sleeper.id()).unwrap());
+        }
+        std::mem::forget(s.nodes[0].take_writer_role(slot, WAIT).unwrap());
+        let at = s.region.layout().heap().offset + 64;
+        s.nodes[0].view().store(at, &7u64).unwrap(); // killed before the write-back
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        std::mem::forget(s.nodes.remove(0));
+        let node1 = &s.nodes[0];
+        if !on_this_host {
+            s.emu.advance(2 * LEASE);
+        }
+        let role = node1.take_writer_role(slot, WAIT).unwrap();
+        assert_eq!(role.previous().node, 1, "node 0 held it");
+        let found: u64 = node1.view().load_from_memory(at).unwrap();
+        assert_eq!(
+            found,
+            if on_this_host { 7 } else { 0 },
+            "on this host: {on_this_host}"
+        );
+    }
+}
+
 #[test]
 #[cfg_attr(miri, ignore = "spawns a process and asks the kernel about it")]
 fn a_gone_process_of_another_pid_namespace_or_host_leaves_the_lease_to_judge() {
