@@ -20,15 +20,14 @@
 //! later adopter mostly finds a link to memory the first one reused, as a torture run did).
 
 use super::Hazard;
+use super::rewrite_journal::writer_killed_at_store;
 use bi_alloc::NodeHeap;
 use bi_collections::map::BiHashMap;
-use bi_core::mem::{Access, MemError, MemView, Observed};
+use bi_core::mem::MemView;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
-use bi_core::runtime::{EmulatedClock, Fault, NodeRuntime, RuntimeConfig};
+use bi_core::runtime::{Fault, RuntimeConfig};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 pub(super) const HAZARD: Hazard = Hazard {
     name: "killed_writers_stores_land_late",
@@ -39,10 +38,6 @@ pub(super) const HAZARD: Hazard = Hazard {
 
 const LEASE: u64 = 1_000_000;
 const KEYS: u64 = 12;
-const KILLED: MemError = MemError::BadSize {
-    requested: 0,
-    reason: "the process was killed",
-};
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let config = config.node_lease(LEASE).reader_lease(LEASE);
@@ -80,28 +75,8 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
         |c| c.seed(seed).eviction_rate(0.01).adjacent_prefetch_rate(0.2),
         config.clone(),
     );
-    drop(s.nodes.remove(0));
-    let host = s.emu.node(0);
-    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
-    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
-    let clock = Arc::new(EmulatedClock::new(host.clone()));
-    let mut acked = Vec::new();
-    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config.clone(), clock) {
-        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");
-        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
-            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
-        if let Ok(mut w) = taken {
-            for k in 0..KEYS {
-                if w.insert(k, k).is_err() {
-                    break;
-                }
-                acked.push(k);
-            }
-            std::mem::forget(w); // a killed process runs no destructor
-        }
-        std::mem::forget(node0);
-    }
-    let finished = !dead.load(Ordering::SeqCst);
+    let (mut acked, killed) = writer_killed_at_store(&mut s, config, n, KEYS);
+    let finished = !killed;
     // Node 0's record names a process of this host, gone: node 1 takes over at once.
     let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
     let named = s.run_node_in(0, child.id()).expect("share record");
@@ -122,7 +97,7 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
     }
     // Node 0's cache writes back what it still holds, as it may at any moment.
     let heap = s.region.layout().heap();
-    if host.writeback(heap.offset, heap.len).is_err() {
+    if s.emu.node(0).writeback(heap.offset, heap.len).is_err() {
         return (1, finished);
     }
     let Ok(w) = take_on_node_1(&s) else {

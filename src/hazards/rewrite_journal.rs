@@ -60,26 +60,8 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
         |c| c.seed(seed),
         config.clone(),
     );
-    drop(s.nodes.remove(0));
-    let host = s.emu.node(0);
-    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
-    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
-    let clock = Arc::new(EmulatedClock::new(host));
-    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config.clone(), clock) {
-        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");
-        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
-            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
-        if let Ok(mut w) = taken {
-            for k in 0..KEYS {
-                if w.insert(k, k).is_err() {
-                    break;
-                }
-            }
-            std::mem::forget(w); // a killed process runs no destructor
-        }
-        std::mem::forget(node0);
-    }
-    let finished = !dead.load(Ordering::SeqCst);
+    let (_, killed) = writer_killed_at_store(&mut s, config, n, KEYS);
+    let finished = !killed;
     for _ in 0..4 {
         s.emu.advance(LEASE / 2);
         s.nodes[0].quiesce().expect("pass");
@@ -107,4 +89,39 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
         .filter(|k| r.get(k).ok() != Some(w.get(k)))
         .count();
     (wrong as u64, finished)
+}
+
+/// Node 0's process takes the writer role of the named map "m" and inserts keys
+/// `0..keys` (`k -> k`), and is killed right before its `n`th store: its view refuses
+/// every access from then on, and node 0's cache keeps what it stored (its host lives
+/// on). Node 0's runtime is left out of `s.nodes`. Returns the keys whose insert
+/// returned, and whether the kill came before the workload ended.
+pub(super) fn writer_killed_at_store(
+    s: &mut Setup,
+    config: &RuntimeConfig,
+    n: usize,
+    keys: u64,
+) -> (Vec<u64>, bool) {
+    drop(s.nodes.remove(0));
+    let host = s.emu.node(0);
+    let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
+    let (view, dead) = Observed::dying(host.clone(), n, stores, KILLED, || {});
+    let clock = Arc::new(EmulatedClock::new(host));
+    let mut acked = Vec::new();
+    if let Ok(node0) = NodeRuntime::new(view, *s.region.layout(), 0, config.clone(), clock) {
+        let heap = NodeHeap::new(s.arena(0), s.region.layout().line_size()).expect("arena");
+        let taken = BiHashMap::<u64, u64>::named(&s.region, &node0, "m")
+            .and_then(|map| map.take_writer(&node0, node0.writer(heap)?));
+        if let Ok(mut w) = taken {
+            for k in 0..keys {
+                if w.insert(k, k).is_err() {
+                    break;
+                }
+                acked.push(k);
+            }
+            std::mem::forget(w); // a killed process runs no destructor
+        }
+        std::mem::forget(node0);
+    }
+    (acked, dead.load(Ordering::SeqCst))
 }
