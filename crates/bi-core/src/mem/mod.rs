@@ -606,6 +606,7 @@ pub trait MemView: Clone + Send + Sync {
     fn note_reuse(&self, offset: usize, len: usize) -> Result<(), MemError> {
         check_range(offset, len, self.size())
     }
+
     /// Makes the dirty lines that node `node`'s cache holds reach memory, as that node's
     /// host would by evicting them at some later moment: what a process of this host
     /// does before it goes on from memory that a killed process of node `node` wrote.
