@@ -13,11 +13,11 @@
 //! and inserts keys of its own; node 0's cache then writes back everything it holds.
 //! (Node 0's cache evicts now and then, so some of its lines are in memory and some not.)
 //! Broken ([`Fault::DeadWriterStores`]): the successor does not make node 0's cache write
-//! back first. BI: it does (on one host the caches are coherent, so the dead process's
-//! stores are in memory for the successor; the emulator's nodes have caches of their
-//! own, and the takeover writes node 0's back). Counted: takeovers that failed, and keys
-//! whose insert returned that a later adopter does not find (in the broken variant the
-//! later adopter mostly finds a link to memory the first one reused, as a torture run did).
+//! back first. BI: it does (the emulator's nodes have caches of their own under one
+//! kernel, as the sockets of a NUMA machine with coherence off do). Counted: takeovers
+//! that failed, and keys whose insert returned that a later adopter does not find (in
+//! the broken variant the later adopter mostly finds a link to memory the first one
+//! reused).
 
 use super::Hazard;
 use super::rewrite_journal::writer_killed_at_store;

@@ -388,7 +388,7 @@ fn making_a_map_waits_out_a_node_that_holds_the_ring_inside_its_lease() {
 /// adopter inserts more keys, and then node 0's cache writes back everything it holds,
 /// as it may at any moment (an eviction, a new process there). A later adopter finds
 /// every insert that returned, of the dead writer and of the first adopter: the takeover
-/// made the dead process's stores reach memory first, as one host's coherent caches do.
+/// made node 0's cache write the dead process's stores back first.
 #[test]
 #[cfg_attr(
     miri,

@@ -607,15 +607,17 @@ pub trait MemView: Clone + Send + Sync {
         check_range(offset, len, self.size())
     }
 
-    /// Makes the dirty lines that node `node`'s cache holds reach memory, as that node's
-    /// host would by evicting them at some later moment: what a process of this host
-    /// does before it goes on from memory that a killed process of node `node` wrote.
+    /// Makes the dirty lines that node `node`'s cache holds reach memory, as that cache
+    /// would by evicting them at some later moment: what a process does before it goes
+    /// on from memory that a killed process of node `node`, on this host, wrote.
     ///
-    /// The nodes whose runners one kernel can judge live on one host, whose caches are
-    /// coherent: a store a killed process made is in memory for every other process of
-    /// the host at once, so real memory has nothing to do here (the default does
-    /// nothing). The [`Emulator`] gives each node a cache of its own; this writes back
-    /// `node`'s dirty lines there, as the host's coherence would have.
+    /// The default does nothing, which is right where the nodes of one host share
+    /// coherent caches (several processes of one machine): a store a killed process
+    /// made is in memory for every other process of the host at once. The [`Emulator`]
+    /// gives each node a cache of its own under one kernel, as a NUMA machine with
+    /// cross-socket coherence switched off does; this writes back `node`'s dirty lines
+    /// there. On such a machine the hardware view does nothing yet: writing a socket's
+    /// dirty lines back needs code running on that socket.
     ///
     /// ```
     /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};

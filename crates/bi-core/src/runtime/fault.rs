@@ -271,8 +271,7 @@ switches! {
         /// node this host's kernel can judge does not first make that node's cache write
         /// back what the dead process stored, so stores it left unwritten-back land
         /// after the successor adopted the structure and overwrite what it wrote
-        /// (`runtime::node::role`). Observable under the emulator only: on one host,
-        /// caches are coherent and the stores are in memory for everyone at once.
+        /// (`runtime::node::role`, [`MemView::write_back_node`](crate::mem::MemView::write_back_node)).
         DeadWriterStores,
         /// A region file is made in place at its path (created, lengthened, its header
         /// written) instead of whole under another name and then linked to its path, so

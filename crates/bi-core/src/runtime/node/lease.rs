@@ -37,15 +37,17 @@
 //! the lease judges, and the window stays.
 //!
 //! A killed process leaves a second thing behind: the stores it made and had not yet
-//! written back, which stay dirty in its host's cache while the host lives on. On its
-//! own host they are in memory for every other process (the caches are coherent), and
-//! a taker the kernel told of the death makes sure of it under the emulator, whose
-//! nodes have caches of their own (`role::settle_dead_writer`,
-//! [`MemView::write_back_node`](crate::mem::MemView::write_back_node)). A taker on
-//! another host cannot reach them: a write-back may put them in memory at any later
-//! moment, over what the taker wrote. The window is the same one publication long (a
-//! writer writes back each line right after it stores it); closing it between hosts
-//! needs stores that never stay in a cache (non-temporal ones).
+//! written back, which stay dirty in its node's cache while the node lives on. Where
+//! the nodes of one host share coherent caches they are in memory for every other
+//! process at once. Where they do not (the emulator; a NUMA machine with cross-socket
+//! coherence off), a taker the kernel told of the death first makes that node's cache
+//! write them back (`role::settle_dead_writer`,
+//! [`MemView::write_back_node`](crate::mem::MemView::write_back_node), which the
+//! hardware view cannot do for another socket yet). A taker on another host cannot
+//! reach them at all: a write-back may put them in memory at any later moment, over
+//! what the taker wrote. The window is the same one publication long (a writer writes
+//! back each line right after it stores it); closing it there needs stores that never
+//! stay in a cache (non-temporal ones).
 
 use crate::mem::MemView;
 use crate::primitive::sync::atomic::Ordering;

@@ -212,10 +212,11 @@ fn alive<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<bool, BiE
 
 /// Makes what the dead writer `r` stored reach memory before its successor reads it:
 /// when this host's kernel can judge the runner of the writer's node (the node runs on
-/// this host), that node's cache is this host's, so the killed process's stores that it
-/// had not written back yet are written back now ([`MemView::write_back_node`]; nothing
-/// to do on real memory, where one host's caches are coherent). Otherwise they stay in
-/// another host's cache, which may write them back later: see [`lease`](super::lease).
+/// this host), the killed process's stores that it had not written back yet are still
+/// in that node's cache, which lives on, and are written back now
+/// ([`MemView::write_back_node`]; nothing to do where one host's caches are coherent).
+/// Otherwise they stay in another host's cache, which may write them back later: see
+/// [`lease`](super::lease).
 fn settle_dead_writer<V: MemView>(inner: &NodeInner<V>, r: &WriterRecord) -> Result<(), BiError> {
     let Some(node) = r.node.checked_sub(1).map(|n| n as usize) else {
         return Ok(());

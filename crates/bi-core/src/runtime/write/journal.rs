@@ -14,9 +14,9 @@
 //! over all of it. Stores only: no write-back and no fence, since the journal is for a
 //! process that dies while its host goes on (every store it made before it died
 //! reaches the other processes, in order on x86 and eventually everywhere). A
-//! successor that takes the structure over (on this host, whose caches hold those
-//! stores: see [`lease`](crate::runtime::lease)) reads the journal from memory before
-//! anything else; if the line it names still carries the invalid stamp, the journal is
+//! successor that takes the structure over (on another node of this host, once that
+//! node's cache wrote them back: see [`lease`](crate::runtime::lease)) reads the
+//! journal from memory before anything else; if the line it names still carries the invalid stamp, the journal is
 //! complete (it was written before the line's first store) and the successor finishes
 //! the line from it. A journal whose check fails was being written when the process
 //! died, before the line was touched.
