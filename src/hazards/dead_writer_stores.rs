@@ -20,7 +20,7 @@
 //! reused).
 
 use super::Hazard;
-use super::rewrite_journal::writer_killed_at_store;
+use super::rewrite_journal::{over_kill_points, writer_killed_at_store};
 use bi_alloc::NodeHeap;
 use bi_collections::map::BiHashMap;
 use bi_core::mem::MemView;
@@ -41,17 +41,9 @@ const KEYS: u64 = 12;
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let config = config.node_lease(LEASE).reader_lease(LEASE);
-    let mut failures = 0;
-    // Kill points: every fifth store of the workload, one run each (a line's rewrite is
-    // nine stores, so each line's is hit), shifted by the seed.
-    for n in (1 + seed as usize % 5..).step_by(5) {
-        let (count, finished) = kill_at(&config, seed, n);
-        failures += count;
-        if finished {
-            break;
-        }
-    }
-    failures
+    // Kill points: every fifth store of the workload (a line's rewrite is nine stores,
+    // so each line's is hit), shifted by the seed.
+    over_kill_points(1 + seed as usize % 5, 5, |n| kill_at(&config, seed, n))
 }
 
 /// Node 1 takes the map "m" over (with node 0's arena, which the map's memory is).

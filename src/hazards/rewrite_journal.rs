@@ -39,11 +39,22 @@ const KILLED: MemError = MemError::BadSize {
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let config = config.node_lease(LEASE).reader_lease(LEASE);
+    // Kill points: every sixth store of the workload after its setup (a line's rewrite
+    // is nine stores, so each line's is hit), shifted by the seed.
+    over_kill_points(160 + seed as usize % 6, 6, |n| kill_at(&config, seed, n))
+}
+
+/// Runs `kill_at` at kill points `first`, `first + step`, ... until one finds the
+/// workload ended before it; sums what went wrong (`kill_at` returns the count and
+/// whether the workload ended).
+pub(super) fn over_kill_points(
+    first: usize,
+    step: usize,
+    mut kill_at: impl FnMut(usize) -> (u64, bool),
+) -> u64 {
     let mut failures = 0;
-    // Kill points: every sixth store of the workload after its setup, one run each (a
-    // line's rewrite is nine stores, so each line's is hit), shifted by the seed.
-    for n in (160 + seed as usize % 6..).step_by(6) {
-        let (count, finished) = kill_at(&config, seed, n);
+    for n in (first..).step_by(step) {
+        let (count, finished) = kill_at(n);
         failures += count;
         if finished {
             break;
