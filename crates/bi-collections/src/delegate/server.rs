@@ -797,7 +797,7 @@ impl<Vw: MemView, K: Stored, V: Stored, S: ApplyBatch<K, V>> DelegationServer<Vw
                 }
                 .into());
             }
-            let (op, condition) = record.request().ok_or(DelegationError::BadRecord {
+            let (op, condition) = record.request().ok_or_else(|| DelegationError::BadRecord {
                 client: index,
                 kind: record.kind(),
             })?;

@@ -913,7 +913,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'_, K, V, M> {
                 }
                 Ok(Search::Found(()))
             })?;
-        read.ok_or(corrupt("a partition read reported a miss"))
+        read.ok_or_else(|| corrupt("a partition read reported a miss"))
     }
 
     /// Appends the entries of bucket `b`'s chain to `out`; `false` if a line was stale.

@@ -732,15 +732,16 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
                 for l in self.published_chain(pi, b) {
                     let l = l?.line;
                     for j in l.used_entries::<K::Word, V::Word>() {
-                        let (k, v) =
-                            if Words::<K, V>::INLINE {
-                                (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
-                            } else {
-                                let (_, pair) = l.linked::<K::Word, V::Word>(j);
-                                *part.pairs.get(&pair.raw()).ok_or(CollectionError::Corrupt {
-                                reason: "a linked entry whose pair the writer does not know",
+                        let (k, v) = if Words::<K, V>::INLINE {
+                            (l.key::<K::Word, V::Word>(j), l.value::<K::Word, V::Word>(j))
+                        } else {
+                            let (_, pair) = l.linked::<K::Word, V::Word>(j);
+                            *part.pairs.get(&pair.raw()).ok_or_else(|| {
+                                CollectionError::Corrupt {
+                                    reason: "a linked entry whose pair the writer does not know",
+                                }
                             })?
-                            };
+                        };
                         out.push((K::from_word(&k, w)?, V::from_word(&v, w)?));
                     }
                 }
@@ -1089,7 +1090,7 @@ impl<K: Stored + Eq + Hash, V: Stored, M: MemView, H: Heap> MapWriteHandle<K, V,
         let h = key_hash(key);
         let pi = self
             .part_index(partition_of(h, self.map.partitions()))
-            .ok_or(CollectionError::Corrupt {
+            .ok_or_else(|| CollectionError::Corrupt {
                 reason: "the key belongs to a partition this handle does not write",
             })?;
         let b = bucket_of(h, self.partitions[pi].buckets);

@@ -493,7 +493,7 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
                 Err(e) => Err(e),
             }
         })?;
-        found.ok_or(CollectionError::Corrupt {
+        found.ok_or_else(|| CollectionError::Corrupt {
             reason: "a whole-tree read reported a miss",
         })
     }

@@ -107,7 +107,7 @@ fn check_outstanding(head: u64, tail: u64, capacity: usize) -> Result<usize, Cha
     let corrupt = |reason| ChannelError::Corrupt { reason, head, tail };
     let n = tail
         .checked_sub(head)
-        .ok_or(corrupt(Corruption::TailBehindHead))?;
+        .ok_or_else(|| corrupt(Corruption::TailBehindHead))?;
     if n > capacity as u64 {
         return Err(corrupt(Corruption::Overfull));
     }

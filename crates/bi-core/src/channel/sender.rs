@@ -160,7 +160,7 @@ impl<V: MemView, T: Pod> Sender<V, T> {
         let new_tail = self
             .tail
             .checked_add(n as u64)
-            .ok_or(ChannelError::Corrupt {
+            .ok_or_else(|| ChannelError::Corrupt {
                 reason: Corruption::Overflow,
                 head: self.head,
                 tail: self.tail,

@@ -385,11 +385,13 @@ pub trait MemView: Clone + Send + Sync {
         }
         let len = 8 * out.len();
         for (k, w) in out.iter_mut().enumerate() {
-            let at = (8 * k).checked_add(offset).ok_or(MemError::OutOfBounds {
-                offset,
-                len,
-                size: self.size(),
-            })?;
+            let at = (8 * k)
+                .checked_add(offset)
+                .ok_or_else(|| MemError::OutOfBounds {
+                    offset,
+                    len,
+                    size: self.size(),
+                })?;
             *w = self.load_u64(at)?;
         }
         Ok(())

@@ -327,7 +327,7 @@ impl RegionConfig {
         usize::try_from(self.line_size)
             .ok()
             .and_then(|l| LineSize::new(l).ok())
-            .ok_or(RegionError::BadLineSize {
+            .ok_or_else(|| RegionError::BadLineSize {
                 found: self.line_size,
             })
     }

@@ -166,7 +166,7 @@ impl Region {
     fn entry_slot(&self, index: usize) -> Result<Section, RegionError> {
         self.layout()
             .root_entry(index)
-            .ok_or(RegionError::CorruptRoot {
+            .ok_or_else(|| RegionError::CorruptRoot {
                 index,
                 reason: "no such entry",
             })
@@ -436,7 +436,7 @@ impl Region {
         let own = self
             .layout()
             .root_slot(index)
-            .ok_or(RegionError::CorruptRoot {
+            .ok_or_else(|| RegionError::CorruptRoot {
                 index,
                 reason: "no such entry",
             })?;

@@ -448,7 +448,9 @@ impl<V: MemView> NodeRuntime<V> {
                 reason: "the view is smaller than the region layout",
             });
         }
-        let rec = layout.node_record(node).ok_or(BiError::BadNode { node })?;
+        let rec = layout
+            .node_record(node)
+            .ok_or_else(|| BiError::BadNode { node })?;
         let nodes = layout.config().nodes() as usize;
         let ordering = match config.ordering {
             // The runner's barrier reaches no other process: a joined one fences.

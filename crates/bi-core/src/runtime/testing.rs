@@ -383,7 +383,7 @@ impl Setup {
         let layout = self.region.layout();
         let at = layout
             .node_record(n)
-            .ok_or(BiError::BadNode { node: n })?
+            .ok_or_else(|| BiError::BadNode { node: n })?
             .offset;
         let holder = view.load_from_memory::<super::NodeRecord>(at)?.holder;
         let record = super::share::ShareRecord {
@@ -412,7 +412,7 @@ impl Setup {
             .region
             .layout()
             .reader_record(n, record)
-            .ok_or(BiError::BadNode { node: n })?
+            .ok_or_else(|| BiError::BadNode { node: n })?
             .offset;
         let word = super::reader_state::ReaderHolder::new(pid, 0x5eed).word();
         self.nodes[n]

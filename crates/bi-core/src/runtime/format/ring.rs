@@ -86,7 +86,7 @@ impl RingGeom {
     pub(crate) fn new(layout: &Layout, node: usize, kind: RingKind) -> Result<RingGeom, BiError> {
         let s = layout
             .log_ring(node, kind)
-            .ok_or(BiError::BadNode { node })?;
+            .ok_or_else(|| BiError::BadNode { node })?;
         Ok(RingGeom {
             tail_at: s.offset,
             entries_at: s.offset + RING_CONTROL_SLOTS * layout.slot_size(),

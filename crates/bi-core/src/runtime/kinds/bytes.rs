@@ -80,7 +80,7 @@ pub struct Bytes {
 fn shape_of(len: usize, line: usize) -> Result<Shape, BiError> {
     Shape::new(
         len.checked_add(LEN_BYTES)
-            .ok_or(BiError::TooLarge { bytes: len })?,
+            .ok_or_else(|| BiError::TooLarge { bytes: len })?,
         line,
     )
 }

@@ -79,7 +79,7 @@ fn line_link<T>(array: Link<Lines<T>>, i: usize, line: usize) -> Result<Link<T>,
         .checked_mul(line)
         .and_then(|o| o.checked_add(array.offset()))
         .filter(|&o| o < 1 << 48)
-        .ok_or(BiError::OutOfSection {
+        .ok_or_else(|| BiError::OutOfSection {
             offset: i,
             section: "line array (index)",
         })?;
@@ -256,7 +256,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             let now = Stamp::from_raw(self.inner.view.load_u64(at)?);
             let stamp = now
                 .next_version()
-                .ok_or(BiError::VersionsExhausted { offset: at })?;
+                .ok_or_else(|| BiError::VersionsExhausted { offset: at })?;
             last.push((at, k, stamp));
         }
         lines.extend(last.iter().map(|&(at, _, _)| at));
@@ -524,10 +524,12 @@ impl<V: MemView> BiGuard<'_, V> {
     /// ```
     pub fn refresh_lines<T>(&self, array: Link<Lines<T>>, n: usize) -> Result<(), BiError> {
         let inner = self.inner();
-        let len = n.checked_mul(inner.line).ok_or(BiError::OutOfSection {
-            offset: n,
-            section: "line array (index)",
-        })?;
+        let len = n
+            .checked_mul(inner.line)
+            .ok_or_else(|| BiError::OutOfSection {
+                offset: n,
+                section: "line array (index)",
+            })?;
         crate::runtime::object::check_in(inner.layout.heap(), array.offset(), len, "heap")?;
         inner.view.invalidate(array.offset(), len)?;
         inner.view.fence();

@@ -197,7 +197,7 @@ fn array_bytes(n: usize) -> Result<usize, BiError> {
     n.checked_add(1)
         .and_then(|w| w.checked_mul(8))
         .filter(|&b| b <= u32::MAX as usize)
-        .ok_or(BiError::TooLarge { bytes: usize::MAX })
+        .ok_or_else(|| BiError::TooLarge { bytes: usize::MAX })
 }
 
 impl<V: MemView, H: Heap> Writer<V, H> {

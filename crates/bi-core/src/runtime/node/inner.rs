@@ -112,14 +112,14 @@ impl<V: MemView> NodeInner<V> {
         self.layout
             .reader_record(self.node, r)
             .map(|s| s.offset)
-            .ok_or(BiError::BadNode { node: self.node })
+            .ok_or_else(|| BiError::BadNode { node: self.node })
     }
 
     pub(crate) fn node_record_of(&self, n: usize) -> Result<usize, BiError> {
         self.layout
             .node_record(n)
             .map(|s| s.offset)
-            .ok_or(BiError::BadNode { node: n })
+            .ok_or_else(|| BiError::BadNode { node: n })
     }
 
     pub(crate) fn node_record_at(&self) -> usize {

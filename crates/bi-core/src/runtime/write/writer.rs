@@ -967,7 +967,7 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         let len = self
             .heap
             .block_len(at)
-            .ok_or(BiError::StaleLink { offset: at })?;
+            .ok_or_else(|| BiError::StaleLink { offset: at })?;
         check_in(self.inner.layout.heap(), at, len, "heap")?;
         let stamp = Stamp::from_raw(self.inner.view.load_u64(at)?);
         if stamp.matches(link.generation()) {
