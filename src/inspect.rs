@@ -290,7 +290,7 @@ fn node_record<V: MemView>(
 ) -> Result<(NodeRecord, NodeFigures), Error> {
     let at = layout
         .node_record(node)
-        .ok_or(bi_core::runtime::BiError::BadNode { node })?;
+        .ok_or_else(|| bi_core::runtime::BiError::BadNode { node })?;
     let figures_at = at.offset + FIGURES_SLOT * layout.slot_size();
     Ok((
         view.load_from_memory(at.offset)?,

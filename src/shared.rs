@@ -422,7 +422,7 @@ where
         }
         match (self.take)() {
             Ok(writer) => {
-                let area = self.area.ok_or(CollectionError::Corrupt {
+                let area = self.area.ok_or_else(|| CollectionError::Corrupt {
                     reason: "the writer was granted no delegation area",
                 })?;
                 *lock(&self.writer)? = Some(writer);
@@ -518,7 +518,7 @@ where
         if let Some(remote) = self.remote.get() {
             return Ok(remote);
         }
-        let area = self.area.ok_or(CollectionError::Corrupt {
+        let area = self.area.ok_or_else(|| CollectionError::Corrupt {
             reason: "no delegation area to send writes through",
         })?;
         let config = ClientConfig::default().timeout(self.writing.timeout);
@@ -578,10 +578,12 @@ struct Locked<W> {
 
 impl<W> Locked<W> {
     fn held(&self) -> Result<WriterGuard<'_, W>, CollectionError> {
-        serving_guard(&self.writer)?.ok_or(CollectionError::Runtime(BiError::RoleLost {
-            node: self.node,
-            taker: None,
-        }))
+        serving_guard(&self.writer)?.ok_or_else(|| {
+            CollectionError::Runtime(BiError::RoleLost {
+                node: self.node,
+                taker: None,
+            })
+        })
     }
 }
 
@@ -884,9 +886,11 @@ where
                 Ok(_) => {
                     return Outcome::decide(&condition, found.pop(), V::same)
                         .found()
-                        .ok_or(PoolError::Collection(CollectionError::Corrupt {
-                            reason: "the writer's handle reported no old value",
-                        }));
+                        .ok_or_else(|| {
+                            PoolError::Collection(CollectionError::Corrupt {
+                                reason: "the writer's handle reported no old value",
+                            })
+                        });
                 }
                 // Another process took the role while this one stalled: the write (not
                 // applied: a writer checks its role before it publishes) goes to it.
@@ -1390,7 +1394,7 @@ impl<M: MemView + 'static> Pool<M> {
             match (writes.take)() {
                 Ok(w) => {
                     let area = DelegationLayout::named(self.region(), rt, name, clients, true)?
-                        .ok_or(CollectionError::Corrupt {
+                        .ok_or_else(|| CollectionError::Corrupt {
                             reason: "the writer was granted no delegation area",
                         })?;
                     writes.area = Some(area);

@@ -275,7 +275,7 @@ impl Arenas {
     /// assert!(matches!(arenas.node(5), Err(AllocError::NoSuchNode { node: 5, nodes: 2 })));
     /// ```
     pub fn node(&self, node: usize) -> Result<ArenaRange, AllocError> {
-        self.get(node).ok_or(AllocError::NoSuchNode {
+        self.get(node).ok_or_else(|| AllocError::NoSuchNode {
             node,
             nodes: self.len(),
         })

@@ -999,7 +999,7 @@ impl<Vw: MemView, K: Stored, V: Stored> DelegationClient<Vw, K, V> {
             fresh = false;
             let record = view.load::<WireResult<V>>(at).map_err(mem)?;
             if record.seq() == seq {
-                return record.outcome().ok_or(bad.into());
+                return record.outcome().ok_or_else(|| bad.into());
             }
             if !backoff.wait() {
                 return Err(bad.into());

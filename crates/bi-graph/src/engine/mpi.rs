@@ -252,7 +252,7 @@ fn gather<D: bytemuck::Pod>(
             let slot = usize::try_from(entry[0])
                 .ok()
                 .and_then(|v| values.get_mut(v))
-                .ok_or(GraphError::Exchange {
+                .ok_or_else(|| GraphError::Exchange {
                     what: "a rank's value names no vertex",
                 })?;
             *slot = decode(&w);

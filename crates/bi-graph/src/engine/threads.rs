@@ -133,7 +133,7 @@ where
             .enumerate()
             .map(|(p, h)| {
                 h.join()
-                    .unwrap_or(Err(GraphError::PartitionPanicked { partition: p }))
+                    .unwrap_or_else(|_| Err(GraphError::PartitionPanicked { partition: p }))
             })
             .collect::<Vec<_>>()
     });

@@ -223,7 +223,7 @@ impl Mailbox {
     ) -> Result<(Option<Meta>, Words), GraphError> {
         let msg = self.inbox[q]
             .get(self.cursor[q])
-            .ok_or(GraphError::Exchange {
+            .ok_or_else(|| GraphError::Exchange {
                 what: "missing partial",
             })?;
         self.cursor[q] += 1;
