@@ -311,14 +311,15 @@ enum Probed<V> {
 }
 
 /// One step of the chain walk for `key` on one validated copy of a line: the value, the
-/// linked candidates to compare, or on to the next line.
+/// linked candidates to compare, or on to the next line. A failed comparison's error is
+/// boxed: the answer stays small enough for the walk to carry it in registers.
 #[inline(always)]
 fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
     line: &BucketLine,
     key: &Q,
     h: u64,
     src: &impl ByteSource,
-) -> Step<BucketLine, Result<Probed<V::Word>, CollectionError>> {
+) -> Step<BucketLine, Result<Probed<V::Word>, Box<CollectionError>>> {
     if Words::<K, V>::INLINE {
         for j in 0..Words::<K, V>::PER_LINE {
             if line.is_used(j) {
@@ -327,7 +328,7 @@ fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
                         return Step::Found(Ok(Probed::Found(line.value::<K::Word, V::Word>(j))));
                     }
                     Ok(false) => {}
-                    Err(e) => return Step::Found(Err(e)),
+                    Err(e) => return Step::Found(Err(Box::new(e))),
                 }
             }
         }
@@ -630,7 +631,7 @@ impl<'r, K: Stored + Eq + Hash, V: Stored, M: MemView> MapRef<'r, K, V, M> {
             let (pairs, next) = match probed {
                 Search::Found(Ok(Probed::Found(v))) => return answer(V::from_word(&v, g)),
                 Search::Found(Ok(Probed::Candidates(pairs, next))) => (pairs, next),
-                Search::Found(Err(e)) => return answer(Err(e)),
+                Search::Found(Err(e)) => return answer(Err(*e)),
                 Search::Missing => return Ok(Search::Missing),
                 Search::Stale => return Ok(Search::Stale),
             };

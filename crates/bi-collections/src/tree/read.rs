@@ -30,6 +30,11 @@ fn parts<K: Pod, V: Pod>(n: &Node<K, V>) -> Parts<K, V, u64> {
     }
 }
 
+/// What a search finds in the node holding its key: the value's word, or why the key
+/// could not be compared. The error is boxed so that this is two words: a walk's loop
+/// carries its answer in registers, not through memory.
+type Found<W> = Result<W, Box<CollectionError>>;
+
 /// Nodes read through a guard: each read validates the node's generation in every line.
 struct GuardSource<'a, 'r, K, V, M: MemView> {
     guard: &'a BiGuard<'r, M>,
@@ -467,13 +472,13 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         &self,
         root: u64,
         key: &Q,
-    ) -> Result<Search<Result<V::Word, CollectionError>>, BiError> {
+    ) -> Result<Search<Found<V::Word>>, BiError> {
         self.guard.walk(Link::<NodeOf<K, V>>::from_raw(root), |n| {
             match key.order(&n.key(), &self.guard) {
                 Ok(Ordering::Equal) => Step::Found(Ok(n.value())),
                 Ok(Ordering::Less) => Step::Next(Link::from_raw(n.left())),
                 Ok(Ordering::Greater) => Step::Next(Link::from_raw(n.right())),
-                Err(e) => Step::Found(Err(e)),
+                Err(e) => Step::Found(Err(Box::new(e))),
             }
         })
     }
@@ -587,7 +592,10 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         Q: Query<K> + ?Sized,
     {
         Ok(match self.search(root, key)? {
-            Search::Found(word) => match word.and_then(|w| V::from_word(&w, &self.guard)) {
+            Search::Found(word) => match word
+                .map_err(|e| *e)
+                .and_then(|w| V::from_word(&w, &self.guard))
+            {
                 Ok(v) => Search::Found(v),
                 Err(e) if is_stale(&e) => Search::Stale,
                 Err(e) => return Err(e),

@@ -774,6 +774,23 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
     if link.is_null() {
         return Ok(Fetch::Null);
     }
+    Ok(match copy_stamped(view, objects, link, f)? {
+        Some(r) => Fetch::Value(r),
+        None => Fetch::Stale,
+    })
+}
+
+/// The validated read of the object a non-null `link` names, handed to `f` with the
+/// stamp it validated under; `None` if the copy is stale. A search loop calls this
+/// directly: an `Option` beside the error is all it looks at before following the link
+/// `f` found, and the copy never leaves this function.
+#[inline(always)]
+pub(crate) fn copy_stamped<V: MemView, T: Pod, R>(
+    view: &V,
+    objects: Objects,
+    link: Link<T>,
+    f: impl FnOnce(&T, Stamp) -> R,
+) -> Result<Option<R>, BiError> {
     let size = size_of::<T>();
     if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > objects.line {
         return Ok(fetch_lines(view, objects, link)?.map(|(v, stamp)| f(&v.0, stamp)));
@@ -788,7 +805,7 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
     })?;
     let stamp = match read {
         Some(StampReadings { before, after }) if objects.agrees(after, before) => Stamp(before),
-        _ => return Ok(Fetch::Stale),
+        _ => return Ok(None),
     };
     // Whole words into the value's (word-aligned, word-padded) storage, so that reading
     // its fields reads exactly the words written here.
@@ -798,7 +815,7 @@ pub(crate) fn fetch_stamped<V: MemView, T: Pod, R>(
     // overlap the local `words`; every bit pattern is a valid `T` (`T: Pod`), and the
     // bytes written past `T` are padding.
     unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), (&raw mut value).cast::<u64>(), n) };
-    Ok(Fetch::Value(f(&value.0, stamp)))
+    Ok(Some(f(&value.0, stamp)))
 }
 
 /// [`fetch_with`] for an object of several lines: each line's stamp is checked before and
@@ -808,13 +825,13 @@ fn fetch_lines<V: MemView, T: Pod>(
     view: &V,
     objects: Objects,
     link: Link<T>,
-) -> Result<Fetch<(WordAligned<T>, Stamp)>, BiError> {
+) -> Result<Option<(WordAligned<T>, Stamp)>, BiError> {
     let shape = Shape::new(size_of::<T>(), objects.line)?;
     let at = link.offset();
     check_in(objects.heap, at, shape.bytes(), "heap")?;
     let stamp = view.load_u64(at)?;
     if !objects.admits(stamp, link.generation()) {
-        return Ok(Fetch::Stale);
+        return Ok(None);
     }
     let mut value = WordAligned(T::zeroed());
     let out = bytemuck::bytes_of_mut(&mut value.0);
@@ -822,11 +839,7 @@ fn fetch_lines<V: MemView, T: Pod>(
         out[start..start + chunk.len()].copy_from_slice(chunk);
         true
     })?;
-    Ok(if whole.is_some() {
-        Fetch::Value((value, Stamp(stamp)))
-    } else {
-        Fetch::Stale
-    })
+    Ok(whole.map(|_| (value, Stamp(stamp))))
 }
 
 /// Hands the payload of the object at `at` (the lines of `shape`, each stamped `stamp`)

@@ -13,7 +13,9 @@
 use crate::mem::MemView;
 use crate::runtime::BiError;
 use crate::runtime::lazy::{Search, Via};
-use crate::runtime::object::{Fetch, Link, Objects, Stamp, fetch_stamped, object_lines};
+use crate::runtime::object::{
+    Fetch, Link, Objects, Stamp, copy_stamped, fetch_stamped, object_lines,
+};
 use crate::runtime::reader::BiGuard;
 use bytemuck::Pod;
 
@@ -79,11 +81,13 @@ fn walk_from<V: MemView, T: Pod, R>(
             return Err(cycle(link.offset()));
         }
         left -= 1;
-        link = match fetch_stamped(view, objects, link, &mut *f)? {
-            Fetch::Value(Step::Found(r)) => break Exit::Done(Search::Found(r)),
-            Fetch::Value(Step::Next(next)) => next,
-            Fetch::Null => break Exit::Done(Search::Missing),
-            Fetch::Stale => break Exit::Stale(link),
+        if link.is_null() {
+            break Exit::Done(Search::Missing);
+        }
+        link = match copy_stamped(view, objects, link, &mut *f)? {
+            Some(Step::Found(r)) => break Exit::Done(Search::Found(r)),
+            Some(Step::Next(next)) => next,
+            None => break Exit::Stale(link),
         };
     };
     *steps_left = left;
