@@ -1,5 +1,6 @@
 //! The node as it sits in shared memory: plain bytes, no padding, links as raw words.
 
+use super::algo::Parts;
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 
@@ -63,6 +64,19 @@ impl<K: Pod, V: Pod> Node<K, V> {
             left,
             right,
             size,
+        }
+    }
+
+    /// The node's fields as the algorithms take them (taken out of the packed record one
+    /// by one, so that a read hands on registers, not the record).
+    #[inline(always)]
+    pub(crate) fn parts(&self) -> Parts<K, V, u64> {
+        Parts {
+            key: self.key(),
+            value: self.value(),
+            left: self.left(),
+            right: self.right(),
+            size: self.size() as usize,
         }
     }
 

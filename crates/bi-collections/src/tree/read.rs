@@ -8,7 +8,6 @@ use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
 use bi_core::runtime::{BiError, BiGuard, Fault, Fetch, Fetcher, Link, Reader, Search};
-use bytemuck::Pod;
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
@@ -17,17 +16,6 @@ use std::ops::RangeBounds;
 
 fn is_stale(e: &CollectionError) -> bool {
     matches!(e, CollectionError::Runtime(BiError::StaleLink { .. }))
-}
-
-#[inline(always)]
-fn parts<K: Pod, V: Pod>(n: &Node<K, V>) -> Parts<K, V, u64> {
-    Parts {
-        key: n.key(),
-        value: n.value(),
-        left: n.left(),
-        right: n.right(),
-        size: n.size() as usize,
-    }
 }
 
 /// What a search finds in the node holding its key: the value's word, or why the key
@@ -55,7 +43,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView> NodeSource<K::Word, V::Word>
     #[inline(always)]
     fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
         let link = Link::<NodeOf<K, V>>::from_raw(r);
-        match self.reads.fetch_with(link, parts)? {
+        match self.reads.fetch_with(link, Node::parts)? {
             Fetch::Value(parts) => Ok(parts),
             Fetch::Null => Err(CollectionError::Corrupt {
                 reason: "a null link where a node was expected",

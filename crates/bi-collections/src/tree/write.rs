@@ -41,14 +41,8 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeSource<K::Word, V::Wor
 
     #[inline]
     fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
-        let n = self.writer.read_own(Link::<NodeOf<K, V>>::from_raw(r))?;
-        Ok(Parts {
-            key: n.key(),
-            value: n.value(),
-            left: n.left(),
-            right: n.right(),
-            size: n.size() as usize,
-        })
+        let link = Link::<NodeOf<K, V>>::from_raw(r);
+        Ok(self.writer.read_own_with(link, Node::parts)?)
     }
 }
 

@@ -634,8 +634,31 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     /// ```
     #[inline]
     pub fn read_own<T: Pod>(&self, link: Link<T>) -> Result<T, BiError> {
+        self.read_own_with(link, |v| *v)
+    }
+
+    /// [`read_own`](Self::read_own), handing the copy to `f` where it was made: a caller
+    /// that takes a few fields out of a packed record keeps them in registers instead of
+    /// moving the whole record through the result.
+    ///
+    /// ```
+    /// use bi_core::runtime::testing::Setup;
+    ///
+    /// let s = Setup::new(1, 0);
+    /// let mut w = s.writer(0);
+    /// let link = w.alloc_sealed([3u64, 4]).unwrap();
+    /// assert_eq!(w.read_own_with(link, |v| v[1]).unwrap(), 4);
+    /// w.retire(link).unwrap();
+    /// assert!(w.read_own_with(link, |v| v[1]).is_err()); // FREED
+    /// ```
+    #[inline]
+    pub fn read_own_with<T: Pod, R>(
+        &self,
+        link: Link<T>,
+        f: impl FnOnce(&T) -> R,
+    ) -> Result<R, BiError> {
         let inner = &self.inner;
-        match fetch_with(&inner.view, inner.objects(), link, |v| *v)? {
+        match fetch_with(&inner.view, inner.objects(), link, f)? {
             Fetch::Value(v) => Ok(v),
             Fetch::Null | Fetch::Stale => Err(BiError::StaleLink {
                 offset: link.offset(),
