@@ -52,6 +52,10 @@ pub enum CollectionError {
     },
 }
 
+/// The answer a search step carries through a walk: its error boxed, so that the answer
+/// is small enough for the walk's loop to keep in registers instead of memory.
+pub(crate) type StepAnswer<T> = Result<T, Box<CollectionError>>;
+
 impl CollectionError {
     /// Whether the heap had no room for what the operation needed (nothing of the
     /// operation was written; it may go through once room is freed).

@@ -9,6 +9,7 @@ use super::hash::{bucket_of, partition_of};
 use super::tags::{Group, tag_line};
 use super::{BiHashMap, key_hash};
 use crate::CollectionError;
+use crate::error::StepAnswer;
 use crate::stored::{ByteSource, Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::{MAX_WALK, Step};
@@ -311,15 +312,14 @@ enum Probed<V> {
 }
 
 /// One step of the chain walk for `key` on one validated copy of a line: the value, the
-/// linked candidates to compare, or on to the next line. A failed comparison's error is
-/// boxed: the answer stays small enough for the walk to carry it in registers.
+/// linked candidates to compare, or on to the next line.
 #[inline(always)]
 fn probe<K: Stored + Eq, V: Stored, Q: Query<K> + ?Sized>(
     line: &BucketLine,
     key: &Q,
     h: u64,
     src: &impl ByteSource,
-) -> Step<BucketLine, Result<Probed<V::Word>, Box<CollectionError>>> {
+) -> Step<BucketLine, StepAnswer<Probed<V::Word>>> {
     if Words::<K, V>::INLINE {
         for j in 0..Words::<K, V>::PER_LINE {
             if line.is_used(j) {

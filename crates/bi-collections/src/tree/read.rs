@@ -4,6 +4,7 @@ use super::algo::{self, NodeSource, Parts};
 use super::node::Node;
 use super::{BiTree, NodeOf};
 use crate::CollectionError;
+use crate::error::StepAnswer;
 use crate::stored::{Query, Stored};
 use bi_core::mem::MemView;
 use bi_core::runtime::walk::Step;
@@ -17,11 +18,6 @@ use std::ops::RangeBounds;
 fn is_stale(e: &CollectionError) -> bool {
     matches!(e, CollectionError::Runtime(BiError::StaleLink { .. }))
 }
-
-/// What a search finds in the node holding its key: the value's word, or why the key
-/// could not be compared. The error is boxed so that this is two words: a walk's loop
-/// carries its answer in registers, not through memory.
-type Found<W> = Result<W, Box<CollectionError>>;
 
 /// Nodes read through a guard: each read validates the node's generation in every line.
 struct GuardSource<'a, 'r, K, V, M: MemView> {
@@ -460,7 +456,7 @@ impl<'r, K: Stored + Ord, V: Stored, M: MemView> TreeRef<'r, K, V, M> {
         &self,
         root: u64,
         key: &Q,
-    ) -> Result<Search<Found<V::Word>>, BiError> {
+    ) -> Result<Search<StepAnswer<V::Word>>, BiError> {
         self.guard.walk(Link::<NodeOf<K, V>>::from_raw(root), |n| {
             match key.order(&n.key(), &self.guard) {
                 Ok(Ordering::Equal) => Step::Found(Ok(n.value())),
