@@ -458,7 +458,8 @@ impl<R: Copy + Eq + Hash> Edit<R> {
             Ok((new_root, old)) => {
                 if let Some(new_root) = new_root {
                     self.fresh.extend(self.op_created.drain(..));
-                    for r in std::mem::take(&mut self.op_superseded) {
+                    // Drained, not taken: the vector keeps its capacity for the next change.
+                    for r in self.op_superseded.drain(..) {
                         if self.fresh.remove(&r) {
                             s.destroy_unpublished(r)?;
                         } else {
@@ -478,7 +479,7 @@ impl<R: Copy + Eq + Hash> Edit<R> {
             }
             Err(e) => {
                 self.op_superseded.clear();
-                for r in std::mem::take(&mut self.op_created) {
+                for r in self.op_created.drain(..) {
                     // Best effort: the first error is the one reported.
                     let _ = s.destroy_unpublished(r);
                 }

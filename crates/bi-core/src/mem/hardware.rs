@@ -309,6 +309,17 @@ impl MemView for Hardware {
         }
     }
 
+    #[inline(always)]
+    fn store_u64s(&self, offset: usize, words: &[u64]) -> Result<(), MemError> {
+        let first = self.run(offset, words.len())?;
+        for (k, &w) in words.iter().enumerate() {
+            // SAFETY: `run` checked that words `first .. first + words.len()` are in
+            // memory, which `self.mem` keeps alive as long as `self`.
+            unsafe { &*self.base.add(first + k) }.store(w, Ordering::Release);
+        }
+        Ok(())
+    }
+
     #[inline]
     fn direct_word(&self, offset: usize) -> Option<&AtomicU64> {
         self.word(offset)
@@ -449,6 +460,20 @@ mod tests {
         assert_eq!(out, [109, 110, 111]);
         assert!(v.load_stamped(232, &mut out, |_| true).is_err());
         assert!(v.load_stamped(usize::MAX - 7, &mut out, |_| true).is_err());
+        // A run of stores: all of it or, refused, none of it.
+        v.store_u64s(200, &[1, 2, 3]).unwrap();
+        v.load_u64s(200, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        assert!(matches!(
+            v.store_u64s(240, &[9, 9, 9]),
+            Err(MemError::OutOfBounds { offset: 240, .. })
+        ));
+        assert_eq!(v.load_u64(240).unwrap(), 130);
+        assert_eq!(
+            v.store_u64s(204, &[9]).unwrap_err(),
+            MemError::Misaligned { offset: 204 }
+        );
+        assert!(v.store_u64s(usize::MAX - 7, &[9]).is_err());
         // The reader's state word is the view's own atomic.
         let w = v.direct_word(40).unwrap();
         w.store(5, Ordering::Relaxed);

@@ -450,6 +450,41 @@ pub trait MemView: Clone + Send + Sync {
         self.store(offset, &value)
     }
 
+    /// Writes the words `words` at the aligned `offset` into this node's cache, in order:
+    /// the counterpart of [`load_u64s`](Self::load_u64s). [`Hardware`] checks the whole
+    /// range once, then stores each word (release ordering).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.store_u64s(64, &[1, 2, 3]).unwrap();
+    /// assert_eq!(a.load::<[u64; 3]>(64).unwrap(), [1, 2, 3]);
+    /// assert!(a.store_u64s(4088, &[1, 2]).is_err()); // runs past the end
+    /// assert!(a.store_u64s(4, &[1]).is_err()); // not a word
+    /// ```
+    #[inline]
+    fn store_u64s(&self, offset: usize, words: &[u64]) -> Result<(), MemError> {
+        if !offset.is_multiple_of(8) {
+            return Err(MemError::Misaligned { offset });
+        }
+        let len = 8 * words.len();
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size() => {}
+            _ => {
+                return Err(MemError::OutOfBounds {
+                    offset,
+                    len,
+                    size: self.size(),
+                });
+            }
+        }
+        for (k, &w) in words.iter().enumerate() {
+            self.store_u64(offset + 8 * k, w)?;
+        }
+        Ok(())
+    }
+
     /// The 8-byte word at the aligned `offset` as an atomic this process may access
     /// directly, if the view has one: [`Hardware`] does (its memory is mapped in this
     /// process and a load or store is the processor's own), the emulator does not (every

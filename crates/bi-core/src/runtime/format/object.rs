@@ -663,6 +663,42 @@ pub(crate) fn write_object<V: MemView>(
     Ok(())
 }
 
+/// [`write_object`] for a value of a type known here: an object that fits one line
+/// leaves the value's storage as whole words through one checked run
+/// ([`MemView::store_u64s`]), between the line's two stamp stores, the mirror of the
+/// read's fast path in [`copy_stamped`].
+#[inline(always)]
+pub(crate) fn write_value<V: MemView, T: Pod>(
+    view: &V,
+    offset: usize,
+    shape: &Shape,
+    stamp: Stamp,
+    value: &T,
+    faults: Faults,
+) -> Result<(), BiError> {
+    let size = size_of::<T>();
+    if size > ONE_LINE_PAYLOAD || size + STAMP_BYTES > shape.line {
+        return write_object(
+            view,
+            offset,
+            shape,
+            stamp,
+            bytemuck::bytes_of(value),
+            faults,
+        );
+    }
+    let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
+    bytemuck::bytes_of_mut(&mut words)[..size].copy_from_slice(bytemuck::bytes_of(value));
+    let stamp_first = faults.has(Fault::StampOrder);
+    let first = if stamp_first { stamp } else { Stamp::INVALID };
+    view.store_u64(offset, first.raw())?;
+    view.store_u64s(offset + STAMP_BYTES, &words[..size.div_ceil(8)])?;
+    if !stamp_first {
+        view.store_u64(offset, stamp.raw())?;
+    }
+    Ok(())
+}
+
 /// Where objects live and how a read checks them: the heap's bounds, the line size, and
 /// the mechanisms a test switched off. Three words passed by value, so a search loop keeps
 /// them in registers (without the `faults` feature the switches take no space at all).

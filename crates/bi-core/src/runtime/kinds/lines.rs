@@ -65,7 +65,7 @@ use crate::heap::Heap;
 use crate::mem::MemView;
 use crate::runtime::BiError;
 use crate::runtime::lazy::Via;
-use crate::runtime::object::{Link, Shape, Stamp, write_object};
+use crate::runtime::object::{Link, Shape, Stamp, write_value};
 use crate::runtime::reader::BiGuard;
 use crate::runtime::writer::{RewriteScratch, Writer};
 use bytemuck::Pod;
@@ -267,7 +267,14 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         for &(at, k, stamp) in last.iter() {
             let bytes = bytemuck::bytes_of(&updates[k].2);
             self.journal_line(at, stamp, bytes)?;
-            write_object(view, at, &one, stamp, bytes, self.inner.config.faults)?;
+            write_value(
+                view,
+                at,
+                &one,
+                stamp,
+                &updates[k].2,
+                self.inner.config.faults,
+            )?;
             view.writeback(at, line)?;
         }
         self.fence_and_log_lines(lines)

@@ -14,7 +14,7 @@ use crate::region::RingKind;
 use crate::runtime::grace::{GracePoint, grace};
 use crate::runtime::object::{
     Fetch, Generation, Lines, Link, MAX_OBJECT_LINES, Shape, Stamp, check_in, fetch_with,
-    write_object,
+    write_object, write_value,
 };
 use crate::runtime::ring::{LogEntry, RingGeom, RingWriter};
 use crate::runtime::scope::Scope;
@@ -692,12 +692,12 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             .iter()
             .enumerate()
             .try_for_each(|(i, r)| {
-                write_object(
+                write_value(
                     view,
                     block.offset + i * line,
                     &one,
                     stamp,
-                    bytemuck::bytes_of(r),
+                    r,
                     self.inner.config.faults,
                 )
             })
@@ -811,7 +811,16 @@ impl<V: MemView, H: Heap> Writer<V, H> {
 
     fn write<T: Pod>(&self, b: &BiBox<T>) -> Result<(), BiError> {
         let stamp = self.stamp(b.generation);
-        self.write_block(b.block, &b.shape, stamp, bytemuck::bytes_of(&b.value))
+        let faults = self.inner.config.faults;
+        write_value(
+            &self.inner.view,
+            b.block.offset,
+            &b.shape,
+            stamp,
+            &b.value,
+            faults,
+        )?;
+        self.stamp_rest(b.block, b.shape.lines, stamp)
     }
 
     /// Gives back a box that was never published (no other node can have its link).
