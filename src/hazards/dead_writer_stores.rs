@@ -3,21 +3,21 @@
 //! slot naming a larger array) and is killed before it writes the line back. Its host
 //! lives on, and so does the dirty line in the host's cache, which may reach memory at
 //! any later moment. A successor on node 1 that goes on from memory without it adopts
-//! the older state, writes its own keys, and loses them when the old process's line
-//! lands over them.
+//! the older state, writes new values and keys of its own, and loses them when the old
+//! process's line lands over them.
 //!
 //! The schedule: node 0's process takes the writer role of a named map and inserts keys;
 //! its view refuses every access from its `n`th store on (the process is killed; the
 //! node's cache keeps what it stored), for every `n` over the workload. Node 0's record
-//! then names a process of this host that is gone, so node 1 takes the map over at once
-//! and inserts keys of its own; node 0's cache then writes back everything it holds.
+//! then names a process of this host that is gone, so node 1 takes the map over at once,
+//! gives the dead writer's keys new values and inserts keys of its own; node 0's cache
+//! then writes back everything it holds.
 //! (Node 0's cache evicts now and then, so some of its lines are in memory and some not.)
 //! Broken ([`Fault::DeadWriterStores`]): the successor does not make node 0's cache write
 //! back first. BI: it does (the emulator's nodes have caches of their own under one
 //! kernel, as the sockets of a NUMA machine with coherence off do). Counted: takeovers
-//! that failed, and keys whose insert returned that a later adopter does not find (in
-//! the broken variant the later adopter mostly finds a link to memory the first one
-//! reused).
+//! that failed, and keys whose last returned insert a later adopter does not find with
+//! its value.
 
 use super::Hazard;
 use super::rewrite_journal::{over_kill_points, writer_killed_at_store};
@@ -27,6 +27,7 @@ use bi_core::mem::MemView;
 use bi_core::region::RegionConfig;
 use bi_core::runtime::testing::Setup;
 use bi_core::runtime::{Fault, RuntimeConfig};
+use std::collections::BTreeMap;
 use std::process::Command;
 
 pub(super) const HAZARD: Hazard = Hazard {
@@ -38,6 +39,8 @@ pub(super) const HAZARD: Hazard = Hazard {
 
 const LEASE: u64 = 1_000_000;
 const KEYS: u64 = 12;
+/// What the successor adds to a key to make its value.
+const SUCCESSOR: u64 = 1000;
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let config = config.node_lease(LEASE).reader_lease(LEASE);
@@ -67,7 +70,8 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
         |c| c.seed(seed).eviction_rate(0.01).adjacent_prefetch_rate(0.2),
         config.clone(),
     );
-    let (mut acked, killed) = writer_killed_at_store(&mut s, config, n, KEYS);
+    let (acked, killed) = writer_killed_at_store(&mut s, config, n, KEYS);
+    let mut expected: BTreeMap<u64, u64> = acked.into_iter().map(|k| (k, k)).collect();
     let finished = !killed;
     // Node 0's record names a process of this host, gone: node 1 takes over at once.
     let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
@@ -79,9 +83,11 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
     }
     match take_on_node_1(&s) {
         Ok(mut w) => {
-            for k in KEYS..2 * KEYS {
-                if w.insert(k, k).is_ok() {
-                    acked.push(k);
+            // New values for the dead writer's keys (in the lines it may have left
+            // dirty), and keys of its own.
+            for k in 0..2 * KEYS {
+                if w.insert(k, k + SUCCESSOR).is_ok() {
+                    expected.insert(k, k + SUCCESSOR);
                 }
             }
         }
@@ -95,6 +101,9 @@ fn kill_at(config: &RuntimeConfig, seed: u64, n: usize) -> (u64, bool) {
     let Ok(w) = take_on_node_1(&s) else {
         return (1, finished);
     };
-    let lost = acked.iter().filter(|&&k| w.get(&k) != Some(k)).count();
+    let lost = expected
+        .iter()
+        .filter(|&(k, &v)| w.get(k) != Some(v))
+        .count();
     (lost as u64, finished)
 }

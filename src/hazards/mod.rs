@@ -44,6 +44,7 @@ mod extent_table_read;
 mod frontier_marks;
 mod graph_barrier;
 mod joined_scopes;
+mod journal_write_back;
 mod lazy;
 mod line_stamp;
 mod linked_creation;
@@ -243,6 +244,7 @@ pub fn catalog() -> Vec<Hazard> {
         adopt::QUARANTINE,
         adopt::ANNOUNCE,
         rewrite_journal::HAZARD,
+        journal_write_back::HAZARD,
         dead_writer_stores::HAZARD,
         joined_scopes::HAZARD,
         writer_lease::HAZARD,

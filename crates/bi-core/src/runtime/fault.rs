@@ -255,6 +255,11 @@ switches! {
         /// rewrites the line in place, so a successor that finds the line half-written by
         /// a killed process cannot finish it ([`journal`](super::journal)).
         RewriteJournal,
+        /// A writer's rewrite journal is only stored, not written back and fenced before
+        /// the line's first store, so when the writer's host dies after its cache wrote
+        /// the half-written line back (an eviction), memory holds the line with its stamp
+        /// invalid and no journal to finish it from ([`journal`](super::journal)).
+        JournalWriteBack,
         /// A node's runner whose heartbeat is older than the node lease counts as dead
         /// even when its process still exists on this host (stopped, not gone), so another
         /// process takes its node and its writer roles, and the stopped process's stores

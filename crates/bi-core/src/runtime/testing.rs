@@ -330,6 +330,55 @@ impl Setup {
         config: RuntimeConfig,
         work: impl FnOnce(&Setup, &NodeRuntime<Observed<EmulatedNode>>) -> R,
     ) -> (Option<R>, bool) {
+        self.kill_at_store(n, store, config, |_| {}, work)
+    }
+
+    /// [`kill_process_at_store`](Self::kill_process_at_store), but the whole host dies:
+    /// `at_death` runs first (the hardware's last acts, such as an eviction that wrote a
+    /// line back), then the host's cache is lost, with every store that had not reached
+    /// memory.
+    ///
+    /// ```
+    /// use bi_core::heap::BumpHeap;
+    /// use bi_core::runtime::{RuntimeConfig, testing::Setup};
+    ///
+    /// let mut s = Setup::new(2, 0);
+    /// let config = RuntimeConfig::default().node_lease(1_000_000).reader_lease(1_000_000);
+    /// let slot = s.slot(0);
+    /// // Killed before the publication's slot store: the object stays unpublished.
+    /// let (_, killed) = s.kill_host_at_store(0, 3, config, |_| {}, |s, rt| {
+    ///     let line = s.region.layout().line_size();
+    ///     let mut w = rt.writer(BumpHeap::new(s.arena(0), line).unwrap()).unwrap();
+    ///     let _ = w.alloc(7u64).map(|b| w.publish(slot, b));
+    ///     std::mem::forget(w);
+    /// });
+    /// assert!(killed);
+    /// assert_eq!(s.emu.peek::<u64>(slot).unwrap(), 0);
+    /// ```
+    pub fn kill_host_at_store<R>(
+        &mut self,
+        n: usize,
+        store: usize,
+        config: RuntimeConfig,
+        at_death: impl Fn(&EmulatedNode) + Send + Sync + 'static,
+        work: impl FnOnce(&Setup, &NodeRuntime<Observed<EmulatedNode>>) -> R,
+    ) -> (Option<R>, bool) {
+        let at_death = move |host: &EmulatedNode| {
+            at_death(host);
+            host.crash();
+        };
+        self.kill_at_store(n, store, config, at_death, work)
+    }
+
+    /// The two kills above: `at_death` runs on the host when the kill comes.
+    fn kill_at_store<R>(
+        &mut self,
+        n: usize,
+        store: usize,
+        config: RuntimeConfig,
+        at_death: impl Fn(&EmulatedNode) + Send + Sync + 'static,
+        work: impl FnOnce(&Setup, &NodeRuntime<Observed<EmulatedNode>>) -> R,
+    ) -> (Option<R>, bool) {
         const KILLED: MemError = MemError::BadSize {
             requested: 0,
             reason: "the process was killed",
@@ -337,7 +386,10 @@ impl Setup {
         drop(self.nodes.remove(n));
         let host = self.emu.node(n);
         let stores = |a: &Access| matches!(a, Access::Store(..) | Access::CompareExchange(..));
-        let (view, dead) = Observed::dying(host.clone(), store, stores, KILLED, || {});
+        let dying_host = host.clone();
+        let (view, dead) = Observed::dying(host.clone(), store, stores, KILLED, move || {
+            at_death(&dying_host)
+        });
         let clock = Arc::new(EmulatedClock::new(host));
         let layout = *self.region.layout();
         let done = NodeRuntime::new(view, layout, n, config.clone(), clock)

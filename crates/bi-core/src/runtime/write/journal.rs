@@ -9,17 +9,19 @@
 //! coherent and keep them): memory ends up with an invalid stamp over a mix of old and
 //! new words, and no process can read that line again.
 //!
+//! The host dying is no safer: its cache may write the line back at any moment (an
+//! eviction), so memory can hold the invalid stamp over a mix of words when the host
+//! dies, and the cache that held the rest is gone.
+//!
 //! So before each line it rewrites, a writer that keeps a journal stores the line's new
 //! image there: the words, then where the line is and its new stamp, then a check word
-//! over all of it. Stores only: no write-back and no fence, since the journal is for a
-//! process that dies while its host goes on (every store it made before it died
-//! reaches the other processes, in order on x86 and eventually everywhere). A
-//! successor that takes the structure over (on another node of this host, once that
-//! node's cache wrote them back: see [`lease`](crate::runtime::lease)) reads the
-//! journal from memory before anything else; if the line it names still carries the invalid stamp, the journal is
-//! complete (it was written before the line's first store) and the successor finishes
-//! the line from it. A journal whose check fails was being written when the process
-//! died, before the line was touched.
+//! over all of it; then it writes the journal back and fences, so the journal is in
+//! memory before the line's first store whatever dies afterwards, the process or its
+//! host. A successor that takes the structure over reads the journal from memory before
+//! anything else; if the line it names still carries the invalid stamp, the journal is
+//! complete (it reached memory before the line's first store) and the successor
+//! finishes the line from it. A journal whose check fails was being written when the
+//! process died, before the line was touched.
 //!
 //! The journal is two lines of the writer's own heap; the structure's slot names it (in
 //! the word after the writer record), so only named structures (whose slot is theirs)
@@ -115,7 +117,8 @@ impl<V: MemView, H: Heap> Writer<V, H> {
     }
 
     /// Records the new image of the line at `at` in the journal, if this writer keeps
-    /// one: the words first, the check word last.
+    /// one: the words first, the check word last; then writes the journal back and
+    /// fences, so that it is in memory before the line's first store.
     pub(in crate::runtime) fn journal_line(
         &self,
         at: usize,
@@ -136,6 +139,10 @@ impl<V: MemView, H: Heap> Writer<V, H> {
         view.store_u64(j + STAMP, stamp.raw())?;
         view.store_u64(j + LEN, len)?;
         view.store_u64(j + CHECK, check(at as u64, stamp.raw(), len, bytes))?;
+        if !self.inner.config.faults.has(Fault::JournalWriteBack) {
+            view.writeback(j, 2 * line)?;
+            view.store_fence();
+        }
         Ok(())
     }
 
@@ -344,11 +351,13 @@ mod tests {
             .collect();
         let stamp = Stamp::new(Generation::new(9), false);
         w.journal_line(target, stamp, &words).unwrap();
-        view.writeback(j, line).unwrap(); // the first line reaches memory
+        // As if the host died while the journal was written back, its first line in
+        // memory and its line of words not: memory holds an older entry's words there.
+        view.store_to_memory(j + line + 8, &[0u64; 3]).unwrap();
         view.store_u64(target, Stamp::INVALID.raw()).unwrap();
         view.writeback(target, line).unwrap(); // and the half-written line
         view.fence();
-        s.emu.node(0).crash(); // the line of words never does
+        s.emu.node(0).crash();
         assert!(!w.finish_from_journal(slot).unwrap());
         let now: u64 = view.load_from_memory(target).unwrap();
         assert_eq!(now, Stamp::INVALID.raw(), "the line is as the host left it");
