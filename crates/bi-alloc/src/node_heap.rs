@@ -533,6 +533,13 @@ impl State {
 }
 
 impl Geom {
+    /// The class whose slots serve blocks of `len` bytes (whole lines), if one does.
+    fn class_for(&self, len: usize) -> Option<usize> {
+        // A class whose slot exceeds the arena could never be refilled: use an exact run.
+        class_of(len / self.line.get())
+            .filter(|&c| CLASS_LINES[c] * self.line.get() <= self.arena.len())
+    }
+
     /// A state that owns nothing yet.
     fn empty_state(&self) -> State {
         let lines = self.arena.len() / self.line.get();
@@ -686,9 +693,7 @@ impl NodeHeap {
             Some(len) if bytes > 0 && len <= g.arena.len() => len,
             _ => return Err(HeapError::BadSize { requested: bytes }),
         };
-        let lines = len / g.line.get();
-        // A class whose slot exceeds the arena could never be refilled: use an exact run.
-        let class = class_of(lines).filter(|&c| CLASS_LINES[c] * g.line.get() <= g.arena.len());
+        let class = g.class_for(len);
         let st = &mut self.state;
         let (block, tag) = match class {
             Some(c) => g.alloc_class(st, c, bytes)?,
@@ -739,6 +744,21 @@ impl Heap for NodeHeap {
     }
     fn free(&mut self, block: Block) -> Result<(), HeapError> {
         self.free_tagged(block, NO_TAG)
+    }
+
+    /// The slot of the request's class that many pops or cuts away (a request no class
+    /// serves is not hinted).
+    fn upcoming(&self, bytes: usize, ahead: usize) -> Option<usize> {
+        let g = &self.geom;
+        let class = g.class_for(g.line.align_up(bytes)?)?;
+        let c = &self.state.classes[class];
+        match ahead.checked_sub(c.free.len()) {
+            None => Some(c.free[c.free.len() - 1 - ahead].0),
+            Some(cut) => {
+                let at = c.next + cut * CLASS_LINES[class] * g.line.get();
+                (at < c.end).then_some(at)
+            }
+        }
     }
 
     /// Class slots keep their tag on the free list; large runs drop it (they merge).
@@ -959,6 +979,25 @@ mod tests {
         assert_eq!(h.free(a), Err(HeapError::ForeignBlock { offset: a.offset }));
         let s = h.stats();
         assert_eq!((s.live, s.frees), (0, 1));
+    }
+
+    #[test]
+    fn upcoming_names_what_the_next_allocations_hand_out() {
+        let mut h = heap(256);
+        let given: Vec<_> = (0..3).map(|_| h.alloc(100).unwrap()).collect();
+        for &b in &given {
+            h.free(b).unwrap();
+        }
+        // Three slots given back (last first), then the rest of the chunk.
+        let announced: Vec<_> = (0..5).map(|k| h.upcoming(100, k)).collect();
+        for (k, at) in announced.into_iter().enumerate() {
+            assert_eq!(Some(h.alloc(100).unwrap().offset), at, "allocation {k}");
+        }
+        // No class serves a request above the largest one: no hint.
+        assert_eq!(h.upcoming(65 * L, 0), None);
+        assert_eq!(h.upcoming(0, 0), None);
+        // Past the chunk cut so far: unknown.
+        assert_eq!(h.upcoming(L, 1 << 20), None);
     }
 
     #[test]

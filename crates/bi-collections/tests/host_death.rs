@@ -78,9 +78,10 @@ enum OpKind {
     Flush,
     Fence,
     NoteReuse,
+    Prefetch,
 }
 
-const KINDS: [OpKind; 7] = [
+const KINDS: [OpKind; 8] = [
     OpKind::Load,
     OpKind::Store,
     OpKind::WriteBack,
@@ -88,6 +89,7 @@ const KINDS: [OpKind; 7] = [
     OpKind::Flush,
     OpKind::Fence,
     OpKind::NoteReuse,
+    OpKind::Prefetch,
 ];
 
 /// The life of one host, shared by every clone of its view.
@@ -160,6 +162,7 @@ fn mortal(node: EmulatedNode, fuse: Option<Arc<Fuse>>) -> Mortal {
             Access::Flush(..) => OpKind::Flush,
             Access::Fence => OpKind::Fence,
             Access::NoteReuse(..) => OpKind::NoteReuse,
+            Access::Prefetch(_) => OpKind::Prefetch,
         };
         fuse.done[kind as usize].fetch_add(1, Ordering::Relaxed);
         Ok(())

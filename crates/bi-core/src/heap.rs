@@ -253,6 +253,28 @@ pub trait Heap: Send + Sync {
     /// ```
     fn block_len(&self, offset: usize) -> Option<usize>;
 
+    /// Where the allocation `ahead` allocations from now would be, if it asked for
+    /// `bytes` and nothing were freed in between: a hint, so that a writer can start
+    /// bringing that line into its cache before it stores into it. A heap that cannot
+    /// tell says `None` (the default).
+    ///
+    /// ```
+    /// use bi_core::heap::{BumpHeap, Heap};
+    /// use bi_core::line::LineSize;
+    ///
+    /// let mut heap = BumpHeap::new(0..1024, LineSize::X86).unwrap();
+    /// assert_eq!(heap.upcoming(64, 2), Some(128)); // after 0 and 64
+    /// let b = heap.alloc(64).unwrap();
+    /// heap.free(b).unwrap();
+    /// assert_eq!(heap.upcoming(64, 0), Some(b.offset)); // the block just given back
+    /// assert_eq!(heap.upcoming(64, 1), Some(64));
+    /// assert_eq!(heap.upcoming(64, 16), None); // past the arena
+    /// ```
+    fn upcoming(&self, bytes: usize, ahead: usize) -> Option<usize> {
+        let _ = (bytes, ahead);
+        None
+    }
+
     /// The heap's counters.
     ///
     /// ```
@@ -365,6 +387,20 @@ impl BumpHeap {
 impl Heap for BumpHeap {
     fn line_size(&self) -> LineSize {
         self.line
+    }
+
+    /// Blocks of the same length given back, last first, then the bump pointer.
+    fn upcoming(&self, bytes: usize, ahead: usize) -> Option<usize> {
+        let len = self.line.align_up(bytes).filter(|&l| l > 0)?;
+        let st = &self.state;
+        let free = st.free.get(&len).map_or(&[][..], Vec::as_slice);
+        match ahead.checked_sub(free.len()) {
+            None => Some(free[free.len() - 1 - ahead]),
+            Some(cut) => {
+                let at = st.next.checked_add(cut.checked_mul(len)?)?;
+                (at.checked_add(len)? <= self.arena.end).then_some(at)
+            }
+        }
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<Block, HeapError> {

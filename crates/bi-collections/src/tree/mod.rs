@@ -95,6 +95,7 @@ mod epoch;
 mod named;
 mod node;
 mod read;
+mod recent;
 mod ref_hash;
 mod write;
 

@@ -2,6 +2,7 @@
 
 use super::algo::{self, Change, Edit, InvariantError, NodeSource, NodeStore, Parts};
 use super::node::Node;
+use super::recent::Recent;
 use super::{BiTree, NodeOf};
 use crate::CollectionError;
 use crate::op::{ApplyBatch, BatchReport, Op};
@@ -17,11 +18,13 @@ use std::ops::RangeBounds;
 
 /// The node storage of the writer: nodes are runtime objects, allocated and sealed by the
 /// node's [`Writer`] and read back from its node's cache ([`Writer::read_own`]).
-struct WriterStore<K, V, M: MemView, H: Heap> {
+struct WriterStore<K: Stored, V: Stored, M: MemView, H: Heap> {
     writer: Writer<M, H>,
     /// Nodes created and not destroyed or retired: the reachable ones, once a batch is
     /// published (checked by `check_invariants`).
     nodes: usize,
+    /// Copies of the nodes it created lately, read instead of their lines.
+    recent: Recent<K::Word, V::Word>,
     _types: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
@@ -41,6 +44,9 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeSource<K::Word, V::Wor
 
     #[inline]
     fn read(&self, r: u64) -> Result<Parts<K::Word, V::Word, u64>, CollectionError> {
+        if let Some(parts) = self.recent.get(r) {
+            return Ok(parts);
+        }
         let link = Link::<NodeOf<K, V>>::from_raw(r);
         Ok(self.writer.read_own_with(link, Node::parts)?)
     }
@@ -53,10 +59,12 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> NodeStore<K::Word, V::Word
         let node = Node::new(p.key, p.value, p.left, p.right, p.size as u64);
         let link = self.writer.alloc_sealed(node)?;
         self.nodes += 1;
+        self.recent.keep(link.raw(), node.parts());
         Ok(link.raw())
     }
 
     fn destroy_unpublished(&mut self, r: u64) -> Result<(), CollectionError> {
+        self.recent.forget(r);
         self.writer
             .discard_link(Link::<NodeOf<K, V>>::from_raw(r))?;
         self.nodes -= 1;
@@ -137,6 +145,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             store: WriterStore {
                 writer,
                 nodes: 0,
+                recent: Recent::default(),
                 _types: std::marker::PhantomData,
             },
             tree,
@@ -192,6 +201,7 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
             store: WriterStore {
                 writer,
                 nodes,
+                recent: Recent::default(),
                 _types: std::marker::PhantomData,
             },
             tree,
@@ -825,10 +835,13 @@ impl<K: Stored + Ord, V: Stored, M: MemView, H: Heap> TreeWriteHandle<K, V, M, H
         }
         self.root = root;
         let replaced = edit.take_replaced();
-        self.store.nodes -= replaced.len();
-        self.store
-            .writer
-            .defer_retire(replaced.map(Link::<NodeOf<K, V>>::from_raw))?;
+        let store = &mut self.store;
+        store.nodes -= replaced.len();
+        let recent = &mut store.recent;
+        store.writer.defer_retire(replaced.map(|r| {
+            recent.forget(r);
+            Link::<NodeOf<K, V>>::from_raw(r)
+        }))?;
         if self.role.is_some() {
             let entries = self.len();
             self.store.writer.note_entries(self.tree.slot(), entries);

@@ -29,6 +29,9 @@ pub enum Access {
     Fence,
     /// The heap's note that `len` bytes at `offset` are reused.
     NoteReuse(usize, usize),
+    /// A prefetch of the line holding `offset` (it brings a copy into the cache as a
+    /// load would, so a host that died makes none).
+    Prefetch(usize),
 }
 
 /// What an observer does with an access: `Ok` lets it happen; an error is what the
@@ -146,6 +149,7 @@ impl<V: MemView> MemView for Observed<V> {
         self.view.store(offset, value)
     }
     fn prefetch(&self, offset: usize) -> Result<(), MemError> {
+        (self.observe)(Access::Prefetch(offset))?;
         self.view.prefetch(offset)
     }
     fn wait_doorbell(&self, offset: usize, timeout: std::time::Duration) -> Result<(), MemError> {

@@ -34,6 +34,10 @@ const OUTLASTED_PATIENCES: u32 = 3;
 /// together (crossbeam-epoch's bags hold 64 too).
 pub const RETIRE_BATCH: usize = 64;
 
+/// How many allocations ahead a writer prefetches the block it will store into
+/// ([`Heap::upcoming`]): a few, so that the line is in this node's cache by then.
+const PREFETCH_AHEAD: usize = 4;
+
 /// The most blocks [`Writer::defer_retire`] gives back each time it retires a bag.
 pub const RECLAIM_STEP: usize = 2 * RETIRE_BATCH;
 
@@ -732,6 +736,13 @@ impl<V: MemView, H: Heap> Writer<V, H> {
             Err(e) => return Err(e.into()),
         };
         let inner = &self.inner;
+        // A hint: the line an allocation a few from now stores into starts on its way
+        // into this node's cache now, so that those stores do not wait for memory (a
+        // retired block's lines were dropped by the passes since; on one machine, other
+        // nodes' passes drop them from this node's cache too).
+        if let Some(at) = self.heap.upcoming(shape.bytes(), PREFETCH_AHEAD) {
+            let _ = inner.view.prefetch(at);
+        }
         let fits = check_in(inner.layout.heap(), block.offset, block.len, "heap").and_then(|()| {
             if block.len >= shape.bytes() && block.offset % inner.line == 0 {
                 Ok(())
