@@ -209,8 +209,19 @@ pub(crate) fn collect_range<K: Copy, V: Copy, S: NodeSource<K, V>>(
             let n = s.read(next)?;
             let at = place(&n.key)?;
             let right = if at.before_end { n.right } else { s.null() };
+            let left = if at.after_start { n.left } else { s.null() };
+            if left == s.null() {
+                // Nothing to visit on its left: the node's turn is now, and it need not
+                // wait on the stack (half the nodes of a balanced tree are leaves, and a
+                // pop right after its push waits for the pushed words to land).
+                if at.inside {
+                    emit(n.key, n.value)?;
+                }
+                next = right;
+                continue;
+            }
             waiting.push((n.key, n.value, right, at.inside));
-            next = if at.after_start { n.left } else { s.null() };
+            next = left;
         }
         let Some((key, value, right, inside)) = waiting.pop() else {
             return Ok(());

@@ -169,6 +169,35 @@ impl Hardware {
         }
     }
 
+    /// The stamped read of [`MemView::load_stamped`] at word `first`: the stamp, the
+    /// `out.len()` words after it if `accept` takes the stamp, then the stamp again.
+    ///
+    /// # Safety
+    ///
+    /// `first + out.len() < self.words` (as [`run`](Self::run) checks for
+    /// `out.len() + 1` words).
+    #[inline(always)]
+    unsafe fn stamped_run(
+        &self,
+        first: usize,
+        out: &mut [u64],
+        accept: impl FnOnce(u64) -> bool,
+    ) -> Option<StampReadings> {
+        // SAFETY: `first < self.words` (the caller's contract): inside the word array of
+        // `self.mem`, alive as long as `self`.
+        let stamp = unsafe { &*self.base.add(first) };
+        let before = stamp.load(Ordering::Acquire);
+        if !accept(before) {
+            return None;
+        }
+        // SAFETY: words `first + 1 ..= first + out.len()`, inside by the same contract.
+        unsafe { self.load_run(first + 1, out) };
+        // The words before every later load, the stamp's second reading included.
+        fence(Ordering::Acquire);
+        let after = stamp.load(Ordering::Relaxed);
+        Some(StampReadings { before, after })
+    }
+
     /// Why `run` refused `offset .. offset + 8 * words`.
     #[cold]
     #[inline(never)]
@@ -283,19 +312,22 @@ impl MemView for Hardware {
         accept: impl FnOnce(u64) -> bool,
     ) -> Result<Option<StampReadings>, MemError> {
         let first = self.run(offset, out.len() + 1)?;
-        // SAFETY: `run` checked that words `first ..= first + out.len()` are in memory,
-        // which `self.mem` keeps alive as long as `self`.
-        let stamp = unsafe { &*self.base.add(first) };
-        let before = stamp.load(Ordering::Acquire);
-        if !accept(before) {
-            return Ok(None);
-        }
-        // SAFETY: as above, words `first + 1 ..= first + out.len()`.
-        unsafe { self.load_run(first + 1, out) };
-        // The words before every later load, the stamp's second reading included.
-        fence(Ordering::Acquire);
-        let after = stamp.load(Ordering::Relaxed);
-        Ok(Some(StampReadings { before, after }))
+        // SAFETY: `run` checked that words `first ..= first + out.len()` are in memory.
+        unsafe { Ok(self.stamped_run(first, out, accept)) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_stamped_unchecked(
+        &self,
+        offset: usize,
+        out: &mut [u64],
+        accept: impl FnOnce(u64) -> bool,
+    ) -> Result<Option<StampReadings>, MemError> {
+        debug_assert!(self.run(offset, out.len() + 1).is_ok());
+        // SAFETY: the caller's contract: `offset` is 8-aligned and words
+        // `offset / 8 ..= offset / 8 + out.len()` lie inside the memory, which `self.mem`
+        // keeps alive as long as `self`.
+        unsafe { Ok(self.stamped_run(offset / 8, out, accept)) }
     }
 
     #[inline(always)]
@@ -452,6 +484,17 @@ mod tests {
         assert_eq!(v.load_stamped(64, &mut out, |s| s == 7).unwrap(), None);
         assert_eq!(
             v.load_stamped(64, &mut out, |s| s == 108).unwrap(),
+            Some(StampReadings {
+                before: 108,
+                after: 108
+            })
+        );
+        assert_eq!(out, [109, 110, 111]);
+        out = [0; 3];
+        // SAFETY: words 8 ..= 11 (bytes 64 .. 96) lie inside the 256-byte view.
+        let unchecked = unsafe { v.load_stamped_unchecked(64, &mut out, |s| s == 108) };
+        assert_eq!(
+            unchecked.unwrap(),
             Some(StampReadings {
                 before: 108,
                 after: 108

@@ -433,6 +433,37 @@ pub trait MemView: Clone + Send + Sync {
         Ok(Some(StampReadings { before, after }))
     }
 
+    /// [`load_stamped`](Self::load_stamped) over a range the caller has checked: a view
+    /// that can skip its own bounds check does ([`Hardware`]); the default checks anyway.
+    /// A search loop that has already checked a link against the heap, which lies inside
+    /// the view, saves a second check per object this way.
+    ///
+    /// # Safety
+    ///
+    /// `offset` is a multiple of 8 and the `out.len() + 1` words from `offset` lie inside
+    /// the view (`offset + 8 * (out.len() + 1) <= self.size()`).
+    ///
+    /// ```
+    /// use bi_core::mem::{Emulator, EmulatorConfig, MemView, StampReadings};
+    ///
+    /// let a = Emulator::new(EmulatorConfig::new(4096, 1)).node(0);
+    /// a.store(0, &[7u64, 10]).unwrap();
+    /// let mut out = [0u64; 1];
+    /// // SAFETY: words 0 and 1 lie inside the 4096-byte view.
+    /// let read = unsafe { a.load_stamped_unchecked(0, &mut out, |s| s == 7) }.unwrap();
+    /// assert_eq!(read, Some(StampReadings { before: 7, after: 7 }));
+    /// assert_eq!(out, [10]);
+    /// ```
+    #[inline(always)]
+    unsafe fn load_stamped_unchecked(
+        &self,
+        offset: usize,
+        out: &mut [u64],
+        accept: impl FnOnce(u64) -> bool,
+    ) -> Result<Option<StampReadings>, MemError> {
+        self.load_stamped(offset, out, accept)
+    }
+
     /// Writes the 8-byte word `value` at `offset` into this node's cache.
     ///
     /// The same as `store(offset, &value)`; on [`Hardware`] an aligned word is one atomic

@@ -443,7 +443,11 @@ impl<V: MemView> NodeRuntime<V> {
                 reason: "view and layout must agree on a line size of at least 32 bytes",
             });
         }
-        if view.size() < layout.size() {
+        let heap = layout.heap();
+        let heap_end = heap.offset.checked_add(heap.len);
+        if view.size() < layout.size() || heap_end.is_none_or(|end| end > view.size()) {
+            // The validated read skips the view's own bounds check for an object inside
+            // the heap (`object::copy_stamped`): the heap must lie inside the view.
             return Err(BiError::BadConfig {
                 reason: "the view is smaller than the region layout",
             });

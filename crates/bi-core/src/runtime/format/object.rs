@@ -40,7 +40,7 @@
 //! [`Fetch::Value`], [`Fetch::Null`] or [`Fetch::Stale`]; what to do about a stale copy
 //! (invalidate, fence, read again) is the guard's business and written once there.
 
-use crate::mem::{MemView, StampReadings};
+use crate::mem::{MemError, MemView, StampReadings};
 use crate::region::Section;
 use crate::runtime::BiError;
 use crate::runtime::fault::{Fault, Faults};
@@ -833,12 +833,22 @@ pub(crate) fn copy_stamped<V: MemView, T: Pod, R>(
     }
     let at = link.offset();
     check_in(objects.heap, at, objects.line, "heap")?;
+    if !at.is_multiple_of(8) {
+        return Err(MemError::Misaligned { offset: at }.into());
+    }
     let mut words = [0u64; ONE_LINE_PAYLOAD / 8];
     let n = size.div_ceil(8);
     // A stale line is rejected on its stamp, before anything else is read from it.
-    let read = view.load_stamped(at, &mut words[..n], |s| {
-        objects.admits(s, link.generation())
-    })?;
+    // SAFETY: `at` is 8-aligned (checked above) and the stamp and `n` words,
+    // `STAMP_BYTES + 8 * n <= objects.line` bytes (the first check of this function),
+    // lie in `at .. at + objects.line`, inside the heap (`check_in` above). The heap lies
+    // inside `view`: `Objects` are made only by `NodeInner::objects`, for the view that
+    // `NodeRuntime::new` found at least as large as the layout the heap is part of.
+    let read = unsafe {
+        view.load_stamped_unchecked(at, &mut words[..n], |s| {
+            objects.admits(s, link.generation())
+        })
+    }?;
     let stamp = match read {
         Some(StampReadings { before, after }) if objects.agrees(after, before) => Stamp(before),
         _ => return Ok(None),

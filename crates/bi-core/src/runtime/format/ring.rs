@@ -87,6 +87,13 @@ impl RingGeom {
         let s = layout
             .log_ring(node, kind)
             .ok_or_else(|| BiError::BadNode { node })?;
+        // A validated layout's rings hold a power of two of entries: a sequence number's
+        // place is its low bits.
+        if !layout.config().log_ring_entries().is_power_of_two() {
+            return Err(BiError::BadConfig {
+                reason: "a log ring's entries must be a power of two",
+            });
+        }
         Ok(RingGeom {
             tail_at: s.offset,
             entries_at: s.offset + RING_CONTROL_SLOTS * layout.slot_size(),
@@ -95,8 +102,16 @@ impl RingGeom {
         })
     }
 
+    /// Where in the ring entry `seq` lives (`seq % capacity`, the capacity a power of
+    /// two).
+    #[inline(always)]
+    fn place(&self, seq: u64) -> u64 {
+        seq & (self.capacity - 1)
+    }
+
+    /// The byte offset of entry `seq`.
     pub(crate) fn entry_at(&self, seq: u64) -> usize {
-        self.entries_at + (seq % self.capacity) as usize * size_of::<LogEntry>()
+        self.entries_at + self.place(seq) as usize * size_of::<LogEntry>()
     }
 
     /// Byte range holding entries `from .. to` (may wrap: returns up to two ranges).
@@ -105,7 +120,7 @@ impl RingGeom {
         if n == 0 {
             return [(0, 0), (0, 0)];
         }
-        let first = from % self.capacity;
+        let first = self.place(from);
         let e = size_of::<LogEntry>();
         let until_end = (self.capacity - first).min(n);
         [
@@ -191,7 +206,17 @@ impl RingWriter {
         for (at, len) in self.geom.entry_ranges(self.tail, to) {
             view.writeback(at, len)?;
         }
-        self.commit(view, to)
+        self.commit(view, to)?;
+        // A hint: the lines the next append of as many entries stores into start on
+        // their way into this node's cache (other nodes' passes dropped them when they
+        // read the ring; on one machine, from this node's cache too).
+        let line = view.line_size().get();
+        for (at, len) in self.geom.entry_ranges(to, to + entries.len() as u64) {
+            for line_at in (at - at % line..at + len).step_by(line) {
+                let _ = view.prefetch(line_at);
+            }
+        }
+        Ok(())
     }
 
     /// Fences (the entries, and what was written back with them, are in memory before
@@ -273,6 +298,38 @@ mod tests {
         let [a, b] = g.entry_ranges(1, 3);
         assert_eq!((a, b.1), ((g.entry_at(1), 32), 0));
         assert!(RingGeom::new(&layout, 2, RingKind::Freed).is_err());
+    }
+
+    /// An append starts the lines the next append of as many entries stores into on
+    /// their way into the node's cache (the emulator counts the prefetches).
+    #[test]
+    fn an_append_prefetches_the_lines_of_the_next_one() {
+        use crate::mem::{Emulator, EmulatorConfig};
+        let config = RegionConfig::new(1 << 18).with_nodes(1);
+        let layout = Layout::compute(&config).unwrap();
+        let emu = Emulator::new(EmulatorConfig::new(layout.size(), 1));
+        let view = emu.node(0);
+        let geom = RingGeom::new(&layout, 0, RingKind::Freed).unwrap();
+        let mut w = RingWriter {
+            geom,
+            tail: 0,
+            inflight: VecDeque::new(),
+        };
+        let entries = [LogEntry::new(4096, 1, 1, Scope::ALL); 8]; // two lines of entries
+        w.append(&view, &entries).unwrap();
+        let next = [geom.entry_at(8), geom.entry_at(12)];
+        assert!(next.iter().all(|&at| view.is_cached(at)));
+        assert!(
+            !view.is_cached(geom.entry_at(16)),
+            "no further than the next append"
+        );
+        let before = emu.stats(0).prefetches;
+        w.append(&view, &entries).unwrap();
+        assert_eq!(
+            emu.stats(0).prefetches,
+            before + 2,
+            "the two lines after it"
+        );
     }
 
     #[test]
