@@ -996,7 +996,12 @@ mod tests {
         // No class serves a request above the largest one: no hint.
         assert_eq!(h.upcoming(65 * L, 0), None);
         assert_eq!(h.upcoming(0, 0), None);
-        // Past the chunk cut so far: unknown.
+        // Past the chunk cut so far: unknown, from its first slot past the end on.
+        h.alloc(L).unwrap();
+        let c = &h.state.classes[class_of(1).unwrap()];
+        let left = c.free.len() + (c.end - c.next) / L;
+        assert!(h.upcoming(L, left - 1).is_some());
+        assert_eq!(h.upcoming(L, left), None);
         assert_eq!(h.upcoming(L, 1 << 20), None);
     }
 
@@ -1241,6 +1246,10 @@ mod tests {
         let gaps = h.adopt(&mut [(520 * L, 64), (70 * L, 65)]).unwrap();
         let spans: Vec<_> = gaps.iter().map(|b| (b.offset / L, b.len / L)).collect();
         assert_eq!(spans, [(64, 6), (72, 56), (512, 8), (521, 55)]);
+        // Until the gaps are given back, everything owned counts as in use, and as the
+        // peak so far.
+        let s = h.stats();
+        assert_eq!((s.capacity, s.live, s.peak), (128 * L, 128 * L, 128 * L));
         // A block outside every owned range, or across the end of one, is foreign.
         let mut h3 =
             NodeHeap::growing(0..1024 * L, LineSize::X86, &owned, Box::new(Script(vec![])))

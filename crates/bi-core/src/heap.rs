@@ -269,6 +269,7 @@ pub trait Heap: Send + Sync {
     /// assert_eq!(heap.upcoming(64, 0), Some(b.offset)); // the block just given back
     /// assert_eq!(heap.upcoming(64, 1), Some(64));
     /// assert_eq!(heap.upcoming(64, 16), None); // past the arena
+    /// assert_eq!(heap.upcoming(0, 0), None); // no allocation is of nothing
     /// ```
     fn upcoming(&self, bytes: usize, ahead: usize) -> Option<usize> {
         let _ = (bytes, ahead);
@@ -479,6 +480,23 @@ mod tests {
                 requested: usize::MAX
             })
         );
+    }
+
+    #[test]
+    fn upcoming_names_what_the_next_allocations_hand_out() {
+        let mut heap = BumpHeap::new(0..16 * 64, LineSize::X86).unwrap();
+        let given: Vec<_> = (0..3).map(|_| heap.alloc(64).unwrap()).collect();
+        for &b in &given {
+            heap.free(b).unwrap();
+        }
+        // Three blocks given back (last first), then the bump pointer, to the arena's end.
+        let announced: Vec<_> = (0..17).map(|k| heap.upcoming(64, k)).collect();
+        assert_eq!(announced[16], None, "past the arena");
+        for (k, at) in announced.into_iter().take(16).enumerate() {
+            assert_eq!(Some(heap.alloc(64).unwrap().offset), at, "allocation {k}");
+        }
+        assert_eq!(heap.upcoming(64, 0), None, "the arena is full");
+        assert_eq!(heap.upcoming(0, 0), None, "no allocation is of nothing");
     }
 
     #[test]

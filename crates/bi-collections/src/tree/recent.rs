@@ -88,6 +88,10 @@ mod tests {
         assert!(r.get(other).is_none());
         r.forget(other); // not the kept one: it stays
         assert!(r.get(64).is_some());
+        // A node of the next line has a slot of its own: both copies stay.
+        r.keep(128, parts(2));
+        assert_eq!(r.get(64).map(|p| p.size), Some(1));
+        assert_eq!(r.get(128).map(|p| p.size), Some(2));
         // A node taking the same slot displaces the copy.
         let same_slot = 64 + 64 * SLOTS as u64;
         r.keep(same_slot, parts(3));
