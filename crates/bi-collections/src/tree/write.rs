@@ -17,7 +17,8 @@ use std::fmt;
 use std::ops::RangeBounds;
 
 /// The node storage of the writer: nodes are runtime objects, allocated and sealed by the
-/// node's [`Writer`] and read back from its node's cache ([`Writer::read_own`]).
+/// node's [`Writer`] and read back from its node's cache ([`Writer::read_own`]), or from
+/// the writer's copies of the nodes it created lately ([`Recent`]).
 struct WriterStore<K: Stored, V: Stored, M: MemView, H: Heap> {
     writer: Writer<M, H>,
     /// Nodes created and not destroyed or retired: the reachable ones, once a batch is
