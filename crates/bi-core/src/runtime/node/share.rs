@@ -19,7 +19,7 @@
 //!   readers declared ([`scope`](crate::runtime::scope)), not those of other processes. A joined
 //!   process raises the node's *joined* flag (in the node's share record), fences, then
 //!   drops its host's cached copy of the heap and the root directory; a pass reads the
-//!   flag after the ring tails it will act on and, when it is set, invalidates what
+//!   flag, from memory, after the ring tails it will act on and, when it is set, invalidates what
 //!   every structure's writers logged. So an entry a pass skipped was logged before the
 //!   flag was raised, and the joined process's own invalidation came after it.
 //!
@@ -313,10 +313,11 @@ pub(crate) fn runner_of<V: MemView>(
     Ok((rec, presence))
 }
 
-/// Whether a process joined this node (read through the node's cache, which its
-/// processes share).
+/// Whether a process joined this node, read from memory, where the joiner stored it: a
+/// process that keeps a cache of its own (the emulator's processes do) would otherwise
+/// answer from a copy as old as its last pass or older.
 pub(crate) fn joined<V: MemView>(inner: &NodeInner<V>) -> Result<bool, BiError> {
-    let r: ShareRecord = inner.view.load(record_at(inner))?;
+    let r: ShareRecord = inner.view.load_from_memory(record_at(inner))?;
     Ok(r.joined != 0)
 }
 
@@ -336,6 +337,25 @@ mod tests {
         distinct.dedup();
         assert_eq!(distinct.len(), ids.len(), "two boots, one identity");
         assert!(ids.iter().all(|&h| h != 0), "0 is no host");
+    }
+
+    /// A process whose cache still holds its node's share record from before another
+    /// process of the node joined learns of the join all the same.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a protocol test with no unsafe code of its own: the emulator runs under Miri in the others"
+    )]
+    fn the_joined_flag_is_read_from_memory() {
+        let s = crate::runtime::testing::Setup::new(2, 0);
+        let inner = &s.nodes[1].inner;
+        let at = record_at(inner);
+        let mut record: ShareRecord = inner.view.load(at).unwrap(); // cached on node 1
+        assert_eq!(record.joined, 0);
+        record.joined = 1;
+        // The joiner stores the flag to memory, past this cache.
+        s.nodes[0].view().store_to_memory(at, &record).unwrap();
+        assert!(joined(inner).unwrap());
     }
 
     #[test]
