@@ -16,6 +16,7 @@
 //! successor's takeover.
 
 use super::Hazard;
+use super::rewrite_journal::over_kill_points;
 use bi_core::heap::BumpHeap;
 use bi_core::mem::EmulatedNode;
 use bi_core::region::RegionConfig;
@@ -37,15 +38,8 @@ const REWRITTEN: usize = 1;
 
 fn run(config: RuntimeConfig, seed: u64) -> u64 {
     let config = config.node_lease(LEASE).reader_lease(LEASE);
-    let mut unreadable = 0;
-    for n in 1.. {
-        let (count, finished) = die_at(&config, seed, n);
-        unreadable += count;
-        if finished {
-            break;
-        }
-    }
-    unreadable
+    // Every store of the workload is a death point.
+    over_kill_points(1, 1, |n| die_at(&config, seed, n))
 }
 
 /// One run whose host dies before store `n`: the lines node 1 cannot read afterwards,
