@@ -26,6 +26,10 @@
 //! # Ok::<(), bi_graph::GraphError>(())
 //! ```
 //!
+//! - Graphs larger than one machine: over MPI each rank reads only its share of an edge
+//!   list ([`GraphShare`]: the lines starting in its part of the file), the ranks
+//!   exchange what the cut needs, and each builds only its own plan.
+//!
 //! Graph readers (SNAP edge lists, Matrix Market), generators and a command-line tool
 //! complete the toolkit.
 
@@ -47,9 +51,10 @@ pub mod engine;
 pub mod partition;
 mod programs;
 pub mod reference;
+pub use engine::share::{Collective, GraphShare};
 pub use engine::{
-    Aborted, DetailedRun, EdgeDirection, RegionBarrier, Run, RunOptions, VertexInfo, VertexProgram,
-    run, run_detailed,
+    Aborted, DetailedRun, EdgeDirection, Graph, RegionBarrier, Run, RunOptions, VertexInfo,
+    VertexProgram, run, run_detailed,
 };
 pub use partition::{MAX_PARTITIONS, VertexCut};
 

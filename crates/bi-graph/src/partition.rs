@@ -97,12 +97,13 @@ impl VertexCut {
             });
         }
         let mut presence = vec![0u64; n];
-        let owner = |v: u32| (mix(seed ^ 0x7461_7267_6574 ^ u64::from(v)) % parts as u64) as u8;
-        let edge_part = match partitioner {
-            Partitioner::Random => random_placement(graph, parts, seed),
-            Partitioner::Oblivious => oblivious_placement(graph, parts, &mut presence),
-            Partitioner::Grid => grid_placement(graph, parts, seed),
-            Partitioner::ByTarget => graph.edges.iter().map(|&(_, v)| owner(v)).collect(),
+        let edge_part = match Placer::new(partitioner, parts, seed) {
+            Some(placer) => graph
+                .edges
+                .iter()
+                .map(|&(u, v)| placer.place(u, v))
+                .collect(),
+            None => oblivious_placement(graph, parts, &mut presence),
         };
         if partitioner != Partitioner::Oblivious {
             for (&(u, v), &p) in graph.edges.iter().zip(&edge_part) {
@@ -112,16 +113,7 @@ impl VertexCut {
         }
         let mut master = vec![0u8; n];
         for (v, (set, m)) in presence.iter_mut().zip(&mut master).enumerate() {
-            let h = mix(seed ^ 0x6d61_7374_6572 ^ (v as u64).wrapping_mul(0x9e37_79b9));
-            let p = if partitioner == Partitioner::ByTarget {
-                u32::from(owner(v as u32))
-            } else if *set == 0 {
-                (h % parts as u64) as u32
-            } else {
-                nth_set_bit(*set, (h % u64::from(set.count_ones())) as u32)
-            };
-            *m = p as u8;
-            *set |= 1 << p;
+            *m = master_of(partitioner, parts, seed, v as u32, set);
         }
         Ok(VertexCut {
             parts,
@@ -159,15 +151,7 @@ impl VertexCut {
     /// Average number of partitions per vertex (1 when nothing is replicated; 0 for an
     /// empty graph).
     pub fn replication_factor(&self) -> f64 {
-        if self.presence.is_empty() {
-            return 0.0;
-        }
-        let copies: u64 = self
-            .presence
-            .iter()
-            .map(|s| u64::from(s.count_ones()))
-            .sum();
-        copies as f64 / self.presence.len() as f64
+        replication_factor(&self.presence)
     }
 
     /// Edges held by each partition.
@@ -188,6 +172,16 @@ impl VertexCut {
     }
 }
 
+/// Average number of partitions per vertex, from every vertex's set of partitions (0
+/// for no vertex).
+pub(crate) fn replication_factor(presence: &[u64]) -> f64 {
+    if presence.is_empty() {
+        return 0.0;
+    }
+    let copies: u64 = presence.iter().map(|s| u64::from(s.count_ones())).sum();
+    copies as f64 / presence.len() as f64
+}
+
 /// SplitMix64's finaliser: a cheap, well-mixed hash.
 pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -203,12 +197,74 @@ fn nth_set_bit(mut set: u64, n: u32) -> u32 {
     set.trailing_zeros()
 }
 
-fn random_placement(graph: &EdgeList, parts: usize, seed: u64) -> Vec<u8> {
-    graph
-        .edges
-        .iter()
-        .map(|&(u, v)| (mix(seed ^ ((u64::from(u) << 32) | u64::from(v))) % parts as u64) as u8)
-        .collect()
+/// Where edges go under a cut that places each edge by its endpoints alone (every one
+/// but the oblivious greedy cut): a partition that reads some edges of a graph places
+/// them as a process reading all of it does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placer {
+    partitioner: Partitioner,
+    parts: usize,
+    seed: u64,
+    /// Columns of the grid ([`Partitioner::Grid`]).
+    cols: usize,
+}
+
+impl Placer {
+    /// The placer of `partitioner`, or `None` for [`Partitioner::Oblivious`], whose
+    /// placement of an edge depends on every edge placed before it.
+    pub(crate) fn new(partitioner: Partitioner, parts: usize, seed: u64) -> Option<Placer> {
+        (partitioner != Partitioner::Oblivious).then(|| Placer {
+            partitioner,
+            parts,
+            seed,
+            cols: grid_shape(parts).1,
+        })
+    }
+
+    /// The partition of edge `(u, v)`.
+    #[inline]
+    pub(crate) fn place(&self, u: u32, v: u32) -> u8 {
+        let parts = self.parts as u64;
+        let seed = self.seed;
+        match self.partitioner {
+            Partitioner::ByTarget => owner(seed, self.parts, v),
+            Partitioner::Grid => {
+                let cell = |x: u32| (mix(seed ^ 0x0067_7269_6400 ^ u64::from(x)) % parts) as usize;
+                let (row, col) = (cell(u) / self.cols, cell(v) % self.cols);
+                (row * self.cols + col) as u8
+            }
+            Partitioner::Random | Partitioner::Oblivious => {
+                (mix(seed ^ ((u64::from(u) << 32) | u64::from(v))) % parts) as u8
+            }
+        }
+    }
+}
+
+/// The partition vertex `v` hashes to under [`Partitioner::ByTarget`].
+fn owner(seed: u64, parts: usize, v: u32) -> u8 {
+    (mix(seed ^ 0x7461_7267_6574 ^ u64::from(v)) % parts as u64) as u8
+}
+
+/// The master partition of vertex `v`, which lives on the partitions of `set`: one of
+/// them by a seeded hash (the target's partition under [`Partitioner::ByTarget`]; a
+/// hashed partition for an isolated vertex). The master's partition is added to `set`.
+pub(crate) fn master_of(
+    partitioner: Partitioner,
+    parts: usize,
+    seed: u64,
+    v: u32,
+    set: &mut u64,
+) -> u8 {
+    let h = mix(seed ^ 0x6d61_7374_6572 ^ u64::from(v).wrapping_mul(0x9e37_79b9));
+    let p = if partitioner == Partitioner::ByTarget {
+        u32::from(owner(seed, parts, v))
+    } else if *set == 0 {
+        (h % parts as u64) as u32
+    } else {
+        nth_set_bit(*set, (h % u64::from(set.count_ones())) as u32)
+    };
+    *set |= 1 << p;
+    p as u8
 }
 
 fn oblivious_placement(graph: &EdgeList, parts: usize, presence: &mut [u64]) -> Vec<u8> {
@@ -261,19 +317,6 @@ fn grid_shape(parts: usize) -> (usize, usize) {
         .last()
         .unwrap_or(1);
     (rows, parts / rows)
-}
-
-fn grid_placement(graph: &EdgeList, parts: usize, seed: u64) -> Vec<u8> {
-    let (_, cols) = grid_shape(parts);
-    let cell = |v: u32| (mix(seed ^ 0x0067_7269_6400 ^ u64::from(v)) % parts as u64) as usize;
-    graph
-        .edges
-        .iter()
-        .map(|&(u, v)| {
-            let (row, col) = (cell(u) / cols, cell(v) % cols);
-            (row * cols + col) as u8
-        })
-        .collect()
 }
 
 #[cfg(test)]

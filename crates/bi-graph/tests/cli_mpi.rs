@@ -56,6 +56,78 @@ fn four_ranks_give_the_values_of_one_process() {
     }
 }
 
+/// Ranks reading only their share of a file (`--input` with `--mpi`) give the values,
+/// the replication and the messages of one process reading all of it, for each cut that
+/// places edges by their endpoints, weighted or not.
+#[test]
+fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
+    let exe = env!("CARGO_BIN_EXE_bi-graph");
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("graph.txt");
+    let graph = graph.to_str().unwrap();
+    run(exe, &["generate", "--scale", "11", "--output", graph]);
+    let text = std::fs::read_to_string(graph).unwrap();
+    assert!(
+        text.lines().count() > 20_000,
+        "the generated graph is written whole"
+    );
+    // The same edges with weights, for shortest paths.
+    let weighted = dir.path().join("weighted.txt");
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .enumerate()
+        .map(|(i, l)| format!("{l} {}", 1 + i % 5))
+        .collect();
+    std::fs::write(&weighted, lines.join("\n")).unwrap();
+    let source = lines[0].split_whitespace().next().unwrap().to_owned();
+    let weighted = weighted.to_str().unwrap();
+    let cases: [(&[&str], &str, &str); 3] = [
+        (&["pagerank"], "random", graph),
+        (&["wcc"], "grid", graph),
+        (&["sssp", "--source", &source], "by-target", weighted),
+    ];
+    for (program, partition, input) in cases {
+        let one = dir.path().join("one.txt");
+        let ranks = dir.path().join("ranks.txt");
+        let mut a: Vec<&str> = program.to_vec();
+        a.extend([
+            "--input",
+            input,
+            "--mode",
+            "stock",
+            "--partition",
+            partition,
+        ]);
+        let mut b = a.clone();
+        a.extend(["--nodes", "4", "--output", one.to_str().unwrap()]);
+        let whole = run(exe, &a);
+        let mut m = vec!["-np", "4", exe];
+        b.extend(["--mpi", "--output", ranks.to_str().unwrap()]);
+        m.extend(b);
+        let shared = run("mpirun", &m);
+        let (x, y) = (std::fs::read(&one).unwrap(), std::fs::read(&ranks).unwrap());
+        assert!(!x.is_empty());
+        assert!(
+            x == y,
+            "{program:?} {partition}: four ranks differ from one process"
+        );
+        assert_eq!(
+            messages(&shared),
+            messages(&whole),
+            "{program:?} {partition}"
+        );
+    }
+    // The oblivious cut needs every edge before an edge: refused, by every rank.
+    let out = Command::new("mpirun")
+        .args(["-np", "2", exe, "wcc", "--input", graph, "--mpi"])
+        .args(["--mode", "stock", "--partition", "oblivious"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the oblivious cut"));
+}
+
 #[test]
 fn two_pools_of_two_ranks_give_the_values_of_one_process() {
     let exe = env!("CARGO_BIN_EXE_bi-graph");

@@ -109,12 +109,15 @@ mod processes;
 mod program;
 mod quiescence;
 mod report;
+pub mod share;
 mod shared;
 mod threads;
 mod tracked;
 mod worker;
 
 pub use barrier::{Aborted, RegionBarrier};
+#[cfg(feature = "mpi")]
+pub use mpi::run_share;
 pub use program::{EdgeDirection, VertexInfo, VertexProgram};
 
 use crate::config::{EngineConfig, Placement, RunStats};
@@ -226,6 +229,85 @@ impl Default for RunOptions {
             cache_lines: 512,
             faults: Faults::default(),
             region_file: None,
+        }
+    }
+}
+
+/// A graph the programs ([`pagerank`](crate::pagerank), [`wcc`](crate::wcc),
+/// [`sssp`](crate::sssp)) run on: a whole [`EdgeList`], or this partition's
+/// [`GraphShare`](share::GraphShare) of one read in shares (each MPI rank its own).
+pub trait Graph {
+    /// Vertices of the whole graph.
+    fn num_vertices(&self) -> usize;
+    /// Every vertex's out-degree in the whole graph.
+    fn out_degrees(&self) -> std::borrow::Cow<'_, [u32]>;
+    /// The weights of the edges this process holds, when the graph has weights.
+    fn weights(&self) -> Option<&[f64]>;
+    /// Runs `program` on the graph (as [`run`]); a share's run returns the values on
+    /// partition 0 only.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`]; a share runs only with one MPI rank per partition (`Placement::Mpi`,
+    /// the `mpi` feature).
+    fn run_program<P: VertexProgram>(
+        &self,
+        program: &P,
+        config: &EngineConfig,
+    ) -> Result<Run<P::Data>, GraphError>;
+}
+
+impl Graph for EdgeList {
+    fn num_vertices(&self) -> usize {
+        EdgeList::num_vertices(self)
+    }
+    fn out_degrees(&self) -> std::borrow::Cow<'_, [u32]> {
+        let mut d = vec![0u32; EdgeList::num_vertices(self)];
+        for &(u, _) in &self.edges {
+            if let Some(x) = d.get_mut(u as usize) {
+                *x = x.saturating_add(1);
+            }
+        }
+        d.into()
+    }
+    fn weights(&self) -> Option<&[f64]> {
+        self.weights.as_deref()
+    }
+    fn run_program<P: VertexProgram>(
+        &self,
+        program: &P,
+        config: &EngineConfig,
+    ) -> Result<Run<P::Data>, GraphError> {
+        run(program, self, config)
+    }
+}
+
+impl Graph for share::GraphShare {
+    fn num_vertices(&self) -> usize {
+        share::GraphShare::num_vertices(self)
+    }
+    fn out_degrees(&self) -> std::borrow::Cow<'_, [u32]> {
+        share::GraphShare::out_degrees(self).into()
+    }
+    fn weights(&self) -> Option<&[f64]> {
+        share::GraphShare::weights(self)
+    }
+    fn run_program<P: VertexProgram>(
+        &self,
+        program: &P,
+        config: &EngineConfig,
+    ) -> Result<Run<P::Data>, GraphError> {
+        match config.placement {
+            #[cfg(feature = "mpi")]
+            Placement::Mpi => Ok(mpi::run_share(program, self, config)?.run),
+            _ => {
+                let _ = program;
+                Err(GraphError::InvalidArgument {
+                    reason: "a graph read in shares runs with one MPI rank per partition \
+                             (Placement::Mpi, feature `mpi`)"
+                        .into(),
+                })
+            }
         }
     }
 }

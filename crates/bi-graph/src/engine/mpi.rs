@@ -10,23 +10,30 @@
 //! [`Placement::Mpi`]: crate::Placement::Mpi
 
 use super::barrier::RegionBarrier;
-use super::exchange::Messages;
 use super::exchange::messages::Transport;
 use super::exchange::pooled::PooledSlots;
 #[cfg(not(loom))]
 use super::exchange::slots::Direct;
 #[cfg(loom)]
 use super::exchange::slots::Viewed;
+use super::exchange::{Expected, Messages};
+use super::memory::words_of;
 use super::memory::{Counted, LineCounters, LineTotals, decode, encode};
-use super::prepare::Prepared;
+use super::plan::Needs;
+use super::prepare::{Prepared, check_sizes, collect};
 use super::program::VertexProgram;
 use super::report::{DONE, REPORT_WORDS, Report};
+use super::share::{Collective, GraphShare};
 use super::shared::Msg;
+use super::shared::stride as value_stride;
+use super::worker::Ctx;
 use super::worker::{PartitionResult, Worker};
 use super::{DetailedRun, Run};
 use crate::config::{EngineConfig, Mode, MpiPools};
 use crate::error::GraphError;
 use bi_core::region::Region;
+use bi_core::runtime::Faults;
+use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
@@ -91,15 +98,187 @@ pub(crate) fn run<P: VertexProgram>(
         });
     }
     let ctx = prepared.ctx(program, config);
+    let plan = &prepared.plans[rank];
     let exchange = Messages::new(
         rank,
-        &prepared.plans,
-        &prepared.layout,
+        plan,
+        Expected::from_plans(&prepared.plans, rank),
+        prepared.layout.value_slots(),
         MpiTransport { world: &world },
         prepared.words[0],
     );
-    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, exchange).run());
-    gather(prepared, &world, rank, outcome, LineTotals::default())
+    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, plan, exchange).run());
+    gather(
+        prepared.into(),
+        &world,
+        rank,
+        outcome,
+        LineTotals::default(),
+    )
+}
+
+/// Runs this rank's partition of a graph read in shares ([`GraphShare::read`] over the
+/// world communicator) in the stock mode; rank 0 returns every value, the others none.
+///
+/// # Errors
+///
+/// [`GraphError::InvalidArgument`] when MPI is not initialised, the share was read by a
+/// different number of ranks or by another rank, or the mode is not the stock mode; an
+/// error of a rank's loop aborts the job, as [`Placement::Mpi`](crate::Placement::Mpi)
+/// does.
+pub fn run_share<P: VertexProgram>(
+    program: &P,
+    share: &GraphShare,
+    config: &EngineConfig,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    check_sizes::<P>()?;
+    let world = world_of(share.parts())?;
+    let rank = world.rank() as usize;
+    if rank != share.part() {
+        return Err(GraphError::InvalidArgument {
+            reason: format!("rank {rank} was given partition {}'s share", share.part()),
+        });
+    }
+    if config.mode != Mode::Stock {
+        return Err(GraphError::InvalidArgument {
+            reason: "over MPI the stock mode runs (the BI modes need shared memory)".into(),
+        });
+    }
+    let (plan, feeds) = share.plan(Needs::of(program), &world)?;
+    let vertices = share.vertices(&feeds);
+    let expected = Expected::counting(share.parts(), rank, |q| {
+        (vertices.feeders(q, rank), vertices.replicated(q, rank))
+    });
+    let ctx = Ctx {
+        program,
+        parts: share.parts(),
+        in_degree: share.in_degrees(),
+        out_degree: share.out_degrees(),
+        stale_reads: false,
+        measure_staleness: false,
+        max_iterations: config.max_iterations,
+        observer: config.observer.as_deref(),
+        on_partition_start: config.on_partition_start.as_deref(),
+        partials: feeds.iter().any(|&f| f != 0),
+        faults: Faults::default(),
+    };
+    drop(feeds);
+    // Stock copies carry a meta word where scatter reads the "changed" flags.
+    let scatters = !program.always_active();
+    let dw = words_of::<P::Data>();
+    let slots = (value_stride(dw, scatters), scatters);
+    let exchange = Messages::new(
+        rank,
+        &plan,
+        expected,
+        slots,
+        MpiTransport { world: &world },
+        dw,
+    );
+    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, &plan, exchange).run());
+    let whole = Whole {
+        data_words: dw,
+        parts: share.parts(),
+        vertices: share.num_vertices(),
+        replication_factor: share.replication_factor(),
+    };
+    gather(whole, &world, rank, outcome, LineTotals::default())
+}
+
+/// What [`gather`] needs to know of the whole run.
+#[derive(Clone, Copy)]
+struct Whole {
+    data_words: usize,
+    parts: usize,
+    vertices: usize,
+    replication_factor: f64,
+}
+
+impl From<&Prepared> for Whole {
+    fn from(prepared: &Prepared) -> Whole {
+        Whole {
+            data_words: prepared.words[0],
+            parts: prepared.parts(),
+            vertices: prepared.in_degree.len(),
+            replication_factor: prepared.cut.replication_factor(),
+        }
+    }
+}
+
+impl Collective for SimpleCommunicator {
+    fn partition(&self) -> usize {
+        self.rank() as usize
+    }
+
+    fn partitions(&self) -> usize {
+        self.size() as usize
+    }
+
+    fn all_gather(&self, mine: &[u64]) -> Result<Vec<u64>, GraphError> {
+        let count = count(mine.len())?;
+        let mut counts = vec![0i32; self.partitions()];
+        self.all_gather_into(&count, &mut counts[..]);
+        let displs = displacements(&counts)?;
+        let mut all = vec![0u64; counts.iter().map(|&c| c as usize).sum()];
+        self.all_gather_varcount_into(
+            mine,
+            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
+        );
+        Ok(all)
+    }
+
+    fn all_to_all(&self, out: Vec<Vec<u64>>) -> Result<Vec<u64>, GraphError> {
+        let send_counts = out
+            .iter()
+            .map(|o| count(o.len()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut recv_counts = vec![0i32; send_counts.len()];
+        self.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        let send_displs = displacements(&send_counts)?;
+        let recv_displs = displacements(&recv_counts)?;
+        let send: Vec<u64> = out.concat();
+        drop(out);
+        let mut recv = vec![0u64; recv_counts.iter().map(|&c| c as usize).sum()];
+        self.all_to_all_varcount_into(
+            &Partition::new(&send[..], send_counts, send_displs),
+            &mut PartitionMut::new(&mut recv[..], recv_counts, &recv_displs[..]),
+        );
+        Ok(recv)
+    }
+
+    fn or_all(&self, words: &mut [u64]) -> Result<(), GraphError> {
+        let mine = words.to_vec();
+        self.all_reduce_into(&mine[..], words, SystemOperation::bitwise_or());
+        Ok(())
+    }
+
+    fn sum_all(&self, counts: &mut [u32]) -> Result<(), GraphError> {
+        let mine = counts.to_vec();
+        self.all_reduce_into(&mine[..], counts, SystemOperation::sum());
+        Ok(())
+    }
+}
+
+/// `n` words as an MPI count.
+fn count(n: usize) -> Result<i32, GraphError> {
+    i32::try_from(n).map_err(|_| GraphError::TooLarge {
+        reason: "one rank's part of an exchange exceeds MPI's 32-bit counts".into(),
+    })
+}
+
+/// Where each of `counts` starts when they are laid one after the other.
+fn displacements(counts: &[i32]) -> Result<Vec<i32>, GraphError> {
+    let mut at = 0i32;
+    counts
+        .iter()
+        .map(|&c| {
+            let d = at;
+            at = at.checked_add(c).ok_or_else(|| GraphError::TooLarge {
+                reason: "an exchange exceeds MPI's 32-bit counts".into(),
+            })?;
+            Ok(d)
+        })
+        .collect()
 }
 
 /// The value of `result`, or the job aborted (every rank stops) after the error.
@@ -173,16 +352,22 @@ pub(crate) fn run_pools<P: VertexProgram>(
         prepared.words,
     );
     let ctx = prepared.ctx(program, config);
-    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, exchange).run());
+    let plan = &prepared.plans[rank];
+    let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, plan, exchange).run());
     world.barrier();
     if rank == leader {
         let _ = std::fs::remove_file(&path);
     }
-    gather(prepared, &world, rank, outcome, counters.totals())
+    gather(prepared.into(), &world, rank, outcome, counters.totals())
 }
 
 /// The world communicator, one rank per partition.
 fn world(prepared: &Prepared) -> Result<SimpleCommunicator, GraphError> {
+    world_of(prepared.parts())
+}
+
+/// The world communicator, checked to have `parts` ranks.
+fn world_of(parts: usize) -> Result<SimpleCommunicator, GraphError> {
     if !mpi::environment::is_initialized() {
         return Err(GraphError::InvalidArgument {
             reason: "MPI is not initialized (call mpi::initialize() first)".into(),
@@ -190,12 +375,9 @@ fn world(prepared: &Prepared) -> Result<SimpleCommunicator, GraphError> {
     }
     let world = SimpleCommunicator::world();
     let size = world.size() as usize;
-    if size != prepared.parts() {
+    if size != parts {
         return Err(GraphError::InvalidArgument {
-            reason: format!(
-                "{} partitions over {size} MPI ranks: run one rank per partition",
-                prepared.parts()
-            ),
+            reason: format!("{parts} partitions over {size} MPI ranks: run one rank per partition"),
         });
     }
     Ok(world)
@@ -203,13 +385,13 @@ fn world(prepared: &Prepared) -> Result<SimpleCommunicator, GraphError> {
 
 /// Every rank's report everywhere, and every master's value on rank 0.
 fn gather<D: bytemuck::Pod>(
-    prepared: &Prepared,
+    whole: Whole,
     world: &SimpleCommunicator,
     rank: usize,
     outcome: PartitionResult<D>,
     lines: LineTotals,
 ) -> Result<DetailedRun<D>, GraphError> {
-    let dw = prepared.words[0];
+    let dw = whole.data_words;
     let mut mine: Vec<u64> = Vec::with_capacity(outcome.masters.len() * (1 + dw));
     for (v, d) in &outcome.masters {
         mine.push(u64::from(*v));
@@ -221,31 +403,22 @@ fn gather<D: bytemuck::Pod>(
         lines,
         emulator: None,
     };
-    let mut reports = vec![0u64; REPORT_WORDS * prepared.parts()];
+    let mut reports = vec![0u64; REPORT_WORDS * whole.parts];
     world.all_gather_into(&report.words()[..], &mut reports[..]);
-    let count = i32::try_from(mine.len()).map_err(|_| GraphError::TooLarge {
-        reason: "one rank's values exceed MPI's 32-bit counts".into(),
-    })?;
-    let mut counts = vec![0i32; prepared.parts()];
+    let count = count(mine.len())?;
+    let mut counts = vec![0i32; whole.parts];
     world.all_gather_into(&count, &mut counts[..]);
     let root = world.process_at_rank(0);
     let mut values = Vec::new();
     if rank == 0 {
-        let displs: Vec<i32> = counts
-            .iter()
-            .scan(0i32, |at, &c| {
-                let d = *at;
-                *at = at.saturating_add(c);
-                Some(d)
-            })
-            .collect();
+        let displs = displacements(&counts)?;
         let total = counts.iter().map(|&c| c as usize).sum();
         let mut all = vec![0u64; total];
         root.gather_varcount_into_root(
             &mine[..],
             &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
         );
-        values = vec![D::zeroed(); prepared.in_degree.len()];
+        values = vec![D::zeroed(); whole.vertices];
         for entry in all.chunks_exact(1 + dw) {
             let mut w = [0u64; 2];
             w[..dw].copy_from_slice(&entry[1..]);
@@ -261,7 +434,7 @@ fn gather<D: bytemuck::Pod>(
         root.gather_varcount_into(&mine[..]);
     }
     let mut lines = LineTotals::default();
-    let mut outcomes = Vec::with_capacity(prepared.parts());
+    let mut outcomes = Vec::with_capacity(whole.parts);
     for w in reports.chunks_exact(REPORT_WORDS) {
         let w: &[u64; REPORT_WORDS] = w.try_into().expect("chunks of REPORT_WORDS");
         let report = Report::from_words(w);
@@ -269,7 +442,7 @@ fn gather<D: bytemuck::Pod>(
         lines.invalidated += report.lines.invalidated;
         outcomes.push(report.outcome);
     }
-    let (_, stats) = prepared.collect(outcomes, lines);
+    let (_, stats) = collect::<()>(whole.vertices, whole.replication_factor, outcomes, lines);
     Ok(DetailedRun {
         run: Run { values, stats },
         emulator: None,

@@ -5,6 +5,7 @@
 //! Local indices are dense `0..locals` in increasing global order, so a partition's
 //! per-vertex arrays are contiguous and its edge arrays are a few `u32`s per edge.
 
+use super::program::VertexProgram;
 use crate::edge_list::EdgeList;
 use crate::partition::VertexCut;
 
@@ -40,6 +41,24 @@ pub(crate) struct Needs {
     pub feed_in: bool,
     /// A replica with local out-edges feeds.
     pub feed_out: bool,
+}
+
+impl Needs {
+    /// What `program` walks and sends.
+    pub fn of<P: VertexProgram>(program: &P) -> Needs {
+        let (gdir, sdir) = (program.gather_direction(), program.scatter_direction());
+        let scatters = !program.always_active();
+        // Signalling programs also walk their gather edges backwards, from a changed
+        // vertex to the neighbours whose partial it puts out of date. A replica feeds its
+        // master across the edges it gathers over, and across those a neighbour's
+        // scatter signals it over (the reverse of the scatter direction).
+        Needs {
+            incoming: gdir.incoming() || (scatters && (sdir.incoming() || gdir.outgoing())),
+            outgoing: gdir.outgoing() || (scatters && (sdir.outgoing() || gdir.incoming())),
+            feed_in: gdir.incoming() || (scatters && sdir.outgoing()),
+            feed_out: gdir.outgoing() || (scatters && sdir.incoming()),
+        }
+    }
 }
 
 /// One partition's static view of the graph.
@@ -99,25 +118,102 @@ impl PartPlan {
     }
 }
 
-/// Builds every partition's plan from a cut.
-pub(crate) fn build(graph: &EdgeList, cut: &VertexCut, needs: Needs) -> Vec<PartPlan> {
-    let parts = cut.parts();
-    let mut plans: Vec<PartPlan> = (0..parts).map(|_| PartPlan::default()).collect();
-    let presence = cut.presence_all();
-    let master = cut.masters_all();
-    let mut next_local = vec![0u32; parts];
+/// What a partition must know of every vertex to build its own plan, the same on every
+/// partition: the partitions it lives on, its master's partition, and the partitions
+/// whose replica of it feeds its master. One entry per vertex in each.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vertices<'a> {
+    pub presence: &'a [u64],
+    pub master: &'a [u8],
+    pub feeds: &'a [u64],
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // a share runs over MPI
+impl Vertices<'_> {
+    /// How many replicas on partition `q` feed a master on partition `p` (the partials
+    /// `p` receives from `q` each superstep).
+    pub fn feeders(&self, q: usize, p: usize) -> usize {
+        if q == p {
+            return 0;
+        }
+        self.master
+            .iter()
+            .zip(self.feeds)
+            .filter(|&(&m, &f)| usize::from(m) == p && f & (1 << q) != 0)
+            .count()
+    }
+
+    /// How many masters on partition `q` have a replica on partition `p` (the values
+    /// `p` receives from `q` each superstep).
+    pub fn replicated(&self, q: usize, p: usize) -> usize {
+        if q == p {
+            return 0;
+        }
+        self.master
+            .iter()
+            .zip(self.presence)
+            .filter(|&(&m, &set)| usize::from(m) == q && set & (1 << p) != 0)
+            .count()
+    }
+}
+
+/// Marks in `feeds` the replicas on partition `q` that feed their master across `q`'s
+/// `edges`: the targets of its edges where replicas gather or are signalled across
+/// in-edges, the sources where across out-edges.
+pub(crate) fn mark_feeders(
+    q: usize,
+    master: &[u8],
+    edges: impl Iterator<Item = (u32, u32)>,
+    needs: Needs,
+    feeds: &mut [u64],
+) {
+    let mut mark = |x: u32| {
+        if usize::from(master[x as usize]) != q {
+            feeds[x as usize] |= 1 << q;
+        }
+    };
+    for (u, v) in edges {
+        if needs.feed_in {
+            mark(v);
+        }
+        if needs.feed_out {
+            mark(u);
+        }
+    }
+}
+
+/// Partition `q`'s plan (of `parts`), from the vertex tables and its own edges: `edges()`
+/// yields them as `(source, target, weight)` in the graph's edge order; their weights are
+/// kept when `weighted`. What it builds depends on nothing else, so a partition that
+/// loaded only its own edges builds the plan a process holding the whole graph builds.
+pub(crate) fn build_one<I: Iterator<Item = (u32, u32, f64)>>(
+    q: usize,
+    parts: usize,
+    vertices: Vertices<'_>,
+    edges: impl Fn() -> I,
+    weighted: bool,
+    needs: Needs,
+) -> PartPlan {
+    let Vertices {
+        presence,
+        master,
+        feeds,
+    } = vertices;
+    let here = 1u64 << q;
+    let mut plan = PartPlan::default();
+    // Masters with replicas come first on their partition, each group in vertex order.
+    let mut mirrored = vec![0u32; parts];
     let mut total = vec![0usize; parts];
     for (&set, &m) in presence.iter().zip(master) {
-        let plan = &mut plans[usize::from(m)];
-        plan.mirrored += usize::from(set.count_ones() > 1);
+        mirrored[usize::from(m)] += u32::from(set.count_ones() > 1);
         total[usize::from(m)] += 1;
     }
-    for (plan, &t) in plans.iter_mut().zip(&total) {
-        plan.masters = vec![0; t];
-    }
+    plan.mirrored = mirrored[q] as usize;
+    plan.masters = vec![0; total[q]];
     let mut next_mirrored = vec![0u32; parts];
-    let mut next_plain: Vec<u32> = plans.iter().map(|p| p.mirrored as u32).collect();
-    let mut spots: Vec<(u8, u32)> = Vec::with_capacity(parts);
+    let mut next_plain = mirrored;
+    // The local index the next vertex living on each partition gets there.
+    let mut next_local = vec![0u32; parts];
     for (v, (&set, &m)) in presence.iter().zip(master).enumerate() {
         let is_mirrored = set.count_ones() > 1;
         let counter = if is_mirrored {
@@ -127,39 +223,84 @@ pub(crate) fn build(graph: &EdgeList, cut: &VertexCut, needs: Needs) -> Vec<Part
         };
         let m_index = *counter;
         *counter += 1;
-        spots.clear();
-        let mut rest = set;
-        while rest != 0 {
-            let q = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            let l = next_local[q];
-            next_local[q] += 1;
-            let plan = &mut plans[q];
+        if set & here != 0 {
             plan.globals.push(v as u32);
             plan.master_of.push(m);
             plan.master_index.push(m_index);
-            spots.push((q as u8, l));
-        }
-        let mp = &mut plans[usize::from(m)];
-        for &(q, l) in &spots {
-            if q == m {
-                mp.masters[m_index as usize] = l;
-            } else {
-                mp.mirror_part.push(q);
-                mp.mirror_local.push(l);
+            if usize::from(m) == q {
+                plan.masters[m_index as usize] = next_local[q];
             }
         }
-        if is_mirrored {
-            mp.mirror_start.push(mp.mirror_part.len() as u32);
+        if usize::from(m) == q {
+            let mut rest = set & !here;
+            while rest != 0 {
+                let r = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                plan.mirror_part.push(r as u8);
+                plan.mirror_local.push(next_local[r]);
+                plan.mirror_feeds.push(feeds[v] & (1 << r) != 0);
+            }
+            if is_mirrored {
+                plan.mirror_start.push(plan.mirror_part.len() as u32);
+            }
+        }
+        let mut rest = set;
+        while rest != 0 {
+            next_local[rest.trailing_zeros() as usize] += 1;
+            rest &= rest - 1;
         }
     }
-    for plan in &mut plans {
-        // Ends of the mirrored masters' lists were pushed in master order; put the
-        // leading zero in front and give the masters without replicas empty lists.
-        plan.mirror_start.insert(0, 0);
-        let end = plan.mirror_part.len() as u32;
-        plan.mirror_start.resize(plan.masters.len() + 1, end);
+    // Ends of the mirrored masters' lists were pushed in master order; put the leading
+    // zero in front and give the masters without replicas empty lists.
+    plan.mirror_start.insert(0, 0);
+    let end = plan.mirror_part.len() as u32;
+    plan.mirror_start.resize(plan.masters.len() + 1, end);
+    plan.feeds = plan
+        .globals
+        .iter()
+        .map(|&v| feeds[v as usize] & here != 0)
+        .collect();
+    let mut to_local = vec![u32::MAX; presence.len()];
+    for (l, &v) in plan.globals.iter().enumerate() {
+        to_local[v as usize] = l as u32;
     }
+    let build_dir = |incoming: bool| -> Csr {
+        let n = plan.globals.len();
+        let mut offsets = vec![0usize; n + 1];
+        for (u, v, _) in edges() {
+            let key = if incoming { v } else { u };
+            offsets[to_local[key as usize] as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let total = offsets[n];
+        let mut cols = vec![0u32; total];
+        let mut weights = weighted.then(|| vec![0f64; total]);
+        let mut fill = offsets.clone();
+        for (u, v, w) in edges() {
+            let (key, other) = if incoming { (v, u) } else { (u, v) };
+            let slot = &mut fill[to_local[key as usize] as usize];
+            cols[*slot] = to_local[other as usize];
+            if let Some(ws) = &mut weights {
+                ws[*slot] = w;
+            }
+            *slot += 1;
+        }
+        Csr {
+            offsets,
+            cols,
+            weights,
+        }
+    };
+    plan.incoming = needs.incoming.then(|| build_dir(true));
+    plan.outgoing = needs.outgoing.then(|| build_dir(false));
+    plan
+}
+
+/// Builds every partition's plan from a cut of the whole graph.
+pub(crate) fn build(graph: &EdgeList, cut: &VertexCut, needs: Needs) -> Vec<PartPlan> {
+    let parts = cut.parts();
     // Edge indices grouped by partition (one counting sort), so each partition reads
     // only its own edges.
     let edge_part = cut.edge_partitions();
@@ -177,68 +318,26 @@ pub(crate) fn build(graph: &EdgeList, cut: &VertexCut, needs: Needs) -> Vec<Part
         fill[usize::from(q)] += 1;
     }
     drop(fill);
-    // Per partition: global -> local map (reused), then counting sort of its edges.
-    let mut to_local = vec![u32::MAX; graph.num_vertices()];
-    for (q, plan) in plans.iter_mut().enumerate() {
-        for (l, &v) in plan.globals.iter().enumerate() {
-            to_local[v as usize] = l as u32;
-        }
-        let own = &by_part[starts[q]..starts[q + 1]];
-        let mine = || own.iter().map(|&e| (e as usize, &graph.edges[e as usize]));
-        let build_dir = |incoming: bool| -> Csr {
-            let n = plan.globals.len();
-            let mut offsets = vec![0usize; n + 1];
-            for (_, &(u, v)) in mine() {
-                let key = if incoming { v } else { u };
-                offsets[to_local[key as usize] as usize + 1] += 1;
-            }
-            for i in 0..n {
-                offsets[i + 1] += offsets[i];
-            }
-            let total = offsets[n];
-            let mut cols = vec![0u32; total];
-            let mut weights = graph.weights.as_ref().map(|_| vec![0f64; total]);
-            let mut fill = offsets.clone();
-            for (e, &(u, v)) in mine() {
-                let (key, other) = if incoming { (v, u) } else { (u, v) };
-                let slot = &mut fill[to_local[key as usize] as usize];
-                cols[*slot] = to_local[other as usize];
-                if let Some(w) = &mut weights {
-                    w[*slot] = graph.weight(e);
-                }
-                *slot += 1;
-            }
-            Csr {
-                offsets,
-                cols,
-                weights,
-            }
-        };
-        plan.incoming = needs.incoming.then(|| build_dir(true));
-        plan.outgoing = needs.outgoing.then(|| build_dir(false));
-        let mut feeds = vec![false; plan.globals.len()];
-        for (_, &(u, v)) in mine() {
-            feeds[to_local[v as usize] as usize] |= needs.feed_in;
-            feeds[to_local[u as usize] as usize] |= needs.feed_out;
-        }
-        for (f, &m) in feeds.iter_mut().zip(&plan.master_of) {
-            *f &= usize::from(m) != q;
-        }
-        plan.feeds = feeds;
-        for &v in &plan.globals {
-            to_local[v as usize] = u32::MAX;
-        }
+    let own = |q: usize| {
+        by_part[starts[q]..starts[q + 1]].iter().map(|&e| {
+            let (u, v) = graph.edges[e as usize];
+            (u, v, graph.weight(e as usize))
+        })
+    };
+    let mut feeds = vec![0u64; graph.num_vertices()];
+    for q in 0..parts {
+        let edges = own(q).map(|(u, v, _)| (u, v));
+        mark_feeders(q, cut.masters_all(), edges, needs, &mut feeds);
     }
-    for m in 0..parts {
-        let feeds = plans[m]
-            .mirror_part
-            .iter()
-            .zip(&plans[m].mirror_local)
-            .map(|(&q, &l)| plans[usize::from(q)].feeds[l as usize])
-            .collect();
-        plans[m].mirror_feeds = feeds;
-    }
-    plans
+    let vertices = Vertices {
+        presence: cut.presence_all(),
+        master: cut.masters_all(),
+        feeds: &feeds,
+    };
+    let weighted = graph.weights.is_some();
+    (0..parts)
+        .map(|q| build_one(q, parts, vertices, || own(q), weighted, needs))
+        .collect()
 }
 
 #[cfg(test)]

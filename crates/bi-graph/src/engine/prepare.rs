@@ -6,7 +6,7 @@
 use super::RunOptions;
 use super::barrier::Barrier;
 use super::exchange::slots::Access;
-use super::exchange::{Channels, Messages, SharedSlots};
+use super::exchange::{Channels, Expected, Messages, SharedSlots};
 use super::memory::LineTotals;
 use super::memory::{MAX_VALUE_BYTES, words_of};
 use super::plan::{self, Needs, PartPlan};
@@ -47,7 +47,7 @@ pub(crate) struct Prepared {
     pub marks: Vec<Arc<Marks>>,
 }
 
-fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
+pub(crate) fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
     let sizes = [
         size_of::<P::Data>(),
         size_of::<P::Gather>(),
@@ -78,18 +78,8 @@ impl Prepared {
         }
         let parts = config.nodes;
         let cut = VertexCut::new(graph, parts, config.partitioner, config.seed)?;
-        let (gdir, sdir) = (program.gather_direction(), program.scatter_direction());
         let scatters = !program.always_active();
-        // Signalling programs also walk their gather edges backwards, from a changed
-        // vertex to the neighbours whose partial it puts out of date.
-        // A replica feeds its master across the edges it gathers over, and across those
-        // a neighbour's scatter signals it over (the reverse of the scatter direction).
-        let needs = Needs {
-            incoming: gdir.incoming() || (scatters && (sdir.incoming() || gdir.outgoing())),
-            outgoing: gdir.outgoing() || (scatters && (sdir.outgoing() || gdir.incoming())),
-            feed_in: gdir.incoming() || (scatters && sdir.outgoing()),
-            feed_out: gdir.outgoing() || (scatters && sdir.incoming()),
-        };
+        let needs = Needs::of(program);
         let plans = plan::build(graph, &cut, needs);
         let n = graph.num_vertices();
         let mut in_degree = vec![0u32; n];
@@ -192,7 +182,7 @@ impl Prepared {
     ) -> Ctx<'a, P> {
         Ctx {
             program,
-            plans: &self.plans,
+            parts: self.plans.len(),
             in_degree: &self.in_degree,
             out_degree: &self.out_degree,
             stale_reads: self.mode == Mode::BiPeriodic,
@@ -237,8 +227,15 @@ impl Prepared {
     {
         if self.mode == Mode::Stock {
             let channels = Channels::new(p, &self.layout, &view, barrier)?;
-            let exchange = Messages::new(p, &self.plans, &self.layout, channels, self.words[0]);
-            Worker::new(ctx, p, exchange).run()
+            let exchange = Messages::new(
+                p,
+                &self.plans[p],
+                Expected::from_plans(&self.plans, p),
+                self.layout.value_slots(),
+                channels,
+                self.words[0],
+            );
+            Worker::new(ctx, p, &self.plans[p], exchange).run()
         } else {
             let exchange = SharedSlots::new(
                 p,
@@ -252,7 +249,7 @@ impl Prepared {
                 self.words,
                 self.marks.get(p).map(|m| &**m),
             );
-            Worker::new(ctx, p, exchange).run()
+            Worker::new(ctx, p, &self.plans[p], exchange).run()
         }
     }
 
@@ -262,32 +259,43 @@ impl Prepared {
         outcomes: Vec<PartitionResult<D>>,
         lines: LineTotals,
     ) -> (Vec<D>, RunStats) {
-        let n = self.in_degree.len();
-        let mut values = vec![D::zeroed(); n];
-        let mut stats = RunStats {
-            replication_factor: self.cut.replication_factor(),
-            lines_written_back: lines.written_back,
-            lines_invalidated: lines.invalidated,
-            ..RunStats::default()
-        };
-        let partitions = outcomes.len() as u32;
-        for o in outcomes {
-            stats.phases += o.phases;
-            for (v, d) in o.masters {
-                values[v as usize] = d;
-            }
-            stats.iterations = stats.iterations.max(o.iterations);
-            stats.compute_time = stats.compute_time.max(o.compute_time);
-            stats.messages_sent += o.messages;
-            stats.max_staleness = stats.max_staleness.max(o.max_staleness);
-            stats.edges_gathered += o.edges_gathered;
-        }
-        if stats.iterations > 0 {
-            stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
-        }
-        stats.phases = stats.phases.per(partitions).per(stats.iterations as u32);
-        (values, stats)
+        let (n, replication) = (self.in_degree.len(), self.cut.replication_factor());
+        collect(n, replication, outcomes, lines)
     }
+}
+
+/// The values of `n` vertices and the run's measurements, from every partition's
+/// outcome.
+pub(crate) fn collect<D: bytemuck::Pod>(
+    n: usize,
+    replication_factor: f64,
+    outcomes: Vec<PartitionResult<D>>,
+    lines: LineTotals,
+) -> (Vec<D>, RunStats) {
+    let mut values = vec![D::zeroed(); n];
+    let mut stats = RunStats {
+        replication_factor,
+        lines_written_back: lines.written_back,
+        lines_invalidated: lines.invalidated,
+        ..RunStats::default()
+    };
+    let partitions = outcomes.len() as u32;
+    for o in outcomes {
+        stats.phases += o.phases;
+        for (v, d) in o.masters {
+            values[v as usize] = d;
+        }
+        stats.iterations = stats.iterations.max(o.iterations);
+        stats.compute_time = stats.compute_time.max(o.compute_time);
+        stats.messages_sent += o.messages;
+        stats.max_staleness = stats.max_staleness.max(o.max_staleness);
+        stats.edges_gathered += o.edges_gathered;
+    }
+    if stats.iterations > 0 {
+        stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
+    }
+    stats.phases = stats.phases.per(partitions).per(stats.iterations as u32);
+    (values, stats)
 }
 
 /// Ranks per pool when the run spans pools (two-level mode over MPI).

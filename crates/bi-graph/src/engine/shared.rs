@@ -88,7 +88,7 @@ pub(crate) struct SharedLayout {
     pub end: usize,
 }
 
-fn stride(data_words: usize, meta: bool) -> usize {
+pub(crate) fn stride(data_words: usize, meta: bool) -> usize {
     (data_words + usize::from(meta)).next_power_of_two()
 }
 
@@ -102,6 +102,11 @@ pub(crate) struct Metas {
 }
 
 impl SharedLayout {
+    /// The shape of a value slot: its words, and whether its last word is a meta word.
+    pub fn value_slots(&self) -> (usize, bool) {
+        (self.value_stride, self.value_meta)
+    }
+
     /// Lays out the arrays from `base` (line-aligned) on.
     /// `mirrors[p]` value slots are laid out for partition `p` besides its masters' (the
     /// two-level mode's copies of masters in other pools; empty otherwise).

@@ -27,7 +27,8 @@ use bi_core::runtime::{Fault, Faults};
 /// What every partition shares (read-only) during a run.
 pub(crate) struct Ctx<'a, P> {
     pub program: &'a P,
-    pub plans: &'a [PartPlan],
+    /// Partitions in the run.
+    pub parts: usize,
     pub in_degree: &'a [u32],
     pub out_degree: &'a [u32],
     /// Values may be read stale (the periodic mode): confirm the superstep that would end
@@ -333,8 +334,8 @@ fn scatter_all<P: VertexProgram, S: WordSource>(
 }
 
 impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
-    pub fn new(ctx: &'a Ctx<'a, P>, p: usize, exchange: X) -> Self {
-        let plan = &ctx.plans[p];
+    /// Partition `p`'s loop over its `plan`.
+    pub fn new(ctx: &'a Ctx<'a, P>, p: usize, plan: &'a PartPlan, exchange: X) -> Self {
         let locals = plan.locals();
         let slot: Vec<u32> = (0..locals).map(|l| exchange.value_word(l) as u32).collect();
         let program = ctx.program;
@@ -387,7 +388,7 @@ impl<'a, P: VertexProgram, X: Exchange> Worker<'a, P, X> {
             dirty: (!program.always_active() && !ctx.stale_reads).then(|| vec![true; locals]),
             edges_gathered: 0,
             globals: program.aggregate_zero(),
-            aggregates: vec![([0; 2], 0); ctx.plans.len()],
+            aggregates: vec![([0; 2], 0); ctx.parts],
             max_staleness: 0,
             phases: Phases::default(),
         }

@@ -23,6 +23,8 @@ pub(crate) struct LineReader<'f, R> {
     file: &'f Path,
     buffer: Vec<u8>,
     line: usize,
+    /// Bytes read so far.
+    bytes: u64,
     unreported: u64,
     observer: Option<Arc<dyn Observer>>,
 }
@@ -35,6 +37,7 @@ impl<'f, R: BufRead> LineReader<'f, R> {
             file,
             buffer: Vec::with_capacity(256),
             line: 0,
+            bytes: 0,
             unreported: 0,
             observer,
         }
@@ -51,6 +54,7 @@ impl<'f, R: BufRead> LineReader<'f, R> {
                 source,
             })?;
         self.count(read as u64);
+        self.bytes += read as u64;
         if read == 0 {
             return Ok(None);
         }
@@ -63,6 +67,11 @@ impl<'f, R: BufRead> LineReader<'f, R> {
             end -= 1;
         }
         Ok(Some(&self.buffer[..end]))
+    }
+
+    /// Bytes read so far, line terminators included.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// 1-based number of the line last returned (0 before the first).

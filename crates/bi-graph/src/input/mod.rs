@@ -40,6 +40,7 @@
 mod dense_ids;
 mod lines;
 mod matrix_market;
+pub(crate) mod share;
 mod snap;
 
 use crate::config::Observer;
@@ -47,12 +48,12 @@ use crate::edge_list::EdgeList;
 use crate::error::GraphError;
 use lines::LineReader;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 /// Read buffer size: large enough that a read is one system call per 256 KiB.
-const BUFFER_BYTES: usize = 256 * 1024;
+pub(crate) const BUFFER_BYTES: usize = 256 * 1024;
 
 /// The banner that starts every Matrix Market file.
 const MATRIX_MARKET_BANNER: &[u8] = b"%%MatrixMarket";
@@ -194,6 +195,38 @@ impl GraphReader {
         format: Format,
     ) -> Result<EdgeList, GraphError> {
         self.parse(reader, name.as_ref(), format)
+    }
+
+    /// Share `share` of `shares` of the edge list at `path`: the lines that start in
+    /// that part of its bytes (see [`share`]).
+    pub(crate) fn read_share(
+        &self,
+        path: &Path,
+        share: usize,
+        shares: usize,
+    ) -> Result<share::EdgeShare, GraphError> {
+        let io_error = |source| GraphError::Io {
+            file: path.to_path_buf(),
+            source,
+        };
+        let mut start = Vec::with_capacity(MATRIX_MARKET_BANNER.len());
+        File::open(path)
+            .and_then(|f| {
+                f.take(MATRIX_MARKET_BANNER.len() as u64)
+                    .read_to_end(&mut start)
+            })
+            .map_err(io_error)?;
+        if self.format.unwrap_or_else(|| Format::detect(path, &start)) == Format::MatrixMarket {
+            return Err(GraphError::InvalidArgument {
+                reason: format!(
+                    "{}: a Matrix Market file is read whole, not in shares (its header and \
+                     symmetry belong to the whole file); give an edge list",
+                    path.display()
+                ),
+            });
+        }
+        let allow = self.allow_negative_weights;
+        share::read_share(path, share, shares, allow, self.observer.clone())
     }
 
     fn parse<R: BufRead>(

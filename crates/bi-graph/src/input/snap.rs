@@ -26,10 +26,9 @@ pub(crate) fn read<R: BufRead>(
         let Some(line) = lines.next_line()? else {
             break;
         };
-        let line = trim_start(line);
-        if line.is_empty() || line[0] == b'#' || line[0] == b'%' {
+        let Some(line) = edge_line(line) else {
             continue;
-        }
+        };
         let parsed = parse_line(line, weighted, allow_negative_weights);
         let (source, target, weight) = parsed.map_err(|p| lines.error_at(line_number, p))?;
         ends.push(source, target);
@@ -46,8 +45,14 @@ pub(crate) fn read<R: BufRead>(
     })
 }
 
+/// The line without leading blanks, or `None` for a comment or blank line.
+pub(crate) fn edge_line(line: &[u8]) -> Option<&[u8]> {
+    let line = trim_start(line);
+    (!line.is_empty() && line[0] != b'#' && line[0] != b'%').then_some(line)
+}
+
 /// One edge line; `weighted` is what earlier lines decided.
-fn parse_line(
+pub(crate) fn parse_line(
     line: &[u8],
     weighted: Option<bool>,
     allow_negative_weights: bool,

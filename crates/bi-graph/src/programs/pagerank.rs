@@ -2,7 +2,7 @@
 
 use crate::config::EngineConfig;
 use crate::edge_list::EdgeList;
-use crate::engine::{EdgeDirection, Run, VertexInfo, VertexProgram, run};
+use crate::engine::{EdgeDirection, Graph, Run, VertexInfo, VertexProgram};
 use crate::error::GraphError;
 
 /// PageRank with uniform teleport and dangling mass spread uniformly (networkx's
@@ -44,9 +44,15 @@ impl PageRank {
     /// [`pagerank`] returns, for callers of [`run`](crate::run) or
     /// [`run_detailed`](crate::run_detailed).
     pub fn ranks(graph: &EdgeList, values: &[f64]) -> Vec<f64> {
+        Self::ranks_of(&Graph::out_degrees(graph), values)
+    }
+
+    /// The ranks of the vertices whose out-degrees are `out_degrees` and whose data
+    /// after a run are `values` (see [`ranks`](Self::ranks)).
+    pub fn ranks_of(out_degrees: &[u32], values: &[f64]) -> Vec<f64> {
         values
             .iter()
-            .zip(out_degrees(graph))
+            .zip(out_degrees.iter().copied())
             .enumerate()
             .map(|(v, (&data, out_degree))| {
                 let info = VertexInfo {
@@ -155,22 +161,15 @@ impl VertexProgram for PageRank {
 /// assert_eq!(run.stats.iterations, 50);
 /// # Ok::<(), bi_graph::GraphError>(())
 /// ```
-pub fn pagerank(graph: &EdgeList, config: &EngineConfig) -> Result<Run<f64>, GraphError> {
+pub fn pagerank<G: Graph + ?Sized>(
+    graph: &G,
+    config: &EngineConfig,
+) -> Result<Run<f64>, GraphError> {
     let program = PageRank::new(graph.num_vertices(), config.tolerance);
-    let run = run(&program, graph, config)?;
-    let values = PageRank::ranks(graph, &run.values);
+    let run = graph.run_program(&program, config)?;
+    let values = PageRank::ranks_of(&graph.out_degrees(), &run.values);
     Ok(Run {
         values,
         stats: run.stats,
     })
-}
-
-pub(crate) fn out_degrees(graph: &EdgeList) -> Vec<u32> {
-    let mut d = vec![0u32; graph.num_vertices()];
-    for &(u, _) in &graph.edges {
-        if let Some(x) = d.get_mut(u as usize) {
-            *x = x.saturating_add(1);
-        }
-    }
-    d
 }

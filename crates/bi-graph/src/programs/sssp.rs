@@ -1,8 +1,7 @@
 //! Single-source shortest paths, Bellman-Ford style.
 
 use crate::config::EngineConfig;
-use crate::edge_list::EdgeList;
-use crate::engine::{EdgeDirection, Run, VertexInfo, VertexProgram, run};
+use crate::engine::{EdgeDirection, Graph, Run, VertexInfo, VertexProgram};
 use crate::error::GraphError;
 
 /// Single-source shortest paths: the source starts at 0, everything else at infinity; a
@@ -84,7 +83,11 @@ impl VertexProgram for Sssp {
 /// assert_eq!(sssp(&g, 0, &EngineConfig::default())?.values, [0.0, 1.0, 2.0, f64::INFINITY]);
 /// # Ok::<(), bi_graph::GraphError>(())
 /// ```
-pub fn sssp(graph: &EdgeList, source: u32, config: &EngineConfig) -> Result<Run<f64>, GraphError> {
+pub fn sssp<G: Graph + ?Sized>(
+    graph: &G,
+    source: u32,
+    config: &EngineConfig,
+) -> Result<Run<f64>, GraphError> {
     if source as usize >= graph.num_vertices() {
         return Err(GraphError::InvalidArgument {
             reason: format!(
@@ -93,7 +96,7 @@ pub fn sssp(graph: &EdgeList, source: u32, config: &EngineConfig) -> Result<Run<
             ),
         });
     }
-    if let Some(w) = &graph.weights
+    if let Some(w) = graph.weights()
         && let Some(bad) = w.iter().find(|w| w.is_nan() || **w < 0.0)
     {
         return Err(GraphError::InvalidArgument {
@@ -102,5 +105,5 @@ pub fn sssp(graph: &EdgeList, source: u32, config: &EngineConfig) -> Result<Run<
     }
     let mut config = config.clone();
     config.max_iterations = config.max_iterations.max(graph.num_vertices() + 1);
-    run(&Sssp { source }, graph, &config)
+    graph.run_program(&Sssp { source }, &config)
 }

@@ -1,8 +1,7 @@
 //! Weakly connected components by label propagation.
 
 use crate::config::EngineConfig;
-use crate::edge_list::EdgeList;
-use crate::engine::{EdgeDirection, Run, VertexInfo, VertexProgram, run};
+use crate::engine::{EdgeDirection, Graph, Run, VertexInfo, VertexProgram};
 use crate::error::GraphError;
 
 /// Weakly connected components: edges are read as undirected, every vertex starts with
@@ -73,8 +72,8 @@ impl VertexProgram for Wcc {
 /// assert_eq!(wcc(&g, &EngineConfig::default())?.values, [0, 0, 2, 2, 2]);
 /// # Ok::<(), bi_graph::GraphError>(())
 /// ```
-pub fn wcc(graph: &EdgeList, config: &EngineConfig) -> Result<Run<u32>, GraphError> {
+pub fn wcc<G: Graph + ?Sized>(graph: &G, config: &EngineConfig) -> Result<Run<u32>, GraphError> {
     let mut config = config.clone();
     config.max_iterations = config.max_iterations.max(graph.num_vertices() + 1);
-    run(&Wcc, graph, &config)
+    graph.run_program(&Wcc, &config)
 }

@@ -34,6 +34,28 @@ pub enum Program {
     /// Single-source shortest paths (weights from the input's third column, else 1);
     /// unreachable vertices are left out of the output.
     Sssp(SsspArgs),
+    /// Write a generated Kronecker graph as an edge list (`source target` per line), for
+    /// --input: over MPI each rank then reads only its share of the file.
+    Generate(GenerateArgs),
+}
+
+/// Options of `generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Scale of the Kronecker graph (Graph500 parameters, 2^S vertices).
+    #[arg(long, value_name = "S", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=31))]
+    pub scale: u32,
+    /// Edges drawn per vertex (self-loops and repeats are then removed).
+    #[arg(long, value_name = "F", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub edge_factor: u32,
+    /// Seed of the generator.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// The file to write (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
 }
 
 /// Options of `pagerank`.

@@ -12,7 +12,9 @@ mod report;
 use args::{Cli, CommonArgs, Program};
 use bi_graph::generate::Kronecker;
 use bi_graph::input::GraphReader;
-use bi_graph::{EdgeList, EngineConfig, GraphError, Observer, Placement, RunStats};
+use bi_graph::{
+    EdgeList, EngineConfig, Graph, GraphError, GraphShare, Observer, Placement, RunStats,
+};
 use clap::Parser;
 use report::{Row, Values};
 use std::fmt;
@@ -106,6 +108,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (source, iterations) = (a.source, a.iterations.map(to_usize));
             (a.common, Job::Sssp { source, iterations })
         }
+        Program::Generate(a) => return generate(&a),
     };
     #[cfg(feature = "mpi")]
     let over_files = common.processes || common.pool_ranks.is_some();
@@ -157,7 +160,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
         progress::Bars::for_terminal()
     };
     let started = Instant::now();
-    let graph = load(&common, matches!(job, Job::Sssp { .. }), observer.clone())?;
+    let weights_matter = matches!(job, Job::Sssp { .. });
+    #[cfg(feature = "mpi")]
+    let graph = match (&mpi, &common.input, common.pool_ranks) {
+        // Each rank reads its own share of the file and builds its own plan.
+        (Some(ranks), Some(path), None) => {
+            let reader = reader(weights_matter, observer.clone());
+            let cut = common.partition.into();
+            let share = GraphShare::read(&reader, path, cut, common.seed, &ranks.world())?;
+            Loaded::Share(share)
+        }
+        _ => Loaded::Whole(load(&common, weights_matter, observer.clone())?),
+    };
+    #[cfg(not(feature = "mpi"))]
+    let graph = Loaded::Whole(load(&common, weights_matter, observer.clone())?);
     if !quiet {
         eprintln!(
             "graph: {} vertices, {} edges ({} in {:.2} s)",
@@ -216,7 +232,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             measure_staleness: common.measure_staleness,
             on_partition_start: None,
         };
-        let run = run_task(task, &graph, &config);
+        let run = match &graph {
+            Loaded::Whole(g) => run_task(task, g, &config),
+            Loaded::Share(g) => run_task(task, g, &config),
+        };
         match (&worker, region) {
             (None, Some(path)) => processes::remove_region(&path),
             (Some(worker), _) => worker.clean_up_if_orphaned(),
@@ -249,10 +268,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     let to_stdout = common.output.as_deref() == Some(Path::new("-"));
     if let (Some(path), Some(values)) = (&common.output, &first) {
-        write_output(path, &graph, values)?;
+        write_output(path, graph.ids(), values)?;
     }
     if common.json {
-        println!("{}", report::json(program, &graph, common.nodes, &rows));
+        let size = (graph.num_vertices(), graph.num_edges());
+        println!("{}", report::json(program, size, common.nodes, &rows));
     } else {
         let mut text = report::summary(&rows);
         if common.phases {
@@ -281,10 +301,42 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// The graph a run works on: the whole of it, or this rank's share.
+enum Loaded {
+    Whole(EdgeList),
+    // Read only with `--mpi`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Share(GraphShare),
+}
+
+impl Loaded {
+    fn num_vertices(&self) -> usize {
+        match self {
+            Loaded::Whole(g) => g.num_vertices(),
+            Loaded::Share(g) => g.num_vertices(),
+        }
+    }
+
+    fn num_edges(&self) -> usize {
+        match self {
+            Loaded::Whole(g) => g.num_edges(),
+            Loaded::Share(g) => g.num_edges(),
+        }
+    }
+
+    /// Every vertex's id in the input.
+    fn ids(&self) -> &[u64] {
+        match self {
+            Loaded::Whole(g) => &g.ids,
+            Loaded::Share(g) => g.ids(),
+        }
+    }
+}
+
 /// Runs the program once.
-fn run_task(
+fn run_task<G: Graph>(
     task: Task,
-    graph: &EdgeList,
+    graph: &G,
     config: &EngineConfig,
 ) -> Result<(Values, RunStats), Failure> {
     Ok(match task {
@@ -307,6 +359,50 @@ fn to_usize(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
+/// `generate`: writes the Kronecker graph as `source target` lines.
+fn generate(args: &args::GenerateArgs) -> Result<(), Failure> {
+    let generator = Kronecker {
+        edge_factor: args.edge_factor,
+        ..Kronecker::graph500(args.scale, args.seed)
+    };
+    let graph = generator.generate()?;
+    let io_failure = |source: io::Error| {
+        Failure::Graph(GraphError::Io {
+            file: args.output.clone(),
+            source,
+        })
+    };
+    let write = |out: &mut dyn Write| -> io::Result<()> {
+        writeln!(
+            out,
+            "# Kronecker scale {} edge factor {} seed {}: {} edges",
+            args.scale,
+            args.edge_factor,
+            args.seed,
+            graph.num_edges()
+        )?;
+        for &(u, v) in &graph.edges {
+            writeln!(out, "{}\t{}", graph.ids[u as usize], graph.ids[v as usize])?;
+        }
+        out.flush()
+    };
+    if args.output == Path::new("-") {
+        write(&mut BufWriter::new(io::stdout().lock())).map_err(io_failure)
+    } else {
+        let file = File::create(&args.output).map_err(io_failure)?;
+        write(&mut BufWriter::new(file)).map_err(io_failure)
+    }
+}
+
+/// The reader of `--input`: negative weights only where they do not matter.
+fn reader(weights_matter: bool, observer: Option<Arc<dyn Observer>>) -> GraphReader {
+    let reader = GraphReader::new().allow_negative_weights(!weights_matter);
+    match observer {
+        Some(o) => reader.observer(o),
+        None => reader,
+    }
+}
+
 /// The graph from `--input`, or a generated Kronecker graph.
 fn load(
     common: &CommonArgs,
@@ -314,13 +410,7 @@ fn load(
     observer: Option<Arc<dyn Observer>>,
 ) -> Result<EdgeList, Failure> {
     match &common.input {
-        Some(path) => {
-            let mut reader = GraphReader::new().allow_negative_weights(!weights_matter);
-            if let Some(o) = observer {
-                reader = reader.observer(o);
-            }
-            Ok(reader.read_path(path)?)
-        }
+        Some(path) => Ok(reader(weights_matter, observer).read_path(path)?),
         None => {
             if let Some(o) = &observer {
                 o.start("generate", 0);
@@ -339,8 +429,8 @@ fn load(
 }
 
 /// The dense index of the vertex whose original id is `id`.
-fn dense_source(graph: &EdgeList, id: u64) -> Result<u32, Failure> {
-    match graph.ids.binary_search(&id) {
+fn dense_source(graph: &Loaded, id: u64) -> Result<u32, Failure> {
+    match graph.ids().binary_search(&id) {
         Ok(index) => u32::try_from(index)
             .map_err(|_| Failure::Message(format!("source vertex {id} has no 32-bit index"))),
         Err(_) => Err(Failure::Message(format!(
@@ -349,7 +439,7 @@ fn dense_source(graph: &EdgeList, id: u64) -> Result<u32, Failure> {
     }
 }
 
-fn write_output(path: &Path, graph: &EdgeList, values: &Values) -> Result<(), Failure> {
+fn write_output(path: &Path, ids: &[u64], values: &Values) -> Result<(), Failure> {
     let io_failure = |source: io::Error| {
         Failure::Graph(GraphError::Io {
             file: path.to_path_buf(),
@@ -359,11 +449,11 @@ fn write_output(path: &Path, graph: &EdgeList, values: &Values) -> Result<(), Fa
     if path == Path::new("-") {
         let stdout = io::stdout();
         let mut out = BufWriter::new(stdout.lock());
-        report::write_values(graph, values, &mut out).map_err(io_failure)
+        report::write_values(ids, values, &mut out).map_err(io_failure)
     } else {
         let file = File::create(path).map_err(io_failure)?;
         let mut out = BufWriter::new(file);
-        report::write_values(graph, values, &mut out).map_err(io_failure)?;
+        report::write_values(ids, values, &mut out).map_err(io_failure)?;
         out.flush().map_err(io_failure)
     }
 }

@@ -46,6 +46,11 @@ impl Ranks {
         id
     }
 
+    /// The communicator of every rank.
+    pub fn world(&self) -> mpi::topology::SimpleCommunicator {
+        self.universe.world()
+    }
+
     /// Whether this is rank 0, which writes the values and the summary.
     pub fn is_root(&self) -> bool {
         self.universe.world().rank() == 0

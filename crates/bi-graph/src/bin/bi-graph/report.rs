@@ -1,7 +1,7 @@
 //! What a run prints: the values file, the agreement between modes, the summary table
 //! or its JSON line.
 
-use bi_graph::{EdgeList, Mode, RunStats};
+use bi_graph::{Mode, RunStats};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -18,8 +18,7 @@ pub enum Values {
 }
 
 /// Writes `vertex_id<TAB>value` lines with original ids.
-pub fn write_values(graph: &EdgeList, values: &Values, out: &mut dyn Write) -> io::Result<()> {
-    let ids = &graph.ids;
+pub fn write_values(ids: &[u64], values: &Values, out: &mut dyn Write) -> io::Result<()> {
     match values {
         Values::Ranks(ranks) => {
             for (id, rank) in ids.iter().zip(ranks) {
@@ -235,7 +234,8 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
 /// "max_staleness": n, "phases_ns": {"scatter": t, ...}, "vs_first": "same", "agrees":
 /// true}, ...]}` (`vs_first` is null for the first mode, `max_staleness` where it was not
 /// measured; `phases_ns` per superstep, as [`bi_graph::Phases`] names them).
-pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String {
+/// `size` is the graph's vertices and edges.
+pub fn json(program: &str, size: (usize, usize), nodes: u64, rows: &[Row]) -> String {
     let modes: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -266,8 +266,8 @@ pub fn json(program: &str, graph: &EdgeList, nodes: u64, rows: &[Row]) -> String
         .collect();
     format!(
         "{{\"program\": \"{program}\", \"vertices\": {}, \"edges\": {}, \"nodes\": {nodes}, \"modes\": [{}]}}",
-        graph.num_vertices(),
-        graph.num_edges(),
+        size.0,
+        size.1,
         modes.join(", ")
     )
 }

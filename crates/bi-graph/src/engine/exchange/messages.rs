@@ -285,36 +285,59 @@ fn out_of_range() -> GraphError {
     }
 }
 
+/// The messages partition `p` receives each superstep from each partition: partials
+/// from the replicas there that feed its masters, and values of the masters there that
+/// it holds replicas of (the aggregate counts as one more).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Expected {
+    pub partials: Vec<usize>,
+    pub values: Vec<usize>,
+}
+
+impl Expected {
+    /// What partition `p` receives, from every partition's plan.
+    pub fn from_plans(plans: &[PartPlan], p: usize) -> Expected {
+        Expected::counting(plans.len(), p, |q| {
+            (plans[q].feeders_of(p), plans[q].mirrors_on(p))
+        })
+    }
+
+    /// What partition `p` of `parts` receives, `from(q)` being the partials and values
+    /// partition `q` sends it.
+    pub fn counting(parts: usize, p: usize, from: impl Fn(usize) -> (usize, usize)) -> Expected {
+        let mut expected = Expected::default();
+        for q in 0..parts {
+            let (partials, values) = if q == p { (0, 0) } else { from(q) };
+            expected.partials.push(partials);
+            // Every value of a master replicated here, then the aggregate.
+            expected.values.push(if q == p { 0 } else { values + 1 });
+        }
+        expected
+    }
+}
+
 impl<'a, T: Transport> Messages<'a, T> {
+    /// Partition `p`'s exchange over `transport`: its `plan`, what it receives, and its
+    /// copies of values in slots of `stride` words of which `data_words` hold the value
+    /// (then a meta word if `meta`).
     pub fn new(
         p: usize,
-        plans: &'a [PartPlan],
-        layout: &SharedLayout,
+        plan: &'a PartPlan,
+        expected: Expected,
+        (stride, meta): (usize, bool),
         transport: T,
         data_words: usize,
     ) -> Self {
-        let parts = plans.len();
-        let plan = &plans[p];
-        let others = |count: &dyn Fn(usize) -> usize| -> Vec<usize> {
-            (0..parts)
-                .map(|q| if q == p { 0 } else { count(q) })
-                .collect()
-        };
         Messages {
             p,
             plan,
             transport,
-            mail: Mailbox::new(
-                p,
-                others(&|q| plans[q].feeders_of(p)),
-                // Every value of a master replicated here, then the aggregate.
-                others(&|q| plans[q].mirrors_on(p) + 1),
-            ),
+            mail: Mailbox::new(p, expected.partials, expected.values),
             copies: Copies {
-                words: [0, 1].map(|_| vec![0; plan.locals() * layout.value_stride]),
-                stride: layout.value_stride,
+                words: [0, 1].map(|_| vec![0; plan.locals() * stride]),
+                stride,
                 dw: data_words,
-                meta: layout.value_meta,
+                meta,
             },
         }
     }

@@ -25,7 +25,7 @@ pub(crate) mod messages;
 pub(crate) mod pooled;
 pub(crate) mod slots;
 
-pub(crate) use messages::{Channels, Messages};
+pub(crate) use messages::{Channels, Expected, Messages};
 pub(crate) use slots::SharedSlots;
 
 use super::memory::WordSource;
