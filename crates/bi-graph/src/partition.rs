@@ -348,7 +348,7 @@ mod tests {
             Partitioner::Grid,
             Partitioner::ByTarget,
         ] {
-            for parts in 1..=5 {
+            for parts in 1..=9 {
                 let cut = VertexCut::new(&g, parts, p, 3).unwrap();
                 for (e, &(u, v)) in g.edges.iter().enumerate() {
                     let q = usize::from(cut.edge_partitions()[e]);
@@ -360,6 +360,11 @@ mod tests {
                 assert_eq!(cut.presence(50).count_ones(), 1); // isolated
                 let rf = cut.replication_factor();
                 assert!((1.0..=parts as f64).contains(&rf));
+                // The copies per vertex, counted here.
+                let copies: u32 = (0..51).map(|v| cut.presence(v).count_ones()).sum();
+                assert_eq!(rf, f64::from(copies) / 51.0);
+                // A ring cut in several places has vertices on two partitions.
+                assert_eq!(rf > 1.0, parts > 1, "{p:?} {parts}");
                 assert_eq!(cut.edges_per_partition().iter().sum::<usize>(), 50);
             }
         }

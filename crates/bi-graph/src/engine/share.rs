@@ -398,6 +398,7 @@ pub(crate) mod threads {
 mod tests {
     use super::threads::{Group, Member};
     use super::*;
+    use crate::engine::exchange::Expected;
     use crate::engine::plan::{Csr, build};
     use crate::partition::VertexCut;
     use std::io::Write;
@@ -447,6 +448,7 @@ mod tests {
                     std::thread::scope(|s| {
                         for p in 0..parts {
                             let (group, reader, plans, whole) = (&group, &reader, &plans, &whole);
+                            let cut = &cut;
                             let path = file.path();
                             s.spawn(move || {
                                 let me = Member { group, rank: p };
@@ -454,7 +456,36 @@ mod tests {
                                     GraphShare::read(reader, path, partitioner, 9, &me).unwrap();
                                 assert_eq!(share.ids(), &whole.ids[..]);
                                 assert_eq!(share.num_edges(), whole.num_edges());
-                                let (plan, _) = share.plan(needs, &me).unwrap();
+                                // Its own edges, in the file's order, with their weights.
+                                let mine = |e: &usize| usize::from(cut.edge_partitions()[*e]) == p;
+                                let own: Vec<usize> = (0..whole.num_edges()).filter(mine).collect();
+                                let edges: Vec<_> = own.iter().map(|&e| whole.edges[e]).collect();
+                                assert_eq!(share.edges(), &edges[..]);
+                                let weights: Vec<_> =
+                                    own.iter().map(|&e| whole.weight(e)).collect();
+                                assert_eq!(share.weights(), Some(&weights[..]));
+                                // The whole graph's degrees.
+                                let mut degrees = [
+                                    vec![0u32; whole.num_vertices()],
+                                    vec![0; whole.num_vertices()],
+                                ];
+                                for &(u, v) in &whole.edges {
+                                    degrees[0][v as usize] += 1;
+                                    degrees[1][u as usize] += 1;
+                                }
+                                assert_eq!(share.in_degrees(), &degrees[0][..]);
+                                assert_eq!(share.out_degrees(), &degrees[1][..]);
+                                let rf = share.replication_factor();
+                                assert_eq!(rf, cut.replication_factor());
+                                assert_eq!(rf > 1.0, parts > 1);
+                                let (plan, feeds) = share.plan(needs, &me).unwrap();
+                                // What it expects each superstep, from the tables, is what
+                                // the plans of a whole-graph run expect.
+                                let tables = share.vertices(&feeds);
+                                let expected = Expected::counting(parts, p, |q| {
+                                    (tables.feeders(q, p), tables.replicated(q, p))
+                                });
+                                assert_eq!(expected, Expected::from_plans(plans, p));
                                 same_plan(
                                     &plan,
                                     &plans[p],
@@ -466,6 +497,76 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A partition that answers every exchange as if it were alone, with `arriving` as
+    /// the edges sent to it when given.
+    struct Alone {
+        rank: usize,
+        size: usize,
+        arriving: Option<Vec<u64>>,
+    }
+
+    impl Collective for Alone {
+        fn partition(&self) -> usize {
+            self.rank
+        }
+        fn partitions(&self) -> usize {
+            self.size
+        }
+        fn all_gather(&self, mine: &[u64]) -> Result<Vec<u64>, GraphError> {
+            Ok(mine.to_vec())
+        }
+        fn all_to_all(&self, out: Vec<Vec<u64>>) -> Result<Vec<u64>, GraphError> {
+            Ok(self.arriving.clone().unwrap_or_else(|| out.concat()))
+        }
+        fn or_all(&self, _: &mut [u64]) -> Result<(), GraphError> {
+            Ok(())
+        }
+        fn sum_all(&self, _: &mut [u32]) -> Result<(), GraphError> {
+            Ok(())
+        }
+    }
+
+    /// A partition outside its group, a group of no or too many partitions, and an edge
+    /// arriving with a vertex the ids do not have are errors, not panics.
+    #[test]
+    fn impossible_groups_and_edges_are_errors() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "1 2\n2 3").unwrap();
+        let read = |rank, size, arriving| {
+            let me = Alone {
+                rank,
+                size,
+                arriving,
+            };
+            GraphShare::read(
+                &GraphReader::new(),
+                file.path(),
+                Partitioner::Random,
+                1,
+                &me,
+            )
+        };
+        for (rank, size) in [(0, 0), (0, MAX_PARTITIONS + 1), (2, 2)] {
+            let err = read(rank, size, None).unwrap_err().to_string();
+            assert!(
+                err.contains("partitions are supported"),
+                "{rank}/{size}: {err}"
+            );
+        }
+        assert!(
+            read(63, MAX_PARTITIONS, None).is_ok(),
+            "the most partitions a cut has"
+        );
+        let alone = read(0, 1, None).unwrap();
+        assert_eq!(
+            (alone.num_vertices(), alone.edges()),
+            (3, &[(0, 1), (1, 2)][..])
+        );
+        // Vertex 0 to vertex 99 of 3.
+        let err = read(0, 1, Some(vec![99])).unwrap_err().to_string();
+        assert!(err.contains("names no vertex"), "{err}");
     }
 
     fn same_csr(a: &Option<Csr>, b: &Option<Csr>, what: &str) {

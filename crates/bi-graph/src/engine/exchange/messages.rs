@@ -288,7 +288,7 @@ fn out_of_range() -> GraphError {
 /// The messages partition `p` receives each superstep from each partition: partials
 /// from the replicas there that feed its masters, and values of the masters there that
 /// it holds replicas of (the aggregate counts as one more).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Expected {
     pub partials: Vec<usize>,
     pub values: Vec<usize>,
