@@ -133,26 +133,25 @@ impl Vertices<'_> {
     /// How many replicas on partition `q` feed a master on partition `p` (the partials
     /// `p` receives from `q` each superstep).
     pub fn feeders(&self, q: usize, p: usize) -> usize {
-        if q == p {
-            return 0;
-        }
-        self.master
-            .iter()
-            .zip(self.feeds)
-            .filter(|&(&m, &f)| usize::from(m) == p && f & (1 << q) != 0)
-            .count()
+        Self::masters_marked(self.master, self.feeds, p, q)
     }
 
     /// How many masters on partition `q` have a replica on partition `p` (the values
     /// `p` receives from `q` each superstep).
     pub fn replicated(&self, q: usize, p: usize) -> usize {
-        if q == p {
+        Self::masters_marked(self.master, self.presence, q, p)
+    }
+
+    /// How many vertices whose master is on `owner` have `other`'s bit in `table`
+    /// (none when they are one partition).
+    fn masters_marked(master: &[u8], table: &[u64], owner: usize, other: usize) -> usize {
+        if owner == other {
             return 0;
         }
-        self.master
+        master
             .iter()
-            .zip(self.presence)
-            .filter(|&(&m, &set)| usize::from(m) == q && set & (1 << p) != 0)
+            .zip(table)
+            .filter(|&(&m, &bits)| usize::from(m) == owner && bits & (1 << other) != 0)
             .count()
     }
 }
