@@ -55,6 +55,15 @@ pub enum Partitioner {
     ByTarget,
 }
 
+impl Partitioner {
+    /// Whether the cut places an edge by its endpoints alone, so that partitions can read
+    /// a graph in shares ([`GraphShare`](crate::GraphShare)): all but the oblivious cut,
+    /// which places an edge after every edge before it.
+    pub fn reads_shares(self) -> bool {
+        self != Partitioner::Oblivious
+    }
+}
+
 /// Which memory the partitions share.
 ///
 /// ```
@@ -230,7 +239,7 @@ impl Default for EngineConfig {
 /// };
 /// let launcher = EngineConfig { placement: Placement::Processes(launch), ..EngineConfig::default() };
 /// // In partition 1's process:
-/// let partition = PartitionOf { region: "/dev/shm/run.bi".into(), partition: 1 };
+/// let partition = PartitionOf { region: "/dev/shm/run.bi".into(), partition: 1, exchange: None };
 /// let worker = EngineConfig { placement: Placement::Partition(partition), ..EngineConfig::default() };
 /// ```
 #[derive(Clone, Debug, Default)]
@@ -291,10 +300,16 @@ impl std::fmt::Debug for Launch {
 /// Which partition of which launched run this process is ([`Placement::Partition`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionOf {
-    /// The launcher's region file.
+    /// The launcher's region file. For a graph read in shares, partition 0 creates it
+    /// (it must not exist) and removes it after the run.
     pub region: PathBuf,
     /// This process's partition.
     pub partition: usize,
+    /// For a graph read in shares ([`GraphShare`](crate::GraphShare)), the directory the
+    /// partitions exchange through ([`launch_shares`](crate::engine::launch_shares)
+    /// makes it, [`FileGroup`](crate::engine::file_group::FileGroup) reads and writes
+    /// it); `None` when every partition's process loads the whole graph.
+    pub exchange: Option<PathBuf>,
 }
 
 /// What a run measured.

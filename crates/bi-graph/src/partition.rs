@@ -213,7 +213,7 @@ impl Placer {
     /// The placer of `partitioner`, or `None` for [`Partitioner::Oblivious`], whose
     /// placement of an edge depends on every edge placed before it.
     pub(crate) fn new(partitioner: Partitioner, parts: usize, seed: u64) -> Option<Placer> {
-        (partitioner != Partitioner::Oblivious).then(|| Placer {
+        partitioner.reads_shares().then(|| Placer {
             partitioner,
             parts,
             seed,

@@ -3,6 +3,8 @@
 #![cfg(all(feature = "cli", feature = "mpi"))]
 #![cfg(not(miri))] // spawns processes
 
+mod common;
+use common::{messages, shares_inputs};
 use std::process::Command;
 
 /// Runs `program`; returns what it printed.
@@ -17,20 +19,6 @@ fn run(program: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The figure in the run report's `messages` column (right-aligned under its heading).
-fn messages(report: &str) -> u64 {
-    let mut lines = report.lines().skip_while(|l| !l.contains("messages"));
-    let heading = lines
-        .next()
-        .unwrap_or_else(|| panic!("no report: {report}"));
-    let end = heading.find("messages").unwrap() + "messages".len();
-    let row = lines.next().unwrap_or_else(|| panic!("no row: {report}"));
-    let figure = row[..end].split_whitespace().last().unwrap();
-    figure
-        .parse()
-        .unwrap_or_else(|_| panic!("{figure:?} in {report}"))
 }
 
 #[test]
@@ -63,25 +51,8 @@ fn four_ranks_give_the_values_of_one_process() {
 fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
     let exe = env!("CARGO_BIN_EXE_bi-graph");
     let dir = tempfile::tempdir().unwrap();
-    let graph = dir.path().join("graph.txt");
-    let graph = graph.to_str().unwrap();
-    run(exe, &["generate", "--scale", "11", "--output", graph]);
-    let text = std::fs::read_to_string(graph).unwrap();
-    assert!(
-        text.lines().count() > 20_000,
-        "the generated graph is written whole"
-    );
-    // The same edges with weights, for shortest paths.
-    let weighted = dir.path().join("weighted.txt");
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .enumerate()
-        .map(|(i, l)| format!("{l} {}", 1 + i % 5))
-        .collect();
-    std::fs::write(&weighted, lines.join("\n")).unwrap();
-    let source = lines[0].split_whitespace().next().unwrap().to_owned();
-    let weighted = weighted.to_str().unwrap();
+    let (graph, weighted, source) = shares_inputs(dir.path());
+    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
     let cases: [(&[&str], &str, &str); 3] = [
         (&["pagerank"], "random", graph),
         (&["wcc"], "grid", graph),

@@ -4,7 +4,7 @@
 #![cfg(not(miri))] // spawns processes
 
 mod common;
-use common::{bi_graph, run_ok, stderr};
+use common::{bi_graph, messages, run_ok, shares_inputs, stderr, stdout};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,6 +59,92 @@ fn processes_give_the_values_of_threads() {
     assert!(!json.contains("\"gather_apply\": 0,"), "{json}");
 }
 
+/// With an edge list cut by endpoints, each partition's process reads only its share of
+/// the file, and partition 0 reports: the values and the messages are those of one
+/// process, in every mode, and nothing is left beside the region's path.
+#[test]
+fn processes_reading_their_shares_give_the_values_of_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (graph, weighted, source) = shares_inputs(dir.path());
+    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let region = runs.join("run.bi");
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&["pagerank", "--iterations", "12"], "random", graph),
+        (&["wcc"], "grid", graph),
+        (&["sssp", "--source", &source], "by-target", weighted),
+        // The oblivious cut places an edge after all before it: each process loads the
+        // whole graph, as without an input file.
+        (&["wcc"], "oblivious", graph),
+    ];
+    for (program, partition, input) in cases {
+        let one = dir.path().join("one.txt");
+        let processes = dir.path().join("processes.txt");
+        let mut a: Vec<&str> = program.to_vec();
+        a.extend(["--input", input, "--nodes", "4", "--partition", partition]);
+        a.extend(["--mode", "all"]);
+        let mut b = a.clone();
+        a.extend(["--output", one.to_str().unwrap()]);
+        b.extend(["--processes", "--region", region.to_str().unwrap()]);
+        b.extend(["--output", processes.to_str().unwrap()]);
+        let whole = stdout(&run_ok(&a));
+        let shared = stdout(&run_ok(&b));
+        let (x, y) = (
+            std::fs::read(&one).unwrap(),
+            std::fs::read(&processes).unwrap(),
+        );
+        assert!(!x.is_empty());
+        assert!(x == y, "{program:?} {partition}: the processes differ");
+        assert_eq!(
+            messages(&shared),
+            messages(&whole),
+            "{program:?} {partition}: {shared}"
+        );
+        assert_eq!(shared.lines().count(), 4, "a row per mode: {shared}");
+        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+        assert!(left.is_empty(), "{program:?} {partition} left {left:?}");
+    }
+}
+
+/// A share that cannot be read stops every partition, wherever it waits, with the
+/// line's number in the whole file; nothing is left behind.
+#[test]
+fn a_bad_line_in_one_share_stops_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("graph.txt");
+    let mut text: String = (0..4000)
+        .map(|i| format!("{i} {}\n", (i * 7) % 4000))
+        .collect();
+    text.push_str("12 not-a-vertex\n");
+    std::fs::write(&graph, text).unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let region = runs.join("run.bi");
+    let out = bi_graph(&[
+        "wcc",
+        "--input",
+        graph.to_str().unwrap(),
+        "--nodes",
+        "3",
+        "--processes",
+        "--region",
+        region.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("graph.txt:4001:"),
+        "the line is numbered in the whole file: {err}"
+    );
+    assert!(
+        err.contains("partition 2"),
+        "the reading partition is named: {err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+    assert!(left.is_empty(), "left {left:?}");
+}
+
 #[test]
 fn an_existing_region_file_is_refused_and_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,16 +173,15 @@ fn an_existing_region_file_is_refused_and_kept() {
 /// processes once they are all running.
 // The caller waits for (or kills) the launcher.
 #[allow(clippy::zombie_processes)]
-fn endless_run(nodes: usize, region: &Path) -> (Child, Vec<u32>) {
+/// With `input`, the partitions read their shares of it.
+fn endless_run(nodes: usize, region: &Path, input: Option<&Path>) -> (Child, Vec<u32>) {
+    let graph = match input {
+        Some(path) => ["--input", path.to_str().unwrap()],
+        None => ["--scale", "9"],
+    };
     let launcher = Command::new(env!("CARGO_BIN_EXE_bi-graph"))
-        .args([
-            "pagerank",
-            "--scale",
-            "9",
-            "--processes",
-            "--iterations",
-            "1000000000",
-        ])
+        .args(["pagerank", "--processes", "--iterations", "1000000000"])
+        .args(graph)
         .args([
             "--nodes",
             &nodes.to_string(),
@@ -160,11 +245,35 @@ fn wait_with_deadline(child: &mut Child, limit: Duration) -> std::process::ExitS
     }
 }
 
+/// A graph file whose partitions' processes run long enough to be killed.
+fn long_input(dir: &Path) -> std::path::PathBuf {
+    let graph = dir.join("graph.txt");
+    run_ok(&[
+        "generate",
+        "--scale",
+        "9",
+        "--output",
+        graph.to_str().unwrap(),
+    ]);
+    graph
+}
+
 #[test]
 fn a_killed_partition_stops_the_run_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let region = dir.path().join("run.bi");
-    let (mut launcher, children) = endless_run(3, &region);
+    let input = long_input(dir.path());
+    for shares in [false, true] {
+        let runs = dir.path().join(format!("runs-{shares}"));
+        std::fs::create_dir(&runs).unwrap();
+        let input = shares.then_some(&*input);
+        a_killed_partition_stops(&runs.join("run.bi"), input);
+        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+        assert!(left.is_empty(), "shares {shares}: left {left:?}");
+    }
+}
+
+fn a_killed_partition_stops(region: &Path, input: Option<&Path>) {
+    let (mut launcher, children) = endless_run(3, region, input);
     kill(children[1]);
     let status = wait_with_deadline(&mut launcher, Duration::from_secs(30));
     assert!(!status.success());
@@ -183,8 +292,19 @@ fn a_killed_partition_stops_the_run_with_a_clear_error() {
 #[test]
 fn partitions_stop_when_their_launcher_dies() {
     let dir = tempfile::tempdir().unwrap();
-    let region = dir.path().join("run.bi");
-    let (mut launcher, children) = endless_run(2, &region);
+    let input = long_input(dir.path());
+    for shares in [false, true] {
+        let runs = dir.path().join(format!("runs-{shares}"));
+        std::fs::create_dir(&runs).unwrap();
+        let input = shares.then_some(&*input);
+        partitions_stop_without_launcher(&runs.join("run.bi"), input);
+        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+        assert!(left.is_empty(), "shares {shares}: left {left:?}");
+    }
+}
+
+fn partitions_stop_without_launcher(region: &Path, input: Option<&Path>) {
+    let (mut launcher, children) = endless_run(2, region, input);
     kill(launcher.id());
     let _ = launcher.wait();
     let deadline = Instant::now() + Duration::from_secs(30);

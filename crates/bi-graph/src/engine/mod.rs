@@ -99,6 +99,7 @@
 
 mod barrier;
 mod exchange;
+pub mod file_group;
 mod memory;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -109,6 +110,7 @@ mod processes;
 mod program;
 mod quiescence;
 mod report;
+mod results;
 pub mod share;
 mod shared;
 mod threads;
@@ -118,9 +120,10 @@ mod worker;
 pub use barrier::{Aborted, RegionBarrier};
 #[cfg(feature = "mpi")]
 pub use mpi::run_share;
+pub use processes::{exchange_dir, launch_shares, remove_region};
 pub use program::{EdgeDirection, VertexInfo, VertexProgram};
 
-use crate::config::{EngineConfig, Placement, RunStats};
+use crate::config::{EngineConfig, PartitionOf, Placement, RunStats};
 use crate::edge_list::EdgeList;
 use crate::error::GraphError;
 use bi_core::mem::NodeStats;
@@ -297,17 +300,24 @@ impl Graph for share::GraphShare {
         program: &P,
         config: &EngineConfig,
     ) -> Result<Run<P::Data>, GraphError> {
-        match config.placement {
+        match &config.placement {
             #[cfg(feature = "mpi")]
             Placement::Mpi => Ok(mpi::run_share(program, self, config)?.run),
-            _ => {
-                let _ = program;
-                Err(GraphError::InvalidArgument {
-                    reason: "a graph read in shares runs with one MPI rank per partition \
-                             (Placement::Mpi, feature `mpi`)"
-                        .into(),
-                })
+            Placement::Partition(
+                of @ PartitionOf {
+                    exchange: Some(exchange),
+                    ..
+                },
+            ) => {
+                let options = RunOptions::default();
+                Ok(processes::serve_share(program, self, config, &options, of, exchange)?.run)
             }
+            _ => Err(GraphError::InvalidArgument {
+                reason: "a graph read in shares runs with one process per partition: \
+                         MPI ranks (Placement::Mpi, feature `mpi`) or launched processes \
+                         (Placement::Partition with an exchange directory)"
+                    .into(),
+            }),
         }
     }
 }

@@ -9,6 +9,7 @@
 //!
 //! [`Placement::Mpi`]: crate::Placement::Mpi
 
+use super::DetailedRun;
 use super::barrier::RegionBarrier;
 use super::exchange::messages::Transport;
 use super::exchange::pooled::PooledSlots;
@@ -18,17 +19,17 @@ use super::exchange::slots::Direct;
 use super::exchange::slots::Viewed;
 use super::exchange::{Expected, Messages};
 use super::memory::words_of;
-use super::memory::{Counted, LineCounters, LineTotals, decode, encode};
+use super::memory::{Counted, LineCounters, LineTotals};
 use super::plan::Needs;
-use super::prepare::{Prepared, check_sizes, collect};
+use super::prepare::{Prepared, check_sizes};
 use super::program::VertexProgram;
-use super::report::{DONE, REPORT_WORDS, Report};
+use super::report::REPORT_WORDS;
+use super::results::{Whole, master_words, report_words, run_from_reports, values_from_words};
 use super::share::{Collective, GraphShare};
 use super::shared::Msg;
 use super::shared::stride as value_stride;
 use super::worker::Ctx;
 use super::worker::{PartitionResult, Worker};
-use super::{DetailedRun, Run};
 use crate::config::{EngineConfig, Mode, MpiPools};
 use crate::error::GraphError;
 use bi_core::region::Region;
@@ -98,18 +99,18 @@ pub(crate) fn run<P: VertexProgram>(
         });
     }
     let ctx = prepared.ctx(program, config);
-    let plan = &prepared.plans[rank];
+    let plan = prepared.plan(rank)?;
     let exchange = Messages::new(
         rank,
         plan,
-        Expected::from_plans(&prepared.plans, rank),
+        Expected::from_shapes(&prepared.shapes, rank),
         prepared.layout.value_slots(),
         MpiTransport { world: &world },
         prepared.words[0],
     );
     let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, plan, exchange).run());
     gather(
-        prepared.into(),
+        prepared.whole(),
         &world,
         rank,
         outcome,
@@ -183,26 +184,6 @@ pub fn run_share<P: VertexProgram>(
         replication_factor: share.replication_factor(),
     };
     gather(whole, &world, rank, outcome, LineTotals::default())
-}
-
-/// What [`gather`] needs to know of the whole run.
-#[derive(Clone, Copy)]
-struct Whole {
-    data_words: usize,
-    parts: usize,
-    vertices: usize,
-    replication_factor: f64,
-}
-
-impl From<&Prepared> for Whole {
-    fn from(prepared: &Prepared) -> Whole {
-        Whole {
-            data_words: prepared.words[0],
-            parts: prepared.parts(),
-            vertices: prepared.in_degree.len(),
-            replication_factor: prepared.cut.replication_factor(),
-        }
-    }
 }
 
 impl Collective for SimpleCommunicator {
@@ -341,7 +322,8 @@ pub(crate) fn run_pools<P: VertexProgram>(
     let access = Direct(region.backing().words());
     let exchange = PooledSlots::new(
         rank,
-        &prepared.plans,
+        prepared.plan(rank)?,
+        &prepared.shapes,
         &prepared.layout,
         pools,
         &barrier,
@@ -352,13 +334,13 @@ pub(crate) fn run_pools<P: VertexProgram>(
         prepared.words,
     );
     let ctx = prepared.ctx(program, config);
-    let plan = &prepared.plans[rank];
+    let plan = prepared.plan(rank)?;
     let outcome = or_abort(&world, rank, Worker::new(&ctx, rank, plan, exchange).run());
     world.barrier();
     if rank == leader {
         let _ = std::fs::remove_file(&path);
     }
-    gather(prepared.into(), &world, rank, outcome, counters.totals())
+    gather(prepared.whole(), &world, rank, outcome, counters.totals())
 }
 
 /// The world communicator, one rank per partition.
@@ -391,20 +373,10 @@ fn gather<D: bytemuck::Pod>(
     outcome: PartitionResult<D>,
     lines: LineTotals,
 ) -> Result<DetailedRun<D>, GraphError> {
-    let dw = whole.data_words;
-    let mut mine: Vec<u64> = Vec::with_capacity(outcome.masters.len() * (1 + dw));
-    for (v, d) in &outcome.masters {
-        mine.push(u64::from(*v));
-        mine.extend_from_slice(&encode(d)[..dw]);
-    }
-    let report = Report {
-        status: DONE,
-        outcome: outcome.measurements(),
-        lines,
-        emulator: None,
-    };
+    let mine = master_words(&outcome, whole.data_words);
+    let report = report_words(&outcome, lines);
     let mut reports = vec![0u64; REPORT_WORDS * whole.parts];
-    world.all_gather_into(&report.words()[..], &mut reports[..]);
+    world.all_gather_into(&report[..], &mut reports[..]);
     let count = count(mine.len())?;
     let mut counts = vec![0i32; whole.parts];
     world.all_gather_into(&count, &mut counts[..]);
@@ -418,33 +390,9 @@ fn gather<D: bytemuck::Pod>(
             &mine[..],
             &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
         );
-        values = vec![D::zeroed(); whole.vertices];
-        for entry in all.chunks_exact(1 + dw) {
-            let mut w = [0u64; 2];
-            w[..dw].copy_from_slice(&entry[1..]);
-            let slot = usize::try_from(entry[0])
-                .ok()
-                .and_then(|v| values.get_mut(v))
-                .ok_or_else(|| GraphError::Exchange {
-                    what: "a rank's value names no vertex",
-                })?;
-            *slot = decode(&w);
-        }
+        values = values_from_words(whole, [&all[..]])?;
     } else {
         root.gather_varcount_into(&mine[..]);
     }
-    let mut lines = LineTotals::default();
-    let mut outcomes = Vec::with_capacity(whole.parts);
-    for w in reports.chunks_exact(REPORT_WORDS) {
-        let w: &[u64; REPORT_WORDS] = w.try_into().expect("chunks of REPORT_WORDS");
-        let report = Report::from_words(w);
-        lines.written_back += report.lines.written_back;
-        lines.invalidated += report.lines.invalidated;
-        outcomes.push(report.outcome);
-    }
-    let (_, stats) = collect::<()>(whole.vertices, whole.replication_factor, outcomes, lines);
-    Ok(DetailedRun {
-        run: Run { values, stats },
-        emulator: None,
-    })
+    run_from_reports(whole, &reports, values)
 }

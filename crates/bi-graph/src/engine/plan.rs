@@ -61,6 +61,54 @@ impl Needs {
     }
 }
 
+/// What the other partitions need of one partition's plan: the sizes of its shared
+/// arrays and how many messages it sends each. Partitions that each hold only their own
+/// plan gather these to lay out the region and count what they receive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PartShape {
+    /// Masters held here (value slots).
+    pub masters: usize,
+    /// `feeders[m]`: local vertices feeding a master on partition `m` (partial slots).
+    pub feeders: Vec<usize>,
+    /// `mirrors[q]`: replicas on partition `q` of masters held here.
+    pub mirrors: Vec<usize>,
+}
+
+impl PartShape {
+    /// Local vertices feeding a master elsewhere: the partition's partial slots.
+    pub fn feeding(&self) -> usize {
+        self.feeders.iter().sum()
+    }
+
+    /// The shape as words: masters, then the feeders, then the mirrors.
+    pub fn words(&self) -> Vec<u64> {
+        std::iter::once(self.masters)
+            .chain(self.feeders.iter().copied())
+            .chain(self.mirrors.iter().copied())
+            .map(|n| n as u64)
+            .collect()
+    }
+
+    /// Every partition's shape from their [`words`](Self::words), one after the other.
+    pub fn all_from_words(words: &[u64], parts: usize) -> Option<Vec<PartShape>> {
+        let each = 1 + 2 * parts;
+        if words.len() != each * parts {
+            return None;
+        }
+        words
+            .chunks_exact(each)
+            .map(|w| {
+                let n = |x: &u64| usize::try_from(*x).ok();
+                Some(PartShape {
+                    masters: n(&w[0])?,
+                    feeders: w[1..=parts].iter().map(n).collect::<Option<_>>()?,
+                    mirrors: w[1 + parts..].iter().map(n).collect::<Option<_>>()?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// One partition's static view of the graph.
 #[derive(Debug, Default)]
 pub(crate) struct PartPlan {
@@ -100,21 +148,24 @@ impl PartPlan {
         self.globals.len()
     }
 
-    /// Number of replicas on partition `q` of masters held here.
-    pub fn mirrors_on(&self, q: usize) -> usize {
-        self.mirror_part
-            .iter()
-            .filter(|&&p| usize::from(p) == q)
-            .count()
-    }
-
-    /// Number of local vertices feeding a master on partition `q` (their partial slots).
-    pub fn feeders_of(&self, q: usize) -> usize {
-        self.master_of
-            .iter()
-            .zip(&self.feeds)
-            .filter(|&(&p, &feeds)| feeds && usize::from(p) == q)
-            .count()
+    /// What the other partitions of a run of `parts` need of this plan.
+    pub fn shape(&self, parts: usize) -> PartShape {
+        let mut shape = PartShape {
+            masters: self.masters.len(),
+            feeders: vec![0; parts],
+            mirrors: vec![0; parts],
+        };
+        for (&m, _) in self.master_of.iter().zip(&self.feeds).filter(|(_, f)| **f) {
+            if let Some(n) = shape.feeders.get_mut(usize::from(m)) {
+                *n += 1;
+            }
+        }
+        for &q in &self.mirror_part {
+            if let Some(n) = shape.mirrors.get_mut(usize::from(q)) {
+                *n += 1;
+            }
+        }
+        shape
     }
 }
 

@@ -9,9 +9,11 @@ use super::exchange::slots::Access;
 use super::exchange::{Channels, Expected, Messages, SharedSlots};
 use super::memory::LineTotals;
 use super::memory::{MAX_VALUE_BYTES, words_of};
-use super::plan::{self, Needs, PartPlan};
+use super::plan::{self, Needs, PartPlan, PartShape};
 use super::pools::Pools;
 use super::program::VertexProgram;
+use super::results::{Whole, collect};
+use super::share::{Collective, GraphShare};
 use super::shared::{self, SharedLayout};
 use super::tracked::{self, Marks};
 use super::worker::{Ctx, PartitionResult, SyncPlan, Worker};
@@ -25,14 +27,22 @@ use bi_core::region::{Layout, RegionConfig};
 use bi_core::runtime::Faults;
 use std::sync::Arc;
 
-/// Everything about a run that every partition agrees on before it starts.
+/// Everything about a run that every partition agrees on before it starts, and the
+/// plans of the partitions this process runs: every partition's when it holds the whole
+/// graph, its own alone when it read a share ([`Prepared::of_share`]).
 pub(crate) struct Prepared {
-    pub cut: VertexCut,
-    pub plans: Vec<PartPlan>,
+    /// The average number of partitions a vertex lives on.
+    pub replication_factor: f64,
+    /// The plans held here: those of partitions `own..own + plans.len()`.
+    plans: Vec<PartPlan>,
+    own: usize,
+    /// Every partition's shape.
+    pub shapes: Vec<PartShape>,
     pub in_degree: Vec<u32>,
     pub out_degree: Vec<u32>,
     pub layout: SharedLayout,
-    pub sync: Vec<SyncPlan>,
+    /// The lines each partition held here publishes and drops (as `plans`).
+    sync: Vec<SyncPlan>,
     /// The region the arrays are laid out in (its size included).
     pub region: RegionConfig,
     /// Partitions grouped in pools of memory with MPI between them (two-level mode).
@@ -43,8 +53,9 @@ pub(crate) struct Prepared {
     pub words: [usize; 3],
     /// Mechanisms switched off ([`RunOptions::faults`]).
     pub faults: Faults,
-    /// Each partition's marks of the lines it stored into (periodic mode; else none).
-    pub marks: Vec<Arc<Marks>>,
+    /// The marks of the lines each partition held here stores into (periodic mode;
+    /// else none; as `plans`).
+    marks: Vec<Arc<Marks>>,
 }
 
 pub(crate) fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
@@ -63,7 +74,40 @@ pub(crate) fn check_sizes<P: VertexProgram>() -> Result<(), GraphError> {
     Ok(())
 }
 
+fn check_options(options: &RunOptions) -> Result<(), GraphError> {
+    if !options.channel_capacity.is_power_of_two() {
+        return Err(GraphError::InvalidArgument {
+            reason: "channel capacity must be a power of two".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The whole graph's in- and out-degrees.
+fn degrees(graph: &EdgeList) -> (Vec<u32>, Vec<u32>) {
+    let n = graph.num_vertices();
+    let mut in_degree = vec![0u32; n];
+    let mut out_degree = vec![0u32; n];
+    for &(u, v) in &graph.edges {
+        out_degree[u as usize] = out_degree[u as usize].saturating_add(1);
+        in_degree[v as usize] = in_degree[v as usize].saturating_add(1);
+    }
+    (in_degree, out_degree)
+}
+
+/// What [`Prepared::from_plans`] takes of the graph: its tables and the plans held.
+struct Held {
+    own: usize,
+    plans: Vec<PartPlan>,
+    shapes: Vec<PartShape>,
+    in_degree: Vec<u32>,
+    out_degree: Vec<u32>,
+    replication_factor: f64,
+    pools: Option<Pools>,
+}
+
 impl Prepared {
+    /// A run of `program` over the whole of `graph`, every partition's plan held here.
     pub fn new<P: VertexProgram>(
         program: &P,
         graph: &EdgeList,
@@ -71,27 +115,68 @@ impl Prepared {
         options: &RunOptions,
     ) -> Result<Prepared, GraphError> {
         check_sizes::<P>()?;
-        if !options.channel_capacity.is_power_of_two() {
-            return Err(GraphError::InvalidArgument {
-                reason: "channel capacity must be a power of two".into(),
-            });
-        }
+        check_options(options)?;
         let parts = config.nodes;
         let cut = VertexCut::new(graph, parts, config.partitioner, config.seed)?;
-        let scatters = !program.always_active();
-        let needs = Needs::of(program);
-        let plans = plan::build(graph, &cut, needs);
-        let n = graph.num_vertices();
-        let mut in_degree = vec![0u32; n];
-        let mut out_degree = vec![0u32; n];
-        for &(u, v) in &graph.edges {
-            out_degree[u as usize] = out_degree[u as usize].saturating_add(1);
-            in_degree[v as usize] = in_degree[v as usize].saturating_add(1);
-        }
-
+        let plans = plan::build(graph, &cut, Needs::of(program));
+        let (in_degree, out_degree) = degrees(graph);
         let pools = pool_size(config)
             .map(|size| Pools::new(&plans, size))
             .transpose()?;
+        let shapes = plans.iter().map(|plan| plan.shape(parts)).collect();
+        let held = Held {
+            own: 0,
+            plans,
+            shapes,
+            in_degree,
+            out_degree,
+            replication_factor: cut.replication_factor(),
+            pools,
+        };
+        Prepared::from_plans(program, held, config, options)
+    }
+
+    /// A run of `program` by the partition that read `share`, its plan alone held here:
+    /// the partitions of `collective` gather their plans' shapes to lay out the region
+    /// alike (each calls this once).
+    pub fn of_share<P: VertexProgram>(
+        program: &P,
+        share: &GraphShare,
+        collective: &dyn Collective,
+        config: &EngineConfig,
+        options: &RunOptions,
+    ) -> Result<Prepared, GraphError> {
+        check_sizes::<P>()?;
+        check_options(options)?;
+        let (part, parts) = (share.part(), share.parts());
+        let (plan, feeds) = share.plan(Needs::of(program), collective)?;
+        drop(feeds);
+        let words = collective.all_gather(&plan.shape(parts).words())?;
+        let shapes = PartShape::all_from_words(&words, parts).ok_or(GraphError::Exchange {
+            what: "the partitions' plan shapes do not add up",
+        })?;
+        let held = Held {
+            own: part,
+            plans: vec![plan],
+            shapes,
+            in_degree: share.in_degrees().to_vec(),
+            out_degree: share.out_degrees().to_vec(),
+            replication_factor: share.replication_factor(),
+            pools: None,
+        };
+        Prepared::from_plans(program, held, config, options)
+    }
+
+    /// Lays out the region from every partition's shape and plans what the partitions
+    /// held here publish and drop.
+    fn from_plans<P: VertexProgram>(
+        program: &P,
+        held: Held,
+        config: &EngineConfig,
+        options: &RunOptions,
+    ) -> Result<Prepared, GraphError> {
+        let parts = held.shapes.len();
+        let scatters = !program.always_active();
         // The region: runtime tables (the periodic mode's passes use them) then our
         // arrays.
         let line = LineSize::X86;
@@ -122,9 +207,15 @@ impl Prepared {
         // moves up, and by less each time).
         let mut tries = 0;
         let (layout, size) = loop {
-            let mirrors = pools.as_ref().map_or(&[][..], |p| &p.mirrors[..]);
+            let mirrors = held.pools.as_ref().map_or(&[][..], |p| &p.mirrors[..]);
             let layout = SharedLayout::new::<P::Data, P::Gather>(
-                heap, line, &plans, metas, stock, capacity, mirrors,
+                heap,
+                line,
+                &held.shapes,
+                metas,
+                stock,
+                capacity,
+                mirrors,
             )?;
             let size = layout.end.max(min).next_multiple_of(line.get());
             let at = Layout::compute(&base_cfg.with_size(size))?.heap().offset;
@@ -139,26 +230,34 @@ impl Prepared {
             }
             heap = at;
         };
-        let sync = sync_plans(&layout, &plans);
+        let sync: Vec<SyncPlan> = held
+            .plans
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| sync_plan(&layout, held.own + i, plan, &held.shapes))
+            .collect();
         let marks = match config.mode {
-            Mode::BiPeriodic => (0..parts)
-                .map(|p| {
-                    let own = &sync[p];
+            Mode::BiPeriodic => sync
+                .iter()
+                .enumerate()
+                .map(|(i, own)| {
                     let read = [own.own_values[0].1, own.own_values[1].1, own.own_partials.1];
-                    Arc::new(Marks::new(&layout, p, read))
+                    Arc::new(Marks::new(&layout, held.own + i, read))
                 })
                 .collect(),
             _ => Vec::new(),
         };
         Ok(Prepared {
-            cut,
-            plans,
-            in_degree,
-            out_degree,
+            replication_factor: held.replication_factor,
+            plans: held.plans,
+            own: held.own,
+            shapes: held.shapes,
+            in_degree: held.in_degree,
+            out_degree: held.out_degree,
             layout,
             sync,
             region: base_cfg.with_size(size),
-            pools,
+            pools: held.pools,
             mode: config.mode,
             words: [
                 words_of::<P::Data>(),
@@ -171,7 +270,47 @@ impl Prepared {
     }
 
     pub fn parts(&self) -> usize {
-        self.plans.len()
+        self.shapes.len()
+    }
+
+    /// The partitions whose plans are held here.
+    pub fn held(&self) -> std::ops::Range<usize> {
+        self.own..self.own + self.plans.len()
+    }
+
+    fn not_held(&self, p: usize) -> GraphError {
+        GraphError::InvalidArgument {
+            reason: format!(
+                "partition {p}'s plan is not held by this process (it holds {:?})",
+                self.held()
+            ),
+        }
+    }
+
+    /// Partition `p`'s plan, if it is held here.
+    pub fn plan(&self, p: usize) -> Result<&PartPlan, GraphError> {
+        p.checked_sub(self.own)
+            .and_then(|i| self.plans.get(i))
+            .ok_or_else(|| self.not_held(p))
+    }
+
+    /// The lines partition `p` publishes and drops, if its plan is held here.
+    pub fn sync(&self, p: usize) -> Result<&SyncPlan, GraphError> {
+        p.checked_sub(self.own)
+            .and_then(|i| self.sync.get(i))
+            .ok_or_else(|| self.not_held(p))
+    }
+
+    /// The marks of partition `p`'s stores (the periodic mode, its plan held here).
+    pub fn marks(&self, p: usize) -> Option<&Arc<Marks>> {
+        p.checked_sub(self.own).and_then(|i| self.marks.get(i))
+    }
+
+    /// What partition `p`'s background passes follow (the periodic mode): the lines it
+    /// publishes and drops, and the marks of its stores.
+    pub fn passes_of(&self, p: usize) -> Result<(&SyncPlan, Arc<Marks>), GraphError> {
+        let marks = self.marks(p).cloned().ok_or_else(|| self.not_held(p))?;
+        Ok((self.sync(p)?, marks))
     }
 
     /// What every partition's loop shares.
@@ -182,7 +321,7 @@ impl Prepared {
     ) -> Ctx<'a, P> {
         Ctx {
             program,
-            parts: self.plans.len(),
+            parts: self.parts(),
             in_degree: &self.in_degree,
             out_degree: &self.out_degree,
             stale_reads: self.mode == Mode::BiPeriodic,
@@ -190,7 +329,7 @@ impl Prepared {
             max_iterations: config.max_iterations,
             observer: config.observer.as_deref(),
             on_partition_start: config.on_partition_start.as_deref(),
-            partials: self.plans.iter().any(|plan| plan.feeds.contains(&true)),
+            partials: self.shapes.iter().any(|shape| shape.feeding() > 0),
             faults: self.faults,
         }
     }
@@ -225,31 +364,32 @@ impl Prepared {
         V: MemView,
         R: Access<V>,
     {
+        let plan = self.plan(p)?;
         if self.mode == Mode::Stock {
             let channels = Channels::new(p, &self.layout, &view, barrier)?;
             let exchange = Messages::new(
                 p,
-                &self.plans[p],
-                Expected::from_plans(&self.plans, p),
+                plan,
+                Expected::from_shapes(&self.shapes, p),
                 self.layout.value_slots(),
                 channels,
                 self.words[0],
             );
-            Worker::new(ctx, p, &self.plans[p], exchange).run()
+            Worker::new(ctx, p, plan, exchange).run()
         } else {
             let exchange = SharedSlots::new(
                 p,
-                &self.plans,
+                plan,
                 &self.layout,
-                &self.sync,
+                self.sync(p)?,
                 barrier,
                 options.faults,
                 view,
                 access,
                 self.words,
-                self.marks.get(p).map(|m| &**m),
+                self.marks(p).map(|m| &**m),
             );
-            Worker::new(ctx, p, &self.plans[p], exchange).run()
+            Worker::new(ctx, p, plan, exchange).run()
         }
     }
 
@@ -259,43 +399,23 @@ impl Prepared {
         outcomes: Vec<PartitionResult<D>>,
         lines: LineTotals,
     ) -> (Vec<D>, RunStats) {
-        let (n, replication) = (self.in_degree.len(), self.cut.replication_factor());
-        collect(n, replication, outcomes, lines)
+        collect(
+            self.in_degree.len(),
+            self.replication_factor,
+            outcomes,
+            lines,
+        )
     }
-}
 
-/// The values of `n` vertices and the run's measurements, from every partition's
-/// outcome.
-pub(crate) fn collect<D: bytemuck::Pod>(
-    n: usize,
-    replication_factor: f64,
-    outcomes: Vec<PartitionResult<D>>,
-    lines: LineTotals,
-) -> (Vec<D>, RunStats) {
-    let mut values = vec![D::zeroed(); n];
-    let mut stats = RunStats {
-        replication_factor,
-        lines_written_back: lines.written_back,
-        lines_invalidated: lines.invalidated,
-        ..RunStats::default()
-    };
-    let partitions = outcomes.len() as u32;
-    for o in outcomes {
-        stats.phases += o.phases;
-        for (v, d) in o.masters {
-            values[v as usize] = d;
+    /// What assembling the run's results needs to know of it.
+    pub fn whole(&self) -> Whole {
+        Whole {
+            data_words: self.words[0],
+            parts: self.parts(),
+            vertices: self.in_degree.len(),
+            replication_factor: self.replication_factor,
         }
-        stats.iterations = stats.iterations.max(o.iterations);
-        stats.compute_time = stats.compute_time.max(o.compute_time);
-        stats.messages_sent += o.messages;
-        stats.max_staleness = stats.max_staleness.max(o.max_staleness);
-        stats.edges_gathered += o.edges_gathered;
     }
-    if stats.iterations > 0 {
-        stats.time_per_iteration = stats.compute_time / stats.iterations as u32;
-    }
-    stats.phases = stats.phases.per(partitions).per(stats.iterations as u32);
-    (values, stats)
 }
 
 /// Ranks per pool when the run spans pools (two-level mode over MPI).
@@ -317,60 +437,51 @@ pub(crate) fn machine(base: EmulatorConfig, seed: u64, options: &RunOptions) -> 
         .random_prefetch_rate(options.prefetch_rate)
 }
 
-/// Which lines each partition publishes and which it must drop to see the others.
-fn sync_plans(layout: &SharedLayout, plans: &[plan::PartPlan]) -> Vec<SyncPlan> {
+/// Which lines partition `p` (of `plan`) publishes and which it must drop to see the
+/// others.
+fn sync_plan(layout: &SharedLayout, p: usize, plan: &PartPlan, shapes: &[PartShape]) -> SyncPlan {
     let ext = |e: shared::Extent| (e.offset, e.len);
-    let aggregate_line = |p: usize, bank: usize| {
-        (
-            layout.aggregates[p].offset + bank * layout.line,
-            layout.line,
-        )
-    };
-    plans
-        .iter()
-        .enumerate()
-        .map(|(p, plan)| {
-            let remote_values = (0..plan.locals())
-                .filter(|&l| usize::from(plan.master_of[l]) != p)
-                .map(|l| {
-                    let m = usize::from(plan.master_of[l]);
-                    layout.value_word(m, plan.master_index[l] as usize) * 8
-                })
-                .collect();
-            let remote_partials: Vec<(usize, usize)> = (0..plans.len())
-                .filter(|&q| q != p)
-                .map(|q| layout.segment_range(q, p, plans[q].feeders_of(p)))
-                .filter(|&(_, len)| len > 0)
-                .collect();
-            // Only the masters with replicas are read elsewhere: a prefix of the array.
-            let read = plan.mirrored * layout.value_stride * 8;
-            let values = layout.values[p];
-            let own_values = [(
-                values.offset,
-                read.next_multiple_of(layout.line).min(values.len),
-            )];
-            let remote_values = layout.runs(remote_values);
-            let read: Vec<(usize, usize)> = [0, 1]
-                .iter()
-                .flat_map(|&b| layout.in_bank(&remote_values, b))
-                .chain(remote_partials.iter().copied())
-                .collect();
-            let (remote_logs, watches) = tracked::watches(layout, p, &read);
-            SyncPlan {
-                own_values: [0, 1].map(|b| layout.in_bank(&own_values, b)[0]),
-                own_partials: ext(layout.partials[p]),
-                own_aggregate: [0, 1].map(|b| aggregate_line(p, b)),
-                remote_values: [0, 1].map(|b| layout.in_bank(&remote_values, b)),
-                remote_partials,
-                remote_aggregates: [0, 1].map(|b| {
-                    (0..plans.len())
-                        .filter(|&q| q != p)
-                        .map(|q| aggregate_line(q, b))
-                        .collect()
-                }),
-                remote_logs,
-                watches,
-            }
+    let aggregate_line = |p: usize, bank: usize| layout.aggregate_line(p, bank);
+    let parts = shapes.len();
+    let remote_values = (0..plan.locals())
+        .filter(|&l| usize::from(plan.master_of[l]) != p)
+        .map(|l| {
+            let m = usize::from(plan.master_of[l]);
+            layout.value_word(m, plan.master_index[l] as usize) * 8
         })
-        .collect()
+        .collect();
+    let remote_partials: Vec<(usize, usize)> = (0..parts)
+        .filter(|&q| q != p)
+        .map(|q| layout.segment_range(q, p, shapes[q].feeders[p]))
+        .filter(|&(_, len)| len > 0)
+        .collect();
+    // Only the masters with replicas are read elsewhere: a prefix of the array.
+    let read = plan.mirrored * layout.value_stride * 8;
+    let values = layout.values[p];
+    let own_values = [(
+        values.offset,
+        read.next_multiple_of(layout.line).min(values.len),
+    )];
+    let remote_values = layout.runs(remote_values);
+    let read: Vec<(usize, usize)> = [0, 1]
+        .iter()
+        .flat_map(|&b| layout.in_bank(&remote_values, b))
+        .chain(remote_partials.iter().copied())
+        .collect();
+    let (remote_logs, watches) = tracked::watches(layout, p, &read);
+    SyncPlan {
+        own_values: [0, 1].map(|b| layout.in_bank(&own_values, b)[0]),
+        own_partials: ext(layout.partials[p]),
+        own_aggregate: [0, 1].map(|b| aggregate_line(p, b)),
+        remote_values: [0, 1].map(|b| layout.in_bank(&remote_values, b)),
+        remote_partials,
+        remote_aggregates: [0, 1].map(|b| {
+            (0..parts)
+                .filter(|&q| q != p)
+                .map(|q| aggregate_line(q, b))
+                .collect()
+        }),
+        remote_logs,
+        watches,
+    }
 }

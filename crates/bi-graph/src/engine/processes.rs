@@ -18,17 +18,21 @@ use super::barrier::{Barrier, RegionBarrier};
 #[cfg(not(loom))]
 use super::exchange::slots::Direct;
 use super::exchange::slots::{Access, Viewed};
+use super::file_group::FileGroup;
 use super::memory::{Counted, LineCounters, LineTotals, decode, encode};
 use super::prepare::{Prepared, machine};
 use super::program::VertexProgram;
 use super::quiescence::Passes;
 use super::report::{ABORTED, DONE, FAILED, REPORT_WORDS, Report};
+use super::results::{master_words, report_words, run_from_reports, values_from_words};
+use super::share::{Collective, GraphShare};
 use super::worker::PartitionResult;
 use super::{DetailedRun, Run, RunOptions};
 use crate::config::{Backend, EngineConfig, Launch, Mode, PartitionOf};
 use crate::error::GraphError;
 use bi_core::mem::{EmulatedNode, MemError, MemView, NodeStats};
 use bi_core::region::Region;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +70,56 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
+/// Starts every partition's process and waits for them all to exit, calling `abort`
+/// (once) as soon as one fails: the others are given [`GRACE`] to stop on their own and
+/// are then killed. Returns each process's exit (`None` for one killed) and the first
+/// partition seen to fail.
+#[allow(clippy::type_complexity)]
+fn watch(
+    launch: &Launch,
+    parts: usize,
+    mut abort: impl FnMut(),
+) -> Result<(Vec<Option<ExitStatus>>, Option<usize>), GraphError> {
+    let mut children = Children(Vec::with_capacity(parts));
+    for p in 0..parts {
+        match (launch.spawn)(p) {
+            Ok(child) => children.0.push(Some(child)),
+            Err(source) => {
+                abort();
+                return Err(GraphError::Spawn {
+                    partition: p,
+                    source,
+                });
+            }
+        }
+    }
+    // The first process to fail aborts the run for the others.
+    let mut exits: Vec<Option<ExitStatus>> = vec![None; parts];
+    let mut failed: Option<(usize, Instant)> = None;
+    while exits.iter().any(Option::is_none) {
+        for (p, slot) in children.0.iter_mut().enumerate() {
+            let Some(child) = slot else { continue };
+            let status = child.try_wait().map_err(|source| GraphError::Spawn {
+                partition: p,
+                source,
+            })?;
+            if let Some(status) = status {
+                exits[p] = Some(status);
+                *slot = None;
+                if !status.success() && failed.is_none() {
+                    abort();
+                    failed = Some((p, Instant::now()));
+                }
+            }
+        }
+        if failed.is_some_and(|(_, t)| t.elapsed() > GRACE) {
+            break; // the rest are killed as `children` drops
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok((exits, failed.map(|(p, _)| p)))
+}
+
 /// The launcher: creates the region, starts every partition's process, waits for them
 /// and collects the values.
 pub(crate) fn launch<P: VertexProgram>(
@@ -80,44 +134,8 @@ pub(crate) fn launch<P: VertexProgram>(
     }
     view.fence();
     let meeting = prepared.layout.meeting.offset;
-    let mut children = Children(Vec::with_capacity(parts));
-    for p in 0..parts {
-        match (launch.spawn)(p) {
-            Ok(child) => children.0.push(Some(child)),
-            Err(source) => {
-                RegionBarrier::abort_all(&view, meeting, parts);
-                return Err(GraphError::Spawn {
-                    partition: p,
-                    source,
-                });
-            }
-        }
-    }
-    // Watch: the first process to fail aborts the run for the others.
-    let mut exits: Vec<Option<ExitStatus>> = vec![None; parts];
-    let mut failed_at: Option<Instant> = None;
-    while exits.iter().any(Option::is_none) {
-        for (p, slot) in children.0.iter_mut().enumerate() {
-            let Some(child) = slot else { continue };
-            let status = child.try_wait().map_err(|source| GraphError::Spawn {
-                partition: p,
-                source,
-            })?;
-            if let Some(status) = status {
-                exits[p] = Some(status);
-                *slot = None;
-                if !status.success() && failed_at.is_none() {
-                    RegionBarrier::abort_all(&view, meeting, parts);
-                    failed_at = Some(Instant::now());
-                }
-            }
-        }
-        if failed_at.is_some_and(|t| t.elapsed() > GRACE) {
-            break; // the rest are killed as `children` drops
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    drop(children);
+    let abort = || RegionBarrier::abort_all(&view, meeting, parts);
+    let (exits, _) = watch(launch, parts, abort)?;
 
     let reports: Vec<Report> = (0..parts)
         .map(|p| {
@@ -160,7 +178,7 @@ pub(crate) fn launch<P: VertexProgram>(
     let mut emulator: Option<NodeStats> = None;
     let mut outcomes = Vec::with_capacity(parts);
     for (p, report) in reports.into_iter().enumerate() {
-        let plan = &prepared.plans[p];
+        let plan = prepared.plan(p)?;
         let e = prepared.layout.values[p];
         view.invalidate(e.offset, e.len).map_err(mem)?;
         view.fence();
@@ -195,6 +213,34 @@ pub(crate) fn serve<P: VertexProgram>(
     options: &RunOptions,
     of: &PartitionOf,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
+    let served = serve_region(prepared, program, config, options, of)?;
+    let outcome = served.outcome.measurements();
+    let (_, stats) = prepared.collect(vec![outcome], served.lines);
+    Ok(DetailedRun {
+        run: Run {
+            values: Vec::new(),
+            stats,
+        },
+        emulator: served.emulator,
+    })
+}
+
+/// What a partition's process ran: its outcome, the lines it wrote back and dropped, and
+/// its emulated node's counters.
+struct Served<D> {
+    outcome: PartitionResult<D>,
+    lines: LineTotals,
+    emulator: Option<NodeStats>,
+}
+
+/// Runs partition `of.partition` over the region file, which exists.
+fn serve_region<P: VertexProgram>(
+    prepared: &Prepared,
+    program: &P,
+    config: &EngineConfig,
+    options: &RunOptions,
+    of: &PartitionOf,
+) -> Result<Served<P::Data>, GraphError> {
     let parts = prepared.parts();
     let p = of.partition;
     if p >= parts {
@@ -251,7 +297,7 @@ fn serve_on<P, V, R>(
     view: V,
     access: R,
     emulator: impl Fn(&V) -> Option<NodeStats>,
-) -> Result<DetailedRun<P::Data>, GraphError>
+) -> Result<Served<P::Data>, GraphError>
 where
     P: VertexProgram,
     V: MemView + 'static,
@@ -266,8 +312,8 @@ where
     let result = (|| {
         if prepared.mode == Mode::BiPeriodic && parts > 1 {
             let period = options.quiescence_period;
-            let (layout, marks) = (*region.layout(), prepared.marks[p].clone());
-            let plan = &prepared.sync[p];
+            let layout = *region.layout();
+            let (plan, marks) = prepared.passes_of(p)?;
             passes.start(counted(), layout, p, plan, marks, prepared.faults, period)?;
         }
         let ctx = prepared.ctx(program, config);
@@ -310,13 +356,203 @@ where
     view.writeback(values.offset, values.len).map_err(mem)?;
     view.writeback(e.offset, e.len).map_err(mem)?;
     view.fence();
-    let outcome = result?;
-    let (_, stats) = prepared.collect(vec![outcome.measurements()], counters.totals());
-    Ok(DetailedRun {
-        run: Run {
-            values: Vec::new(),
-            stats,
-        },
+    Ok(Served {
+        outcome: result?,
+        lines: counters.totals(),
         emulator: emulator(&view),
     })
+}
+
+/// The directory the partitions of a run reading shares exchange through, beside its
+/// region files: `region` with `.exchange` appended.
+pub fn exchange_dir(region: &Path) -> PathBuf {
+    let mut dir = region.as_os_str().to_owned();
+    dir.push(".exchange");
+    PathBuf::from(dir)
+}
+
+/// The file in which partition 0 names a region it created and the offset of its
+/// meeting lines, for the launcher to abort the run there and remove the region.
+fn meeting_file(exchange: &Path, tag: &str) -> PathBuf {
+    exchange.join(format!("{tag}.meeting"))
+}
+
+/// Writes a meeting file: the offset, then the region's path, one to a line.
+fn name_meeting(file: &Path, region: &Path, offset: usize) -> Result<(), GraphError> {
+    let io = |source| GraphError::Io {
+        file: file.to_path_buf(),
+        source,
+    };
+    let region = std::path::absolute(region).map_err(io)?;
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".part");
+    let text = format!("{offset}\n{}", region.display());
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, file).map_err(io)
+}
+
+/// Calls `f` with the region and meeting offset of every meeting file in `exchange`.
+fn for_each_meeting(exchange: &Path, mut f: impl FnMut(&Path, usize)) {
+    let Ok(entries) = std::fs::read_dir(exchange) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "meeting") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if let Some((offset, region)) = text.split_once('\n')
+            && let Ok(offset) = offset.parse()
+        {
+            f(Path::new(region), offset);
+        }
+    }
+}
+
+/// Aborts the run at the barrier of every region named in `exchange`.
+fn abort_regions(exchange: &Path, parts: usize) {
+    for_each_meeting(exchange, |region, offset| {
+        if let Ok(region) = Region::open(region) {
+            RegionBarrier::abort_all(&region.hardware(), offset, parts);
+        }
+    });
+}
+
+/// The tag of a run's exchanges: its mode and the region file's name, in the letters a
+/// tag allows (runs of several modes follow one another over one region path, each
+/// with exchanges of its own).
+fn tag_of(region: &Path, mode: Mode) -> String {
+    let name = region
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tag: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{mode:?}-{tag}")
+}
+
+/// One partition's process of a run whose partitions read the graph in shares
+/// ([`GraphShare`]): the partitions lay the region out together (through files in
+/// `exchange`), partition 0 creates it, each runs its partition, and partition 0
+/// gathers every value and report, as the launcher does when it holds the graph.
+pub(crate) fn serve_share<P: VertexProgram>(
+    program: &P,
+    share: &GraphShare,
+    config: &EngineConfig,
+    options: &RunOptions,
+    of: &PartitionOf,
+    exchange: &Path,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    let p = share.part();
+    if of.partition != p || config.nodes != share.parts() {
+        return Err(GraphError::InvalidArgument {
+            reason: format!(
+                "partition {} of {} was given partition {p}'s share of {}",
+                of.partition,
+                config.nodes,
+                share.parts()
+            ),
+        });
+    }
+    let tag = tag_of(&of.region, config.mode);
+    let group = FileGroup::join(exchange, &tag, p, share.parts())?;
+    let prepared = Prepared::of_share(program, share, &group, config, options)?;
+    let meeting = meeting_file(exchange, &tag);
+    if p == 0 {
+        let region = Region::create(&of.region, prepared.region)?;
+        let view = region.hardware();
+        if prepared.mode == Mode::Stock {
+            prepared.init_channels(|_| view.clone())?;
+        }
+        view.fence();
+        // Named before the others may start, so that a launcher that aborts finds it.
+        name_meeting(&meeting, &of.region, prepared.layout.meeting.offset)?;
+    }
+    group.all_gather(&[])?; // the region exists
+    let served = serve_region(&prepared, program, config, options, of);
+    // Every partition reports, failed or not, so that partition 0 never waits for one
+    // that will not.
+    let (masters, report) = match &served {
+        Ok(s) => (
+            master_words(&s.outcome, prepared.words[0]),
+            report_words(&s.outcome, s.lines),
+        ),
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let gathered = group
+        .gather(&report)
+        .and_then(|r| Ok(r.zip(group.gather(&masters)?)));
+    let served = served?;
+    let whole = prepared.whole();
+    let Some((reports, masters)) = gathered? else {
+        let (_, stats) = prepared.collect(vec![served.outcome.measurements()], served.lines);
+        return Ok(DetailedRun {
+            run: Run {
+                values: Vec::new(),
+                stats,
+            },
+            emulator: served.emulator,
+        });
+    };
+    let _ = std::fs::remove_file(&meeting);
+    remove_region(&of.region);
+    if reports.iter().any(Vec::is_empty) {
+        return Err(GraphError::Aborted);
+    }
+    let values = values_from_words(whole, masters.iter().map(Vec::as_slice))?;
+    let mut run = run_from_reports(whole, &reports.concat(), values)?;
+    run.emulator = served.emulator;
+    Ok(run)
+}
+
+/// Removes a region file and the emulator's history beside it.
+pub fn remove_region(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let mut history = path.as_os_str().to_owned();
+    history.push(".history");
+    let _ = std::fs::remove_file(history);
+}
+
+/// Starts every partition's process of a run whose partitions read the graph in shares
+/// and waits for them (the launcher of [`serve_share`]'s processes, which report the
+/// run themselves): creates the exchange directory beside `launch.region`, and when a
+/// partition fails, stops the others wherever they wait, in an exchange or at a
+/// barrier of the region.
+///
+/// # Errors
+///
+/// [`GraphError::Io`] when the exchange directory cannot be made (or exists: it is
+/// never taken over), [`GraphError::Spawn`], and [`GraphError::PartitionFailed`] naming
+/// the first partition whose process failed.
+pub fn launch_shares(launch: &Launch, parts: usize) -> Result<(), GraphError> {
+    let exchange = exchange_dir(&launch.region);
+    std::fs::create_dir(&exchange).map_err(|source| GraphError::Io {
+        file: exchange.clone(),
+        source,
+    })?;
+    let watched = watch(launch, parts, || {
+        let _ = FileGroup::abort(&exchange);
+        abort_regions(&exchange, parts);
+    });
+    for_each_meeting(&exchange, |region, _| remove_region(region));
+    let _ = std::fs::remove_dir_all(&exchange);
+    let (exits, failed) = watched?;
+    match failed {
+        None => Ok(()),
+        Some(partition) => Err(GraphError::PartitionFailed {
+            partition,
+            reason: match exits[partition] {
+                Some(status) if status.code().is_some() => {
+                    format!("{} (its error is on its standard error)", describe(status))
+                }
+                Some(status) => describe(status),
+                None => "was stopped".to_owned(),
+            },
+        }),
+    }
 }

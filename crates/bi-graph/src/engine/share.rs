@@ -399,13 +399,15 @@ mod tests {
     use super::threads::{Group, Member};
     use super::*;
     use crate::engine::exchange::Expected;
+    use crate::engine::file_group::FileGroup;
     use crate::engine::plan::{Csr, build};
     use crate::partition::VertexCut;
     use std::io::Write;
 
     /// Every partition, reading its share of a file, builds the plan one process reading
     /// the whole file builds for it, for every cut that places edges by their endpoints
-    /// and both kinds of program.
+    /// and both kinds of program, whether the partitions exchange as threads or as
+    /// processes through files.
     #[test]
     fn each_partition_builds_from_its_share_the_plan_of_the_whole_graph() {
         let mut file = tempfile::NamedTempFile::new().unwrap();
@@ -435,7 +437,9 @@ mod tests {
             feed_in: true,
             feed_out: true,
         };
-        for parts in [1, 3, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut groups = 0;
+        for (parts, files) in [(1, false), (3, false), (4, false), (1, true), (4, true)] {
             for partitioner in [
                 Partitioner::Random,
                 Partitioner::Grid,
@@ -445,15 +449,22 @@ mod tests {
                 for needs in [pull, both] {
                     let plans = build(&whole, &cut, needs);
                     let group = Group::new(parts);
+                    groups += 1;
+                    let tag = format!("g{groups}");
                     std::thread::scope(|s| {
                         for p in 0..parts {
                             let (group, reader, plans, whole) = (&group, &reader, &plans, &whole);
-                            let cut = &cut;
+                            let (cut, dir, tag) = (&cut, dir.path(), &tag);
                             let path = file.path();
                             s.spawn(move || {
-                                let me = Member { group, rank: p };
+                                let me: Box<dyn Collective> = if files {
+                                    Box::new(FileGroup::join(dir, tag, p, parts).unwrap())
+                                } else {
+                                    Box::new(Member { group, rank: p })
+                                };
+                                let me = &*me;
                                 let share =
-                                    GraphShare::read(reader, path, partitioner, 9, &me).unwrap();
+                                    GraphShare::read(reader, path, partitioner, 9, me).unwrap();
                                 assert_eq!(share.ids(), &whole.ids[..]);
                                 assert_eq!(share.num_edges(), whole.num_edges());
                                 // Its own edges, in the file's order, with their weights.
@@ -478,14 +489,17 @@ mod tests {
                                 let rf = share.replication_factor();
                                 assert_eq!(rf, cut.replication_factor());
                                 assert_eq!(rf > 1.0, parts > 1);
-                                let (plan, feeds) = share.plan(needs, &me).unwrap();
+                                let (plan, feeds) = share.plan(needs, me).unwrap();
                                 // What it expects each superstep, from the tables, is what
                                 // the plans of a whole-graph run expect.
                                 let tables = share.vertices(&feeds);
                                 let expected = Expected::counting(parts, p, |q| {
                                     (tables.feeders(q, p), tables.replicated(q, p))
                                 });
-                                assert_eq!(expected, Expected::from_plans(plans, p));
+                                let shapes: Vec<_> =
+                                    plans.iter().map(|plan| plan.shape(parts)).collect();
+                                assert_eq!(expected, Expected::from_shapes(&shapes, p));
+                                assert_eq!(plan.shape(parts), shapes[p]);
                                 same_plan(
                                     &plan,
                                     &plans[p],

@@ -31,7 +31,7 @@
 
 use super::barrier::RegionBarrier;
 use super::memory::words_of;
-use super::plan::PartPlan;
+use super::plan::PartShape;
 use super::report::REPORT_WORDS;
 use super::tracked;
 use crate::error::GraphError;
@@ -114,7 +114,7 @@ impl SharedLayout {
     pub fn new<D, G>(
         base: usize,
         line: LineSize,
-        plans: &[PartPlan],
+        shapes: &[PartShape],
         metas: Metas,
         channels: bool,
         capacity: usize,
@@ -123,17 +123,17 @@ impl SharedLayout {
         let l = line.get();
         let value_stride = stride(words_of::<D>(), metas.values);
         let partial_stride = stride(words_of::<G>(), metas.partials);
-        let parts = plans.len();
-        let segments: Vec<Vec<usize>> = plans
+        let parts = shapes.len();
+        let segments: Vec<Vec<usize>> = shapes
             .iter()
             .enumerate()
-            .map(|(q, plan)| {
+            .map(|(q, shape)| {
                 let mut start = vec![0usize; parts];
                 let mut at = 0;
                 for (m, s) in start.iter_mut().enumerate() {
                     *s = at;
                     if m != q {
-                        at += plan.feeders_of(m);
+                        at += shape.feeders[m];
                     }
                 }
                 start
@@ -152,9 +152,9 @@ impl SharedLayout {
             at = at.checked_add(len).ok_or_else(overflow)?;
             Ok(e)
         };
-        let values: Vec<Extent> = plans
+        let values: Vec<Extent> = shapes
             .iter()
-            .map(|plan| take(plan.masters.len() * value_stride * 8))
+            .map(|shape| take(shape.masters * value_stride * 8))
             .collect::<Result<_, _>>()?;
         let mirrors: Vec<Extent> = (0..parts)
             .map(|p| take(mirrors.get(p).copied().unwrap_or(0) * value_stride * 8))
@@ -165,8 +165,8 @@ impl SharedLayout {
         let mut partials = Vec::new();
         let mut aggregates = Vec::new();
         let mut logs = Vec::new();
-        for (p, plan) in plans.iter().enumerate() {
-            let feeding = take(plan.feeds.iter().filter(|&&f| f).count() * partial_stride * 8)?;
+        for (p, shape) in shapes.iter().enumerate() {
+            let feeding = take(shape.feeding() * partial_stride * 8)?;
             partials.push(feeding);
             aggregates.push(take(2 * l)?);
             let groups = 2 * tracked::groups(values[p].len, l) + tracked::groups(feeding.len, l);
@@ -213,6 +213,11 @@ impl SharedLayout {
             channels: chans,
             end: at,
         })
+    }
+
+    /// Partition `p`'s aggregate line of `bank`, as an offset and a length.
+    pub fn aggregate_line(&self, p: usize, bank: usize) -> (usize, usize) {
+        (self.aggregates[p].offset + bank * self.line, self.line)
     }
 
     /// The extents partition `p` writes and logs, in the order of its log: its values in

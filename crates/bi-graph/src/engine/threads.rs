@@ -51,8 +51,9 @@ pub(crate) fn run<P: VertexProgram>(
     if prepared.mode == Mode::BiPeriodic && parts > 1 {
         let period = options.quiescence_period;
         let layout = *region.layout();
-        for (p, plan) in prepared.sync.iter().enumerate() {
-            let (marks, faults) = (prepared.marks[p].clone(), prepared.faults);
+        for p in 0..parts {
+            let (plan, marks) = prepared.passes_of(p)?;
+            let faults = prepared.faults;
             match &emulator {
                 Some(emu) => {
                     passes.start(emulated(emu, p), layout, p, plan, marks, faults, period)?

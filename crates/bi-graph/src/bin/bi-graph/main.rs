@@ -10,10 +10,12 @@ mod ranks;
 mod report;
 
 use args::{Cli, CommonArgs, Program};
+use bi_graph::engine::file_group::FileGroup;
 use bi_graph::generate::Kronecker;
 use bi_graph::input::GraphReader;
 use bi_graph::{
-    EdgeList, EngineConfig, Graph, GraphError, GraphShare, Observer, Placement, RunStats,
+    EdgeList, EngineConfig, Graph, GraphError, GraphShare, Observer, Partitioner, Placement,
+    RunStats,
 };
 use clap::Parser;
 use report::{Row, Values};
@@ -132,8 +134,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Job::Sssp { .. } => "sssp",
     };
     let worker = processes::Worker::from_env().map_err(Failure::Message)?;
-    let modes = match &worker {
-        Some(w) => vec![w.mode],
+    // Partitions as processes reading shares of the input: the launcher only starts and
+    // watches them; partition 0 reports.
+    let cut: Partitioner = common.partition.into();
+    if worker.is_none() && common.processes && common.input.is_some() && cut.reads_shares() {
+        return processes::launch_shares(common.region.as_deref(), to_usize(common.nodes));
+    }
+    let modes = match worker.as_ref().and_then(|w| w.mode) {
+        Some(mode) => vec![mode],
         None => common.mode.modes(),
     };
     #[cfg(feature = "mpi")]
@@ -150,10 +158,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let nodes = to_usize(common.nodes);
     // Partitions' processes and ranks other than 0 keep quiet: the launcher or rank 0
     // reports.
+    let quiet_worker = worker.as_ref().is_some_and(|w| !w.reports());
     #[cfg(feature = "mpi")]
-    let quiet = worker.is_some() || mpi.as_ref().is_some_and(|m| !m.is_root());
+    let quiet = quiet_worker || mpi.as_ref().is_some_and(|m| !m.is_root());
     #[cfg(not(feature = "mpi"))]
-    let quiet = worker.is_some();
+    let quiet = quiet_worker;
     let observer = if quiet {
         None
     } else {
@@ -161,19 +170,36 @@ fn run(cli: Cli) -> Result<(), Failure> {
     };
     let started = Instant::now();
     let weights_matter = matches!(job, Job::Sssp { .. });
-    #[cfg(feature = "mpi")]
-    let graph = match (&mpi, &common.input, common.pool_ranks) {
-        // Each rank reads its own share of the file and builds its own plan.
-        (Some(ranks), Some(path), None) => {
-            let reader = reader(weights_matter, observer.clone());
-            let cut = common.partition.into();
-            let share = GraphShare::read(&reader, path, cut, common.seed, &ranks.world())?;
-            Loaded::Share(share)
-        }
-        _ => Loaded::Whole(load(&common, weights_matter, observer.clone())?),
+    // The partitions' processes of a launch reading shares exchange through files.
+    let exchanging = match (&worker, &common.input) {
+        (Some(w), Some(path)) => w.exchange.as_ref().map(|dir| (w.partition, dir, path)),
+        _ => None,
     };
-    #[cfg(not(feature = "mpi"))]
-    let graph = Loaded::Whole(load(&common, weights_matter, observer.clone())?);
+    let graph = if let Some((partition, dir, path)) = exchanging {
+        let reader = reader(weights_matter, observer.clone());
+        let group = FileGroup::join(dir, "read", partition, nodes)?;
+        let share = GraphShare::read(&reader, path, cut, common.seed, &group);
+        if share.is_err()
+            && let Some(w) = &worker
+        {
+            w.clean_up_if_orphaned();
+        }
+        Loaded::Share(share?)
+    } else {
+        #[cfg(feature = "mpi")]
+        let graph = match (&mpi, &common.input, common.pool_ranks) {
+            // Each rank reads its own share of the file and builds its own plan.
+            (Some(ranks), Some(path), None) => {
+                let reader = reader(weights_matter, observer.clone());
+                let share = GraphShare::read(&reader, path, cut, common.seed, &ranks.world())?;
+                Loaded::Share(share)
+            }
+            _ => Loaded::Whole(load(&common, weights_matter, observer.clone())?),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let graph = Loaded::Whole(load(&common, weights_matter, observer.clone())?);
+        graph
+    };
     if !quiet {
         eprintln!(
             "graph: {} vertices, {} edges ({} in {:.2} s)",
@@ -221,7 +247,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         let region = processes::region_of(&placement);
         let config = EngineConfig {
             nodes,
-            partitioner: common.partition.into(),
+            partitioner: cut,
             mode,
             backend: common.backend.backend(common.seed),
             seed: common.seed,
@@ -242,9 +268,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             (None, None) => {}
         }
         let (values, stats) = run?;
-        if worker.is_some() {
+        if worker.as_ref().is_some_and(|w| w.mode.is_some()) {
             // A partition's process: the launcher reports.
             return Ok(());
+        }
+        if quiet_worker {
+            continue; // partition 0 reports
         }
         #[cfg(feature = "mpi")]
         if mpi.as_ref().is_some_and(|m| !m.is_root()) {
@@ -264,6 +293,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
 
     #[cfg(feature = "mpi")]
     if mpi.as_ref().is_some_and(|m| !m.is_root()) {
+        return Ok(());
+    }
+    if quiet_worker {
         return Ok(());
     }
     let to_stdout = common.output.as_deref() == Some(Path::new("-"));
@@ -304,8 +336,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// The graph a run works on: the whole of it, or this rank's share.
 enum Loaded {
     Whole(EdgeList),
-    // Read only with `--mpi`.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Share(GraphShare),
 }
 

@@ -3,7 +3,7 @@
 use super::{Exchange, Meta, Words, padded};
 use crate::engine::barrier::{Aborted, Barrier};
 use crate::engine::memory::LocalWords;
-use crate::engine::plan::PartPlan;
+use crate::engine::plan::{PartPlan, PartShape};
 use crate::engine::shared::{Msg, SharedLayout};
 use crate::error::GraphError;
 use bi_core::channel::{Receiver, Sender};
@@ -295,10 +295,11 @@ pub(crate) struct Expected {
 }
 
 impl Expected {
-    /// What partition `p` receives, from every partition's plan.
-    pub fn from_plans(plans: &[PartPlan], p: usize) -> Expected {
-        Expected::counting(plans.len(), p, |q| {
-            (plans[q].feeders_of(p), plans[q].mirrors_on(p))
+    /// What partition `p` receives, from the shape of every partition's plan.
+    pub fn from_shapes(shapes: &[PartShape], p: usize) -> Expected {
+        Expected::counting(shapes.len(), p, |q| {
+            let shape = &shapes[q];
+            (shape.feeders[p], shape.mirrors[p])
         })
     }
 

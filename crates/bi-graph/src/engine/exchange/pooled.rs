@@ -5,7 +5,7 @@ use super::slots::{Access, meet, write_slot};
 use super::{Exchange, Meta, Quiescence, Words, padded};
 use crate::engine::barrier::Barrier;
 use crate::engine::memory::read_slot;
-use crate::engine::plan::PartPlan;
+use crate::engine::plan::{PartPlan, PartShape};
 use crate::engine::pools::Pools;
 use crate::engine::shared::SharedLayout;
 use crate::error::GraphError;
@@ -55,7 +55,8 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         p: usize,
-        plans: &'a [PartPlan],
+        plan: &'a PartPlan,
+        shapes: &[PartShape],
         layout: &'a SharedLayout,
         pools: &'a Pools,
         barrier: &'a dyn Barrier,
@@ -65,8 +66,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
         access: R,
         words: [usize; 3],
     ) -> Self {
-        let parts = plans.len();
-        let plan = &plans[p];
+        let parts = shapes.len();
         let same = |q: usize| pools.of(q) == pools.of(p);
         let slots: Vec<u32> = (0..plan.locals())
             .map(|l| match pools.replica_mirror[p][l] {
@@ -93,7 +93,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
             own: vec![ext(layout.partials[p])],
             remote: (0..parts)
                 .filter(|&q| q != p && same(q))
-                .map(|q| layout.segment_range(q, p, plans[q].feeders_of(p)))
+                .map(|q| layout.segment_range(q, p, shapes[q].feeders[p]))
                 .filter(|&(_, len)| len > 0)
                 .collect(),
         };
@@ -104,7 +104,7 @@ impl<'a, V: MemView, R: Access<V>, T: Transport> PooledSlots<'a, V, R, T> {
             remote: layout.in_bank(&remote_values, b),
         });
         let expect_partials = (0..parts)
-            .map(|q| if same(q) { 0 } else { plans[q].feeders_of(p) })
+            .map(|q| if same(q) { 0 } else { shapes[q].feeders[p] })
             .collect();
         // Every other partition's aggregate, and the values this one receives.
         let expect_values = (0..parts)

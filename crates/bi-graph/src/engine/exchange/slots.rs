@@ -128,7 +128,7 @@ pub(crate) struct SharedSlots<'a, V, R> {
     p: usize,
     plan: &'a PartPlan,
     layout: &'a SharedLayout,
-    sync: &'a [SyncPlan],
+    sync: &'a SyncPlan,
     barrier: &'a dyn Barrier,
     faults: Faults,
     view: V,
@@ -157,9 +157,9 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         p: usize,
-        plans: &'a [PartPlan],
+        plan: &'a PartPlan,
         layout: &'a SharedLayout,
-        sync: &'a [SyncPlan],
+        sync: &'a SyncPlan,
         barrier: &'a dyn Barrier,
         faults: Faults,
         view: V,
@@ -170,7 +170,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
         let [_, gw, aw] = words;
         SharedSlots {
             p,
-            plan: &plans[p],
+            plan,
             layout,
             sync,
             barrier,
@@ -183,7 +183,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
             value_stride: layout.value_stride,
             value_meta: layout.value_meta,
             next: layout.segments.get(p).cloned().unwrap_or_default(),
-            cursor: vec![0; plans.len()],
+            cursor: vec![0; layout.values.len()],
             marks,
             spent: Quiescence::default(),
         }
@@ -220,7 +220,7 @@ impl<'a, V: MemView, R: Access<V>> SharedSlots<'a, V, R> {
     }
 
     fn parts(&self) -> usize {
-        self.sync.len()
+        self.layout.values.len()
     }
 }
 
@@ -266,7 +266,7 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
     fn exchange_partials(&mut self, fresh: bool) -> Result<(), GraphError> {
         self.next.clone_from(&self.layout.segments[self.p]);
         self.cursor.fill(0);
-        let sync = &self.sync[self.p];
+        let sync = self.sync;
         if fresh && self.parts() > 1 {
             self.meet(&[sync.own_partials], &[&sync.remote_partials])
         } else {
@@ -295,7 +295,7 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
         fresh: bool,
         all: &mut [(Words, u64)],
     ) -> Result<(), GraphError> {
-        let sync = &self.sync[self.p];
+        let sync = self.sync;
         let base = sync.own_aggregate[bank].0 / 8;
         self.put(base, &aggregate[..self.aw], Some(changed))?;
         // Aggregates are always exchanged fresh, in the line of `bank` (a partition that
@@ -318,7 +318,7 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
                 *slot = (aggregate, changed);
                 continue;
             }
-            let base = self.sync[q].own_aggregate[bank].0 / 8;
+            let base = self.layout.aggregate_line(q, bank).0 / 8;
             let mut w = [0u64; 2];
             for (k, x) in w.iter_mut().enumerate().take(self.aw) {
                 *x = self.view.load_u64((base + k) * 8).map_err(mem)?;
@@ -330,7 +330,7 @@ impl<V: MemView, R: Access<V>> Exchange for SharedSlots<'_, V, R> {
     }
 
     fn refresh_values(&mut self, bank: usize) -> Result<(), GraphError> {
-        let sync = &self.sync[self.p];
+        let sync = self.sync;
         self.meet(&[sync.own_values[bank]], &[&sync.remote_values[bank]])
     }
 
