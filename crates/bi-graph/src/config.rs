@@ -223,6 +223,13 @@ impl Default for EngineConfig {
 /// vertex data, partials and barrier line are in the region, its edges in its own
 /// memory. With the emulated backend each process is one emulated node over the file.
 ///
+/// Or each process reads only its share of an edge list
+/// ([`GraphShare`](crate::GraphShare), over a
+/// [`FileGroup`](crate::engine::file_group::FileGroup) in
+/// [`PartitionOf::exchange`]) and runs it with [`Placement::Partition`]; the launcher
+/// ([`launch_shares`](crate::engine::launch_shares)) only starts and watches them, and
+/// partition 0 creates the region and returns every value.
+///
 /// ```no_run
 /// use bi_graph::{EngineConfig, Launch, Placement, PartitionOf};
 /// use std::process::Command;

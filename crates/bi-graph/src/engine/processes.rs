@@ -519,10 +519,15 @@ pub fn remove_region(path: &Path) {
 }
 
 /// Starts every partition's process of a run whose partitions read the graph in shares
-/// and waits for them (the launcher of [`serve_share`]'s processes, which report the
-/// run themselves): creates the exchange directory beside `launch.region`, and when a
-/// partition fails, stops the others wherever they wait, in an exchange or at a
-/// barrier of the region.
+/// and waits for them: creates the exchange directory beside `launch.region`
+/// ([`exchange_dir`]), and when a partition fails, stops the others wherever they wait,
+/// in an exchange or at a barrier of the region, and removes what they left.
+///
+/// Each process reads its share ([`GraphShare::read`] over a
+/// [`FileGroup`] of that directory) and runs it with
+/// [`Placement::Partition`](crate::Placement::Partition), the directory in
+/// [`PartitionOf::exchange`]: partition 0 creates the region at `PartitionOf::region`,
+/// returns every value and removes the region after the run.
 ///
 /// # Errors
 ///

@@ -1,6 +1,9 @@
 //! A graph read in shares: each partition reads its own part of an edge list and builds
 //! only its own plan, so that a graph larger than one machine's memory can run on
-//! several.
+//! several. The partitions are MPI ranks (`Placement::Mpi`) or processes launched on one
+//! machine ([`launch_shares`](super::launch_shares)), which exchange through files
+//! ([`FileGroup`](super::file_group::FileGroup)) and lay their region out from the
+//! shapes of each other's plans.
 //!
 //! # What each partition reads, keeps and exchanges
 //!

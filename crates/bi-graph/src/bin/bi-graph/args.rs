@@ -146,7 +146,10 @@ pub struct CommonArgs {
     pub json: bool,
     /// Run each partition as a process of its own over a region file (this program
     /// again, with the same arguments), instead of as threads of this process: vertex
-    /// data, partials and the barrier are in the file, each process loads its edges.
+    /// data, partials and the barrier are in the file, each process holds its edges.
+    /// With --input (an edge list; random, grid or by-target cut) each process reads
+    /// only its share of the file and builds only its own partition, and partition 0
+    /// writes the values and the summary; otherwise each loads the whole graph.
     #[arg(long)]
     pub processes: bool,
     /// In the bi-periodic mode, stamp every value with the superstep that wrote it and
