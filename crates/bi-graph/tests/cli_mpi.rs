@@ -99,6 +99,52 @@ fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the oblivious cut"));
 }
 
+/// Ranks in pools read their shares of a file too: every pool's region is laid out from
+/// the shapes of the ranks' plans and the vertex tables, and the values and the
+/// messages between pools are those of ranks that each load the whole file.
+#[test]
+fn two_pools_of_two_ranks_reading_their_shares_give_the_values_of_one_process() {
+    let exe = env!("CARGO_BIN_EXE_bi-graph");
+    let dir = tempfile::tempdir().unwrap();
+    let (graph, weighted, source) = shares_inputs(dir.path());
+    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let region = runs.join("pool");
+    let cases: [(&[&str], &str, &str); 3] = [
+        (&["pagerank"], "random", graph),
+        (&["wcc"], "grid", graph),
+        (&["sssp", "--source", &source], "by-target", weighted),
+    ];
+    for (program, partition, input) in cases {
+        let one = dir.path().join("one.txt");
+        let ranks = dir.path().join("ranks.txt");
+        let mut a: Vec<&str> = program.to_vec();
+        a.extend(["--input", input, "--partition", partition]);
+        a.extend(["--mode", "bi-on-demand"]);
+        let mut b = a.clone();
+        a.extend(["--nodes", "4", "--output", one.to_str().unwrap()]);
+        run(exe, &a);
+        b.extend(["--mpi", "--pool-ranks", "2", "--output"]);
+        b.extend([
+            ranks.to_str().unwrap(),
+            "--region",
+            region.to_str().unwrap(),
+        ]);
+        let mut m = vec!["-np", "4", exe];
+        m.extend(b);
+        let report = run("mpirun", &m);
+        let (x, y) = (std::fs::read(&one).unwrap(), std::fs::read(&ranks).unwrap());
+        assert!(!x.is_empty());
+        assert!(
+            x == y,
+            "{program:?} {partition}: pools reading shares differ"
+        );
+        assert!(messages(&report) > 4, "{program:?}: {report}");
+        assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0, "regions left");
+    }
+}
+
 #[test]
 fn two_pools_of_two_ranks_give_the_values_of_one_process() {
     let exe = env!("CARGO_BIN_EXE_bi-graph");

@@ -102,8 +102,7 @@ fn processes_reading_their_shares_give_the_values_of_one_process() {
             "{program:?} {partition}: {shared}"
         );
         assert_eq!(shared.lines().count(), 4, "a row per mode: {shared}");
-        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
-        assert!(left.is_empty(), "{program:?} {partition} left {left:?}");
+        nothing_left(&runs, &format!("{program:?} {partition}"));
     }
 }
 
@@ -141,8 +140,7 @@ fn a_bad_line_in_one_share_stops_every_partition() {
         err.contains("partition 2"),
         "the reading partition is named: {err}"
     );
-    let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
-    assert!(left.is_empty(), "left {left:?}");
+    nothing_left(&runs, "a bad line");
 }
 
 #[test]
@@ -258,18 +256,28 @@ fn long_input(dir: &Path) -> std::path::PathBuf {
     graph
 }
 
-#[test]
-fn a_killed_partition_stops_the_run_with_a_clear_error() {
+/// Runs `case` over a region in a directory of its own, with the processes loading the
+/// whole graph and reading their shares of a file; nothing may be left in the
+/// directory afterwards.
+fn whole_and_in_shares(case: impl Fn(&Path, Option<&Path>)) {
     let dir = tempfile::tempdir().unwrap();
     let input = long_input(dir.path());
     for shares in [false, true] {
         let runs = dir.path().join(format!("runs-{shares}"));
         std::fs::create_dir(&runs).unwrap();
-        let input = shares.then_some(&*input);
-        a_killed_partition_stops(&runs.join("run.bi"), input);
-        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
-        assert!(left.is_empty(), "shares {shares}: left {left:?}");
+        case(&runs.join("run.bi"), shares.then_some(&*input));
+        nothing_left(&runs, &format!("shares {shares}"));
     }
+}
+
+fn nothing_left(dir: &Path, what: &str) {
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert!(left.is_empty(), "{what}: left {left:?}");
+}
+
+#[test]
+fn a_killed_partition_stops_the_run_with_a_clear_error() {
+    whole_and_in_shares(a_killed_partition_stops);
 }
 
 fn a_killed_partition_stops(region: &Path, input: Option<&Path>) {
@@ -291,16 +299,7 @@ fn a_killed_partition_stops(region: &Path, input: Option<&Path>) {
 
 #[test]
 fn partitions_stop_when_their_launcher_dies() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = long_input(dir.path());
-    for shares in [false, true] {
-        let runs = dir.path().join(format!("runs-{shares}"));
-        std::fs::create_dir(&runs).unwrap();
-        let input = shares.then_some(&*input);
-        partitions_stop_without_launcher(&runs.join("run.bi"), input);
-        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
-        assert!(left.is_empty(), "shares {shares}: left {left:?}");
-    }
+    whole_and_in_shares(partitions_stop_without_launcher);
 }
 
 fn partitions_stop_without_launcher(region: &Path, input: Option<&Path>) {

@@ -277,3 +277,114 @@ impl Collective for FileGroup {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// The members of a group of `parts`, each on a thread, running `each` together.
+    fn together<T: Send>(
+        dir: &Path,
+        parts: usize,
+        each: impl Fn(&FileGroup) -> T + Sync,
+    ) -> Vec<T> {
+        std::thread::scope(|s| {
+            let each = &each;
+            let handles: Vec<_> = (0..parts)
+                .map(|p| s.spawn(move || each(&FileGroup::join(dir, "t", p, parts).unwrap())))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// Every collective gives every member what one process holding all the members'
+    /// words would compute, and what an exchange sent is gone once it is read.
+    #[test]
+    fn members_exchange_as_one_process_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = together(dir.path(), 3, |g| {
+            let p = g.partition() as u64;
+            // Lengths differ from member to member.
+            let gathered = g.all_gather(&vec![p; p as usize + 1]).unwrap();
+            let out = (0..3).map(|q| vec![p * 10 + q; q as usize]).collect();
+            let arrived = g.all_to_all(out).unwrap();
+            let mut bits = [1 << p, 1 << (p + 8)];
+            g.or_all(&mut bits).unwrap();
+            let mut counts = [p as u32, 7];
+            g.sum_all(&mut counts).unwrap();
+            let first = g.gather(&[p + 100]).unwrap();
+            (gathered, arrived, bits, counts, first)
+        });
+        for (p, (gathered, arrived, bits, counts, first)) in results.into_iter().enumerate() {
+            assert_eq!(gathered, [0, 1, 1, 2, 2, 2]);
+            let q = p as u64;
+            let sent_here: Vec<u64> = (0..3).flat_map(|r| vec![r * 10 + q; p]).collect();
+            assert_eq!(arrived, sent_here, "partition {p}");
+            assert_eq!(bits, [0b111, 0b111 << 8]);
+            assert_eq!(counts, [3, 21]);
+            match p {
+                0 => assert_eq!(first, Some(vec![vec![100], vec![101], vec![102]])),
+                _ => assert_eq!(first, None),
+            }
+        }
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            left.iter().all(|name| name.split('.').count() == 3),
+            "an all-to-all's or a gather's files are left: {left:?}"
+        );
+        assert!(
+            left.len() <= 3,
+            "at most the last gathered step's files are left: {left:?}"
+        );
+    }
+
+    /// A member waiting for the others returns once the group is aborted, and one that
+    /// joins an aborted group stops at its first exchange.
+    #[test]
+    fn an_aborted_group_stops_its_waiting_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| {
+                let g = FileGroup::join(dir.path(), "t", 0, 2).unwrap();
+                g.all_gather(&[1])
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            FileGroup::abort(dir.path()).unwrap();
+            assert!(matches!(waiting.join().unwrap(), Err(GraphError::Aborted)));
+        });
+        assert!(started.elapsed() < Duration::from_secs(30));
+        // Even with every member's file there: the abort decides.
+        let results = together(dir.path(), 2, |g| g.all_gather(&[7]));
+        assert!(
+            results
+                .iter()
+                .all(|r| matches!(r, Err(GraphError::Aborted)))
+        );
+    }
+
+    #[test]
+    fn what_names_no_group_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = |r: Result<FileGroup, GraphError>| match r {
+            Err(GraphError::InvalidArgument { reason }) => reason,
+            other => panic!("{other:?}"),
+        };
+        bad(FileGroup::join(dir.path(), "t", 2, 2));
+        for tag in ["", "a.b", "../x", "a/b", "a b"] {
+            assert!(bad(FileGroup::join(dir.path(), tag, 0, 2)).contains("tag"));
+        }
+        for tag in ["read", "BiOnDemand-run-bi", "x9"] {
+            FileGroup::join(dir.path(), tag, 0, 2).unwrap();
+        }
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            FileGroup::join(&missing, "t", 0, 2),
+            Err(GraphError::Io { .. })
+        ));
+    }
+}

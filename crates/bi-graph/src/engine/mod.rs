@@ -251,8 +251,10 @@ pub trait Graph {
     ///
     /// # Errors
     ///
-    /// As [`run`]; a share runs only with one MPI rank per partition (`Placement::Mpi`,
-    /// the `mpi` feature).
+    /// As [`run`]; a share runs only with one process per partition: MPI ranks
+    /// (`Placement::Mpi` or `Placement::MpiPools`, the `mpi` feature) or processes
+    /// exchanging through a directory (`Placement::Partition` with
+    /// [`PartitionOf::exchange`]).
     fn run_program<P: VertexProgram>(
         &self,
         program: &P,
@@ -303,6 +305,10 @@ impl Graph for share::GraphShare {
         match &config.placement {
             #[cfg(feature = "mpi")]
             Placement::Mpi => Ok(mpi::run_share(program, self, config)?.run),
+            #[cfg(feature = "mpi")]
+            Placement::MpiPools(pools) => {
+                Ok(mpi::run_pools_share(program, self, config, pools)?.run)
+            }
             Placement::Partition(
                 of @ PartitionOf {
                     exchange: Some(exchange),

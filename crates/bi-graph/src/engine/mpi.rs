@@ -9,7 +9,6 @@
 //!
 //! [`Placement::Mpi`]: crate::Placement::Mpi
 
-use super::DetailedRun;
 use super::barrier::RegionBarrier;
 use super::exchange::messages::Transport;
 use super::exchange::pooled::PooledSlots;
@@ -30,6 +29,7 @@ use super::shared::Msg;
 use super::shared::stride as value_stride;
 use super::worker::Ctx;
 use super::worker::{PartitionResult, Worker};
+use super::{DetailedRun, RunOptions};
 use crate::config::{EngineConfig, Mode, MpiPools};
 use crate::error::GraphError;
 use bi_core::region::Region;
@@ -133,13 +133,8 @@ pub fn run_share<P: VertexProgram>(
     config: &EngineConfig,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
     check_sizes::<P>()?;
-    let world = world_of(share.parts())?;
+    let world = share_world(share)?;
     let rank = world.rank() as usize;
-    if rank != share.part() {
-        return Err(GraphError::InvalidArgument {
-            reason: format!("rank {rank} was given partition {}'s share", share.part()),
-        });
-    }
     if config.mode != Mode::Stock {
         return Err(GraphError::InvalidArgument {
             reason: "over MPI the stock mode runs (the BI modes need shared memory)".into(),
@@ -341,6 +336,33 @@ pub(crate) fn run_pools<P: VertexProgram>(
         let _ = std::fs::remove_file(&path);
     }
     gather(prepared.whole(), &world, rank, outcome, counters.totals())
+}
+
+/// The world communicator of the ranks that read `share` and its siblings, one rank per
+/// partition, this rank the share's.
+fn share_world(share: &GraphShare) -> Result<SimpleCommunicator, GraphError> {
+    let world = world_of(share.parts())?;
+    let rank = world.rank() as usize;
+    if rank != share.part() {
+        return Err(GraphError::InvalidArgument {
+            reason: format!("rank {rank} was given partition {}'s share", share.part()),
+        });
+    }
+    Ok(world)
+}
+
+/// Runs this rank's partition of a graph read in shares across pools
+/// ([`run_pools`]): the ranks lay out every pool's region from the shapes of each
+/// other's plans and the vertex tables.
+pub(crate) fn run_pools_share<P: VertexProgram>(
+    program: &P,
+    share: &GraphShare,
+    config: &EngineConfig,
+    placement: &MpiPools,
+) -> Result<DetailedRun<P::Data>, GraphError> {
+    let world = share_world(share)?;
+    let prepared = Prepared::of_share(program, share, &world, config, &RunOptions::default())?;
+    run_pools(&prepared, program, config, placement)
 }
 
 /// The world communicator, one rank per partition.

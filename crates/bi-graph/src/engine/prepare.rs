@@ -150,6 +150,9 @@ impl Prepared {
         check_options(options)?;
         let (part, parts) = (share.part(), share.parts());
         let (plan, feeds) = share.plan(Needs::of(program), collective)?;
+        let pools = pool_size(config)
+            .map(|size| Pools::of_share(part, &plan, share.vertices(&feeds), parts, size))
+            .transpose()?;
         drop(feeds);
         let words = collective.all_gather(&plan.shape(parts).words())?;
         let shapes = PartShape::all_from_words(&words, parts).ok_or(GraphError::Exchange {
@@ -162,7 +165,7 @@ impl Prepared {
             in_degree: share.in_degrees().to_vec(),
             out_degree: share.out_degrees().to_vec(),
             replication_factor: share.replication_factor(),
-            pools: None,
+            pools,
         };
         Prepared::from_plans(program, held, config, options)
     }

@@ -74,7 +74,6 @@ pub struct GraphShare {
     weights: Option<Vec<f64>>,
     total_edges: usize,
     presence: Vec<u64>,
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // a share runs over MPI
     master: Vec<u8>,
     in_degree: Vec<u32>,
     out_degree: Vec<u32>,
@@ -266,7 +265,6 @@ impl GraphShare {
         replication_factor(&self.presence)
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // a share runs over MPI
     /// This partition's plan for a program of `needs`, and the table of which replicas
     /// feed their masters (or-ed with the other partitions').
     pub(crate) fn plan(
@@ -297,7 +295,6 @@ impl GraphShare {
     }
 
     /// The vertex tables with `feeds`.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // a share runs over MPI
     pub(crate) fn vertices<'a>(&'a self, feeds: &'a [u64]) -> Vertices<'a> {
         Vertices {
             presence: &self.presence,
@@ -404,6 +401,7 @@ mod tests {
     use crate::engine::exchange::Expected;
     use crate::engine::file_group::FileGroup;
     use crate::engine::plan::{Csr, build};
+    use crate::engine::pools::Pools;
     use crate::partition::VertexCut;
     use std::io::Write;
 
@@ -503,6 +501,30 @@ mod tests {
                                     plans.iter().map(|plan| plan.shape(parts)).collect();
                                 assert_eq!(expected, Expected::from_shapes(&shapes, p));
                                 assert_eq!(plan.shape(parts), shapes[p]);
+                                // Its rows of the pools of a two-level run, from the
+                                // tables, are those of the whole graph's pools.
+                                for size in 1..=parts {
+                                    let whole = Pools::new(plans, size).unwrap();
+                                    let own =
+                                        Pools::of_share(p, &plan, tables, parts, size).unwrap();
+                                    let what = format!("{partitioner:?} {p}/{parts} by {size}");
+                                    assert_eq!(own.mirrors, whole.mirrors, "{what}");
+                                    let rows = |x: &Pools| {
+                                        (
+                                            x.replica_mirror[p].clone(),
+                                            x.send_start[p].clone(),
+                                            x.sends[p].clone(),
+                                        )
+                                    };
+                                    assert_eq!(rows(&own), rows(&whole), "{what}");
+                                    for q in 0..parts {
+                                        assert_eq!(
+                                            own.values_from(q, p),
+                                            whole.values_from(q, p),
+                                            "{what}"
+                                        );
+                                    }
+                                }
                                 same_plan(
                                     &plan,
                                     &plans[p],

@@ -169,9 +169,9 @@ pub struct CommonArgs {
     pub region: Option<PathBuf>,
     /// Run as one MPI rank per partition (start with `mpirun -np K bi-graph ... --mpi`;
     /// --nodes is the number of ranks): the stock mode with MPI as its transport. Rank
-    /// 0 writes the values and the summary. With --input (an edge list; without
-    /// --pool-ranks) each rank reads only its share of the file and builds only its own
-    /// partition (random, grid or by-target cut).
+    /// 0 writes the values and the summary. With --input (an edge list) each rank reads
+    /// only its share of the file and builds only its own partition (random, grid or
+    /// by-target cut), in pools too.
     #[cfg(feature = "mpi")]
     #[arg(long, conflicts_with_all = ["processes", "nodes"])]
     pub mpi: bool,

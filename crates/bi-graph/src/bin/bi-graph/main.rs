@@ -187,9 +187,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Loaded::Share(share?)
     } else {
         #[cfg(feature = "mpi")]
-        let graph = match (&mpi, &common.input, common.pool_ranks) {
+        let graph = match (&mpi, &common.input) {
             // Each rank reads its own share of the file and builds its own plan.
-            (Some(ranks), Some(path), None) => {
+            (Some(ranks), Some(path)) => {
                 let reader = reader(weights_matter, observer.clone());
                 let share = GraphShare::read(&reader, path, cut, common.seed, &ranks.world())?;
                 Loaded::Share(share)
