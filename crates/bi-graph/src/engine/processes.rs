@@ -561,3 +561,53 @@ pub fn launch_shares(launch: &Launch, parts: usize) -> Result<(), GraphError> {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Graph;
+    use crate::input::GraphReader;
+    use crate::{EngineConfig, Placement, Wcc};
+    use std::io::Write;
+
+    /// A share run as a partition's process must be that partition, of as many
+    /// partitions as the share was read by.
+    #[test]
+    fn a_share_runs_only_as_its_own_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = dir.path().join("g.txt");
+        writeln!(std::fs::File::create(&graph).unwrap(), "1 2\n2 3").unwrap();
+        let group = FileGroup::join(dir.path(), "read", 0, 1).unwrap();
+        let share = GraphShare::read(
+            &GraphReader::new(),
+            &graph,
+            crate::Partitioner::Random,
+            1,
+            &group,
+        )
+        .unwrap();
+        let of = |partition| PartitionOf {
+            region: dir.path().join("run.bi"),
+            partition,
+            exchange: Some(dir.path().to_path_buf()),
+        };
+        let config = |nodes, partition| EngineConfig {
+            nodes,
+            placement: Placement::Partition(of(partition)),
+            ..EngineConfig::default()
+        };
+        for (nodes, partition) in [(1, 1), (2, 0)] {
+            let refused = share.run_program(&Wcc, &config(nodes, partition));
+            assert!(
+                matches!(refused, Err(GraphError::InvalidArgument { .. })),
+                "{nodes} {partition}: {refused:?}"
+            );
+        }
+        let run = crate::wcc(&share, &config(1, 0)).unwrap();
+        assert_eq!(run.values, [0, 0, 0]);
+        assert!(
+            !dir.path().join("run.bi").exists(),
+            "partition 0 removes it"
+        );
+    }
+}

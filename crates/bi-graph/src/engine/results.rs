@@ -133,3 +133,53 @@ pub(crate) fn run_from_reports<D: bytemuck::Pod>(
         emulator: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WHOLE: Whole = Whole {
+        data_words: 1,
+        parts: 2,
+        vertices: 4,
+        replication_factor: 1.5,
+    };
+
+    #[test]
+    fn values_land_on_their_vertices_and_bad_entries_are_refused() {
+        let values: Vec<u64> =
+            values_from_words(WHOLE, [&[3, 30, 0, 10][..], &[2, 20][..]]).unwrap();
+        assert_eq!(values, [10, 0, 20, 30]);
+        for bad in [&[3, 30, 0][..], &[4, 1][..]] {
+            assert!(matches!(
+                values_from_words::<u64>(WHOLE, [bad]),
+                Err(GraphError::Exchange { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn the_reports_add_up_to_the_run() {
+        let outcome = |iterations, messages, edges| PartitionResult::<u64> {
+            iterations,
+            messages,
+            edges_gathered: edges,
+            ..PartitionResult::default()
+        };
+        let lines = |written_back, invalidated| LineTotals {
+            written_back,
+            invalidated,
+        };
+        let mut reports = report_words(&outcome(5, 7, 11), lines(3, 4));
+        reports.extend(report_words(&outcome(6, 2, 1), lines(5, 6)));
+        let run = run_from_reports(WHOLE, &reports, vec![1u64, 2, 3, 4]).unwrap();
+        let s = &run.run.stats;
+        assert_eq!(run.run.values, [1, 2, 3, 4]);
+        assert_eq!(s.iterations, 6);
+        assert_eq!(s.messages_sent, 9);
+        assert_eq!(s.edges_gathered, 12);
+        assert_eq!((s.lines_written_back, s.lines_invalidated), (8, 10));
+        assert_eq!(s.replication_factor, 1.5);
+        assert!(run_from_reports::<u64>(WHOLE, &reports[1..], Vec::new()).is_err());
+    }
+}

@@ -56,7 +56,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {failure}");
+            // One write, so that the errors of partitions' processes sharing this
+            // stream do not interleave within a line.
+            let line = format!("error: {failure}\n");
+            let _ = io::stderr().lock().write_all(line.as_bytes());
             ExitCode::FAILURE
         }
     }
