@@ -155,9 +155,10 @@ impl Prepared {
             .transpose()?;
         drop(feeds);
         let words = collective.all_gather(&plan.shape(parts).words())?;
-        let shapes = PartShape::all_from_words(&words, parts).ok_or(GraphError::Exchange {
-            what: "the partitions' plan shapes do not add up",
-        })?;
+        let shapes =
+            PartShape::all_from_words(&words, parts).ok_or_else(|| GraphError::Exchange {
+                what: "the partitions' plan shapes do not add up",
+            })?;
         let held = Held {
             own: part,
             plans: vec![plan],

@@ -12,6 +12,15 @@
 //! for messages) and stops. When the launcher dies, the partitions see that they were
 //! adopted and stop too.
 //!
+//! A graph read in shares ([`launch_shares`], [`serve_share`]) turns this around: no
+//! process holds the whole graph, so the partitions lay the region out together,
+//! through files of an exchange directory ([`FileGroup`]), from the shapes of each
+//! other's plans; partition 0 creates the region, names its meeting lines in the
+//! directory and gathers the values and reports. The launcher only starts and watches
+//! the processes: when one fails it stops the others in an exchange (the directory's
+//! abort file) and at the region's barrier (the meeting lines named there), and removes
+//! what they left.
+//!
 //! [`Placement::Processes`]: crate::Placement::Processes
 
 use super::barrier::{Barrier, RegionBarrier};

@@ -96,7 +96,7 @@ pub(crate) fn values_from_words<'w, D: bytemuck::Pod>(
             let slot = usize::try_from(entry[0])
                 .ok()
                 .and_then(|v| values.get_mut(v))
-                .ok_or(GraphError::Exchange {
+                .ok_or_else(|| GraphError::Exchange {
                     what: "a partition's value names no vertex",
                 })?;
             *slot = decode(&w);
