@@ -4,7 +4,7 @@
 #![cfg(not(miri))] // spawns processes
 
 mod common;
-use common::{messages, shares_inputs};
+use common::{messages, share_cases};
 use std::process::Command;
 
 /// Runs `program`; returns what it printed.
@@ -51,25 +51,13 @@ fn four_ranks_give_the_values_of_one_process() {
 fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
     let exe = env!("CARGO_BIN_EXE_bi-graph");
     let dir = tempfile::tempdir().unwrap();
-    let (graph, weighted, source) = shares_inputs(dir.path());
-    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
-    let cases: [(&[&str], &str, &str); 3] = [
-        (&["pagerank"], "random", graph),
-        (&["wcc"], "grid", graph),
-        (&["sssp", "--source", &source], "by-target", weighted),
-    ];
-    for (program, partition, input) in cases {
+    let cases = share_cases(dir.path());
+    for case in &cases {
+        let (program, partition) = (&case.program, case.partition);
         let one = dir.path().join("one.txt");
         let ranks = dir.path().join("ranks.txt");
-        let mut a: Vec<&str> = program.to_vec();
-        a.extend([
-            "--input",
-            input,
-            "--mode",
-            "stock",
-            "--partition",
-            partition,
-        ]);
+        let mut a = case.args();
+        a.extend(["--mode", "stock"]);
         let mut b = a.clone();
         a.extend(["--nodes", "4", "--output", one.to_str().unwrap()]);
         let whole = run(exe, &a);
@@ -91,7 +79,7 @@ fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
     }
     // The oblivious cut needs every edge before an edge: refused, by every rank.
     let out = Command::new("mpirun")
-        .args(["-np", "2", exe, "wcc", "--input", graph, "--mpi"])
+        .args(["-np", "2", exe, "wcc", "--input", &cases[0].input, "--mpi"])
         .args(["--mode", "stock", "--partition", "oblivious"])
         .output()
         .unwrap();
@@ -101,26 +89,19 @@ fn four_ranks_reading_their_shares_of_a_file_give_the_values_of_one_process() {
 
 /// Ranks in pools read their shares of a file too: every pool's region is laid out from
 /// the shapes of the ranks' plans and the vertex tables, and the values and the
-/// messages between pools are those of ranks that each load the whole file.
+/// values are those of one process.
 #[test]
 fn two_pools_of_two_ranks_reading_their_shares_give_the_values_of_one_process() {
     let exe = env!("CARGO_BIN_EXE_bi-graph");
     let dir = tempfile::tempdir().unwrap();
-    let (graph, weighted, source) = shares_inputs(dir.path());
-    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
     let runs = dir.path().join("runs");
     std::fs::create_dir(&runs).unwrap();
     let region = runs.join("pool");
-    let cases: [(&[&str], &str, &str); 3] = [
-        (&["pagerank"], "random", graph),
-        (&["wcc"], "grid", graph),
-        (&["sssp", "--source", &source], "by-target", weighted),
-    ];
-    for (program, partition, input) in cases {
+    for case in share_cases(dir.path()) {
+        let (program, partition) = (&case.program, case.partition);
         let one = dir.path().join("one.txt");
         let ranks = dir.path().join("ranks.txt");
-        let mut a: Vec<&str> = program.to_vec();
-        a.extend(["--input", input, "--partition", partition]);
+        let mut a = case.args();
         a.extend(["--mode", "bi-on-demand"]);
         let mut b = a.clone();
         a.extend(["--nodes", "4", "--output", one.to_str().unwrap()]);

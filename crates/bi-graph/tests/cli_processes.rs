@@ -4,7 +4,7 @@
 #![cfg(not(miri))] // spawns processes
 
 mod common;
-use common::{bi_graph, run_ok, shares_inputs, stderr, stdout};
+use common::{ShareCase, bi_graph, run_ok, share_cases, stderr, stdout};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,25 +65,23 @@ fn processes_give_the_values_of_threads() {
 #[test]
 fn processes_reading_their_shares_give_the_values_of_one_process() {
     let dir = tempfile::tempdir().unwrap();
-    let (graph, weighted, source) = shares_inputs(dir.path());
-    let (graph, weighted) = (graph.to_str().unwrap(), weighted.to_str().unwrap());
     let runs = dir.path().join("runs");
     std::fs::create_dir(&runs).unwrap();
     let region = runs.join("run.bi");
-    let cases: [(&[&str], &str, &str); 4] = [
-        (&["pagerank", "--iterations", "12"], "random", graph),
-        (&["wcc"], "grid", graph),
-        (&["sssp", "--source", &source], "by-target", weighted),
-        // The oblivious cut places an edge after all before it: each process loads the
-        // whole graph, as without an input file.
-        (&["wcc"], "oblivious", graph),
-    ];
-    for (program, partition, input) in cases {
+    let mut cases = share_cases(dir.path());
+    // The oblivious cut places an edge after all before it: each process loads the
+    // whole graph, as without an input file.
+    cases.push(ShareCase {
+        program: vec!["wcc".into()],
+        partition: "oblivious",
+        input: cases[0].input.clone(),
+    });
+    for case in &cases {
+        let (program, partition) = (&case.program, case.partition);
         let one = dir.path().join("one.txt");
         let processes = dir.path().join("processes.txt");
-        let mut a: Vec<&str> = program.to_vec();
-        a.extend(["--input", input, "--nodes", "4", "--partition", partition]);
-        a.extend(["--mode", "all", "--json"]);
+        let mut a = case.args();
+        a.extend(["--nodes", "4", "--mode", "all", "--json"]);
         let mut b = a.clone();
         a.extend(["--output", one.to_str().unwrap()]);
         b.extend(["--processes", "--region", region.to_str().unwrap()]);

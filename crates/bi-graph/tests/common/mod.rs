@@ -2,7 +2,7 @@
 // Each test binary uses some of these.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// Runs `bi-graph` with `args` to the end.
@@ -42,17 +42,30 @@ pub fn messages(report: &str) -> u64 {
         .unwrap_or_else(|_| panic!("{figure:?} in {report}"))
 }
 
-/// A generated graph written as an edge list in `dir`, the same edges with weights (for
-/// shortest paths), and the id of a vertex of both: inputs for runs reading shares.
-pub fn shares_inputs(dir: &Path) -> (PathBuf, PathBuf, String) {
+/// A run reading shares: the program's arguments, the cut it is checked under, its
+/// input file.
+pub struct ShareCase {
+    pub program: Vec<String>,
+    pub partition: &'static str,
+    pub input: String,
+}
+
+impl ShareCase {
+    /// The program's arguments, then its input and cut.
+    pub fn args(&self) -> Vec<&str> {
+        let mut args: Vec<&str> = self.program.iter().map(String::as_str).collect();
+        args.extend(["--input", &self.input, "--partition", self.partition]);
+        args
+    }
+}
+
+/// The runs that read shares, over a generated graph written as an edge list in `dir`:
+/// PageRank with the random cut, WCC with the grid cut, and shortest paths with the
+/// by-target cut over the same edges with weights.
+pub fn share_cases(dir: &Path) -> Vec<ShareCase> {
     let graph = dir.join("graph.txt");
-    run_ok(&[
-        "generate",
-        "--scale",
-        "11",
-        "--output",
-        graph.to_str().unwrap(),
-    ]);
+    let graph = graph.to_str().unwrap().to_owned();
+    run_ok(&["generate", "--scale", "11", "--output", &graph]);
     let text = std::fs::read_to_string(&graph).unwrap();
     assert!(
         text.lines().count() > 20_000,
@@ -67,5 +80,18 @@ pub fn shares_inputs(dir: &Path) -> (PathBuf, PathBuf, String) {
         .collect();
     std::fs::write(&weighted, lines.join("\n")).unwrap();
     let source = lines[0].split_whitespace().next().unwrap().to_owned();
-    (graph, weighted, source)
+    let case = |program: &[&str], partition, input: &str| ShareCase {
+        program: program.iter().map(|s| s.to_string()).collect(),
+        partition,
+        input: input.to_owned(),
+    };
+    vec![
+        case(&["pagerank"], "random", &graph),
+        case(&["wcc"], "grid", &graph),
+        case(
+            &["sssp", "--source", &source],
+            "by-target",
+            weighted.to_str().unwrap(),
+        ),
+    ]
 }
