@@ -244,38 +244,6 @@ impl Collective for FileGroup {
         }
         Ok(arrived)
     }
-
-    fn or_all(&self, words: &mut [u64]) -> Result<(), GraphError> {
-        let all = self.all_gather(words)?;
-        if all.len() != words.len() * self.parts {
-            return Err(GraphError::Exchange {
-                what: "partitions or-ed tables of different lengths",
-            });
-        }
-        for chunk in all.chunks_exact(words.len().max(1)) {
-            for (w, &x) in words.iter_mut().zip(chunk) {
-                *w |= x;
-            }
-        }
-        Ok(())
-    }
-
-    fn sum_all(&self, counts: &mut [u32]) -> Result<(), GraphError> {
-        let mine: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
-        let all = self.all_gather(&mine)?;
-        if all.len() != counts.len() * self.parts {
-            return Err(GraphError::Exchange {
-                what: "partitions summed tables of different lengths",
-            });
-        }
-        counts.fill(0);
-        for chunk in all.chunks_exact(counts.len().max(1)) {
-            for (c, &x) in counts.iter_mut().zip(chunk) {
-                *c = c.wrapping_add(x as u32);
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

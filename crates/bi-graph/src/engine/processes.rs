@@ -83,7 +83,6 @@ fn describe(status: ExitStatus) -> String {
 /// (once) as soon as one fails: the others are given [`GRACE`] to stop on their own and
 /// are then killed. Returns each process's exit (`None` for one killed) and the first
 /// partition seen to fail.
-#[allow(clippy::type_complexity)]
 fn watch(
     launch: &Launch,
     parts: usize,

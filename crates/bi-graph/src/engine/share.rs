@@ -56,10 +56,46 @@ pub trait Collective {
     /// after the other in partition order. Takes `out` so that it can be freed before
     /// what arrives is.
     fn all_to_all(&self, out: Vec<Vec<u64>>) -> Result<Vec<u64>, GraphError>;
-    /// Replaces each of `words` by its bitwise or over the partitions.
-    fn or_all(&self, words: &mut [u64]) -> Result<(), GraphError>;
-    /// Replaces each of `counts` by its sum over the partitions.
-    fn sum_all(&self, counts: &mut [u32]) -> Result<(), GraphError>;
+    /// Replaces each of `words` by its bitwise or over the partitions (by default from
+    /// [`all_gather`](Self::all_gather); a communicator with reductions of its own
+    /// overrides it).
+    fn or_all(&self, words: &mut [u64]) -> Result<(), GraphError> {
+        let all = self.all_gather(words)?;
+        for table in tables_of(&all, words.len(), self.partitions())? {
+            for (w, &x) in words.iter_mut().zip(table) {
+                *w |= x;
+            }
+        }
+        Ok(())
+    }
+    /// Replaces each of `counts` by its sum over the partitions (by default from
+    /// [`all_gather`](Self::all_gather), wrapping).
+    fn sum_all(&self, counts: &mut [u32]) -> Result<(), GraphError> {
+        let mine: Vec<u64> = counts.iter().map(|&c| u64::from(c)).collect();
+        let all = self.all_gather(&mine)?;
+        let tables = tables_of(&all, counts.len(), self.partitions())?;
+        counts.fill(0);
+        for table in tables {
+            for (c, &x) in counts.iter_mut().zip(table) {
+                *c = c.wrapping_add(x as u32);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every partition's table of `len` words in `all`, one after the other.
+fn tables_of(
+    all: &[u64],
+    len: usize,
+    parts: usize,
+) -> Result<std::slice::ChunksExact<'_, u64>, GraphError> {
+    if all.len() != len * parts {
+        return Err(GraphError::Exchange {
+            what: "partitions reduced tables of different lengths",
+        });
+    }
+    Ok(all.chunks_exact(len.max(1)))
 }
 
 /// One partition's share of a graph (see the module docs): every vertex's id and
@@ -376,20 +412,6 @@ pub(crate) mod threads {
         fn all_to_all(&self, out: Vec<Vec<u64>>) -> Result<Vec<u64>, GraphError> {
             let all = self.swap(out);
             Ok(all.iter().flat_map(|o| o[self.rank].clone()).collect())
-        }
-        fn or_all(&self, words: &mut [u64]) -> Result<(), GraphError> {
-            let all = self.swap(vec![words.to_vec()]);
-            for (i, w) in words.iter_mut().enumerate() {
-                *w = all.iter().fold(0, |acc, o| acc | o[0][i]);
-            }
-            Ok(())
-        }
-        fn sum_all(&self, counts: &mut [u32]) -> Result<(), GraphError> {
-            let all = self.swap(vec![counts.iter().map(|&c| u64::from(c)).collect()]);
-            for (i, c) in counts.iter_mut().enumerate() {
-                *c = all.iter().map(|o| o[0][i] as u32).sum();
-            }
-            Ok(())
         }
     }
 }
