@@ -221,16 +221,7 @@ pub(crate) fn serve<P: VertexProgram>(
     options: &RunOptions,
     of: &PartitionOf,
 ) -> Result<DetailedRun<P::Data>, GraphError> {
-    let served = serve_region(prepared, program, config, options, of)?;
-    let outcome = served.outcome.measurements();
-    let (_, stats) = prepared.collect(vec![outcome], served.lines);
-    Ok(DetailedRun {
-        run: Run {
-            values: Vec::new(),
-            stats,
-        },
-        emulator: served.emulator,
-    })
+    Ok(serve_region(prepared, program, config, options, of)?.measured(prepared))
 }
 
 /// What a partition's process ran: its outcome, the lines it wrote back and dropped, and
@@ -239,6 +230,21 @@ struct Served<D> {
     outcome: PartitionResult<D>,
     lines: LineTotals,
     emulator: Option<NodeStats>,
+}
+
+impl<D: bytemuck::Pod> Served<D> {
+    /// What this partition measured, as the run it returns: no values (another process
+    /// returns them).
+    fn measured(self, prepared: &Prepared) -> DetailedRun<D> {
+        let (_, stats) = prepared.collect(vec![self.outcome.measurements()], self.lines);
+        DetailedRun {
+            run: Run {
+                values: Vec::new(),
+                stats,
+            },
+            emulator: self.emulator,
+        }
+    }
 }
 
 /// Runs partition `of.partition` over the region file, which exists.
@@ -496,22 +502,15 @@ pub(crate) fn serve_share<P: VertexProgram>(
         .gather(&report)
         .and_then(|r| Ok(r.zip(group.gather(&masters)?)));
     let served = served?;
-    let whole = prepared.whole();
     let Some((reports, masters)) = gathered? else {
-        let (_, stats) = prepared.collect(vec![served.outcome.measurements()], served.lines);
-        return Ok(DetailedRun {
-            run: Run {
-                values: Vec::new(),
-                stats,
-            },
-            emulator: served.emulator,
-        });
+        return Ok(served.measured(&prepared));
     };
     let _ = std::fs::remove_file(&meeting);
     remove_region(&of.region);
     if reports.iter().any(Vec::is_empty) {
         return Err(GraphError::Aborted);
     }
+    let whole = prepared.whole();
     let values = values_from_words(whole, masters.iter().map(Vec::as_slice))?;
     let mut run = run_from_reports(whole, &reports.concat(), values)?;
     run.emulator = served.emulator;
